@@ -1,0 +1,536 @@
+/* engine/api.c: the pipeline half of the public API: load, parameters, plan, run, and
+ * the printable plan. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define PF_API __attribute__((visibility("default")))
+#define PF_MAX_PIPELINE_BYTES (16u << 20)
+
+/* ---- Loading ---------------------------------------------------------------------------------- */
+
+static int load(pf_engine *e, const char *text, const char *source, pf_pipeline **out)
+{
+    pf_pipeline *p = calloc(1, sizeof *p);
+    if (!p) {
+        pf_errf(e->errmsg, "%s: out of memory", source);
+        return PF_NO_MEMORY;
+    }
+    p->eng = e;
+    p->source = pf_strdup(source);
+    if (!p->source) {
+        free(p);
+        pf_errf(e->errmsg, "%s: out of memory", source);
+        return PF_NO_MEMORY;
+    }
+    e->errmsg[0] = 0;
+    int rc = pf_load_pipeline(p, text, source);
+    if (rc != PF_OK) {
+        pf_pipeline_destroy(p);
+        return rc;
+    }
+    *out = p;
+    return PF_OK;
+}
+
+PF_API int pf_pipeline_load_string(pf_engine *e, const char *json, const char *name,
+                                   pf_pipeline **out)
+{
+    if (!out)
+        return PF_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!e || !json) {
+        if (e)
+            pf_errf(e->errmsg, "pf_pipeline_load_string: NULL text");
+        return PF_INVALID_ARGUMENT;
+    }
+    return load(e, json, name ? name : "<string>", out);
+}
+
+PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **out)
+{
+    if (!out)
+        return PF_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!e || !path)
+        return PF_INVALID_ARGUMENT;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        pf_errf(e->errmsg, "%s: cannot open: %s", path, strerror(errno));
+        return PF_IO;
+    }
+    char *text = malloc(PF_MAX_PIPELINE_BYTES + 1);
+    if (!text) {
+        fclose(f);
+        pf_errf(e->errmsg, "%s: out of memory", path);
+        return PF_NO_MEMORY;
+    }
+    size_t n = fread(text, 1, PF_MAX_PIPELINE_BYTES + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || n > PF_MAX_PIPELINE_BYTES) {
+        free(text);
+        if (bad)
+            pf_errf(e->errmsg, "%s: read error", path);
+        else
+            pf_errf(e->errmsg, "%s: larger than %u MiB; not a pipeline file", path,
+                    PF_MAX_PIPELINE_BYTES >> 20);
+        return PF_IO;
+    }
+    text[n] = 0;
+    if (strlen(text) != n) {
+        free(text);
+        pf_errf(e->errmsg, "%s: contains a NUL byte; not a pipeline file", path);
+        return PF_PARSE;
+    }
+    int rc = load(e, text, path, out);
+    free(text);
+    return rc;
+}
+
+PF_API void pf_pipeline_destroy(pf_pipeline *p)
+{
+    if (!p)
+        return;
+    pf_plan_free(p->plan);
+    pf_pipeline_free_ir(p);
+    free(p->source);
+    free(p);
+}
+
+PF_API const char *pf_pipeline_errmsg(const pf_pipeline *p)
+{
+    return p ? p->errmsg : "no pipeline";
+}
+
+/* ---- Parameters -------------------------------------------------------------------------------- */
+
+/* Whether new params for node i still fit the current plan: same output shape, no
+   larger scratch. Otherwise the next run plans again. */
+static int plan_still_fits(const pf_pipeline *p, int i)
+{
+    const pf_plan *plan = p->plan;
+    const pf_node *n = &p->nodes[i];
+    if (!plan || plan->unit_of[i] < 0)
+        return 1;
+    const pf_unit *u = &plan->units[plan->unit_of[i]];
+    const pf_shape *in = &plan->shapes[n->in[0]];
+    if (n->desc->shape) {
+        pf_shape s;
+        char err[256];
+        if (n->desc->shape(n->params, in, &s, err, sizeof err) != 0 ||
+            s.width != plan->shapes[i].width || s.height != plan->shapes[i].height)
+            return 0;
+    }
+    if (n->desc->scratch_bytes &&
+        n->desc->scratch_bytes(n->params, plan->shapes[i].width, u->cpu_band_rows) > u->scratch)
+        return 0;
+    if (n->desc->partial_len && n->desc->partial_len(n->params, in) != u->partial_len)
+        return 0;
+    return 1;
+}
+
+static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
+{
+    const char *dot = key ? strchr(key, '.') : NULL;
+    char id[256];
+    if (!dot || (size_t)(dot - key) >= sizeof id) {
+        pf_errf(p->errmsg, "%s: parameter key '%s' is not of the form stage_id.param",
+                p->source, key ? key : "(null)");
+        return PF_PARAM;
+    }
+    memcpy(id, key, (size_t)(dot - key));
+    id[dot - key] = 0;
+    int i = pf_find_node(p, id);
+    if (i < p->n_inputs) {
+        const char **ids = malloc(sizeof(char *) * (size_t)p->n_nodes);
+        for (int k = 0; ids && k < p->n_nodes; k++)
+            ids[k] = k < p->n_inputs ? NULL : p->nodes[k].id;
+        const char *near = ids ? pf_closest(id, ids, p->n_nodes) : NULL;
+        pf_errf(p->errmsg, "%s: %s: no stage '%s'%s%s%s", p->source, key, id,
+                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+        free(ids);
+        return PF_PARAM;
+    }
+    pf_node *n = &p->nodes[i];
+    const pf_param_desc *pd = pf_param_find(n->desc, dot + 1);
+    if (!pd) {
+        const char **names = malloc(sizeof(char *) * (size_t)(n->desc->n_params + 1));
+        for (int k = 0; names && k < n->desc->n_params; k++)
+            names[k] = n->desc->params[k].name;
+        const char *near = names ? pf_closest(dot + 1, names, n->desc->n_params) : NULL;
+        pf_errf(p->errmsg, "%s: %s: stage '%s' (%s) has no parameter '%s'%s%s%s", p->source,
+                key, id, n->desc->name, dot + 1, near ? "; did you mean '" : "",
+                near ? near : "", near ? "'?" : "");
+        free(names);
+        return PF_PARAM;
+    }
+    /* Validate on a copy, so that a rejected value changes nothing. */
+    void *copy = malloc(n->desc->params_size ? n->desc->params_size : 1);
+    if (!copy)
+        return PF_NO_MEMORY;
+    memcpy(copy, n->params, n->desc->params_size);
+    char err[1024] = "";
+    int rc = pf_param_set_json(pd, v, copy, err, sizeof err);
+    if (rc == PF_OK && n->desc->check && n->desc->check(copy, err, sizeof err) != 0)
+        rc = PF_PARAM;
+    if (rc != PF_OK) {
+        pf_errf(p->errmsg, "%s: %s: %s", p->source, key, err);
+        free(copy);
+        return rc;
+    }
+    memcpy(n->params, copy, n->desc->params_size);
+    free(copy);
+    if (!plan_still_fits(p, i)) {
+        pf_plan_free(p->plan);
+        p->plan = NULL;
+    }
+    return PF_OK;
+}
+
+PF_API int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *json_value)
+{
+    if (!p)
+        return PF_INVALID_ARGUMENT;
+    json_error_t jerr;
+    json_t *v = json_value ? json_loads(json_value, JSON_DECODE_ANY, &jerr) : NULL;
+    if (!v) {
+        pf_errf(p->errmsg, "%s: %s: value '%s' is not JSON: %s", p->source, key ? key : "",
+                json_value ? json_value : "(null)", json_value ? jerr.text : "NULL");
+        return PF_PARAM;
+    }
+    int rc = set_param_value(p, key, v);
+    json_decref(v);
+    return rc;
+}
+
+PF_API int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value)
+{
+    if (!p)
+        return PF_INVALID_ARGUMENT;
+    json_t *v = json_real(value);
+    if (!v) {
+        pf_errf(p->errmsg, "%s: %s: %g is not a finite number", p->source, key ? key : "",
+                value);
+        return PF_PARAM;
+    }
+    int rc = set_param_value(p, key, v);
+    json_decref(v);
+    return rc;
+}
+
+/* ---- Inputs and outputs ----------------------------------------------------------------------- */
+
+PF_API int pf_pipeline_input_count(const pf_pipeline *p) { return p ? p->n_inputs : 0; }
+
+PF_API const char *pf_pipeline_input_name(const pf_pipeline *p, int i)
+{
+    return p && i >= 0 && i < p->n_inputs ? p->nodes[i].id : NULL;
+}
+
+PF_API int pf_pipeline_output_count(const pf_pipeline *p) { return p ? p->n_outputs : 0; }
+
+static int is_table_node(const pf_pipeline *p, int node)
+{
+    return node >= p->n_inputs && p->nodes[node].desc->kind == PF_STAGE_REDUCE;
+}
+
+PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *info)
+{
+    if (!p || !info || i < 0 || i >= p->n_outputs)
+        return PF_INVALID_ARGUMENT;
+    const pf_output_decl *o = &p->outputs[i];
+    memset(info, 0, sizeof *info);
+    info->name = o->name;
+    info->stage = p->nodes[o->node].id;
+    info->kind = is_table_node(p, o->node) ? PF_OUTPUT_TABLE : PF_OUTPUT_IMAGE;
+    info->channels = o->channels;
+    info->bits = o->bits;
+    if (p->plan)
+        info->shape = p->plan->shapes[o->node];
+    return PF_OK;
+}
+
+/* ---- Options ------------------------------------------------------------------------------------ */
+
+PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
+{
+    if (!p || !name || !value)
+        return PF_INVALID_ARGUMENT;
+    char *end = NULL;
+    long iv = strtol(value, &end, 10);
+    int is_int = end != value && *end == 0;
+    double dv = strtod(value, &end);
+    int is_num = end != value && *end == 0;
+    int is_bool = strcmp(value, "true") == 0 || strcmp(value, "false") == 0;
+    if (strcmp(name, "backend") == 0) {
+        if (strcmp(value, "auto") == 0)
+            p->opts.backend = PF_BACKEND_AUTO;
+        else if (strcmp(value, "cpu") == 0)
+            p->opts.backend = PF_BACKEND_CPU;
+        else if (strcmp(value, "cuda") == 0)
+            p->opts.backend = PF_BACKEND_CUDA;
+        else
+            goto bad;
+    } else if (strcmp(name, "fusion") == 0 && is_bool) {
+        p->opts.fusion = value[0] == 't';
+    } else if (strcmp(name, "graph") == 0 && is_bool) {
+        p->opts.graph = value[0] == 't';
+    } else if (strcmp(name, "streams") == 0 && is_int && iv >= 0 && iv <= 64) {
+        p->opts.streams = (int)iv;
+    } else if (strcmp(name, "threads") == 0 && is_int && iv >= 0 && iv <= 1024) {
+        p->opts.threads = (int)iv;
+    } else if (strcmp(name, "max_launch_ms") == 0 && is_num && dv >= 0 && dv <= 1e6) {
+        p->opts.max_launch_ms = dv;
+    } else {
+        goto bad;
+    }
+    pf_plan_free(p->plan);
+    p->plan = NULL;
+    return PF_OK;
+bad:
+    pf_errf(p->errmsg,
+            "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
+            "graph true|false, streams 0-64, threads 0-1024, max_launch_ms >= 0)",
+            name, value);
+    return PF_INVALID_ARGUMENT;
+}
+
+/* ---- Plan and run --------------------------------------------------------------------------------- */
+
+PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
+{
+    if (!p || (!inputs && n_inputs))
+        return PF_INVALID_ARGUMENT;
+    return pf_plan_build(p, inputs, n_inputs);
+}
+
+static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, const char *name)
+{
+    size_t bpp = f ? pf_frame_pixel_bytes(f->sample, f->channels) : 0;
+    if (!f || !f->data || !bpp || f->width <= 0 || f->height <= 0 ||
+        f->pitch < (size_t)f->width * bpp) {
+        pf_errf(p->errmsg, "%s: %s '%s': not a valid frame (data, size, pitch or format)",
+                p->source, what, name);
+        return PF_INVALID_ARGUMENT;
+    }
+    return PF_OK;
+}
+
+PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                           int n_out)
+{
+    if (!p)
+        return PF_INVALID_ARGUMENT;
+    if (n_in != p->n_inputs || !inputs) {
+        pf_errf(p->errmsg, "%s: the pipeline has %d input(s); %d frame(s) given", p->source,
+                p->n_inputs, inputs ? n_in : 0);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (p->opts.backend == PF_BACKEND_CUDA) {
+        pf_errf(p->errmsg, "%s: backend cuda: this build of pipefuse has no CUDA executor",
+                p->source);
+        return PF_NO_DEVICE;
+    }
+    int replan = !p->plan;
+    for (int i = 0; i < n_in; i++) {
+        int rc = check_frame(p, &inputs[i], "input", p->nodes[i].id);
+        if (rc != PF_OK)
+            return rc;
+        if (p->plan && (p->plan->in_shapes[i].width != inputs[i].width ||
+                        p->plan->in_shapes[i].height != inputs[i].height))
+            replan = 1;
+    }
+    if (replan) {
+        pf_shape shapes[PF_MAX_INPUTS * 8];
+        if (n_in > (int)(sizeof shapes / sizeof shapes[0]))
+            return PF_UNSUPPORTED;
+        for (int i = 0; i < n_in; i++) {
+            shapes[i].width = inputs[i].width;
+            shapes[i].height = inputs[i].height;
+        }
+        int rc = pf_plan_build(p, shapes, n_in);
+        if (rc != PF_OK)
+            return rc;
+    }
+    pf_frame *outs[64];
+    if (p->n_outputs > 64) {
+        pf_errf(p->errmsg, "%s: more than 64 outputs", p->source);
+        return PF_UNSUPPORTED;
+    }
+    for (int o = 0; o < p->n_outputs; o++) {
+        outs[o] = outputs && o < n_out && outputs[o].data ? &outputs[o] : NULL;
+        if (!outs[o] || is_table_node(p, p->outputs[o].node))
+            continue;
+        int rc = check_frame(p, outs[o], "output", p->outputs[o].name);
+        if (rc != PF_OK)
+            return rc;
+        pf_shape s = p->plan->shapes[p->outputs[o].node];
+        if (outs[o]->width != s.width || outs[o]->height != s.height) {
+            pf_errf(p->errmsg, "%s: output '%s': frame is %dx%d; the plan makes %dx%d",
+                    p->source, p->outputs[o].name, outs[o]->width, outs[o]->height, s.width,
+                    s.height);
+            return PF_SHAPE;
+        }
+    }
+    return pf_exec_cpu_frame(p, inputs, outs);
+}
+
+PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
+{
+    if (!p || !t || output < 0 || output >= p->n_outputs || !p->plan)
+        return PF_INVALID_ARGUMENT;
+    int node = p->outputs[output].node;
+    if (!is_table_node(p, node))
+        return PF_INVALID_ARGUMENT;
+    const pf_table_buf *tb = &p->plan->tables[node];
+    t->data = tb->data;
+    t->rows = tb->rows;
+    t->cols = tb->cols;
+    t->columns = p->nodes[node].desc->columns;
+    t->row_name = p->nodes[node].desc->row_name;
+    t->params = p->nodes[node].params;
+    return PF_OK;
+}
+
+/* ---- Reading the plan ------------------------------------------------------------------------------ */
+
+PF_API int pf_pipeline_unit_count(const pf_pipeline *p) { return p && p->plan ? p->plan->n_units : 0; }
+
+PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
+{
+    if (!p || !p->plan || !info || i < 0 || i >= p->plan->n_units)
+        return PF_INVALID_ARGUMENT;
+    const pf_unit *u = &p->plan->units[i];
+    info->kind = u->kind;
+    info->n_stages = u->n_nodes;
+    info->stages = u->ids;
+    info->shape = u->shape;
+    info->stream = u->stream;
+    info->bands = u->bands;
+    info->fused = u->kind == PF_UNIT_POINT && u->n_nodes > 1;
+    return PF_OK;
+}
+
+static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};
+
+PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
+{
+    if (!p || !p->plan || !f)
+        return PF_NOT_PLANNED;
+    const pf_plan *plan = p->plan;
+    fprintf(f, "pipeline %s\n", p->source);
+    fprintf(f, "inputs (%d):\n", p->n_inputs);
+    for (int i = 0; i < p->n_inputs; i++)
+        fprintf(f, "  %-16s %dx%d\n", p->nodes[i].id, plan->shapes[i].width,
+                plan->shapes[i].height);
+    fprintf(f, "stages (%d):\n", p->n_nodes - p->n_inputs);
+    for (int i = p->n_inputs; i < p->n_nodes; i++) {
+        const pf_node *n = &p->nodes[i];
+        fprintf(f, "  %-16s %-12s %-8s", n->id, n->desc->name, kind_names[n->desc->kind]);
+        fprintf(f, " <-");
+        for (int k = 0; k < n->n_in; k++)
+            fprintf(f, " %s", p->nodes[n->in[k]].id);
+        if (!n->used) {
+            fprintf(f, "   (unused: not run)\n");
+            continue;
+        }
+        fprintf(f, "   %s %dx%d", n->desc->kind == PF_STAGE_REDUCE ? "table" : "",
+                plan->shapes[i].width, plan->shapes[i].height);
+        for (int k = 0; k < n->desc->n_params; k++) {
+            char v[256];
+            pf_param_format(&n->desc->params[k], n->params, v, sizeof v);
+            fprintf(f, " %s=%s", n->desc->params[k].name, v);
+        }
+        fputc('\n', f);
+    }
+    int groups = 0;
+    for (int ui = 0; ui < plan->n_units; ui++)
+        groups += plan->units[ui].kind == PF_UNIT_POINT;
+    fprintf(f, "fusion groups (%d)%s:\n", groups, p->opts.fusion ? "" : " [fusion off]");
+    for (int ui = 0, g = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (u->kind != PF_UNIT_POINT)
+            continue;
+        fprintf(f, "  G%d: ", g++);
+        for (int a = 0; a < u->n_nodes; a++)
+            fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
+        fprintf(f, "   (%d point stage%s, one kernel)\n", u->n_nodes, u->n_nodes > 1 ? "s" : "");
+    }
+    fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
+            plan->n_unfused_units, plan->n_streams);
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        fprintf(f, "  #%-3d %-8s stream %d  bands %d  %dx%d  [", ui, kind_names[u->kind],
+                u->stream, u->bands, u->shape.width, u->shape.height);
+        for (int a = 0; a < u->n_nodes; a++)
+            fprintf(f, "%s%s", a ? " " : "", u->ids[a]);
+        fprintf(f, "]  reads");
+        for (int k = 0; k < u->n_inputs; k++)
+            fprintf(f, " %s", p->nodes[u->inputs[k]].id);
+        if (u->n_stores) {
+            fprintf(f, "  writes");
+            for (int k = 0; k < u->n_stores; k++)
+                fprintf(f, " %s", p->nodes[u->stores[k]].id);
+        }
+        if (u->n_waits) {
+            fprintf(f, "  waits");
+            for (int k = 0; k < u->n_waits; k++)
+                fprintf(f, " #%d", u->waits[k]);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "outputs (%d):\n", p->n_outputs);
+    for (int o = 0; o < p->n_outputs; o++) {
+        const pf_output_decl *d = &p->outputs[o];
+        pf_shape s = plan->shapes[d->node];
+        if (is_table_node(p, d->node))
+            fprintf(f, "  %-16s <- %-16s table %d rows x %d columns\n", d->name,
+                    p->nodes[d->node].id, s.height, s.width);
+        else
+            fprintf(f, "  %-16s <- %-16s image %dx%d\n", d->name, p->nodes[d->node].id,
+                    s.width, s.height);
+    }
+    fprintf(f, "memory: %.1f MiB of buffers\n", (double)plan->bytes_allocated / (1 << 20));
+    return ferror(f) ? PF_IO : PF_OK;
+}
+
+PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
+{
+    if (!p || !p->plan || !f)
+        return PF_NOT_PLANNED;
+    const pf_plan *plan = p->plan;
+    fprintf(f, "digraph pipefuse {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n");
+    for (int i = 0; i < p->n_inputs; i++)
+        fprintf(f, "  \"%s\" [shape=invhouse];\n", p->nodes[i].id);
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        fprintf(f, "  subgraph cluster_u%d {\n    label=\"#%d %s, stream %d\";\n", ui, ui,
+                kind_names[u->kind], u->stream);
+        if (u->kind == PF_UNIT_POINT && u->n_nodes > 1)
+            fprintf(f, "    style=filled; color=lightblue;\n");
+        for (int a = 0; a < u->n_nodes; a++) {
+            const pf_node *n = &p->nodes[u->nodes[a]];
+            fprintf(f, "    \"%s\" [label=\"%s\\n%s\"%s];\n", n->id, n->id, n->desc->name,
+                    n->desc->kind == PF_STAGE_REDUCE ? ", shape=box3d" : ", shape=box");
+        }
+        fprintf(f, "  }\n");
+    }
+    for (int i = p->n_inputs; i < p->n_nodes; i++) {
+        const pf_node *n = &p->nodes[i];
+        if (!n->used)
+            fprintf(f, "  \"%s\" [label=\"%s\\n%s (unused)\", style=dashed];\n", n->id, n->id,
+                    n->desc->name);
+        for (int k = 0; k < n->n_in; k++)
+            fprintf(f, "  \"%s\" -> \"%s\";\n", p->nodes[n->in[k]].id, n->id);
+    }
+    for (int o = 0; o < p->n_outputs; o++)
+        fprintf(f, "  \"out:%s\" [label=\"%s\", shape=house];\n  \"%s\" -> \"out:%s\";\n",
+                p->outputs[o].name, p->outputs[o].name, p->nodes[p->outputs[o].node].id,
+                p->outputs[o].name);
+    fprintf(f, "}\n");
+    return ferror(f) ? PF_IO : PF_OK;
+}

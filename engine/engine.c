@@ -1,0 +1,444 @@
+/* engine/engine.c: engine creation and the plugin loader.
+ *
+ * Plugins come from directories only: the built-in one next to the library
+ * (<libdir>/pipefuse/plugins, the same layout in the build tree and once installed),
+ * then the configured path, then PIPEFUSE_PLUGIN_PATH. A pipeline file never names a
+ * library. A plugin, or a directory holding one, that other users may write to is
+ * refused: loading it would run their code in ours.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "threadpool.h"
+
+#define PF_API __attribute__((visibility("default")))
+
+PF_API void pf_engine_config_init(pf_engine_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->size = sizeof *cfg;
+    cfg->use_env_path = 1;
+}
+
+static void host_log(int level, const char *msg) { pf_log(NULL, level, "%s", msg); }
+
+static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_log};
+
+/* ---- Descriptor checks ----------------------------------------------------------------- */
+
+static int is_identifier(const char *s)
+{
+    if (!s || !*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+static size_t param_bytes(const pf_param_desc *pd)
+{
+    return pd->type == PF_PARAM_FLOAT_ARRAY ? sizeof(float) * (size_t)pd->count
+                                            : (pd->type == PF_PARAM_FLOAT ? sizeof(float)
+                                                                          : sizeof(int));
+}
+
+static int in_range(const pf_param_desc *pd, double v)
+{
+    return pd->min > pd->max || (v >= pd->min && v <= pd->max);
+}
+
+/* The declarations the planner and executors rely on. */
+static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
+{
+    const char *n = d->name ? d->name : "(unnamed)";
+    if (!is_identifier(d->name)) {
+        pf_errf(e->errmsg, "%s: stage name '%s' is not an identifier", file, n);
+        return PF_PLUGIN;
+    }
+    if ((unsigned)d->kind > PF_STAGE_REDUCE) {
+        pf_errf(e->errmsg, "%s: stage '%s' has unknown kind %d", file, n, (int)d->kind);
+        return PF_PLUGIN;
+    }
+    if (d->n_inputs < 1 || d->n_inputs > PF_MAX_INPUTS) {
+        pf_errf(e->errmsg, "%s: stage '%s' takes %d inputs; 1 to %d are allowed", file, n,
+                d->n_inputs, PF_MAX_INPUTS);
+        return PF_PLUGIN;
+    }
+    const char *missing = NULL;
+    switch (d->kind) {
+    case PF_STAGE_POINT:
+        missing = !d->point_row ? "point_row" : NULL;
+        break;
+    case PF_STAGE_STENCIL:
+        missing = !d->run_cpu ? "run_cpu" : (!d->radius ? "radius" : NULL);
+        break;
+    case PF_STAGE_RESAMPLE:
+        missing = !d->run_cpu ? "run_cpu" : (!d->shape ? "shape" : NULL);
+        break;
+    case PF_STAGE_REDUCE:
+        missing = !d->run_cpu       ? "run_cpu"
+                  : !d->shape       ? "shape"
+                  : !d->partial_len ? "partial_len"
+                  : !d->combine     ? "combine"
+                                    : NULL;
+        break;
+    }
+    if (missing) {
+        pf_errf(e->errmsg, "%s: stage '%s' declares no %s", file, n, missing);
+        return PF_PLUGIN;
+    }
+    if (d->kind == PF_STAGE_POINT && d->point_source && (!d->point_fn || !d->params_type)) {
+        pf_errf(e->errmsg, "%s: stage '%s' has point source but no point_fn/params_type",
+                file, n);
+        return PF_PLUGIN;
+    }
+    if (d->n_params < 0 || (d->n_params > 0 && !d->params)) {
+        pf_errf(e->errmsg, "%s: stage '%s' has a bad parameter table", file, n);
+        return PF_PLUGIN;
+    }
+    for (int i = 0; i < d->n_params; i++) {
+        const pf_param_desc *pd = &d->params[i];
+        const char *pn = pd->name ? pd->name : "(unnamed)";
+        if (!is_identifier(pd->name) || (unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
+            pf_errf(e->errmsg, "%s: %s.%s: bad parameter name or type", file, n, pn);
+            return PF_PLUGIN;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(d->params[j].name, pd->name) == 0) {
+                pf_errf(e->errmsg, "%s: %s.%s: parameter declared twice", file, n, pn);
+                return PF_PLUGIN;
+            }
+        if (pd->offset + param_bytes(pd) > d->params_size || pd->offset % 4) {
+            pf_errf(e->errmsg,
+                    "%s: %s.%s: field at offset %zu does not fit the %zu-byte params struct",
+                    file, n, pn, pd->offset, d->params_size);
+            return PF_PLUGIN;
+        }
+        int ok = 1;
+        if (pd->type == PF_PARAM_ENUM) {
+            int count = 0;
+            while (pd->enum_names && pd->enum_names[count])
+                count++;
+            ok = count > 0 && pd->def >= 0 && pd->def < count;
+        } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
+            ok = pd->count > 0 && pd->def_array;
+            for (int k = 0; ok && k < pd->count; k++)
+                ok = in_range(pd, pd->def_array[k]);
+        } else {
+            ok = in_range(pd, pd->def);
+        }
+        if (!ok) {
+            pf_errf(e->errmsg, "%s: %s.%s: default is outside the declared range or choices",
+                    file, n, pn);
+            return PF_PLUGIN;
+        }
+    }
+    return PF_OK;
+}
+
+/* ---- Loading ------------------------------------------------------------------------------ */
+
+static int unsafe_mode(const struct stat *st)
+{
+    return (st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_uid != 0 && st->st_uid != geteuid());
+}
+
+static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_desc *src)
+{
+    if (src->size < offsetof(pf_stage_desc, cost)) {
+        pf_errf(e->errmsg, "%s: stage descriptor too small (%u bytes)", file, src->size);
+        return PF_PLUGIN;
+    }
+    /* Copy what the plugin's struct holds; fields it is too old to have stay zero. */
+    pf_stage_desc *d = calloc(1, sizeof *d);
+    if (!d)
+        return PF_NO_MEMORY;
+    memcpy(d, src, src->size < sizeof *d ? src->size : sizeof *d);
+    int rc = check_stage(e, file, d);
+    for (int i = 0; rc == PF_OK && i < e->n_stages; i++) {
+        if (strcmp(e->stages[i].desc->name, d->name) == 0) {
+            pf_errf(e->errmsg, "%s: stage '%s' is already defined by %s", file, d->name,
+                    e->plugins[e->stages[i].plugin].path);
+            rc = PF_PLUGIN;
+        }
+    }
+    pf_stage_entry *s = rc == PF_OK ? realloc(e->stages, sizeof *s * (size_t)(e->n_stages + 1))
+                                    : NULL;
+    if (!s) {
+        free(d);
+        return rc == PF_OK ? PF_NO_MEMORY : rc;
+    }
+    e->stages = s;
+    e->stages[e->n_stages].desc = d;
+    e->stages[e->n_stages].plugin = plugin;
+    e->n_stages++;
+    return PF_OK;
+}
+
+static int load_plugin(pf_engine *e, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        pf_errf(e->errmsg, "%s: %s", path, strerror(errno));
+        return PF_PLUGIN;
+    }
+    if (unsafe_mode(&st)) {
+        pf_errf(e->errmsg, "%s: refusing a plugin that other users can write to (mode %03o)",
+                path, (unsigned)(st.st_mode & 0777));
+        return PF_PLUGIN;
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        pf_errf(e->errmsg, "%s: cannot load plugin: %s", path, dlerror());
+        return PF_PLUGIN;
+    }
+    pf_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(h, PF_PLUGIN_ENTRY_NAME);
+    if (!entry) {
+        pf_errf(e->errmsg, "%s: not a pipefuse plugin: no '%s' symbol", path,
+                PF_PLUGIN_ENTRY_NAME);
+        dlclose(h);
+        return PF_PLUGIN;
+    }
+    const pf_plugin_desc *pd = entry(&host_api);
+    int rc = PF_PLUGIN;
+    if (!pd) {
+        pf_errf(e->errmsg, "%s: %s returned no descriptor", path, PF_PLUGIN_ENTRY_NAME);
+    } else if (pd->size < offsetof(pf_plugin_desc, n_stages) + sizeof(int)) {
+        pf_errf(e->errmsg, "%s: plugin descriptor too small (%u bytes)", path, pd->size);
+    } else if ((pd->abi_version >> 16) != PF_ABI_MAJOR ||
+               (pd->abi_version & 0xffff) > PF_ABI_MINOR) {
+        pf_errf(e->errmsg,
+                "%s: plugin built for pipefuse ABI %u.%u; this engine supports %d.0 to %d.%d",
+                path, pd->abi_version >> 16, pd->abi_version & 0xffff, PF_ABI_MAJOR,
+                PF_ABI_MAJOR, PF_ABI_MINOR);
+    } else if (!pd->name || pd->n_stages < 0 || (pd->n_stages > 0 && !pd->stages)) {
+        pf_errf(e->errmsg, "%s: plugin descriptor has no name or a bad stage list", path);
+    } else {
+        rc = PF_OK;
+    }
+    pf_plugin *pl = rc == PF_OK ? realloc(e->plugins, sizeof *pl * (size_t)(e->n_plugins + 1))
+                                : NULL;
+    char *copy = pl ? pf_strdup(path) : NULL;
+    if (pl)
+        e->plugins = pl;
+    if (!copy) {
+        dlclose(h);
+        return rc == PF_OK ? PF_NO_MEMORY : rc;
+    }
+    int index = e->n_plugins++;
+    e->plugins[index] = (pf_plugin){copy, h, pd};
+    for (int i = 0; i < pd->n_stages; i++) {
+        if (!pd->stages[i]) {
+            pf_errf(e->errmsg, "%s: stage %d of %d is NULL", path, i, pd->n_stages);
+            return PF_PLUGIN;
+        }
+        rc = add_stage(e, path, index, pd->stages[i]);
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Loads every *.so of dir in name order. A missing directory is an error only when
+   required (the built-in one). */
+static int load_dir(pf_engine *e, const char *dir, int required)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        if (!required) {
+            pf_log(e, 1, "plugin directory %s does not exist; skipped", dir);
+            return PF_OK;
+        }
+        pf_errf(e->errmsg, "plugin directory %s: %s", dir,
+                errno ? strerror(errno) : "not a directory");
+        return PF_PLUGIN;
+    }
+    if (unsafe_mode(&st)) {
+        pf_errf(e->errmsg,
+                "plugin directory %s: refusing a directory that other users can write to "
+                "(mode %03o)",
+                dir, (unsigned)(st.st_mode & 0777));
+        return PF_PLUGIN;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        pf_errf(e->errmsg, "plugin directory %s: %s", dir, strerror(errno));
+        return PF_PLUGIN;
+    }
+    char **names = NULL;
+    int n = 0, rc = PF_OK;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".so"))
+            continue;
+        char **grown = realloc(names, sizeof *names * (size_t)(n + 1));
+        char *name = grown ? pf_strdup(de->d_name) : NULL;
+        if (grown)
+            names = grown;
+        if (!name) {
+            rc = PF_NO_MEMORY;
+            break;
+        }
+        names[n++] = name;
+    }
+    closedir(d);
+    if (n)
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int i = 0; i < n && rc == PF_OK; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path) {
+            pf_errf(e->errmsg, "plugin path too long: %s/%s", dir, names[i]);
+            rc = PF_PLUGIN;
+        } else {
+            rc = load_plugin(e, path);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (rc == PF_NO_MEMORY)
+        pf_errf(e->errmsg, "out of memory loading plugins from %s", dir);
+    return rc;
+}
+
+static int load_path_list(pf_engine *e, const char *list)
+{
+    char *copy = pf_strdup(list);
+    if (!copy)
+        return PF_NO_MEMORY;
+    int rc = PF_OK;
+    char *save = NULL;
+    for (char *dir = strtok_r(copy, ":", &save); dir && rc == PF_OK;
+         dir = strtok_r(NULL, ":", &save))
+        rc = load_dir(e, dir, 0);
+    free(copy);
+    return rc;
+}
+
+/* <directory of libpipefuse.so>/pipefuse/plugins */
+static int builtin_dir(char *buf, size_t size)
+{
+    Dl_info info;
+    if (!dladdr((void *)&pf_engine_create, &info) || !info.dli_fname)
+        return -1;
+    char lib[PATH_MAX];
+    if (!realpath(info.dli_fname, lib))
+        return -1;
+    char *slash = strrchr(lib, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    return snprintf(buf, size, "%s/%s", lib, PF_PLUGIN_SUBDIR) < (int)size ? 0 : -1;
+}
+
+PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
+{
+    pf_engine_config defaults;
+    if (!out)
+        return PF_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!cfg) {
+        pf_engine_config_init(&defaults);
+        cfg = &defaults;
+    }
+    pf_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return PF_NO_MEMORY;
+    *out = e;
+    if (cfg->size < sizeof(pf_engine_config)) {
+        pf_errf(e->errmsg, "pf_engine_config.size is %u; expected %zu (init it with "
+                           "pf_engine_config_init)", cfg->size, sizeof(pf_engine_config));
+        return PF_INVALID_ARGUMENT;
+    }
+    e->log = cfg->log;
+    e->log_user = cfg->log_user;
+    e->threads = cfg->threads > 0 ? cfg->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (e->threads < 1)
+        e->threads = 1;
+    e->pool = pf_threadpool_create(e->threads);
+    if (!e->pool) {
+        pf_errf(e->errmsg, "cannot start %d worker threads", e->threads);
+        return PF_NO_MEMORY;
+    }
+    e->threads = pf_threadpool_size(e->pool);
+
+    int rc = PF_OK;
+    if (!cfg->no_builtin) {
+        char dir[PATH_MAX];
+        if (builtin_dir(dir, sizeof dir) != 0) {
+            pf_errf(e->errmsg, "cannot locate the built-in plugin directory");
+            return PF_PLUGIN;
+        }
+        rc = load_dir(e, dir, 1);
+    }
+    if (rc == PF_OK && cfg->plugin_path && *cfg->plugin_path)
+        rc = load_path_list(e, cfg->plugin_path);
+    const char *env = getenv("PIPEFUSE_PLUGIN_PATH");
+    if (rc == PF_OK && cfg->use_env_path && env && *env)
+        rc = load_path_list(e, env);
+    return rc;
+}
+
+PF_API void pf_engine_destroy(pf_engine *e)
+{
+    if (!e)
+        return;
+    pf_threadpool_destroy(e->pool);
+    for (int i = 0; i < e->n_stages; i++)
+        free((void *)e->stages[i].desc);
+    free(e->stages);
+    for (int i = 0; i < e->n_plugins; i++) {
+        dlclose(e->plugins[i].handle);
+        free(e->plugins[i].path);
+    }
+    free(e->plugins);
+    free(e);
+}
+
+PF_API const char *pf_engine_errmsg(const pf_engine *e)
+{
+    return e ? e->errmsg : "no engine (out of memory)";
+}
+
+PF_API int pf_engine_stage_count(const pf_engine *e) { return e ? e->n_stages : 0; }
+
+PF_API const pf_stage_desc *pf_engine_stage(const pf_engine *e, int i, const char **plugin_file,
+                                            const char **plugin_name)
+{
+    if (!e || i < 0 || i >= e->n_stages)
+        return NULL;
+    const pf_plugin *pl = &e->plugins[e->stages[i].plugin];
+    if (plugin_file)
+        *plugin_file = pl->path;
+    if (plugin_name)
+        *plugin_name = pl->desc->name;
+    return e->stages[i].desc;
+}
+
+PF_API const pf_stage_desc *pf_engine_find_stage(const pf_engine *e, const char *name)
+{
+    for (int i = 0; e && name && i < e->n_stages; i++)
+        if (strcmp(e->stages[i].desc->name, name) == 0)
+            return e->stages[i].desc;
+    return NULL;
+}

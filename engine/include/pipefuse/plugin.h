@@ -1,0 +1,249 @@
+/* pipefuse/plugin.h: the plugin SDK, the one header a stage author needs.
+ *
+ * A plugin is a shared library that exports exactly one symbol, pf_plugin_entry,
+ * returning a versioned descriptor that lists its stages. Plugins never link
+ * against the engine: what the engine offers reaches them through pf_host_api.
+ *
+ * ABI rules: PF_ABI_VERSION is major << 16 | minor. The engine loads a plugin when
+ * the majors match and the plugin's minor is not newer than the engine's. Structs
+ * carry their size and only ever grow at the end; the engine reads a field only when
+ * the plugin's struct is large enough to hold it.
+ *
+ * Stage kinds, and what the engine plans from their declarations:
+ *   point     out(x,y) = f(in0(x,y), in1(x,y), ..., params, position). Fusable.
+ *             Written once in a header (see point.h); the descriptor carries its CPU
+ *             row function, its source text for NVRTC and a slot for a precompiled
+ *             CUDA kernel.
+ *   stencil   out(x,y) depends on inputs within a declared radius. Same shape.
+ *   resample  output shape differs (resize, crop, flip, rotate, pad).
+ *   reduce    a small table (histogram, column sums, ...), computed as one partial
+ *             per band of input rows and then combined, so that it can be split.
+ * Every stencil and resample stage runs on a region: a band of output rows. Inputs
+ * are always whole images; a stage clamps its own reads at the borders.
+ */
+#ifndef PIPEFUSE_PLUGIN_H
+#define PIPEFUSE_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipefuse/point.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PF_ABI_MAJOR 1
+#define PF_ABI_MINOR 0
+#define PF_ABI_VERSION ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
+#define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
+#define PF_MAX_INPUTS 8
+
+#if defined(_WIN32)
+#define PF_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define PF_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- Images and regions ------------------------------------------------------- */
+
+typedef struct pf_shape {
+    int width, height;
+} pf_shape;
+
+/* A float32 RGBA image, host or device memory. pitch is in bytes, a multiple of 16. */
+typedef struct pf_image {
+    pf_float4 *data;
+    int width, height;
+    size_t pitch;
+} pf_image;
+
+/* Rows [y0, y1) of a stage's output (of its input, for reduce stages). */
+typedef struct pf_region {
+    int y0, y1;
+} pf_region;
+
+static inline pf_float4 *pf_image_row(const pf_image *im, int y)
+{
+    return (pf_float4 *)((char *)im->data + (size_t)y * im->pitch);
+}
+
+/* The pixel at (x, y) with coordinates clamped to the image: the border rule of every
+   built-in stencil and resample stage. */
+static inline pf_float4 pf_image_at_clamped(const pf_image *im, int x, int y)
+{
+    x = x < 0 ? 0 : (x >= im->width ? im->width - 1 : x);
+    y = y < 0 ? 0 : (y >= im->height ? im->height - 1 : y);
+    return pf_image_row(im, y)[x];
+}
+
+/* ---- Parameters ----------------------------------------------------------------- */
+
+typedef enum pf_param_type {
+    PF_PARAM_FLOAT = 0,  /* float field */
+    PF_PARAM_INT,        /* int field */
+    PF_PARAM_BOOL,       /* int field, 0 or 1 */
+    PF_PARAM_ENUM,       /* int field, index into enum_names */
+    PF_PARAM_FLOAT_ARRAY /* float[count] field */
+} pf_param_type;
+
+/* One row of a stage's parameter table, bound to a field of its params struct.
+   The engine parses, type-checks and range-checks values and fills the struct; a
+   stage never looks a key up by string. min and max bound every element of an
+   array; min > max means unbounded. */
+typedef struct pf_param_desc {
+    const char *name;
+    const char *doc;
+    size_t offset;
+    pf_param_type type;
+    double def, min, max;
+    const char *const *enum_names; /* PF_PARAM_ENUM: NULL-terminated; def is an index */
+    int count;                     /* PF_PARAM_FLOAT_ARRAY: number of floats */
+    const float *def_array;        /* PF_PARAM_FLOAT_ARRAY: count defaults */
+} pf_param_desc;
+
+#define PF_OFFSET(T, field) offsetof(T, field)
+#define PF_COUNTOF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define PF_PARAMS(table) .params = (table), .n_params = PF_COUNTOF(table)
+
+/* ---- Calls into a stage ----------------------------------------------------------- */
+
+/* What a stencil, resample or reduce stage (or a precompiled point kernel) is given.
+   On the CPU, data pointers are host memory and stream is NULL; on CUDA they are
+   device memory and stream is the cudaStream_t to launch on (never synchronise it). */
+typedef struct pf_stage_args {
+    uint32_t size;        /* sizeof(pf_stage_args) at the engine's build */
+    const void *params;   /* the stage's params struct (device memory on CUDA) */
+    const pf_image *in;   /* n_in whole input images */
+    int n_in;
+    pf_image out;         /* whole output image; write only the rows of region */
+    pf_region region;     /* output rows (input rows for reduce) to compute */
+    void *scratch;        /* scratch_bytes(params, width, rows) bytes, or NULL */
+    size_t scratch_size;
+    double *partial;      /* reduce: partial_len doubles to fill for region */
+    void *stream;         /* CUDA stream, NULL on the CPU */
+    char *err;            /* on failure, a message here */
+    size_t err_size;
+} pf_stage_args;
+
+/* CPU point op over n pixels of one row: in[k] points at pixel x0 of input k's row y. */
+typedef void (*pf_point_row_fn)(const void *params, const pf_float4 *const *in, int n_in,
+                                pf_float4 *out, int x0, int n, int y, int width, int height);
+
+typedef int (*pf_stage_run_fn)(const pf_stage_args *a);
+
+typedef enum pf_stage_kind {
+    PF_STAGE_POINT = 0,
+    PF_STAGE_STENCIL,
+    PF_STAGE_RESAMPLE,
+    PF_STAGE_REDUCE
+} pf_stage_kind;
+
+typedef struct pf_stage_desc {
+    uint32_t size; /* sizeof(pf_stage_desc) at the plugin's build: PF_STAGE_DESC_SIZE */
+    const char *name;
+    const char *doc;
+    pf_stage_kind kind;
+    int n_inputs; /* 1..PF_MAX_INPUTS */
+    size_t params_size;
+    const pf_param_desc *params;
+    int n_params;
+    /* Optional check across params (lo < hi and such): 0 when fine, else a message. */
+    int (*check)(const void *params, char *err, size_t err_size);
+    /* Relative compute weight per output pixel for the launch planner; 0 means 1. */
+    float cost;
+
+    /* point */
+    pf_point_row_fn point_row;
+    const char *point_fn;     /* the op's function name in point_source */
+    const char *params_type;  /* the params struct's name in point_source */
+    const char *point_source; /* the op header as text, for NVRTC; NULL: not fusable */
+    pf_stage_run_fn point_cuda; /* precompiled one-stage kernel launcher, or NULL */
+
+    /* stencil: halo needed around each output pixel, in pixels */
+    int (*radius)(const void *params);
+
+    /* resample: output shape; reduce: table shape (width = columns, height = rows).
+       Returns 0, or non-zero with a message (a crop outside the image, say). */
+    int (*shape)(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                 size_t err_size);
+
+    /* stencil, resample: scratch needed for a band of rows of an image this wide */
+    size_t (*scratch_bytes)(const void *params, int width, int rows);
+    /* stencil, resample: compute the output rows of a->region into a->out.
+       reduce: compute the partial of the input rows a->region into a->partial
+       (partial_len doubles, zeroed by the engine). 0 on success. */
+    pf_stage_run_fn run_cpu;
+    pf_stage_run_fn run_cuda;
+
+    /* reduce: doubles in one band's partial; combine folds n partials, in band
+       order, into the result table (rows x columns, row-major). The result must
+       not depend on how the rows were banded beyond floating-point rounding. */
+    size_t (*partial_len)(const void *params, const pf_shape *in);
+    void (*combine)(const void *params, const pf_shape *in, const double *partials,
+                    int n_partials, double *result);
+    const char *const *columns;                   /* NULL-terminated column names */
+    const char *(*row_name)(const void *params, int row); /* optional row labels */
+} pf_stage_desc;
+
+#define PF_STAGE_DESC_SIZE ((uint32_t)sizeof(pf_stage_desc))
+
+/* ---- The plugin ------------------------------------------------------------------ */
+
+typedef struct pf_host_api {
+    uint32_t size;
+    uint32_t abi_version;
+    void (*log)(int level, const char *msg); /* level: 0 info, 1 warning, 2 error */
+} pf_host_api;
+
+typedef struct pf_plugin_desc {
+    uint32_t size;        /* sizeof(pf_plugin_desc) at the plugin's build */
+    uint32_t abi_version; /* PF_ABI_VERSION at the plugin's build */
+    const char *name;
+    const char *version;
+    const char *doc;
+    const pf_stage_desc *const *stages;
+    int n_stages;
+} pf_plugin_desc;
+
+typedef const pf_plugin_desc *(*pf_plugin_entry_fn)(const pf_host_api *host);
+
+/* ---- Helpers for writing stages ----------------------------------------------------- */
+
+/* CPU row function for a point op `fn` with params struct T, named fn##_row. */
+#define PF_POINT_ROW(fn, T)                                                              \
+    static void fn##_row(const void *params, const pf_float4 *const *in, int n_in,        \
+                         pf_float4 *out, int x0, int n, int y, int width, int height)     \
+    {                                                                                     \
+        const T *p_ = (const T *)params;                                                  \
+        pf_float4 v_[PF_MAX_INPUTS];                                                      \
+        pf_pos pos_ = {x0, y, width, height};                                             \
+        for (int i_ = 0; i_ < n; i_++, pos_.x++) {                                        \
+            for (int k_ = 0; k_ < n_in; k_++)                                             \
+                v_[k_] = in[k_][i_];                                                      \
+            out[i_] = fn(p_, v_, pos_);                                                   \
+        }                                                                                 \
+    }
+
+/* The point-specific fields of a stage descriptor; src is the op header's text. */
+#define PF_POINT_DESC(fn, T, src)                                                        \
+    .size = PF_STAGE_DESC_SIZE, .kind = PF_STAGE_POINT, .params_size = sizeof(T),          \
+    .point_row = fn##_row, .point_fn = #fn, .params_type = #T, .point_source = (src)
+
+/* Defines the entry symbol for a plugin whose stages are in the array `stage_list`. */
+#define PF_DEFINE_PLUGIN(pname, pversion, pdoc, stage_list)                               \
+    PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);      \
+    PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)       \
+    {                                                                                     \
+        static const pf_plugin_desc d = {sizeof(pf_plugin_desc), PF_ABI_VERSION, pname,   \
+                                         pversion, pdoc, stage_list,                      \
+                                         PF_COUNTOF(stage_list)};                         \
+        (void)host;                                                                       \
+        return &d;                                                                        \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPEFUSE_PLUGIN_H */

@@ -1,0 +1,59 @@
+/* pipefuse/png.h: PNG files to and from frames, with libpng.
+ *
+ * Reading gives a frame in the file's own format: gray (1 channel), gray+alpha (2),
+ * RGB (3) or RGBA (4), 8 or 16 bits per sample (16-bit samples in host byte order).
+ * Palette images become RGB, or RGBA when they carry tRNS; a tRNS colour key on gray
+ * or RGB adds an alpha channel; 1/2/4-bit gray is scaled to 8 bits (0..max to 0..255).
+ * Interlaced files are read whole. Gamma and colour chunks are not applied: samples
+ * are returned as stored.
+ *
+ * Writing takes an 8- or 16-bit frame of 1-4 channels and writes it to a temporary
+ * file in the target's directory, then renames it: a file with the final name is
+ * always complete. Nothing is left behind on failure.
+ */
+#ifndef PIPEFUSE_PNG_H
+#define PIPEFUSE_PNG_H
+
+#include "pipefuse/pipefuse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PF_PNG_DEFAULT_MAX_PIXELS (256u * 1024u * 1024u)
+
+typedef struct pf_png_info {
+    int width, height;
+    int bit_depth;  /* as stored: 1, 2, 4, 8 or 16 */
+    int color_type; /* PNG colour type as stored: 0 gray, 2 RGB, 3 palette, 4 GA, 6 RGBA */
+    int interlaced;
+} pf_png_info;
+
+/* Reads a PNG file into a newly allocated frame (free with pf_frame_free). max_pixels
+   bounds width*height (0: PF_PNG_DEFAULT_MAX_PIXELS); larger files fail with
+   PF_TOO_LARGE before any pixel memory is allocated. info may be NULL. On failure
+   returns PF_IO (cannot open), PF_IMAGE (not a PNG, corrupt, truncated) or
+   PF_TOO_LARGE, with a message naming the file in err, and out left empty. */
+int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out,
+                pf_png_info *info, char *err, size_t err_size);
+
+/* The same from memory. name labels messages. */
+int pf_png_read_memory(const void *data, size_t size, const char *name,
+                       unsigned long long max_pixels, pf_frame *out, pf_png_info *info,
+                       char *err, size_t err_size);
+
+/* Writes a u8 or u16 frame of 1-4 channels; zlib_level 0-9, or -1 for libpng's
+   default. Returns PF_OK, PF_INVALID_ARGUMENT (format) or PF_IO, message in err. */
+int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
+                 size_t err_size);
+
+/* Allocates a frame (rows 16-byte aligned, pitch a multiple of 16); free with
+   pf_frame_free. Returns PF_OK, PF_INVALID_ARGUMENT or PF_NO_MEMORY. */
+int pf_frame_alloc(pf_frame *f, int width, int height, pf_sample sample, int channels);
+void pf_frame_free(pf_frame *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIPEFUSE_PNG_H */

@@ -1,0 +1,136 @@
+/* engine/internal.h: the engine's own structures, shared by its source files only.
+ *
+ * Data flows one way: pipeline file --load--> graph IR (pf_node) --plan--> launch
+ * units (pf_plan) --execute--> frames. The loader fills the IR; the planner reads it
+ * and writes a plan; executors only carry plans out.
+ */
+#ifndef PIPEFUSE_INTERNAL_H
+#define PIPEFUSE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "pipefuse/pipefuse.h"
+
+#define PF_ERRMSG_MAX 4096
+
+/* ---- Errors and notices -------------------------------------------------------------- */
+
+/* printf into an error buffer of PF_ERRMSG_MAX bytes (truncates, always terminated). */
+void pf_errf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pf_verrf(char *buf, size_t size, const char *fmt, va_list ap);
+/* A notice (level 0), warning (1) or error (2) through the engine's log callback. */
+void pf_log(const pf_engine *e, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The name among cands[0..n) closest to name (edit distance), or NULL when none is
+   close enough to be a plausible typo. */
+const char *pf_closest(const char *name, const char *const *cands, int n);
+
+/* malloc/calloc/strdup that never return NULL silently: callers still check. */
+char *pf_strdup(const char *s);
+
+/* ---- Engine ------------------------------------------------------------------------------ */
+
+typedef struct pf_plugin {
+    char *path;
+    void *handle;
+    const pf_plugin_desc *desc;
+} pf_plugin;
+
+typedef struct pf_stage_entry {
+    const pf_stage_desc *desc;
+    int plugin; /* index into engine->plugins */
+} pf_stage_entry;
+
+struct pf_threadpool;
+
+struct pf_engine {
+    pf_plugin *plugins;
+    int n_plugins;
+    pf_stage_entry *stages;
+    int n_stages;
+    int threads;
+    void (*log)(void *user, int level, const char *msg);
+    void *log_user;
+    struct pf_threadpool *pool;
+    char errmsg[PF_ERRMSG_MAX];
+};
+
+/* ---- Parameters (params.c) ----------------------------------------------------------------- */
+
+/* Writes every default of d's table into params (params_size bytes, zeroed first). */
+void pf_params_init(const pf_stage_desc *d, void *params);
+/* The table row named name, or NULL. */
+const pf_param_desc *pf_param_find(const pf_stage_desc *d, const char *name);
+/* Type-checks and range-checks a JSON value for one row and stores it into params.
+   Returns PF_OK or PF_PARAM with a message (without location) in err. */
+struct json_t;
+int pf_param_set_json(const pf_param_desc *pd, const struct json_t *v, void *params,
+                      char *err, size_t err_size);
+/* Formats a param's current value as JSON text (for plan prints and `stages`). */
+void pf_param_format(const pf_param_desc *pd, const void *params, char *buf, size_t size);
+const char *pf_param_type_name(pf_param_type t);
+
+/* ---- Graph IR (loader.c fills it) ------------------------------------------------------------ */
+
+typedef struct pf_node {
+    char *id;                  /* stage id, or the input's name */
+    const pf_stage_desc *desc; /* NULL for a pipeline input */
+    int plugin;                /* index into engine->plugins, -1 for inputs */
+    int n_in;
+    int in[PF_MAX_INPUTS];     /* producer node indices, always < this node's index */
+    void *params;              /* desc->params_size bytes; NULL for inputs */
+    char *path;                /* JSON path for messages: "stages[3]", "inputs[0]" */
+    int used;                  /* reaches an output (unused stages are not run) */
+} pf_node;
+
+typedef struct pf_output_decl {
+    char *name;
+    int node;     /* producer */
+    int channels; /* 0: like the primary input */
+    int bits;     /* 0: like the primary input; 8, 16, or 32 (float) */
+    char *path;   /* JSON path: "outputs.result" */
+} pf_output_decl;
+
+typedef enum pf_backend {
+    PF_BACKEND_AUTO = 0,
+    PF_BACKEND_CPU,
+    PF_BACKEND_CUDA
+} pf_backend;
+
+typedef struct pf_options {
+    pf_backend backend;
+    int fusion;           /* 1: fuse point groups (default) */
+    int graph;            /* 1: CUDA Graph replay (default) */
+    int streams;          /* 0: from the graph's width */
+    double max_launch_ms; /* 0: from the device's watchdog */
+    int threads;          /* 0: the engine's */
+} pf_options;
+
+struct pf_plan;
+
+struct pf_pipeline {
+    pf_engine *eng;
+    char *source;  /* file name, or load_string's name */
+    pf_node *nodes; /* inputs first (n_inputs of them), then stages in topological order */
+    int n_nodes;
+    int n_inputs;
+    pf_output_decl *outputs;
+    int n_outputs;
+    pf_options opts;
+    struct pf_plan *plan;
+    char errmsg[PF_ERRMSG_MAX];
+};
+
+/* Parses and validates pipeline JSON text into p (whose eng is set and the rest zero).
+   source names the text in messages. On failure returns PF_PARSE or PF_PIPELINE (or
+   PF_NO_MEMORY) with the message in p->eng->errmsg; p's partial contents are freed by
+   pf_pipeline_free_ir. Unused stages are warned about through pf_log. */
+int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source);
+void pf_pipeline_free_ir(pf_pipeline *p);
+
+/* Index of the node with this id, or -1. */
+int pf_find_node(const pf_pipeline *p, const char *id);
+
+#endif /* PIPEFUSE_INTERNAL_H */

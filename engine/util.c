@@ -1,0 +1,129 @@
+/* engine/util.c: status names, versions, error formatting, name suggestions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PF_API __attribute__((visibility("default")))
+
+PF_API int pf_version(void) { return PF_VERSION_NUMBER; }
+PF_API const char *pf_version_string(void) { return PF_VERSION_STRING; }
+
+PF_API const char *pf_status_name(int status)
+{
+    switch (status) {
+#define PF_STATUS_NAME_(name, text)                                                       \
+    case PF_##name:                                                                       \
+        return "PF_" #name;
+        PF_STATUS_MAP(PF_STATUS_NAME_)
+#undef PF_STATUS_NAME_
+    }
+    return "PF_UNKNOWN";
+}
+
+PF_API const char *pf_status_str(int status)
+{
+    switch (status) {
+#define PF_STATUS_STR_(name, text)                                                        \
+    case PF_##name:                                                                       \
+        return text;
+        PF_STATUS_MAP(PF_STATUS_STR_)
+#undef PF_STATUS_STR_
+    }
+    return "unknown status";
+}
+
+void pf_verrf(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    if (!buf || size == 0)
+        return;
+    vsnprintf(buf, size, fmt, ap);
+}
+
+void pf_errf(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pf_verrf(buf, PF_ERRMSG_MAX, fmt, ap);
+    va_end(ap);
+}
+
+void pf_log(const pf_engine *e, int level, const char *fmt, ...)
+{
+    char msg[PF_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (e && e->log) {
+        e->log(e->log_user, level, msg);
+        return;
+    }
+    static const char *const prefix[] = {"", "warning: ", "error: "};
+    fprintf(stderr, "pipefuse: %s%s\n", prefix[level < 0 ? 0 : (level > 2 ? 2 : level)], msg);
+}
+
+char *pf_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent transpositions),
+   case-insensitive: "sigam" and "Sigma" are both one step from "sigma". */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { MAXN = 64 };
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= MAXN || m >= MAXN)
+        return 1 << 20;
+    int d[MAXN][MAXN];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            int ca = a[i - 1] | 0x20, cb = b[j - 1] | 0x20;
+            int cost = ca != cb;
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && ca == (b[j - 2] | 0x20) && (a[i - 2] | 0x20) == cb &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[n][m];
+}
+
+const char *pf_closest(const char *name, const char *const *cands, int n)
+{
+    const char *best = NULL;
+    int best_d = 1 << 20;
+    for (int i = 0; i < n; i++) {
+        if (!cands[i])
+            continue;
+        int d = edit_distance(name, cands[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = cands[i];
+        }
+    }
+    /* A plausible typo: at most a third of the name's letters changed (at least 1),
+       or one name containing the other ("blur" for "gaussian_blur" is not, "gauss"
+       for "gaussian" is). */
+    size_t len = strlen(name);
+    int limit = (int)(len / 3) > 1 ? (int)(len / 3) : 1;
+    if (best && (best_d <= limit ||
+                 (len >= 3 && (strstr(best, name) || strstr(name, best)))))
+        return best;
+    return NULL;
+}

@@ -1,0 +1,122 @@
+/* tests/testutil.c: shared test helpers (see testutil.h). */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int pf_test_failures;
+
+int pf_test_done(const char *name)
+{
+    if (pf_test_failures) {
+        fprintf(stderr, "%s: %d check(s) failed\n", name, pf_test_failures);
+        return 1;
+    }
+    printf("%s: all checks passed\n", name);
+    return 0;
+}
+
+void pf_rng_seed(pf_rng *r, uint64_t seed) { r->s = seed ? seed : 0x9E3779B97F4A7C15ull; }
+
+uint32_t pf_rng_u32(pf_rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return (uint32_t)((r->s * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float pf_rng_float(pf_rng *r) { return (float)(pf_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
+
+int pf_rng_range(pf_rng *r, int lo, int hi)
+{
+    return lo + (int)(pf_rng_u32(r) % (uint32_t)(hi - lo + 1));
+}
+
+static pf_image alloc_image(int w, int h)
+{
+    pf_image im;
+    im.width = w;
+    im.height = h;
+    im.pitch = ((size_t)w + 3) * sizeof(pf_float4); /* deliberately not tight */
+    im.data = malloc(im.pitch * (size_t)h);
+    if (!im.data) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return im;
+}
+
+pf_image pf_test_image(pf_rng *r, int w, int h, float lo, float hi)
+{
+    pf_image im = alloc_image(w, h);
+    for (int y = 0; y < h; y++) {
+        float *row = (float *)pf_image_row(&im, y);
+        for (size_t i = 0; i < im.pitch / sizeof(float); i++)
+            row[i] = lo + (hi - lo) * pf_rng_float(r);
+    }
+    return im;
+}
+
+pf_image pf_test_image_poisoned(int w, int h)
+{
+    pf_image im = alloc_image(w, h);
+    float *f = (float *)im.data;
+    for (size_t i = 0; i < im.pitch / sizeof(float) * (size_t)h; i++)
+        f[i] = NAN;
+    return im;
+}
+
+void pf_test_image_free(pf_image *im)
+{
+    free(im->data);
+    im->data = NULL;
+}
+
+double pf_test_image_maxdiff(const pf_image *a, const pf_image *b)
+{
+    if (a->width != b->width || a->height != b->height)
+        return INFINITY;
+    double m = 0;
+    for (int y = 0; y < a->height; y++) {
+        const float *ra = (const float *)pf_image_row(a, y);
+        const float *rb = (const float *)pf_image_row(b, y);
+        for (int i = 0; i < a->width * 4; i++) {
+            if (isnan(ra[i]) || isnan(rb[i]))
+                return INFINITY;
+            double d = fabs((double)ra[i] - rb[i]);
+            if (d > m)
+                m = d;
+        }
+    }
+    return m;
+}
+
+pf_engine *pf_test_engine(void)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    pf_engine *e = NULL;
+    if (pf_engine_create(&cfg, &e) != PF_OK) {
+        fprintf(stderr, "engine: %s\n", e ? pf_engine_errmsg(e) : "out of memory");
+        exit(1);
+    }
+    return e;
+}
+
+const char *pf_test_tmpdir(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/Testing/tmp-%s", PF_BINARY_DIR, name);
+    char cmd[2 * sizeof path + 64];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot make %s\n", path);
+        exit(1);
+    }
+    return path;
+}
