@@ -305,7 +305,11 @@ PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs
 {
     if (!p || (!inputs && n_inputs))
         return PF_INVALID_ARGUMENT;
-    return pf_plan_build(p, inputs, n_inputs);
+    int same = p->plan && n_inputs == p->n_inputs;
+    for (int i = 0; same && i < n_inputs; i++)
+        same = p->plan->in_shapes[i].width == inputs[i].width &&
+               p->plan->in_shapes[i].height == inputs[i].height;
+    return same ? PF_OK : pf_plan_build(p, inputs, n_inputs);
 }
 
 static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, const char *name)

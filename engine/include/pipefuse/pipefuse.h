@@ -116,6 +116,10 @@ const pf_stage_desc *pf_engine_stage(const pf_engine *e, int i, const char **plu
                                      const char **plugin_name);
 const pf_stage_desc *pf_engine_find_stage(const pf_engine *e, const char *name);
 
+/* Prints versions, plugins, CUDA runtime/driver and devices (pipefuse info). e may be
+   NULL. */
+int pf_engine_print_info(const pf_engine *e, FILE *f);
+
 /* ---- Pipelines ----------------------------------------------------------------------- */
 
 typedef struct pf_pipeline pf_pipeline;
