@@ -145,8 +145,9 @@ static int form_groups(const pf_pipeline *p, int *group, int fuse)
     int *members = malloc(sizeof(int) * (size_t)nn);
     int *trial = malloc(sizeof(int) * (size_t)nn);
     char *inset = calloc((size_t)nn, 1);
-    if (!reach.bits || !members || !trial || !inset) {
-        free(reach.bits), free(members), free(trial), free(inset);
+    int *cand = malloc(sizeof(int) * (size_t)nn);
+    if (!reach.bits || !members || !trial || !inset || !cand) {
+        free(reach.bits), free(members), free(trial), free(inset), free(cand);
         return -1;
     }
     /* reach[i]: the nodes that depend on i, transitively (consumers come later). */
@@ -171,9 +172,26 @@ static int form_groups(const pf_pipeline *p, int *group, int fuse)
         members[n++] = i;
         inset[i] = 1;
         const pf_node *node = &p->nodes[i];
-        for (int k = 0; k < node->n_in; k++) {
-            int g = group[node->in[k]];
-            if (g < 0 || inset[node->in[k]])
+        /* Candidates: the groups of point producers, then of earlier point stages
+           reading one of the same inputs (siblings share their loads). */
+        int ncand = 0;
+        for (int k = 0; k < node->n_in; k++)
+            if (group[node->in[k]] >= 0)
+                cand[ncand++] = group[node->in[k]];
+        for (int j = p->n_inputs; j < i; j++) {
+            if (group[j] < 0)
+                continue;
+            for (int k = 0; k < node->n_in; k++)
+                for (int kk = 0; kk < p->nodes[j].n_in; kk++)
+                    if (p->nodes[j].in[kk] == node->in[k] && ncand < nn)
+                        cand[ncand++] = group[j];
+        }
+        for (int c = 0; c < ncand; c++) {
+            int g = cand[c];
+            int taken = 0;
+            for (int j = 0; j < n && !taken; j++)
+                taken = group[members[j]] == g;
+            if (taken)
                 continue;
             /* Try adding the whole group g. */
             int t = n;
@@ -197,7 +215,7 @@ static int form_groups(const pf_pipeline *p, int *group, int fuse)
             inset[members[j]] = 0;
         }
     }
-    free(reach.bits), free(members), free(trial), free(inset);
+    free(reach.bits), free(members), free(trial), free(inset), free(cand);
     /* Renumber densely in order of first member. */
     int *map = malloc(sizeof(int) * (size_t)(ngroups ? ngroups : 1));
     if (!map)
