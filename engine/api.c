@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec_cuda.h"
 #include "plan.h"
 
 #define PF_API __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)
+#define PF_MAX_FRAMES 64 /* inputs or outputs of one frame */
 
 /* ---- Loading ---------------------------------------------------------------------------------- */
 
@@ -130,6 +132,8 @@ static int plan_still_fits(const pf_pipeline *p, int i)
         return 0;
     if (n->desc->partial_len && n->desc->partial_len(n->params, in) != u->partial_len)
         return 0;
+    if (plan->cuda && n->desc->cuda_scratch_bytes)
+        return 0; /* device scratch was sized for the old params */
     return 1;
 }
 
@@ -283,6 +287,8 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
         p->opts.streams = (int)iv;
     } else if (strcmp(name, "threads") == 0 && is_int && iv >= 0 && iv <= 1024) {
         p->opts.threads = (int)iv;
+    } else if (strcmp(name, "slots") == 0 && is_int && iv >= 1 && iv <= 8) {
+        p->slots = (int)iv;
     } else if (strcmp(name, "max_launch_ms") == 0 && is_num && dv >= 0 && dv <= 1e6) {
         p->opts.max_launch_ms = dv;
     } else {
@@ -294,12 +300,37 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
 bad:
     pf_errf(p->errmsg,
             "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
-            "graph true|false, streams 0-64, threads 0-1024, max_launch_ms >= 0)",
+            "graph true|false, streams 0-64, threads 0-1024, slots 1-8, max_launch_ms >= 0)",
             name, value);
     return PF_INVALID_ARGUMENT;
 }
 
 /* ---- Plan and run --------------------------------------------------------------------------------- */
+
+/* Chooses the executor and plans for it. auto takes CUDA when a device is usable and
+   every stage has a CUDA implementation, else the CPU with a one-line notice. */
+static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
+{
+    int cuda = p->opts.backend == PF_BACKEND_CUDA;
+    if (p->opts.backend == PF_BACKEND_AUTO) {
+        char why[512] = "";
+        cuda = pf_cuda_available(p->eng, why, sizeof why);
+        for (int i = p->n_inputs; i < p->n_nodes && cuda; i++) {
+            const pf_node *n = &p->nodes[i];
+            if (n->used && !(n->desc->kind == PF_STAGE_POINT ? n->desc->point_cuda != NULL
+                                                              : n->desc->run_cuda != NULL)) {
+                snprintf(why, sizeof why, "stage '%s' (%s) has no CUDA implementation", n->id,
+                         n->desc->name);
+                cuda = 0;
+            }
+        }
+        if (!cuda && !p->notified_cpu) {
+            pf_log(p->eng, 0, "running on the CPU: %s", why);
+            p->notified_cpu = 1;
+        }
+    }
+    return pf_plan_build(p, inputs, n_inputs, cuda);
+}
 
 PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
@@ -309,7 +340,7 @@ PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs
     for (int i = 0; same && i < n_inputs; i++)
         same = p->plan->in_shapes[i].width == inputs[i].width &&
                p->plan->in_shapes[i].height == inputs[i].height;
-    return same ? PF_OK : pf_plan_build(p, inputs, n_inputs);
+    return same ? PF_OK : plan_for(p, inputs, n_inputs);
 }
 
 static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, const char *name)
@@ -324,52 +355,39 @@ static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, cons
     return PF_OK;
 }
 
-PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
-                           int n_out)
+/* Checks frames against the pipeline, plans when the input shapes changed, and
+   collects output pointers (NULL for tables and unwanted outputs). */
+static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                   int n_out, pf_frame **outs)
 {
-    if (!p)
-        return PF_INVALID_ARGUMENT;
     if (n_in != p->n_inputs || !inputs) {
         pf_errf(p->errmsg, "%s: the pipeline has %d input(s); %d frame(s) given", p->source,
                 p->n_inputs, inputs ? n_in : 0);
         return PF_INVALID_ARGUMENT;
     }
-    if (p->opts.backend == PF_BACKEND_CUDA) {
-        pf_errf(p->errmsg, "%s: backend cuda: this build of pipefuse has no CUDA executor",
-                p->source);
-        return PF_NO_DEVICE;
+    if (p->n_inputs > PF_MAX_FRAMES || p->n_outputs > PF_MAX_FRAMES) {
+        pf_errf(p->errmsg, "%s: at most %d inputs and outputs per frame", p->source,
+                PF_MAX_FRAMES);
+        return PF_UNSUPPORTED;
     }
-    int replan = !p->plan;
+    pf_shape shapes[PF_MAX_FRAMES];
     for (int i = 0; i < n_in; i++) {
         int rc = check_frame(p, &inputs[i], "input", p->nodes[i].id);
         if (rc != PF_OK)
             return rc;
-        if (p->plan && (p->plan->in_shapes[i].width != inputs[i].width ||
-                        p->plan->in_shapes[i].height != inputs[i].height))
-            replan = 1;
+        shapes[i].width = inputs[i].width;
+        shapes[i].height = inputs[i].height;
     }
-    if (replan) {
-        pf_shape shapes[PF_MAX_INPUTS * 8];
-        if (n_in > (int)(sizeof shapes / sizeof shapes[0]))
-            return PF_UNSUPPORTED;
-        for (int i = 0; i < n_in; i++) {
-            shapes[i].width = inputs[i].width;
-            shapes[i].height = inputs[i].height;
-        }
-        int rc = pf_plan_build(p, shapes, n_in);
-        if (rc != PF_OK)
-            return rc;
-    }
-    pf_frame *outs[64];
-    if (p->n_outputs > 64) {
-        pf_errf(p->errmsg, "%s: more than 64 outputs", p->source);
-        return PF_UNSUPPORTED;
-    }
+    int rc = pf_pipeline_plan(p, shapes, n_in);
+    if (rc != PF_OK)
+        return rc;
     for (int o = 0; o < p->n_outputs; o++) {
         outs[o] = outputs && o < n_out && outputs[o].data ? &outputs[o] : NULL;
-        if (!outs[o] || is_table_node(p, p->outputs[o].node))
+        if (!outs[o] || is_table_node(p, p->outputs[o].node)) {
+            outs[o] = NULL;
             continue;
-        int rc = check_frame(p, outs[o], "output", p->outputs[o].name);
+        }
+        rc = check_frame(p, outs[o], "output", p->outputs[o].name);
         if (rc != PF_OK)
             return rc;
         pf_shape s = p->plan->shapes[p->outputs[o].node];
@@ -380,7 +398,91 @@ PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_
             return PF_SHAPE;
         }
     }
-    return pf_exec_cpu_frame(p, inputs, outs);
+    return PF_OK;
+}
+
+/* Frame bookkeeping around a submission: allocation and synchronisation counts of the
+   frame, so a test can assert that the steady state has none. */
+static void frame_begin(pf_pipeline *p, unsigned long long *alloc0, unsigned long long *sync0)
+{
+    *alloc0 = p->stats.allocations;
+    *sync0 = p->stats.device_syncs;
+}
+
+static void frame_end(pf_pipeline *p, unsigned long long alloc0, unsigned long long sync0)
+{
+    p->stats.frames++;
+    p->stats.allocations_last_frame = p->stats.allocations - alloc0;
+    p->stats.device_syncs_last_frame = p->stats.device_syncs - sync0;
+}
+
+static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                  int n_out, int device, void *stream, int *ticket)
+{
+    if (!p || !ticket)
+        return PF_INVALID_ARGUMENT;
+    unsigned long long a0, s0;
+    frame_begin(p, &a0, &s0);
+    pf_frame *outs[PF_MAX_FRAMES];
+    int rc = prepare(p, inputs, n_in, outputs, n_out, outs);
+    if (rc == PF_OK && device && !p->plan->cuda) {
+        pf_errf(p->errmsg, "%s: device frames need the CUDA backend; this pipeline runs on the "
+                           "CPU", p->source);
+        rc = PF_UNSUPPORTED;
+    }
+    if (rc == PF_OK && p->plan->cuda) {
+        rc = pf_cuda_submit(p, inputs, outs, device, stream, ticket);
+    } else if (rc == PF_OK) {
+        rc = pf_exec_cpu_frame(p, inputs, outs);
+        *ticket = 0;
+    }
+    frame_end(p, a0, s0);
+    return rc;
+}
+
+PF_API int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in,
+                              pf_frame *outputs, int n_out, int *ticket)
+{
+    return submit(p, inputs, n_in, outputs, n_out, 0, NULL, ticket);
+}
+
+PF_API int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in,
+                                     pf_frame *outputs, int n_out, void *stream, int *ticket)
+{
+    return submit(p, inputs, n_in, outputs, n_out, 1, stream, ticket);
+}
+
+PF_API int pf_pipeline_wait(pf_pipeline *p, int ticket)
+{
+    if (!p)
+        return PF_INVALID_ARGUMENT;
+    if (!p->plan || !p->plan->cuda)
+        return PF_OK; /* the CPU ran the frame in submit */
+    return pf_cuda_wait(p, ticket);
+}
+
+PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                           int n_out)
+{
+    int ticket = 0;
+    int rc = pf_pipeline_submit(p, inputs, n_in, outputs, n_out, &ticket);
+    return rc == PF_OK ? pf_pipeline_wait(p, ticket) : rc;
+}
+
+PF_API int pf_pipeline_slots(const pf_pipeline *p) { return p ? (p->slots ? p->slots : 3) : 0; }
+
+PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
+{
+    if (!p || !s || s->size < sizeof(pf_stats))
+        return PF_INVALID_ARGUMENT;
+    *s = p->stats;
+    s->size = sizeof(pf_stats);
+    const pf_plan *plan = p->plan;
+    s->backend = !plan ? "none" : !plan->cuda ? "cpu" : p->opts.graph ? "cuda-graph" : "cuda-eager";
+    s->units_per_frame = plan ? plan->n_units : 0;
+    s->launches_per_frame = plan ? (plan->cuda ? pf_cuda_launches(plan->cu) : plan->n_units) : 0;
+    s->streams = plan ? plan->n_streams : 0;
+    return PF_OK;
 }
 
 PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)

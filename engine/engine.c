@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exec_cuda.h"
 #include "internal.h"
 #include "threadpool.h"
 
@@ -404,6 +405,7 @@ PF_API void pf_engine_destroy(pf_engine *e)
     if (!e)
         return;
     pf_threadpool_destroy(e->pool);
+    pf_cuda_engine_free(e);
     for (int i = 0; i < e->n_stages; i++)
         free((void *)e->stages[i].desc);
     free(e->stages);

@@ -44,6 +44,7 @@ typedef struct pf_stage_entry {
 } pf_stage_entry;
 
 struct pf_threadpool;
+struct pf_cuda_dev;
 
 struct pf_engine {
     pf_plugin *plugins;
@@ -54,6 +55,7 @@ struct pf_engine {
     void (*log)(void *user, int level, const char *msg);
     void *log_user;
     struct pf_threadpool *pool;
+    struct pf_cuda_dev *cuda; /* device state, created on first use (exec_cuda.c) */
     char errmsg[PF_ERRMSG_MAX];
 };
 
@@ -119,7 +121,10 @@ struct pf_pipeline {
     pf_output_decl *outputs;
     int n_outputs;
     pf_options opts;
+    int slots;               /* CUDA frames in flight */
     struct pf_plan *plan;
+    pf_stats stats;          /* counters; backend and per-frame fields set on read */
+    int notified_cpu;        /* the one-line CPU fallback notice was given */
     char errmsg[PF_ERRMSG_MAX];
 };
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec_cuda.h"
 #include "plan.h"
 
 #define PF_CPU_BAND_PIXELS 32768 /* pixels per CPU task: a few hundred KB of float4 */
@@ -23,6 +24,7 @@ void pf_plan_free(pf_plan *plan)
 {
     if (!plan)
         return;
+    pf_cuda_plan_free(plan->cu);
     for (int i = 0; i < plan->n_units; i++) {
         pf_unit *u = &plan->units[i];
         free(u->nodes);
@@ -458,6 +460,7 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
 
 static int alloc_image(pf_plan *plan, pf_image *im, pf_shape s)
 {
+    plan->allocations++;
     im->width = s.width;
     im->height = s.height;
     im->pitch = align_up((size_t)s.width * sizeof(pf_float4));
@@ -469,9 +472,11 @@ static int alloc_image(pf_plan *plan, pf_image *im, pf_shape s)
     return PF_OK;
 }
 
+/* Host buffers: for the CPU executor every stored image, per-worker scratch and the
+   reduce partials; for both executors the result tables. */
 static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
 {
-    for (int i = 0; i < p->n_nodes; i++) {
+    for (int i = 0; i < p->n_nodes && !plan->cuda; i++) {
         int is_input = i < p->n_inputs;
         if ((is_input || plan->stored[i]) && alloc_image(plan, &plan->buf[i], plan->shapes[i]))
             return PF_NO_MEMORY;
@@ -489,14 +494,23 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
         plan->tables[i].rows = t.height;
         plan->tables[i].cols = t.width;
         plan->tables[i].data = calloc((size_t)t.width * (size_t)t.height, sizeof(double));
+        plan->allocations++;
+        if (!plan->tables[i].data)
+            return PF_NO_MEMORY;
+        if (plan->cuda)
+            continue;
         plan->partials[i] = calloc((size_t)bands * (u->partial_len ? u->partial_len : 1),
                                    sizeof(double));
-        if (!plan->tables[i].data || !plan->partials[i])
+        plan->allocations++;
+        if (!plan->partials[i])
             return PF_NO_MEMORY;
     }
+    if (plan->cuda)
+        return PF_OK;
     plan->workers = p->eng->threads;
     plan->worker_scratch = align_up(scratch ? scratch : PF_ALIGN);
     plan->chunk = PF_CPU_CHUNK;
+    plan->allocations++;
     if (posix_memalign((void **)&plan->scratch, PF_ALIGN,
                        plan->worker_scratch * (size_t)plan->workers) != 0) {
         plan->scratch = NULL;
@@ -505,7 +519,7 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
     return PF_OK;
 }
 
-int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in)
+int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
 {
     pf_plan_free(p->plan);
     p->plan = NULL;
@@ -526,6 +540,7 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in)
         return PF_NO_MEMORY;
     int nn = p->n_nodes;
     plan->n_nodes = nn;
+    plan->cuda = cuda;
     plan->in_shapes = calloc((size_t)n_in, sizeof(pf_shape));
     plan->shapes = calloc((size_t)nn, sizeof(pf_shape));
     plan->unit_of = malloc(sizeof(int) * (size_t)nn);
@@ -550,6 +565,11 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in)
         if (rc == PF_OK)
             rc = alloc_buffers(p, plan);
     }
+    if (rc == PF_OK && cuda) {
+        p->plan = plan; /* the CUDA side reads the plan through p */
+        rc = pf_cuda_plan_build(p);
+        p->plan = NULL;
+    }
     if (rc == PF_OK) {
         /* Without fusion every used point stage would be a launch of its own. */
         plan->n_unfused_units = 0;
@@ -558,9 +578,12 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in)
                                          ? plan->units[ui].n_nodes
                                          : 1;
         p->plan = plan;
+        p->stats.plans++;
+        p->stats.allocations += plan->allocations;
+        p->stats.host_bytes += plan->bytes_allocated;
         return PF_OK;
     }
-    if (rc == PF_NO_MEMORY)
+    if (rc == PF_NO_MEMORY && !plan->cu)
         pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)",
                 p->source, in[0].width, in[0].height, plan->bytes_allocated);
     pf_plan_free(plan);

@@ -33,8 +33,12 @@ typedef struct pf_table_buf {
     int rows, cols;
 } pf_table_buf;
 
+struct pf_cuda_plan;
+
 typedef struct pf_plan {
     int n_nodes;
+    int cuda;                   /* runs on the CUDA executor */
+    struct pf_cuda_plan *cu;    /* its state there (exec_cuda.c) */
     pf_shape *in_shapes;  /* planned input shapes (n_inputs) */
     pf_shape *shapes;     /* per node: image shape, or table cols x rows for reduce */
     int *unit_of;         /* per node: unit index, -1 for inputs and unused stages */
@@ -50,12 +54,14 @@ typedef struct pf_plan {
     int workers;
     size_t worker_scratch;     /* bytes per worker */
     unsigned char *scratch;    /* workers * worker_scratch */
+    unsigned long long allocations; /* allocations made for this plan */
     int chunk;                 /* pixels per point-chain chunk */
     size_t bytes_allocated;
 } pf_plan;
 
-/* Plans p for input shapes; replaces p->plan. Errors in p->errmsg. */
-int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in);
+/* Plans p for input shapes, for the CUDA executor when cuda is set; replaces p->plan.
+   Errors in p->errmsg. */
+int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda);
 void pf_plan_free(pf_plan *plan);
 
 /* Runs one frame on the CPU: converts inputs (one frame per pipeline input) into the

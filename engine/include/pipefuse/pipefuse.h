@@ -184,6 +184,56 @@ typedef struct pf_table {
 } pf_table;
 int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t);
 
+/* ---- Frames in flight (real-time loops) -------------------------------------------------
+
+   With the CUDA backend a frame is submitted and waited for separately, so that up to
+   pf_pipeline_slots() frames are in flight: the upload, compute and download of
+   consecutive frames overlap. Nothing is allocated and nothing synchronises the whole
+   device after the first frame of a size. With the CPU backend, submit runs the frame
+   at once and wait returns at once. */
+
+/* Host frames: inputs are copied before submit returns (the caller may reuse them);
+   outputs are filled by pf_pipeline_wait(ticket), and must stay valid until then.
+   Fails with PF_UNSUPPORTED when every slot holds a frame not yet waited for. */
+int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                       int n_out, int *ticket);
+
+/* Device frames (data are device pointers) on the application's CUDA stream (a
+   cudaStream_t; NULL: the legacy default stream). The frame's work is ordered on that
+   stream and nothing is copied: the first kernel reads the inputs where they are and
+   the last ones write the outputs in place. Synchronise the stream, or call
+   pf_pipeline_wait(ticket), before reading outputs; call wait before reading tables.
+   PF_UNSUPPORTED on the CPU backend. */
+int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in,
+                              pf_frame *outputs, int n_out, void *stream, int *ticket);
+
+/* Waits for a submitted frame; its outputs and tables are then ready. */
+int pf_pipeline_wait(pf_pipeline *p, int ticket);
+
+/* Frames that can be in flight at once (CUDA: the "slots" option, default 3). */
+int pf_pipeline_slots(const pf_pipeline *p);
+
+/* ---- Statistics -------------------------------------------------------------------------- */
+
+typedef struct pf_stats {
+    uint32_t size;                  /* set to sizeof(pf_stats) before the call */
+    const char *backend;            /* "cpu", "cuda-graph" or "cuda-eager" */
+    unsigned long long frames;
+    int launches_per_frame;         /* kernel launches (CUDA) or launch units (CPU) */
+    int units_per_frame;
+    int streams;
+    unsigned long long allocations; /* device, pinned and plan buffers, since load */
+    unsigned long long allocations_last_frame;
+    unsigned long long device_syncs; /* cudaDeviceSynchronize: never in the frame loop */
+    unsigned long long device_syncs_last_frame;
+    unsigned long long frame_waits;  /* host waits on one frame's completion event */
+    unsigned long long plans;        /* plans built (first frame of each size, changes) */
+    unsigned long long graph_captures, graph_instantiations, graph_updates, graph_launches;
+    unsigned long long device_bytes, pinned_bytes, host_bytes;
+} pf_stats;
+
+int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
+
 /* ---- The plan ---------------------------------------------------------------------- */
 
 typedef enum pf_unit_kind {

@@ -174,7 +174,15 @@ typedef struct pf_stage_desc {
        reduce: compute the partial of the input rows a->region into a->partial
        (partial_len doubles, zeroed by the engine). 0 on success. */
     pf_stage_run_fn run_cpu;
+    /* The same on CUDA: a->in, a->out, a->params, a->scratch and a->partial are device
+       memory; launch on a->stream only (it may be under CUDA Graph capture: no
+       synchronisation, no allocation, no host reads of device data). For reduce, the
+       partial must be deterministic: per-block partials in scratch, then a fixed-order
+       combine into a->partial, never floating-point atomics. */
     pf_stage_run_fn run_cuda;
+    /* Device scratch that run_cuda needs for a band of rows of an image this wide
+       (NULL: none). Called with host params when the engine plans. */
+    size_t (*cuda_scratch_bytes)(const void *params, int width, int rows);
 
     /* reduce: doubles in one band's partial; combine folds n partials, in band
        order, into the result table (rows x columns, row-major). The result must
@@ -224,6 +232,14 @@ typedef const pf_plugin_desc *(*pf_plugin_entry_fn)(const pf_host_api *host);
             out[i_] = fn(p_, v_, pos_);                                                   \
         }                                                                                 \
     }
+
+/* A CUDA launcher when the plugin is built with CUDA (pf_add_plugin defines
+   PF_PLUGIN_HAVE_CUDA then), NULL otherwise: `.run_cuda = PF_CUDA(blur_cuda)`. */
+#ifdef PF_PLUGIN_HAVE_CUDA
+#define PF_CUDA(fn) fn
+#else
+#define PF_CUDA(fn) NULL
+#endif
 
 /* The point-specific fields of a stage descriptor; src is the op header's text. */
 #define PF_POINT_DESC(fn, T, src)                                                        \

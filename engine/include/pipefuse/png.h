@@ -5,11 +5,13 @@
  * Palette images become RGB, or RGBA when they carry tRNS; a tRNS colour key on gray
  * or RGB adds an alpha channel; 1/2/4-bit gray is scaled to 8 bits (0..max to 0..255).
  * Interlaced files are read whole. Gamma and colour chunks are not applied: samples
- * are returned as stored.
+ * are returned as stored (ancillary chunks other than tRNS are skipped unread).
  *
  * Writing takes an 8- or 16-bit frame of 1-4 channels and writes it to a temporary
  * file in the target's directory, then renames it: a file with the final name is
  * always complete. Nothing is left behind on failure.
+ *
+ * Messages start with the file's path (the name, for memory reads). err may be NULL.
  */
 #ifndef PIPEFUSE_PNG_H
 #define PIPEFUSE_PNG_H
@@ -31,19 +33,29 @@ typedef struct pf_png_info {
 
 /* Reads a PNG file into a newly allocated frame (free with pf_frame_free). max_pixels
    bounds width*height (0: PF_PNG_DEFAULT_MAX_PIXELS); larger files fail with
-   PF_TOO_LARGE before any pixel memory is allocated. info may be NULL. On failure
-   returns PF_IO (cannot open), PF_IMAGE (not a PNG, corrupt, truncated) or
-   PF_TOO_LARGE, with a message naming the file in err, and out left empty. */
+   PF_TOO_LARGE before any pixel memory is allocated, as do files wider or taller than
+   1 << 20 pixels whatever max_pixels says. info may be NULL; it is filled as soon as
+   the header has been read, so on PF_TOO_LARGE it holds the claimed size. On failure
+   returns PF_IO (cannot open or read: missing file, directory), PF_IMAGE (empty, not a
+   PNG, corrupt, truncated: libpng's reason in the message), PF_TOO_LARGE or
+   PF_NO_MEMORY, with a message naming the file in err, and out left empty (data
+   NULL). Warnings are not printed. Safe to call from several threads at once. */
 int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out,
                 pf_png_info *info, char *err, size_t err_size);
 
-/* The same from memory. name labels messages. */
+/* The same from memory. name labels messages (NULL: "<memory>"); a truncated buffer
+   is PF_IMAGE like a truncated file. */
 int pf_png_read_memory(const void *data, size_t size, const char *name,
                        unsigned long long max_pixels, pf_frame *out, pf_png_info *info,
                        char *err, size_t err_size);
 
-/* Writes a u8 or u16 frame of 1-4 channels; zlib_level 0-9, or -1 for libpng's
-   default. Returns PF_OK, PF_INVALID_ARGUMENT (format) or PF_IO, message in err. */
+/* Writes a u8 or u16 frame of 1-4 channels (gray, gray+alpha, RGB, RGBA; any pitch);
+   zlib_level 0-9, or -1 for libpng's default. The file is written as
+   "<dir>/.<name>.XXXXXX", given mode 0644 & ~umask, and renamed onto path only when
+   complete and closed without error (a symlink at path is replaced, not followed).
+   Returns PF_OK, PF_INVALID_ARGUMENT (format, level, NULL; nothing is created), PF_IO
+   or (rarely) PF_NO_MEMORY, message in err; on failure no temporary file remains and
+   a file already at path is untouched. */
 int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
                  size_t err_size);
 

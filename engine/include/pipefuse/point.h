@@ -14,6 +14,7 @@
 #define PIPEFUSE_POINT_H
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#pragma nv_diag_suppress 177 /* helpers below that an op does not use */
 #define PF_POINT_FN static __device__ __forceinline__
 typedef float4 pf_float4;
 #define PF_SQRTF sqrtf

@@ -1,0 +1,814 @@
+/* engine/exec_cuda.c: the CUDA executor.
+ *
+ * Planning a shape allocates everything a frame needs, once: per frame slot one device
+ * pool (working images, reused by liveness; the parameter block; frame descriptors;
+ * native staging; scratch; reduce partials) and one pinned host pool, plus streams and
+ * events. A frame then only copies host data into pinned staging and launches: one
+ * cudaGraphLaunch in graph mode, or the same calls issued eagerly. Parameters live in
+ * the device parameter block, refreshed from pinned memory by the frame's first copy,
+ * so a parameter changed between frames needs neither a capture nor an instantiation.
+ *
+ * Frames in flight: each slot has its own pools, streams and graph, so consecutive
+ * frames overlap on the GPU; a slot is reused only after its frame was waited for.
+ * Nothing here calls cudaDeviceSynchronize; the host waits only on one slot's event.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_cuda.h"
+
+#ifndef PF_HAVE_CUDA
+
+int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
+{
+    snprintf(why, why_size, "this build of pipefuse has no CUDA support");
+    return 0;
+}
+void pf_cuda_engine_free(pf_engine *e) {}
+int pf_cuda_plan_build(pf_pipeline *p)
+{
+    pf_errf(p->errmsg, "%s: backend cuda: this build of pipefuse has no CUDA support",
+            p->source);
+    return PF_NO_DEVICE;
+}
+void pf_cuda_plan_free(struct pf_cuda_plan *c) {}
+int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
+                   void *stream, int *ticket)
+{
+    return pf_cuda_plan_build(p);
+}
+int pf_cuda_wait(pf_pipeline *p, int ticket) { return pf_cuda_plan_build(p); }
+int pf_cuda_launches(const struct pf_cuda_plan *c) { return 0; }
+
+#else /* PF_HAVE_CUDA */
+
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "../kernels/convert.h"
+
+#define PF_MAX_SLOTS 8
+#define PF_DEV_ALIGN 256
+
+typedef struct pf_cuda_dev {
+    int state; /* 0 not tried, 1 usable, -1 not */
+    int device;
+    char why[512];
+} pf_cuda_dev;
+
+/* ---- Errors ---------------------------------------------------------------------------------- */
+
+/* Checks a CUDA call; on failure writes "<source>: <call>: <error> at file:line" into
+   p->errmsg and returns from the enclosing function with PF_CUDA (PF_NO_MEMORY for an
+   allocation failure). */
+#define CU(p, call)                                                                       \
+    do {                                                                                  \
+        cudaError_t cu_err_ = (call);                                                     \
+        if (cu_err_ != cudaSuccess)                                                       \
+            return cuda_fail((p), cu_err_, #call, __FILE__, __LINE__);                    \
+    } while (0)
+
+static int cuda_fail(pf_pipeline *p, cudaError_t err, const char *call, const char *file,
+                     int line)
+{
+    int sticky = err == cudaErrorIllegalAddress || err == cudaErrorLaunchFailure ||
+                 err == cudaErrorLaunchTimeout || err == cudaErrorHardwareStackError ||
+                 err == cudaErrorIllegalInstruction || err == cudaErrorMisalignedAddress ||
+                 err == cudaErrorInvalidPc || err == cudaErrorECCUncorrectable;
+    pf_errf(p->errmsg, "%s: CUDA %s: %s (%s) at %s:%d%s", p->source, call,
+            cudaGetErrorString(err), cudaGetErrorName(err), file, line,
+            sticky ? "; the CUDA context is lost: destroy the pipeline and engine" : "");
+    if (err == cudaErrorMemoryAllocation)
+        return PF_NO_MEMORY;
+    return PF_CUDA;
+}
+
+/* ---- The device --------------------------------------------------------------------------------- */
+
+int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
+{
+    if (!e->cuda) {
+        e->cuda = calloc(1, sizeof *e->cuda);
+        if (!e->cuda) {
+            snprintf(why, why_size, "out of memory");
+            return 0;
+        }
+    }
+    pf_cuda_dev *d = e->cuda;
+    if (d->state == 0) {
+        int n = 0;
+        cudaError_t err = cudaGetDeviceCount(&n);
+        d->state = -1;
+        if (err != cudaSuccess) {
+            snprintf(d->why, sizeof d->why, "no CUDA device: %s", cudaGetErrorString(err));
+        } else if (n == 0) {
+            snprintf(d->why, sizeof d->why, "no CUDA device");
+        } else if ((err = cudaSetDevice(0)) != cudaSuccess ||
+                   (err = cudaFree(NULL)) != cudaSuccess) {
+            snprintf(d->why, sizeof d->why, "CUDA device 0 cannot be used: %s",
+                     cudaGetErrorString(err));
+        } else if ((err = (cudaError_t)pf_cuda_probe_image()) != cudaSuccess) {
+            struct cudaDeviceProp prop;
+            cudaGetDeviceProperties(&prop, 0);
+            snprintf(d->why, sizeof d->why,
+                     "%s (sm_%d%d) cannot run this build's kernels (%s): it carries sm_75 "
+                     "to sm_90 and compute_90 PTX; the device is %s",
+                     prop.name, prop.major, prop.minor, cudaGetErrorString(err),
+                     prop.major * 10 + prop.minor < 75 ? "older" : "newer than the driver's PTX");
+        } else {
+            d->state = 1;
+            d->device = 0;
+        }
+    }
+    if (d->state < 0)
+        snprintf(why, why_size, "%s", d->why);
+    return d->state > 0;
+}
+
+void pf_cuda_engine_free(pf_engine *e)
+{
+    free(e->cuda);
+    e->cuda = NULL;
+}
+
+/* ---- Plan-time layout -------------------------------------------------------------------------------- */
+
+typedef struct pf_cuda_plan pf_cuda_plan;
+
+typedef struct cuda_slot {
+    cudaStream_t *streams; /* plan->n_streams */
+    cudaEvent_t *unit_done; /* per unit */
+    cudaEvent_t *joined;    /* per stream: its last unit, for the join */
+    cudaEvent_t fork, start, done;
+    unsigned char *dev;     /* device pool */
+    unsigned char *host;    /* pinned pool */
+    cudaGraphExec_t exec[2]; /* host mode, device mode */
+    unsigned long long key[2]; /* the frame formats each exec was captured for */
+    int busy;               /* holds a frame not yet waited for */
+    int ticket;
+    int device_mode;
+    pf_frame *out[64];      /* host mode: where wait puts the outputs */
+} cuda_slot;
+
+struct pf_cuda_plan {
+    int n_slots;
+    int n_streams;
+    int launches;
+    int graph_failed;       /* capture failed once: eager from then on */
+    /* offsets into each slot's pools */
+    size_t dev_size, host_size;
+    size_t *img_off;        /* per node: device image, or SIZE_MAX */
+    size_t *param_off;      /* per node: in the parameter block */
+    size_t params_off, params_size; /* device block; the same offset in the pinned pool */
+    size_t desc_off;        /* device frame descriptors (inputs, then outputs); pinned too */
+    size_t *in_dev_off, *in_host_off, *in_bytes;    /* per input: native staging */
+    size_t *out_dev_off, *out_host_off, *out_bytes; /* per output */
+    size_t *scratch_off;    /* per unit */
+    size_t *partial_off, *partial_host_off; /* per node, reduce */
+    size_t *pitch;          /* per node image pitch */
+    int next_slot;
+    int next_ticket;
+    cuda_slot slots[PF_MAX_SLOTS];
+};
+
+static size_t align_dev(size_t v) { return (v + PF_DEV_ALIGN - 1) & ~(size_t)(PF_DEV_ALIGN - 1); }
+
+static size_t take(size_t *top, size_t bytes)
+{
+    size_t off = align_dev(*top);
+    *top = off + bytes;
+    return off;
+}
+
+/* Happens-before between units: hb[u] holds every unit that has finished when u
+   starts (earlier units on its stream, units it waits for, transitively). */
+static unsigned long long *happens_before(const pf_plan *plan, int words)
+{
+    int nu = plan->n_units;
+    unsigned long long *hb = calloc((size_t)nu * (size_t)words + 1, sizeof *hb);
+    if (!hb)
+        return NULL;
+    for (int u = 0; u < nu; u++) {
+        unsigned long long *row = hb + (size_t)u * words;
+        const pf_unit *un = &plan->units[u];
+        for (int v = u - 1; v >= 0; v--) {
+            int pred = plan->units[v].stream == un->stream;
+            for (int k = 0; k < un->n_waits && !pred; k++)
+                pred = un->waits[k] == v;
+            if (!pred)
+                continue;
+            row[v >> 6] |= 1ull << (v & 63);
+            for (int w = 0; w < words; w++)
+                row[w] |= hb[(size_t)v * words + w];
+        }
+    }
+    return hb;
+}
+
+/* Device images for every node the GPU computes, reusing a buffer once every unit
+   that touched its previous content happens-before the new producer. */
+static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
+{
+    const pf_plan *plan = p->plan;
+    int nn = p->n_nodes, nu = plan->n_units, words = (nu + 63) / 64 + 1;
+    unsigned long long *hb = happens_before(plan, words);
+    int *last = malloc(sizeof(int) * (size_t)nn);   /* last unit reading a node */
+    int *holder = malloc(sizeof(int) * (size_t)nn); /* per buffer: node in it now */
+    size_t *cap = malloc(sizeof(size_t) * (size_t)nn), *boff = malloc(sizeof(size_t) * (size_t)nn);
+    int *bnode = malloc(sizeof(int) * (size_t)nn);
+    int nb = 0, rc = PF_OK;
+    if (!hb || !last || !holder || !cap || !boff || !bnode) {
+        rc = PF_NO_MEMORY;
+        goto out;
+    }
+    for (int i = 0; i < nn; i++) {
+        last[i] = -1;
+        c->img_off[i] = SIZE_MAX;
+        c->pitch[i] = align_dev((size_t)plan->shapes[i].width * sizeof(pf_float4));
+    }
+    for (int i = p->n_inputs; i < nn; i++)
+        for (int k = 0; k < p->nodes[i].n_in && plan->unit_of[i] >= 0; k++)
+            if (plan->unit_of[i] > last[p->nodes[i].in[k]])
+                last[p->nodes[i].in[k]] = plan->unit_of[i];
+    for (int o = 0; o < p->n_outputs; o++)
+        last[p->outputs[o].node] = nu; /* read after every unit */
+    /* Producers in order: inputs first (unit -1), then each unit's members. */
+    for (int i = 0; i < nn; i++) {
+        int u = i < p->n_inputs ? -1 : plan->unit_of[i];
+        if ((i >= p->n_inputs && u < 0) ||
+            (i >= p->n_inputs && p->nodes[i].desc->kind == PF_STAGE_REDUCE))
+            continue;
+        size_t need = c->pitch[i] * (size_t)plan->shapes[i].height;
+        int pick = -1;
+        for (int b = 0; b < nb && u >= 0; b++) {
+            int old = bnode[b];
+            if (cap[b] < need || last[old] >= nu || (pick >= 0 && cap[b] >= cap[pick]))
+                continue;
+            int ou = old < p->n_inputs ? -1 : plan->unit_of[old];
+            int lu = last[old];
+            const unsigned long long *row = hb + (size_t)u * words;
+            int ok = lu != u && ou != u;
+            if (ok && lu >= 0)
+                ok = (row[lu >> 6] >> (lu & 63)) & 1;
+            if (ok && ou >= 0)
+                ok = (row[ou >> 6] >> (ou & 63)) & 1;
+            if (ok)
+                pick = b;
+        }
+        if (pick < 0) {
+            pick = nb++;
+            cap[pick] = need;
+            boff[pick] = take(top, need);
+        }
+        bnode[pick] = i;
+        c->img_off[i] = boff[pick];
+        (void)holder;
+    }
+out:
+    free(hb), free(last), free(holder), free(cap), free(boff), free(bnode);
+    return rc;
+}
+
+/* Bytes of the largest frame format (f32 RGBA) for a shape: staging is sized for it. */
+static size_t max_frame_bytes(pf_shape s) { return (size_t)s.width * 16 * (size_t)s.height; }
+
+static int layout(pf_pipeline *p, pf_cuda_plan *c)
+{
+    pf_plan *plan = p->plan;
+    int nn = p->n_nodes, nu = plan->n_units, ni = p->n_inputs, no = p->n_outputs;
+#define ALLOC_OFFS(f, n)                                                                  \
+    if (!(c->f = calloc((size_t)(n) + 1, sizeof(size_t))))                                 \
+        return PF_NO_MEMORY;
+    ALLOC_OFFS(img_off, nn)
+    ALLOC_OFFS(param_off, nn)
+    ALLOC_OFFS(pitch, nn)
+    ALLOC_OFFS(in_dev_off, ni)
+    ALLOC_OFFS(in_host_off, ni)
+    ALLOC_OFFS(in_bytes, ni)
+    ALLOC_OFFS(out_dev_off, no)
+    ALLOC_OFFS(out_host_off, no)
+    ALLOC_OFFS(out_bytes, no)
+    ALLOC_OFFS(scratch_off, nu)
+    ALLOC_OFFS(partial_off, nn)
+    ALLOC_OFFS(partial_host_off, nn)
+#undef ALLOC_OFFS
+    size_t dev = 0, host = 0;
+    /* First in both pools, at the same offsets: the parameter block (every stage's
+       struct, 16-byte aligned) and the frame descriptors, so one copy refreshes both. */
+    size_t params = 0;
+    for (int i = ni; i < nn; i++) {
+        c->param_off[i] = params;
+        params += (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
+    }
+    c->params_size = params ? params : 16;
+    size_t desc_bytes = sizeof(pf_frame_desc) * (size_t)(ni + no);
+    c->params_off = take(&dev, c->params_size + desc_bytes);
+    c->desc_off = c->params_off + c->params_size;
+    host = dev;
+    int rc = assign_images(p, c, &dev);
+    if (rc != PF_OK)
+        return rc;
+    for (int i = 0; i < ni; i++) {
+        c->in_bytes[i] = max_frame_bytes(plan->shapes[i]);
+        c->in_dev_off[i] = take(&dev, c->in_bytes[i]);
+        c->in_host_off[i] = take(&host, c->in_bytes[i]);
+    }
+    for (int o = 0; o < no; o++) {
+        int node = p->outputs[o].node;
+        if (plan->tables[node].data)
+            continue;
+        c->out_bytes[o] = max_frame_bytes(plan->shapes[node]);
+        c->out_dev_off[o] = take(&dev, c->out_bytes[o]);
+        c->out_host_off[o] = take(&host, c->out_bytes[o]);
+    }
+    for (int u = 0; u < nu; u++) {
+        const pf_unit *un = &plan->units[u];
+        const pf_node *n0 = &p->nodes[un->nodes[0]];
+        c->scratch_off[u] = SIZE_MAX;
+        if (n0->desc->cuda_scratch_bytes) {
+            int width = plan->shapes[n0->in[0]].width > plan->shapes[un->nodes[0]].width
+                            ? plan->shapes[n0->in[0]].width
+                            : plan->shapes[un->nodes[0]].width;
+            int rows = un->kind == PF_UNIT_REDUCE ? un->shape.height
+                                                  : plan->shapes[un->nodes[0]].height;
+            size_t s = n0->desc->cuda_scratch_bytes(n0->params, width, rows);
+            if (s)
+                c->scratch_off[u] = take(&dev, s);
+        }
+        if (un->kind == PF_UNIT_REDUCE) {
+            size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1);
+            c->partial_off[un->nodes[0]] = take(&dev, bytes);
+            c->partial_host_off[un->nodes[0]] = take(&host, bytes);
+        }
+    }
+    c->dev_size = align_dev(dev);
+    c->host_size = align_dev(host);
+    return PF_OK;
+}
+
+/* Kernel launches one frame takes: conversions in and out, and every stage. */
+static int count_launches(const pf_pipeline *p)
+{
+    const pf_plan *plan = p->plan;
+    int n = p->n_inputs;
+    for (int u = 0; u < plan->n_units; u++)
+        n += plan->units[u].n_nodes;
+    for (int o = 0; o < p->n_outputs; o++)
+        n += plan->tables[p->outputs[o].node].data == NULL;
+    return n;
+}
+
+void pf_cuda_plan_free(pf_cuda_plan *c)
+{
+    if (!c)
+        return;
+    for (int s = 0; s < c->n_slots; s++) {
+        cuda_slot *sl = &c->slots[s];
+        if (sl->busy && sl->streams)
+            cudaStreamSynchronize(sl->streams[0]);
+        for (int m = 0; m < 2; m++)
+            if (sl->exec[m])
+                cudaGraphExecDestroy(sl->exec[m]);
+        for (int k = 0; sl->streams && k < c->n_streams; k++) {
+            if (sl->streams[k])
+                cudaStreamDestroy(sl->streams[k]);
+            if (sl->joined[k])
+                cudaEventDestroy(sl->joined[k]);
+        }
+        if (sl->unit_done)
+            for (int u = 0; sl->unit_done[u] != (cudaEvent_t)-1; u++)
+                if (sl->unit_done[u])
+                    cudaEventDestroy(sl->unit_done[u]);
+        if (sl->fork)
+            cudaEventDestroy(sl->fork);
+        if (sl->start)
+            cudaEventDestroy(sl->start);
+        if (sl->done)
+            cudaEventDestroy(sl->done);
+        free(sl->streams);
+        free(sl->joined);
+        free(sl->unit_done);
+        cudaFree(sl->dev);
+        cudaFreeHost(sl->host);
+    }
+    free(c->img_off), free(c->param_off), free(c->pitch);
+    free(c->in_dev_off), free(c->in_host_off), free(c->in_bytes);
+    free(c->out_dev_off), free(c->out_host_off), free(c->out_bytes);
+    free(c->scratch_off), free(c->partial_off), free(c->partial_host_off);
+    free(c);
+}
+
+static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
+{
+    const pf_plan *plan = p->plan;
+    int nu = plan->n_units;
+    sl->streams = calloc((size_t)c->n_streams, sizeof(cudaStream_t));
+    sl->joined = calloc((size_t)c->n_streams, sizeof(cudaEvent_t));
+    sl->unit_done = calloc((size_t)nu + 1, sizeof(cudaEvent_t));
+    if (!sl->streams || !sl->joined || !sl->unit_done)
+        return PF_NO_MEMORY;
+    sl->unit_done[nu] = (cudaEvent_t)-1; /* end marker for pf_cuda_plan_free */
+    for (int k = 0; k < c->n_streams; k++) {
+        CU(p, cudaStreamCreateWithFlags(&sl->streams[k], cudaStreamNonBlocking));
+        CU(p, cudaEventCreateWithFlags(&sl->joined[k], cudaEventDisableTiming));
+    }
+    for (int u = 0; u < nu; u++)
+        CU(p, cudaEventCreateWithFlags(&sl->unit_done[u], cudaEventDisableTiming));
+    CU(p, cudaEventCreateWithFlags(&sl->fork, cudaEventDisableTiming));
+    CU(p, cudaEventCreateWithFlags(&sl->start, cudaEventDisableTiming));
+    CU(p, cudaEventCreateWithFlags(&sl->done, cudaEventDisableTiming));
+    cudaError_t err = cudaMalloc((void **)&sl->dev, c->dev_size);
+    if (err != cudaSuccess) {
+        size_t free_b = 0, total_b = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&free_b, &total_b);
+        pf_errf(p->errmsg,
+                "%s: out of GPU memory planning %dx%d: a frame slot needs %.1f MiB, %.1f MiB "
+                "of %.1f MiB are free (%s)",
+                p->source, plan->in_shapes[0].width, plan->in_shapes[0].height,
+                c->dev_size / 1048576.0, free_b / 1048576.0, total_b / 1048576.0,
+                cudaGetErrorString(err));
+        return PF_NO_MEMORY;
+    }
+    err = cudaHostAlloc((void **)&sl->host, c->host_size, cudaHostAllocDefault);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        pf_errf(p->errmsg, "%s: cannot allocate %.1f MiB of pinned host memory: %s", p->source,
+                c->host_size / 1048576.0, cudaGetErrorString(err));
+        return PF_NO_MEMORY;
+    }
+    p->stats.allocations += 2 + (unsigned long long)c->n_streams * 2 + (unsigned long long)nu + 3;
+    p->stats.device_bytes += c->dev_size;
+    p->stats.pinned_bytes += c->host_size;
+    return PF_OK;
+}
+
+int pf_cuda_plan_build(pf_pipeline *p)
+{
+    char why[512];
+    if (!pf_cuda_available(p->eng, why, sizeof why)) {
+        pf_errf(p->errmsg, "%s: backend cuda: %s", p->source, why);
+        return PF_NO_DEVICE;
+    }
+    pf_plan *plan = p->plan;
+    for (int i = p->n_inputs; i < p->n_nodes; i++) {
+        const pf_node *n = &p->nodes[i];
+        if (!n->used)
+            continue;
+        int has = n->desc->kind == PF_STAGE_POINT ? n->desc->point_cuda != NULL
+                                                  : n->desc->run_cuda != NULL;
+        if (!has) {
+            pf_errf(p->errmsg, "%s: %s (%s): stage '%s' has no CUDA implementation", p->source,
+                    n->path, n->id, n->desc->name);
+            return PF_UNSUPPORTED;
+        }
+    }
+    pf_cuda_plan *c = calloc(1, sizeof *c);
+    if (!c)
+        return PF_NO_MEMORY;
+    plan->cu = c;
+    c->n_streams = plan->n_streams > 0 ? plan->n_streams : 1;
+    c->n_slots = p->slots > 0 ? (p->slots < PF_MAX_SLOTS ? p->slots : PF_MAX_SLOTS) : 3;
+    c->launches = count_launches(p);
+    int rc = layout(p, c);
+    if (rc == PF_NO_MEMORY)
+        pf_errf(p->errmsg, "%s: out of host memory planning", p->source);
+    for (int s = 0; s < c->n_slots && rc == PF_OK; s++)
+        rc = make_slot(p, c, &c->slots[s]);
+    return rc; /* on failure the caller frees the plan, and c with it */
+}
+
+int pf_cuda_launches(const pf_cuda_plan *c) { return c ? c->launches : 0; }
+
+/* ---- Recording a frame ------------------------------------------------------------------------------ */
+
+static pf_image dev_image(const pf_cuda_plan *c, const cuda_slot *sl, const pf_plan *plan, int i)
+{
+    pf_image im;
+    im.data = (pf_float4 *)(sl->dev + c->img_off[i]);
+    im.width = plan->shapes[i].width;
+    im.height = plan->shapes[i].height;
+    im.pitch = c->pitch[i];
+    return im;
+}
+
+static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
+{
+    const pf_plan *plan = p->plan;
+    const pf_unit *un = &plan->units[u];
+    for (int a = 0; a < un->n_nodes; a++) {
+        int i = un->nodes[a];
+        const pf_node *n = &p->nodes[i];
+        nvtxRangePushA(n->id);
+        pf_image in[PF_MAX_INPUTS];
+        for (int k = 0; k < n->n_in; k++)
+            in[k] = dev_image(c, sl, plan, n->in[k]);
+        char msg[1024] = "";
+        pf_stage_args args;
+        memset(&args, 0, sizeof args);
+        args.size = sizeof args;
+        args.params = sl->dev + c->params_off + c->param_off[i];
+        args.in = in;
+        args.n_in = n->n_in;
+        args.stream = st;
+        args.err = msg;
+        args.err_size = sizeof msg;
+        args.scratch = c->scratch_off[u] != SIZE_MAX ? sl->dev + c->scratch_off[u] : NULL;
+        int rc;
+        if (n->desc->kind == PF_STAGE_REDUCE) {
+            args.region.y0 = 0;
+            args.region.y1 = un->shape.height;
+            args.partial = (double *)(sl->dev + c->partial_off[i]);
+            CU(p, cudaMemsetAsync(args.partial, 0, sizeof(double) * un->partial_len, st));
+            rc = n->desc->run_cuda(&args);
+            if (rc == 0)
+                CU(p, cudaMemcpyAsync(sl->host + c->partial_host_off[i], args.partial,
+                                      sizeof(double) * un->partial_len, cudaMemcpyDeviceToHost,
+                                      st));
+        } else {
+            args.out = dev_image(c, sl, plan, i);
+            args.region.y0 = 0;
+            args.region.y1 = args.out.height;
+            rc = n->desc->kind == PF_STAGE_POINT ? n->desc->point_cuda(&args)
+                                                 : n->desc->run_cuda(&args);
+        }
+        nvtxRangePop();
+        if (rc != 0) {
+            pf_errf(p->errmsg, "%s: %s (%s) failed on the GPU: %s", p->source, n->path, n->id,
+                    msg[0] ? msg : "no reason given");
+            return PF_STAGE;
+        }
+    }
+    return PF_OK;
+}
+
+/* Issues one frame's work with s0 as the origin stream: under capture this becomes the
+   graph; otherwise it runs eagerly. device: frames are the application's device memory
+   and need no staging copies. */
+static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cudaStream_t s0)
+{
+    const pf_plan *plan = p->plan;
+    int ni = p->n_inputs, no = p->n_outputs;
+    size_t desc_bytes = sizeof(pf_frame_desc) * (size_t)(ni + no);
+    CU(p, cudaMemcpyAsync(sl->dev + c->params_off, sl->host + c->params_off,
+                          c->params_size + desc_bytes, cudaMemcpyHostToDevice, s0));
+    const pf_frame_desc *d_desc = (const pf_frame_desc *)(sl->dev + c->desc_off);
+    const pf_frame_desc *h_desc = (const pf_frame_desc *)(sl->host + c->desc_off);
+    for (int i = 0; i < ni; i++) {
+        if (!device) {
+            size_t bytes = (size_t)h_desc[i].pitch * (size_t)h_desc[i].height;
+            CU(p, cudaMemcpyAsync(sl->dev + c->in_dev_off[i], sl->host + c->in_host_off[i],
+                                  bytes, cudaMemcpyHostToDevice, s0));
+        }
+        CU(p, (cudaError_t)pf_cuda_frame_to_image(&d_desc[i], dev_image(c, sl, plan, i), s0));
+    }
+    CU(p, cudaEventRecord(sl->fork, s0));
+    for (int k = 1; k < c->n_streams; k++)
+        CU(p, cudaStreamWaitEvent(sl->streams[k], sl->fork, 0));
+    for (int u = 0; u < plan->n_units; u++) {
+        const pf_unit *un = &plan->units[u];
+        cudaStream_t st = un->stream == 0 ? s0 : sl->streams[un->stream];
+        for (int k = 0; k < un->n_waits; k++)
+            CU(p, cudaStreamWaitEvent(st, sl->unit_done[un->waits[k]], 0));
+        int rc = run_unit(p, c, sl, u, st);
+        if (rc != PF_OK)
+            return rc;
+        CU(p, cudaEventRecord(sl->unit_done[u], st));
+    }
+    for (int k = 1; k < c->n_streams; k++) {
+        CU(p, cudaEventRecord(sl->joined[k], sl->streams[k]));
+        CU(p, cudaStreamWaitEvent(s0, sl->joined[k], 0));
+    }
+    for (int o = 0; o < no; o++) {
+        int node = p->outputs[o].node;
+        if (plan->tables[node].data)
+            continue;
+        CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node),
+                                                    &d_desc[ni + o], s0));
+        if (!device) {
+            size_t bytes = (size_t)h_desc[ni + o].pitch * (size_t)h_desc[ni + o].height;
+            CU(p, cudaMemcpyAsync(sl->host + c->out_host_off[o], sl->dev + c->out_dev_off[o],
+                                  bytes, cudaMemcpyDeviceToHost, s0));
+        }
+    }
+    return PF_OK;
+}
+
+/* Captures the frame into sl->exec[mode], updating an existing exec in place when the
+   topology allows (cudaGraphExecUpdate) and instantiating only otherwise. */
+static int capture(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
+{
+    cudaStream_t s0 = sl->streams[0];
+    CU(p, cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
+    int rc = record(p, c, sl, device, s0);
+    cudaGraph_t graph = NULL;
+    cudaError_t end = cudaStreamEndCapture(s0, &graph);
+    if (rc != PF_OK || end != cudaSuccess) {
+        if (graph)
+            cudaGraphDestroy(graph);
+        cudaGetLastError();
+        if (rc == PF_OK)
+            return cuda_fail(p, end, "cudaStreamEndCapture", __FILE__, __LINE__);
+        return rc;
+    }
+    p->stats.graph_captures++;
+    cudaError_t err = cudaErrorUnknown;
+    if (sl->exec[device]) {
+        cudaGraphExecUpdateResultInfo info;
+        err = cudaGraphExecUpdate(sl->exec[device], graph, &info);
+        if (err == cudaSuccess) {
+            p->stats.graph_updates++;
+        } else {
+            cudaGetLastError();
+            cudaGraphExecDestroy(sl->exec[device]);
+            sl->exec[device] = NULL;
+        }
+    }
+    if (!sl->exec[device]) {
+        err = cudaGraphInstantiate(&sl->exec[device], graph, 0);
+        if (err == cudaSuccess)
+            p->stats.graph_instantiations++;
+    }
+    cudaGraphDestroy(graph);
+    if (err != cudaSuccess)
+        return cuda_fail(p, err, "cudaGraphInstantiate", __FILE__, __LINE__);
+    return PF_OK;
+}
+
+/* ---- Submit and wait ----------------------------------------------------------------------------------- */
+
+static void fill_desc(pf_frame_desc *d, void *data, size_t pitch, const pf_frame *f)
+{
+    memset(d, 0, sizeof *d);
+    d->data = data;
+    d->pitch = pitch;
+    d->width = f->width;
+    d->height = f->height;
+    d->sample = (int)f->sample;
+    d->channels = f->channels;
+}
+
+static void copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t row_bytes,
+                      int rows)
+{
+    if (dpitch == spitch && dpitch == row_bytes) {
+        memcpy(dst, src, row_bytes * (size_t)rows);
+        return;
+    }
+    for (int y = 0; y < rows; y++)
+        memcpy((char *)dst + (size_t)y * dpitch, (const char *)src + (size_t)y * spitch, row_bytes);
+}
+
+static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
+{
+    p->stats.frame_waits++;
+    cudaError_t err = cudaEventSynchronize(sl->done);
+    sl->busy = 0;
+    if (err != cudaSuccess)
+        return cuda_fail(p, err, "frame", "(asynchronous error)", 0);
+    pf_plan *plan = p->plan;
+    const pf_frame_desc *h_desc = (const pf_frame_desc *)(sl->host + c->desc_off);
+    for (int o = 0; o < p->n_outputs; o++) {
+        int node = p->outputs[o].node;
+        if (plan->tables[node].data) {
+            const pf_node *n = &p->nodes[node];
+            const pf_unit *un = &plan->units[plan->unit_of[node]];
+            n->desc->combine(n->params, &un->shape,
+                             (const double *)(sl->host + c->partial_host_off[node]), 1,
+                             plan->tables[node].data);
+            continue;
+        }
+        pf_frame *f = sl->out[o];
+        if (!sl->device_mode && f) {
+            const pf_frame_desc *d = &h_desc[p->n_inputs + o];
+            copy_rows(f->data, f->pitch, sl->host + c->out_host_off[o], d->pitch, d->pitch,
+                      f->height);
+        }
+    }
+    return PF_OK;
+}
+
+int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
+                   void *stream, int *ticket)
+{
+    pf_plan *plan = p->plan;
+    pf_cuda_plan *c = plan->cu;
+    cuda_slot *sl = &c->slots[c->next_slot];
+    if (sl->busy) {
+        if (!device) {
+            pf_errf(p->errmsg,
+                    "%s: %d frames are in flight: wait for ticket %d before submitting more",
+                    p->source, c->n_slots, sl->ticket);
+            return PF_UNSUPPORTED;
+        }
+        /* Device frames may be fire-and-forget: retire the slot's previous frame. */
+        int rc = finish(p, c, sl);
+        if (rc != PF_OK)
+            return rc;
+    }
+    nvtxRangePushA("pipefuse frame");
+    int ni = p->n_inputs, no = p->n_outputs;
+    /* Refresh the pinned parameter block and the frame descriptors. */
+    for (int i = ni; i < p->n_nodes; i++)
+        memcpy(sl->host + c->params_off + c->param_off[i], p->nodes[i].params,
+               p->nodes[i].desc->params_size);
+    pf_frame_desc *h_desc = (pf_frame_desc *)(sl->host + c->desc_off);
+    unsigned long long key = 0;
+    for (int i = 0; i < ni; i++) {
+        size_t row = pf_frame_pixel_bytes(in[i].sample, in[i].channels) * (size_t)in[i].width;
+        if (device) {
+            fill_desc(&h_desc[i], in[i].data, in[i].pitch, &in[i]);
+        } else {
+            fill_desc(&h_desc[i], sl->dev + c->in_dev_off[i], row, &in[i]);
+            copy_rows(sl->host + c->in_host_off[i], row, in[i].data, in[i].pitch, row,
+                      in[i].height);
+        }
+        key = key * 31 + (unsigned long long)(in[i].sample * 8 + in[i].channels);
+    }
+    for (int o = 0; o < no; o++) {
+        sl->out[o] = out[o];
+        if (plan->tables[p->outputs[o].node].data || !out[o]) {
+            pf_frame none;
+            memset(&none, 0, sizeof none);
+            if (!out[o] && !plan->tables[p->outputs[o].node].data) {
+                /* Not wanted: convert into staging in the input's format anyway, so the
+                   graph stays the same whichever outputs a caller asks for. */
+                none.width = plan->shapes[p->outputs[o].node].width;
+                none.height = plan->shapes[p->outputs[o].node].height;
+                none.sample = PF_U8;
+                none.channels = 4;
+                fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o],
+                          (size_t)none.width * 4, &none);
+            } else {
+                fill_desc(&h_desc[ni + o], NULL, 0, &none);
+            }
+            continue;
+        }
+        size_t row = pf_frame_pixel_bytes(out[o]->sample, out[o]->channels) * (size_t)out[o]->width;
+        if (device)
+            fill_desc(&h_desc[ni + o], out[o]->data, out[o]->pitch, out[o]);
+        else
+            fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o], row, out[o]);
+        key = key * 31 + (unsigned long long)(out[o]->sample * 8 + out[o]->channels);
+    }
+    key = key * 2 + (unsigned long long)device;
+
+    cudaStream_t s0 = device ? (cudaStream_t)stream : sl->streams[0];
+    int rc = PF_OK;
+    int use_graph = p->opts.graph && !c->graph_failed;
+    if (use_graph && (!sl->exec[device] || sl->key[device] != key)) {
+        rc = capture(p, c, sl, device);
+        if (rc == PF_OK) {
+            sl->key[device] = key;
+        } else if (rc == PF_CUDA) {
+            pf_log(p->eng, 0, "%s: CUDA Graph capture failed (%s); running eagerly", p->source,
+                   p->errmsg);
+            c->graph_failed = 1;
+            use_graph = 0;
+            rc = PF_OK;
+        }
+    }
+    if (rc == PF_OK && use_graph) {
+        rc = cudaGraphLaunch(sl->exec[device], s0) == cudaSuccess
+                 ? PF_OK
+                 : cuda_fail(p, cudaGetLastError(), "cudaGraphLaunch", __FILE__, __LINE__);
+        p->stats.graph_launches++;
+    } else if (rc == PF_OK) {
+        if (device) { /* eager work runs on our streams, ordered after the caller's */
+            rc = cudaEventRecord(sl->start, s0) == cudaSuccess &&
+                         cudaStreamWaitEvent(sl->streams[0], sl->start, 0) == cudaSuccess
+                     ? PF_OK
+                     : cuda_fail(p, cudaGetLastError(), "cudaStreamWaitEvent", __FILE__, __LINE__);
+            if (rc == PF_OK)
+                rc = record(p, c, sl, device, sl->streams[0]);
+            if (rc == PF_OK && (cudaEventRecord(sl->done, sl->streams[0]) != cudaSuccess ||
+                                cudaStreamWaitEvent(s0, sl->done, 0) != cudaSuccess))
+                rc = cuda_fail(p, cudaGetLastError(), "cudaStreamWaitEvent", __FILE__, __LINE__);
+        } else {
+            rc = record(p, c, sl, device, s0);
+        }
+    }
+    if (rc == PF_OK && cudaEventRecord(sl->done, s0) != cudaSuccess)
+        rc = cuda_fail(p, cudaGetLastError(), "cudaEventRecord", __FILE__, __LINE__);
+    nvtxRangePop();
+    if (rc != PF_OK)
+        return rc;
+    sl->busy = 1;
+    sl->device_mode = device;
+    sl->ticket = ++c->next_ticket;
+    c->next_slot = (c->next_slot + 1) % c->n_slots;
+    *ticket = sl->ticket;
+    return PF_OK;
+}
+
+int pf_cuda_wait(pf_pipeline *p, int ticket)
+{
+    pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
+    for (int s = 0; c && s < c->n_slots; s++)
+        if (c->slots[s].busy && c->slots[s].ticket == ticket)
+            return finish(p, c, &c->slots[s]);
+    pf_errf(p->errmsg, "%s: no frame in flight has ticket %d", p->source, ticket);
+    return PF_INVALID_ARGUMENT;
+}
+
+#endif /* PF_HAVE_CUDA */

@@ -1,0 +1,26 @@
+/* engine/exec_cuda.h: the CUDA executor. Without CUDA in the build every entry point
+ * reports PF_NO_DEVICE, so the rest of the engine needs no #ifdef. */
+#ifndef PF_EXEC_CUDA_H
+#define PF_EXEC_CUDA_H
+
+#include "plan.h"
+
+/* Whether a usable device exists (initialised once per engine). 1 yes; 0 no, with
+   the reason in why. */
+int pf_cuda_available(pf_engine *e, char *why, size_t why_size);
+void pf_cuda_engine_free(pf_engine *e);
+
+/* Builds the CUDA side of p->plan (streams, pools, pinned staging, graphs are made on
+   first use). Errors in p->errmsg: PF_NO_DEVICE, PF_UNSUPPORTED (a stage without a
+   CUDA implementation), PF_NO_MEMORY (device or pinned memory), PF_CUDA. */
+int pf_cuda_plan_build(pf_pipeline *p);
+void pf_cuda_plan_free(struct pf_cuda_plan *c);
+
+/* One frame: host frames (stream NULL) or device frames on stream. */
+int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
+                   void *stream, int *ticket);
+int pf_cuda_wait(pf_pipeline *p, int ticket);
+/* Kernel launches one frame takes. */
+int pf_cuda_launches(const struct pf_cuda_plan *c);
+
+#endif

@@ -1,0 +1,632 @@
+/* engine/png.c: PNG files to and from frames (pipefuse/png.h), with libpng.
+ *
+ * Reading goes through our own read callback over a FILE or a memory buffer, so a
+ * short file is reported as truncated (with where it ends) and not as libpng's bare
+ * "Read Error". The first 33 bytes (signature and IHDR) are read and checked here
+ * before libpng starts, so the pixel limit is enforced before libpng or we allocate
+ * anything that grows with the image.
+ *
+ * libpng reports errors by longjmp. read_image() and write_image() hold no state of
+ * their own across the setjmp: everything that must be released lives in a struct the
+ * caller owns and frees on every path, so no local variable can be clobbered.
+ *
+ * Writing goes to a temporary file beside the target, renamed over it only once the
+ * whole file has been written and closed without error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <png.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "pipefuse/png.h"
+
+#define PF_API __attribute__((visibility("default")))
+
+/* Largest width or height we read: far beyond any photograph, small enough that a
+   row (8 bytes a pixel at most) stays a few MiB. */
+#define PF_PNG_MAX_SIDE (1u << 20)
+/* Ancillary chunks are skipped (below), but libpng still bounds what it would buffer
+   for any chunk it keeps, and how many. */
+#define PF_PNG_CHUNK_CACHE_MAX 128
+#define PF_PNG_CHUNK_MALLOC_MAX (16u << 20)
+/* Signature (8) + IHDR length, type, 13 data bytes, CRC (25). */
+#define PF_PNG_HEAD 33
+
+/* ---- What the libpng callbacks share, reading and writing ------------------------------ */
+
+typedef struct pngio {
+    const char *name; /* starts every message */
+    char *err;
+    size_t err_size;
+    int status;       /* PF_OK until a failure is recorded; the first one wins */
+    int fail_status;  /* what a libpng error means: PF_IMAGE reading, PF_IO writing */
+    const char *what; /* libpng errors read "<name>: <what>: <libpng's text>" */
+    int oom;          /* an allocation failed: report PF_NO_MEMORY */
+    png_uint_32 warn_chunk;
+    char warning[160]; /* libpng's last warning, to explain "Invalid IHDR data" */
+} pngio;
+
+static void fail(pngio *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Records the first failure and its message; later ones are consequences. */
+static void fail(pngio *c, int status, const char *fmt, ...)
+{
+    if (c->status != PF_OK)
+        return;
+    c->status = status;
+    if (c->err && c->err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        pf_verrf(c->err, c->err_size, fmt, ap);
+        va_end(ap);
+    }
+}
+
+static void on_png_error(png_structp png, png_const_charp msg)
+{
+    pngio *c = png_get_error_ptr(png);
+    if (c->oom) {
+        fail(c, PF_NO_MEMORY, "%s: out of memory (libpng: %s)", c->name, msg);
+    } else if (c->warning[0] && c->warn_chunk == png_get_io_chunk_type(png)) {
+        /* libpng explains a bad IHDR in warnings, then fails with "Invalid IHDR data". */
+        fail(c, c->fail_status, "%s: %s: %s (%s)", c->name, c->what, msg, c->warning);
+    } else {
+        fail(c, c->fail_status, "%s: %s: %s", c->name, c->what, msg);
+    }
+    png_longjmp(png, 1);
+}
+
+/* Warnings never reach stderr: a library must not print. They are about ancillary
+   chunks we do not use, or they precede an error that reports them. */
+static void on_png_warning(png_structp png, png_const_charp msg)
+{
+    pngio *c = png_get_error_ptr(png);
+    c->warn_chunk = png_get_io_chunk_type(png);
+    snprintf(c->warning, sizeof c->warning, "%s", msg);
+}
+
+/* Our allocator only so that an allocation failure becomes PF_NO_MEMORY rather than a
+   "corrupt PNG" with libpng's out-of-memory text in it. */
+static png_voidp png_alloc(png_structp png, png_alloc_size_t size)
+{
+    void *p = malloc(size);
+    if (!p) {
+        pngio *c = png_get_mem_ptr(png);
+        c->oom = 1;
+    }
+    return p;
+}
+
+static void png_dealloc(png_structp png, png_voidp p) { free(p); }
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+static png_uint_32 be32(const unsigned char *p)
+{
+    return (png_uint_32)p[0] << 24 | (png_uint_32)p[1] << 16 | (png_uint_32)p[2] << 8 | p[3];
+}
+
+/* CRC-32 of the PNG spec, bitwise: only ever run over the 17 bytes of IHDR. */
+static png_uint_32 crc32_small(const unsigned char *p, size_t n)
+{
+    png_uint_32 c = 0xffffffffu;
+    while (n--) {
+        c ^= *p++;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return c ^ 0xffffffffu;
+}
+
+/* ---- Reading ----------------------------------------------------------------------------- */
+
+typedef struct reader {
+    pngio io;
+    FILE *fp;                 /* the source: a file, or */
+    const unsigned char *mem; /* a memory buffer */
+    size_t mem_size;
+    size_t pos; /* bytes taken from the source so far */
+    unsigned char head[PF_PNG_HEAD];
+    size_t head_len, head_pos; /* head bytes read, and handed to libpng */
+    unsigned long long max_pixels;
+    png_structp png;
+    png_infop info;
+    png_bytep *rows;
+    pf_frame frame;
+    pf_png_info hdr;
+} reader;
+
+/* Up to n bytes from the source; fewer at its end. A read error is recorded as PF_IO. */
+static size_t source_read(reader *r, void *buf, size_t n)
+{
+    size_t got;
+    if (r->fp) {
+        got = fread(buf, 1, n, r->fp);
+        if (got < n && ferror(r->fp))
+            fail(&r->io, PF_IO, "%s: read error: %s", r->io.name, strerror(errno));
+    } else {
+        size_t left = r->mem_size - r->pos;
+        got = n < left ? n : left;
+        if (got)
+            memcpy(buf, r->mem + r->pos, got);
+    }
+    r->pos += got;
+    return got;
+}
+
+static void chunk_name(png_uint_32 type, char name[5])
+{
+    for (int i = 0; i < 4; i++) {
+        unsigned char ch = (unsigned char)(type >> (24 - 8 * i));
+        name[i] = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ? (char)ch : '?';
+    }
+    name[4] = '\0';
+}
+
+static void fail_truncated(reader *r)
+{
+    const char *src = r->fp ? "file" : "data";
+    png_uint_32 type = r->png ? png_get_io_chunk_type(r->png) : 0;
+    if (!type) {
+        fail(&r->io, PF_IMAGE, "%s: truncated PNG: the %s ends after %zu bytes", r->io.name, src,
+             r->pos);
+        return;
+    }
+    char name[5];
+    chunk_name(type, name);
+    /* While libpng reads a chunk header, its chunk is still the previous one. */
+    int in_header = (png_get_io_state(r->png) & PNG_IO_MASK_LOC) == PNG_IO_CHUNK_HDR;
+    fail(&r->io, PF_IMAGE, "%s: truncated PNG: the %s ends after %zu bytes, %s the %s chunk",
+         r->io.name, src, r->pos, in_header ? "after" : "inside", name);
+}
+
+static void read_callback(png_structp png, png_bytep buf, size_t n)
+{
+    reader *r = png_get_io_ptr(png);
+    size_t got = 0;
+    if (r->head_pos < r->head_len) {
+        got = r->head_len - r->head_pos < n ? r->head_len - r->head_pos : n;
+        memcpy(buf, r->head + r->head_pos, got);
+        r->head_pos += got;
+    }
+    if (got < n)
+        got += source_read(r, buf + got, n - got);
+    if (got < n) {
+        fail_truncated(r); /* no-op after a read error, which was recorded first */
+        png_error(png, "truncated");
+    }
+}
+
+/* Width and height against the per-side limit and max_pixels. */
+static int check_size(reader *r, png_uint_32 w, png_uint_32 h)
+{
+    if (w > PF_PNG_MAX_SIDE || h > PF_PNG_MAX_SIDE) {
+        fail(&r->io, PF_TOO_LARGE,
+             "%s: image is %lux%lu, larger than the limit of %u pixels per side", r->io.name,
+             (unsigned long)w, (unsigned long)h, PF_PNG_MAX_SIDE);
+        return PF_TOO_LARGE;
+    }
+    unsigned long long n = (unsigned long long)w * h;
+    if (n > r->max_pixels) {
+        fail(&r->io, PF_TOO_LARGE,
+             "%s: image is %lux%lu = %llu pixels, more than the limit of %llu", r->io.name,
+             (unsigned long)w, (unsigned long)h, n, r->max_pixels);
+        return PF_TOO_LARGE;
+    }
+    return PF_OK;
+}
+
+/* Reads the signature and IHDR ourselves: the plain cases (empty, not a PNG, cut short
+   in the header) get plain messages, and a well-formed IHDR is held to the limits
+   before libpng is even created. A malformed IHDR is left for libpng to describe. */
+static int read_head(reader *r)
+{
+    r->head_len = source_read(r, r->head, PF_PNG_HEAD);
+    if (r->io.status != PF_OK)
+        return r->io.status;
+    if (r->head_len == 0) {
+        fail(&r->io, PF_IMAGE, "%s: not a PNG file: it is empty", r->io.name);
+        return PF_IMAGE;
+    }
+    size_t sig = r->head_len < 8 ? r->head_len : 8;
+    if (png_sig_cmp(r->head, 0, sig) != 0) {
+        fail(&r->io, PF_IMAGE, "%s: not a PNG file (no PNG signature)", r->io.name);
+        return PF_IMAGE;
+    }
+    if (r->head_len < PF_PNG_HEAD) {
+        fail(&r->io, PF_IMAGE, "%s: truncated PNG: the %s ends after %zu bytes, inside the header",
+             r->io.name, r->fp ? "file" : "data", r->head_len);
+        return PF_IMAGE;
+    }
+    const unsigned char *c = r->head + 8;
+    png_uint_32 w = be32(c + 8), h = be32(c + 12);
+    if (be32(c) != 13 || memcmp(c + 4, "IHDR", 4) != 0 || crc32_small(c + 4, 17) != be32(c + 21) ||
+        w == 0 || h == 0 || w > PNG_UINT_31_MAX || h > PNG_UINT_31_MAX)
+        return PF_OK;
+    r->hdr.width = (int)w;
+    r->hdr.height = (int)h;
+    r->hdr.bit_depth = c[16];
+    r->hdr.color_type = c[17];
+    r->hdr.interlaced = c[20] != 0;
+    return check_size(r, w, h);
+}
+
+static int read_image(reader *r)
+{
+    png_structp png = r->png;
+    png_infop info = r->info;
+
+    if (setjmp(png_jmpbuf(png)))
+        return r->io.status != PF_OK ? r->io.status : PF_IMAGE;
+
+    png_set_read_fn(png, r, read_callback);
+    png_set_sig_bytes(png, 8); /* checked by read_head; the callback replays the rest */
+    r->head_pos = 8;
+    png_set_user_limits(png, PF_PNG_MAX_SIDE, PF_PNG_MAX_SIDE);
+    png_set_chunk_cache_max(png, PF_PNG_CHUNK_CACHE_MAX);
+    png_set_chunk_malloc_max(png, PF_PNG_CHUNK_MALLOC_MAX);
+#ifdef PNG_HANDLE_AS_UNKNOWN_SUPPORTED
+    /* Skip every ancillary chunk but tRNS (a negative count means exactly that): we
+       apply none of them, so decompressing iCCP or zTXt would be wasted work and risk. */
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
+#endif
+
+    png_read_info(png, info);
+
+    png_uint_32 w, h;
+    int depth, ctype, interlace;
+    if (!png_get_IHDR(png, info, &w, &h, &depth, &ctype, &interlace, NULL, NULL)) {
+        fail(&r->io, PF_IMAGE, "%s: corrupt PNG: no IHDR", r->io.name);
+        return PF_IMAGE;
+    }
+    r->hdr.width = (int)w;
+    r->hdr.height = (int)h;
+    r->hdr.bit_depth = depth;
+    r->hdr.color_type = ctype;
+    r->hdr.interlaced = interlace != PNG_INTERLACE_NONE;
+    /* Again, for a file whose IHDR read_head left to libpng. */
+    if (check_size(r, w, h) != PF_OK)
+        return PF_TOO_LARGE;
+
+    /* To the file's own format, 8 or 16 bits, as the header promises. No gamma. */
+    if (ctype == PNG_COLOR_TYPE_PALETTE)
+        png_set_palette_to_rgb(png);
+    if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8)
+        png_set_expand_gray_1_2_4_to_8(png);
+    if (png_get_valid(png, info, PNG_INFO_tRNS))
+        png_set_tRNS_to_alpha(png);
+    if (depth == 16 && host_is_little_endian())
+        png_set_swap(png);
+    if (interlace != PNG_INTERLACE_NONE)
+        png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+
+    int channels = png_get_channels(png, info);
+    int bits = png_get_bit_depth(png, info);
+    size_t rowbytes = png_get_rowbytes(png, info);
+    if (channels < 1 || channels > 4 || (bits != 8 && bits != 16) ||
+        rowbytes != (size_t)w * (size_t)channels * (size_t)(bits / 8)) {
+        fail(&r->io, PF_INTERNAL,
+             "%s: libpng gave %d channels of %d bits, %zu bytes a row, for colour type %d of "
+             "depth %d",
+             r->io.name, channels, bits, rowbytes, ctype, depth);
+        return PF_INTERNAL;
+    }
+
+    int st = pf_frame_alloc(&r->frame, (int)w, (int)h, bits == 16 ? PF_U16 : PF_U8, channels);
+    if (st == PF_OK) {
+        r->rows = malloc((size_t)h * sizeof *r->rows);
+        if (!r->rows)
+            st = PF_NO_MEMORY;
+    }
+    if (st != PF_OK) {
+        fail(&r->io, st, "%s: out of memory for a %lux%lu image", r->io.name, (unsigned long)w,
+             (unsigned long)h);
+        return st;
+    }
+    for (png_uint_32 y = 0; y < h; y++)
+        r->rows[y] = (png_bytep)r->frame.data + (size_t)y * r->frame.pitch;
+
+    png_read_image(png, r->rows);
+    /* Through IEND: a file cut after its image data is still truncated, and the CRCs of
+       the last chunks are checked. */
+    png_read_end(png, NULL);
+    return PF_OK;
+}
+
+/* Both entry points: r has its source and message fields set. */
+static int read_png(reader *r, pf_frame *out, pf_png_info *info)
+{
+    int st = read_head(r);
+    if (st == PF_OK) {
+        r->png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &r->io, on_png_error,
+                                          on_png_warning, &r->io, png_alloc, png_dealloc);
+        if (r->png)
+            r->info = png_create_info_struct(r->png);
+        if (!r->png || !r->info) {
+            fail(&r->io, PF_NO_MEMORY, "%s: out of memory starting libpng", r->io.name);
+            st = PF_NO_MEMORY;
+        } else {
+            st = read_image(r);
+        }
+    }
+    if (r->png)
+        png_destroy_read_struct(&r->png, r->info ? &r->info : NULL, NULL);
+    free(r->rows);
+    if (info)
+        *info = r->hdr;
+    if (st != PF_OK) {
+        pf_frame_free(&r->frame);
+        return st;
+    }
+    *out = r->frame;
+    return PF_OK;
+}
+
+static void reader_init(reader *r, const char *name, unsigned long long max_pixels, char *err,
+                        size_t err_size)
+{
+    memset(r, 0, sizeof *r);
+    r->io.name = name;
+    r->io.err = err;
+    r->io.err_size = err_size;
+    r->io.status = PF_OK;
+    r->io.fail_status = PF_IMAGE;
+    r->io.what = "corrupt PNG";
+    r->max_pixels = max_pixels ? max_pixels : PF_PNG_DEFAULT_MAX_PIXELS;
+}
+
+static void set_err(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t err_size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pf_verrf(err, err_size, fmt, ap);
+    va_end(ap);
+}
+
+PF_API int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out,
+                       pf_png_info *info, char *err, size_t err_size)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!path || !out) {
+        set_err(err, err_size, "pf_png_read: %s is NULL", path ? "out" : "path");
+        return PF_INVALID_ARGUMENT;
+    }
+    reader r;
+    reader_init(&r, path, max_pixels, err, err_size);
+    /* "e": close-on-exec, so a plugin or application that forks does not inherit it. */
+    r.fp = fopen(path, "rbe");
+    if (!r.fp) {
+        set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+        return PF_IO;
+    }
+    int st = read_png(&r, out, info);
+    fclose(r.fp); /* read-only: nothing to lose if closing fails */
+    return st;
+}
+
+PF_API int pf_png_read_memory(const void *data, size_t size, const char *name,
+                              unsigned long long max_pixels, pf_frame *out, pf_png_info *info,
+                              char *err, size_t err_size)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!name)
+        name = "<memory>";
+    if (!out || (!data && size)) {
+        set_err(err, err_size, "%s: pf_png_read_memory: %s is NULL", name, out ? "data" : "out");
+        return PF_INVALID_ARGUMENT;
+    }
+    reader r;
+    reader_init(&r, name, max_pixels, err, err_size);
+    r.mem = data;
+    r.mem_size = size;
+    return read_png(&r, out, info);
+}
+
+/* ---- Writing ----------------------------------------------------------------------------- */
+
+typedef struct writer {
+    pngio io;
+    FILE *fp;
+    png_structp png;
+    png_infop info;
+    const pf_frame *frame;
+    int level;
+} writer;
+
+static void write_callback(png_structp png, png_bytep data, size_t n)
+{
+    writer *w = png_get_io_ptr(png);
+    if (fwrite(data, 1, n, w->fp) != n) {
+        fail(&w->io, PF_IO, "%s: write error: %s", w->io.name, strerror(errno));
+        png_error(png, "write error");
+    }
+}
+
+/* Nothing to do: fclose flushes, and its result is checked. */
+static void flush_callback(png_structp png) { (void)png; }
+
+static int write_image(writer *w)
+{
+    png_structp png = w->png;
+    png_infop info = w->info;
+    const pf_frame *f = w->frame;
+
+    if (setjmp(png_jmpbuf(png)))
+        return w->io.status != PF_OK ? w->io.status : PF_IO;
+
+    static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                 PNG_COLOR_TYPE_RGB_ALPHA};
+    png_set_write_fn(png, w, write_callback, flush_callback);
+    /* libpng's default write limit is 1000000 per side; frames may be wider. */
+    png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
+    if (w->level >= 0)
+        png_set_compression_level(png, w->level);
+    png_set_IHDR(png, info, (png_uint_32)f->width, (png_uint_32)f->height,
+                 f->sample == PF_U16 ? 16 : 8, ctypes[f->channels - 1], PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    /* libpng swaps a copy of each row, never the caller's frame. */
+    if (f->sample == PF_U16 && host_is_little_endian())
+        png_set_swap(png);
+    for (int y = 0; y < f->height; y++)
+        png_write_row(png, (png_const_bytep)f->data + (size_t)y * f->pitch);
+    png_write_end(png, NULL);
+    return PF_OK;
+}
+
+static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
+static mode_t umask_cached;
+static void read_umask_once(void)
+{
+    umask_cached = umask(022);
+    umask(umask_cached);
+}
+
+/* The process umask, without changing it. umask() can only be read by setting it,
+   which races with other threads creating files at that moment; Linux (4.7 and
+   later) shows it in /proc/self/status. Elsewhere it is read once, by set and reset. */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (f) {
+        char line[256];
+        unsigned m;
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "Umask: %o", &m) == 1) {
+                fclose(f);
+                return (mode_t)m;
+            }
+        }
+        fclose(f);
+    }
+    pthread_once(&umask_once, read_umask_once);
+    return umask_cached;
+}
+
+PF_API int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
+                        size_t err_size)
+{
+    if (!path || !f) {
+        set_err(err, err_size, "pf_png_write: %s is NULL", path ? "frame" : "path");
+        return PF_INVALID_ARGUMENT;
+    }
+    if (f->sample != PF_U8 && f->sample != PF_U16) {
+        set_err(err, err_size, "%s: cannot write %s samples: PNG takes u8 or u16", path,
+                f->sample == PF_F32 ? "f32" : "unknown");
+        return PF_INVALID_ARGUMENT;
+    }
+    if (f->channels < 1 || f->channels > 4) {
+        set_err(err, err_size,
+                "%s: cannot write %d channels: PNG takes 1 to 4 (gray, gray+alpha, RGB, RGBA)",
+                path, f->channels);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (f->width <= 0 || f->height <= 0 || !f->data ||
+        f->pitch < (size_t)f->width * pf_frame_pixel_bytes(f->sample, f->channels)) {
+        set_err(err, err_size, "%s: cannot write a %dx%d frame with %s and pitch %zu", path,
+                f->width, f->height, f->data ? "data" : "no data", f->pitch);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (zlib_level < -1 || zlib_level > 9) {
+        set_err(err, err_size, "%s: zlib level %d is out of range [-1, 9]", path, zlib_level);
+        return PF_INVALID_ARGUMENT;
+    }
+
+    /* "<dir>/.<base>.XXXXXX": hidden, in the same directory (so rename is atomic) and
+       recognisably ours. The base is shortened so the name stays within NAME_MAX. */
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dir_len = (size_t)(base - path), base_len = strlen(base);
+    if (base_len == 0) {
+        set_err(err, err_size, "%s: cannot write: is a directory", path);
+        return PF_IO;
+    }
+    if (base_len > 200)
+        base_len = 200;
+    char *tmp = malloc(dir_len + base_len + 10);
+    if (!tmp) {
+        set_err(err, err_size, "%s: out of memory", path);
+        return PF_NO_MEMORY;
+    }
+    snprintf(tmp, dir_len + base_len + 10, "%.*s.%.*s.XXXXXX", (int)dir_len, path, (int)base_len,
+             base);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, err_size, "%s: cannot create a temporary file %s: %s", path, tmp,
+                strerror(errno));
+        free(tmp);
+        return PF_IO;
+    }
+
+    writer w;
+    memset(&w, 0, sizeof w);
+    w.io.name = path;
+    w.io.err = err;
+    w.io.err_size = err_size;
+    w.io.status = PF_OK;
+    w.io.fail_status = PF_IO;
+    w.io.what = "cannot write PNG";
+    w.frame = f;
+    w.level = zlib_level;
+
+    int st = PF_OK;
+    /* mkstemp creates 0600; give the file the mode any new file would have. */
+    if (fchmod(fd, 0644 & ~current_umask()) != 0) {
+        fail(&w.io, PF_IO, "%s: cannot set the mode of %s: %s", path, tmp, strerror(errno));
+        st = PF_IO;
+        close(fd);
+    } else if (!(w.fp = fdopen(fd, "wb"))) {
+        fail(&w.io, PF_IO, "%s: cannot write: %s", path, strerror(errno));
+        st = PF_IO;
+        close(fd);
+    }
+
+    if (st == PF_OK) {
+        w.png = png_create_write_struct_2(PNG_LIBPNG_VER_STRING, &w.io, on_png_error,
+                                          on_png_warning, &w.io, png_alloc, png_dealloc);
+        if (w.png)
+            w.info = png_create_info_struct(w.png);
+        if (!w.png || !w.info) {
+            fail(&w.io, PF_NO_MEMORY, "%s: out of memory starting libpng", path);
+            st = PF_NO_MEMORY;
+        } else {
+            st = write_image(&w);
+        }
+        if (w.png)
+            png_destroy_write_struct(&w.png, w.info ? &w.info : NULL);
+        /* The data may still sit in stdio's buffer: a full disk shows up here. */
+        if (fclose(w.fp) != 0 && st == PF_OK) {
+            fail(&w.io, PF_IO, "%s: write error: %s", path, strerror(errno));
+            st = PF_IO;
+        }
+    }
+    if (st == PF_OK && rename(tmp, path) != 0) {
+        fail(&w.io, PF_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
+        st = PF_IO;
+    }
+    if (st != PF_OK)
+        unlink(tmp);
+    free(tmp);
+    return st;
+}
