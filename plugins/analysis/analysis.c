@@ -1,0 +1,229 @@
+/* plugins/analysis/analysis.c: the analysis family, reduce stages (histogram, colsum,
+ * rowsum, stats).
+ *
+ * Each stage fills one partial per band of input rows and folds the partials, in band
+ * order, into a table with the columns r, g, b, a. histogram, colsum and rowsum add
+ * into a partial shaped like their table, so combining is a sum; stats keeps count,
+ * mean and M2 per band (a two-pass mean and sum of squared deviations within the
+ * band) and merges bands with Chan's parallel formula, which stays accurate where a
+ * sum of squares would cancel. Everything accumulates in double.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "pipefuse/plugin.h"
+
+#include "analysis.h"
+
+static const char *const rgba_columns[] = {"r", "g", "b", "a", NULL};
+
+static void channels(pf_float4 v, float c[4]) { memcpy(c, &v, sizeof(float[4])); }
+
+static int table_rows(pf_shape *out, int rows)
+{
+    out->width = 4;
+    out->height = rows;
+    return 0;
+}
+
+/* ---- Tables that are sums: histogram, colsum, rowsum --------------------------------- */
+
+/* Adds pixel (x, y), of value v, into t, a table-shaped partial. */
+typedef void (*accum_fn)(const void *params, double *t, int x, int y, pf_float4 v);
+
+static int run_accum(const pf_stage_args *a, accum_fn add)
+{
+    const pf_image *in = &a->in[0];
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        const pf_float4 *src = pf_image_row(in, y);
+        for (int x = 0; x < in->width; x++)
+            add(a->params, a->partial, x, y, src[x]);
+    }
+    return 0;
+}
+
+/* For a stage id with id_shape and id_add: its partial length (the table's size), its
+   run (accumulate the band) and its combine (sum the partials, in band order). */
+#define SUM_TABLE(id)                                                                         \
+    static size_t id##_len(const void *params, const pf_shape *in)                            \
+    {                                                                                         \
+        pf_shape t;                                                                           \
+        id##_shape(params, in, &t, NULL, 0);                                                  \
+        return (size_t)t.width * (size_t)t.height;                                            \
+    }                                                                                         \
+    static int id##_run(const pf_stage_args *a) { return run_accum(a, id##_add); }            \
+    static void id##_combine(const void *params, const pf_shape *in, const double *partials,  \
+                             int n, double *result)                                           \
+    {                                                                                         \
+        sum_partials(partials, n, id##_len(params, in), result);                              \
+    }
+
+static void sum_partials(const double *partials, int n, size_t len, double *result)
+{
+    memset(result, 0, len * sizeof(double));
+    for (int b = 0; b < n; b++)
+        for (size_t i = 0; i < len; i++)
+            result[i] += partials[(size_t)b * len + i];
+}
+
+static int bins_of(const void *params)
+{
+    int bins = ((const pf_histogram_params *)params)->bins;
+    return bins < 2 ? 2 : (bins > PF_HISTOGRAM_MAX_BINS ? PF_HISTOGRAM_MAX_BINS : bins);
+}
+
+static int histogram_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                           size_t err_size)
+{
+    return table_rows(out, bins_of(params));
+}
+
+static void histogram_add(const void *params, double *t, int x, int y, pf_float4 v)
+{
+    const int bins = bins_of(params);
+    float c[4];
+    channels(v, c);
+    for (int k = 0; k < 4; k++) {
+        if (isnan(c[k]))
+            continue;
+        double b = floor((double)c[k] * bins); /* in double: no overflow for inf or 1e30 */
+        int bin = b < 0 ? 0 : (b >= bins ? bins - 1 : (int)b);
+        t[(size_t)bin * 4 + (size_t)k] += 1;
+    }
+}
+SUM_TABLE(histogram)
+
+/* colsum and rowsum: a table row per image column (row), of the sums along it. A
+   rowsum band fills only its own rows of the table; the others stay 0 and add nothing. */
+#define LINE_SUMS(id, coord, extent)                                                          \
+    static int id##_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,   \
+                          size_t err_size)                                                    \
+    {                                                                                         \
+        return table_rows(out, in->extent);                                                   \
+    }                                                                                         \
+    static void id##_add(const void *params, double *t, int x, int y, pf_float4 v)            \
+    {                                                                                         \
+        double *r = t + (size_t)(coord) * 4;                                                  \
+        r[0] += v.x, r[1] += v.y, r[2] += v.z, r[3] += v.w;                                   \
+    }                                                                                         \
+    SUM_TABLE(id)
+
+LINE_SUMS(colsum, x, width)
+LINE_SUMS(rowsum, y, height)
+
+/* ---- stats ------------------------------------------------------------------------------ */
+
+/* A band's partial: per channel, count, mean, M2 (sum of squared deviations from the
+   mean), min and max of its non-NaN samples. */
+enum { ST_N, ST_MEAN, ST_M2, ST_MIN, ST_MAX, ST_FIELDS };
+
+static int stats_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                       size_t err_size)
+{
+    return table_rows(out, PF_STATS_ROWS);
+}
+
+static size_t stats_len(const void *params, const pf_shape *in) { return 4 * ST_FIELDS; }
+
+static int stats_run(const pf_stage_args *a)
+{
+    const pf_image *in = &a->in[0];
+    double n[4] = {0}, sum[4] = {0}, m2[4] = {0}, mn[4], mx[4], mean[4];
+    float c[4];
+    for (int k = 0; k < 4; k++)
+        mn[k] = INFINITY, mx[k] = -INFINITY;
+    for (int y = a->region.y0; y < a->region.y1; y++)
+        for (int x = 0; x < in->width; x++) {
+            channels(pf_image_row(in, y)[x], c);
+            for (int k = 0; k < 4; k++)
+                if (!isnan(c[k])) {
+                    n[k] += 1;
+                    sum[k] += c[k];
+                    mn[k] = c[k] < mn[k] ? c[k] : mn[k];
+                    mx[k] = c[k] > mx[k] ? c[k] : mx[k];
+                }
+        }
+    for (int k = 0; k < 4; k++)
+        mean[k] = n[k] > 0 ? sum[k] / n[k] : 0;
+    for (int y = a->region.y0; y < a->region.y1; y++)
+        for (int x = 0; x < in->width; x++) {
+            channels(pf_image_row(in, y)[x], c);
+            for (int k = 0; k < 4; k++)
+                if (!isnan(c[k]))
+                    m2[k] += (c[k] - mean[k]) * (c[k] - mean[k]);
+        }
+    for (int k = 0; k < 4; k++) {
+        double *q = a->partial + k * ST_FIELDS;
+        if (n[k] > 0) {
+            q[ST_N] = n[k];
+            q[ST_MEAN] = mean[k];
+            q[ST_M2] = m2[k];
+            q[ST_MIN] = mn[k];
+            q[ST_MAX] = mx[k];
+        }
+    }
+    return 0;
+}
+
+static void stats_combine(const void *params, const pf_shape *in, const double *partials,
+                          int n_partials, double *result)
+{
+    for (int k = 0; k < 4; k++) {
+        double n = 0, mean = 0, m2 = 0, mn = NAN, mx = NAN;
+        for (int b = 0; b < n_partials; b++) {
+            const double *q = partials + (size_t)b * 4 * ST_FIELDS + (size_t)k * ST_FIELDS;
+            double nb = q[ST_N];
+            if (nb == 0)
+                continue;
+            if (n == 0) {
+                mean = q[ST_MEAN], m2 = q[ST_M2], mn = q[ST_MIN], mx = q[ST_MAX];
+            } else { /* Chan, Golub and LeVeque */
+                double d = q[ST_MEAN] - mean;
+                mean += d * nb / (n + nb);
+                m2 += q[ST_M2] + d * d * n * nb / (n + nb);
+                mn = q[ST_MIN] < mn ? q[ST_MIN] : mn;
+                mx = q[ST_MAX] > mx ? q[ST_MAX] : mx;
+            }
+            n += nb;
+        }
+        result[PF_STATS_MIN * 4 + k] = mn;
+        result[PF_STATS_MAX * 4 + k] = mx;
+        result[PF_STATS_MEAN * 4 + k] = n > 0 ? mean : NAN;
+        result[PF_STATS_STDDEV * 4 + k] = n > 0 ? sqrt(m2 / n) : NAN;
+    }
+}
+
+static const char *stats_row_name(const void *params, int row)
+{
+    static const char *const names[PF_STATS_ROWS] = {"min", "max", "mean", "stddev"};
+    return row >= 0 && row < PF_STATS_ROWS ? names[row] : NULL;
+}
+
+/* ---- Descriptors ---------------------------------------------------------------------------- */
+
+static const pf_param_desc histogram_params[] = {
+    {"bins", "number of bins over [0, 1]; values outside count in the end bins, NaN nowhere",
+     PF_OFFSET(pf_histogram_params, bins), PF_PARAM_INT, .def = 256, .min = 2,
+     .max = PF_HISTOGRAM_MAX_BINS},
+};
+
+/* A reduce stage on one input over id_shape, id_len, id_run and id_combine, with
+   columns r, g, b, a; the variadic part adds params and row names. */
+#define REDUCE(id, doc_, cost_, ...)                                                          \
+    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
+                                     .kind = PF_STAGE_REDUCE, .n_inputs = 1, .cost = cost_,     \
+                                     .shape = id##_shape, .partial_len = id##_len,              \
+                                     .run_cpu = id##_run, .combine = id##_combine,              \
+                                     .columns = rgba_columns, __VA_ARGS__}
+
+REDUCE(histogram, "Per-channel histogram of RGBA over [0, 1]: bins rows of counts", 2,
+       .params_size = sizeof(pf_histogram_params), PF_PARAMS(histogram_params));
+REDUCE(colsum, "Per-column sums of RGBA: one row per image column", 1, .params_size = 0);
+REDUCE(rowsum, "Per-row sums of RGBA: one row per image row", 1, .params_size = 0);
+REDUCE(stats, "Min, max, mean and population standard deviation of RGBA, NaN ignored", 2,
+       .params_size = 0, .row_name = stats_row_name);
+
+static const pf_stage_desc *const analysis_stages[] = {&histogram, &colsum, &rowsum, &stats};
+
+PF_DEFINE_PLUGIN("analysis", "1.0.0", "reductions: histogram, column and row sums, statistics",
+                 analysis_stages)

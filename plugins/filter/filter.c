@@ -1,0 +1,301 @@
+/* plugins/filter/filter.c: the filter family, stencil stages (gaussian, box, sobel,
+ * unsharp, median3).
+ *
+ * Each stage computes exactly the output rows of its region from the whole input,
+ * clamping reads to the edge. The separable ones (gaussian, box, unsharp) run their
+ * horizontal pass over the region's rows plus the halo into scratch and never look at
+ * rows another band computed, so a pixel's value, and the order of the sums that make
+ * it, is the same however the output is banded: banded runs are bit-identical.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "pipefuse/plugin.h"
+
+#include "filter.h"
+
+#define MAX_TAPS_RADIUS 192 /* ceil(3 * PF_GAUSSIAN_MAX_SIGMA) */
+
+/* ---- Small helpers --------------------------------------------------------------- */
+
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+static inline pf_float4 f4_scale(pf_float4 a, float s)
+{
+    return pf_f4(a.x * s, a.y * s, a.z * s, a.w * s);
+}
+
+/* acc + s * (a + b) */
+static inline pf_float4 f4_pair(pf_float4 acc, float s, pf_float4 a, pf_float4 b)
+{
+    return pf_f4(acc.x + s * (a.x + b.x), acc.y + s * (a.y + b.y), acc.z + s * (a.z + b.z),
+                 acc.w + s * (a.w + b.w));
+}
+
+static int scratch_fail(const pf_stage_args *a, const char *msg, size_t need)
+{
+    if (a->err && a->err_size)
+        snprintf(a->err, a->err_size, "%s: %zu bytes needed, %zu given", msg, need,
+                 a->scratch_size);
+    return -1;
+}
+
+/* ---- Separable symmetric convolution ------------------------------------------------ */
+
+/* A normalised symmetric kernel: w[k] is the weight at offsets +k and -k. */
+typedef struct kernel1d {
+    int r;
+    float w[MAX_TAPS_RADIUS + 1];
+} kernel1d;
+
+/* A stage's kernel: returns its radius and, unless k is NULL, fills k. Params are
+   clamped to their ranges, so the weights always fit. */
+static int gaussian_kernel(const void *params, kernel1d *k)
+{
+    double sigma = ((const pf_gaussian_params *)params)->sigma;
+    sigma = sigma > 0 ? fmin(sigma, PF_GAUSSIAN_MAX_SIGMA) : 0; /* NaN: 0 */
+    const int r = (int)ceil(3.0 * sigma);
+    if (!k)
+        return r;
+    double t[MAX_TAPS_RADIUS + 1], sum = 0;
+    for (int i = 0; i <= r; i++) {
+        t[i] = r ? exp(-(double)i * i / (2.0 * sigma * sigma)) : 1.0;
+        sum += i ? 2 * t[i] : t[i];
+    }
+    for (int i = 0; i <= r; i++)
+        k->w[i] = (float)(t[i] / sum);
+    k->r = r;
+    return r;
+}
+
+static int box_kernel(const void *params, kernel1d *k)
+{
+    const int r = clampi(((const pf_box_params *)params)->radius, 0, PF_BOX_MAX_RADIUS);
+    if (!k)
+        return r;
+    for (int i = 0; i <= r; i++)
+        k->w[i] = 1.0f / (float)(2 * r + 1);
+    k->r = r;
+    return r;
+}
+
+/* Scratch for the horizontal pass: the band's rows plus the halo above and below. */
+static size_t separable_scratch(int r, int width, int rows)
+{
+    return (size_t)width * (size_t)(rows + 2 * r) * sizeof(pf_float4);
+}
+
+/* Convolves input 0 with k horizontally then vertically, into the region's rows. */
+static int separable(const pf_stage_args *a, const kernel1d *k)
+{
+    const pf_image *in = &a->in[0];
+    const int w = in->width, h = in->height, r = k->r;
+    const int y0 = a->region.y0, y1 = a->region.y1;
+    if (y0 >= y1)
+        return 0;
+    /* Source rows the band reads, clamped: the rows beyond the image repeat the edge. */
+    const int s0 = y0 - r < 0 ? 0 : y0 - r, s1 = y1 + r > h ? h : y1 + r;
+    const size_t need = (size_t)w * (size_t)(s1 - s0) * sizeof(pf_float4);
+    if (!a->scratch || a->scratch_size < need)
+        return scratch_fail(a, "scratch too small", need);
+    pf_float4 *tmp = (pf_float4 *)a->scratch;
+
+    for (int y = s0; y < s1; y++) {
+        const pf_float4 *src = pf_image_row(in, y);
+        pf_float4 *t = tmp + (size_t)(y - s0) * (size_t)w;
+        for (int x = 0; x < w; x++) {
+            pf_float4 acc = f4_scale(src[x], k->w[0]);
+            for (int i = 1; i <= r; i++)
+                acc = f4_pair(acc, k->w[i], src[clampi(x - i, 0, w - 1)],
+                              src[clampi(x + i, 0, w - 1)]);
+            t[x] = acc;
+        }
+    }
+    for (int y = y0; y < y1; y++) {
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        const pf_float4 *c = tmp + (size_t)(y - s0) * (size_t)w;
+        for (int x = 0; x < w; x++) {
+            pf_float4 acc = f4_scale(c[x], k->w[0]);
+            for (int i = 1; i <= r; i++) {
+                const pf_float4 *up = tmp + (size_t)(clampi(y - i, 0, h - 1) - s0) * (size_t)w;
+                const pf_float4 *dn = tmp + (size_t)(clampi(y + i, 0, h - 1) - s0) * (size_t)w;
+                acc = f4_pair(acc, k->w[i], up[x], dn[x]);
+            }
+            dst[x] = acc;
+        }
+    }
+    return 0;
+}
+
+/* ---- gaussian, box, unsharp ------------------------------------------------------------ */
+
+/* The radius, scratch size and run of a separable stage with kernel id_kernel. */
+#define SEPARABLE(id)                                                                         \
+    static int id##_radius(const void *params) { return id##_kernel(params, NULL); }           \
+    static size_t id##_scratch(const void *params, int width, int rows)                       \
+    {                                                                                         \
+        return separable_scratch(id##_kernel(params, NULL), width, rows);                     \
+    }                                                                                         \
+    static int id##_run(const pf_stage_args *a)                                               \
+    {                                                                                         \
+        kernel1d k;                                                                           \
+        id##_kernel(a->params, &k);                                                           \
+        return separable(a, &k);                                                              \
+    }
+
+SEPARABLE(gaussian)
+SEPARABLE(box)
+
+/* unsharp's sigma is its struct's first field, as gaussian's: the same functions serve. */
+_Static_assert(offsetof(pf_unsharp_params, sigma) == offsetof(pf_gaussian_params, sigma),
+               "unsharp and gaussian share the sigma field");
+
+static float sharpen(float v, float blurred, float amount, float threshold)
+{
+    float d = v - blurred;
+    return PF_FABSF(d) > threshold ? v + amount * d : v;
+}
+
+static int unsharp_run(const pf_stage_args *a)
+{
+    const pf_unsharp_params *p = (const pf_unsharp_params *)a->params;
+    if (gaussian_run(a) != 0) /* the blur lands in the output rows first */
+        return -1;
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        const pf_float4 *src = pf_image_row(&a->in[0], y);
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        for (int x = 0; x < a->out.width; x++) {
+            pf_float4 s = src[x], b = dst[x];
+            dst[x] = pf_f4(sharpen(s.x, b.x, p->amount, p->threshold),
+                           sharpen(s.y, b.y, p->amount, p->threshold),
+                           sharpen(s.z, b.z, p->amount, p->threshold), s.w);
+        }
+    }
+    return 0;
+}
+
+/* ---- 3x3 stages: sobel, median3 ---------------------------------------------------------- */
+
+static int radius_one(const void *params) { return 1; }
+
+/* The 3x3 neighbourhood of (x, y), row-major from the top left, clamped to the edge. */
+static void gather3x3(const pf_image *in, int x, int y, pf_float4 n[9])
+{
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 3; i++)
+            n[j * 3 + i] = pf_image_at_clamped(in, x + i - 1, y + j - 1);
+}
+
+/* Calls px(params, neighbourhood, centre) for every pixel of the region. */
+static int run3x3(const pf_stage_args *a, pf_float4 (*px)(const void *, const pf_float4 *))
+{
+    pf_float4 n[9];
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        for (int x = 0; x < a->out.width; x++) {
+            gather3x3(&a->in[0], x, y, n);
+            dst[x] = px(a->params, n);
+        }
+    }
+    return 0;
+}
+
+static float sobel1(float scale, float tl, float tm, float tr, float ml, float mr, float bl,
+                    float bm, float br)
+{
+    float gx = (tr + 2 * mr + br) - (tl + 2 * ml + bl);
+    float gy = (bl + 2 * bm + br) - (tl + 2 * tm + tr);
+    return scale * PF_SQRTF(gx * gx + gy * gy);
+}
+
+#define SOBEL_CH(c)                                                                           \
+    sobel1(s, n[0].c, n[1].c, n[2].c, n[3].c, n[5].c, n[6].c, n[7].c, n[8].c)
+
+static pf_float4 sobel_px(const void *params, const pf_float4 *n)
+{
+    float s = ((const pf_sobel_params *)params)->scale;
+    return pf_f4(SOBEL_CH(x), SOBEL_CH(y), SOBEL_CH(z), n[4].w);
+}
+
+static int sobel_run(const pf_stage_args *a) { return run3x3(a, sobel_px); }
+
+/* Median of 9 by the 19 compare-exchanges of Paeth's network. */
+static float median9(float *p)
+{
+#define SORT2(i, j)                                                                           \
+    if (p[i] > p[j]) {                                                                        \
+        float t_ = p[i];                                                                      \
+        p[i] = p[j];                                                                          \
+        p[j] = t_;                                                                            \
+    }
+    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7)
+    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 3) SORT2(5, 8) SORT2(4, 7)
+    SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7) SORT2(4, 2) SORT2(6, 4)
+    SORT2(4, 2)
+#undef SORT2
+    return p[4];
+}
+
+#define MEDIAN_CH(c) median9((float[9]){n[0].c, n[1].c, n[2].c, n[3].c, n[4].c, n[5].c, \
+                                        n[6].c, n[7].c, n[8].c})
+
+static pf_float4 median3_px(const void *params, const pf_float4 *n)
+{
+    return pf_f4(MEDIAN_CH(x), MEDIAN_CH(y), MEDIAN_CH(z), MEDIAN_CH(w));
+}
+
+static int median3_run(const pf_stage_args *a) { return run3x3(a, median3_px); }
+
+/* ---- Descriptors ----------------------------------------------------------------------- */
+
+#define FLOAT_ROW(T, f, doc, d, lo, hi)                                                       \
+    {#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, .def = d, .min = lo, .max = hi}
+#define SIGMA_ROW(T, doc)                                                                     \
+    FLOAT_ROW(T, sigma, doc, 1, 0, PF_GAUSSIAN_MAX_SIGMA)
+
+static const pf_param_desc gaussian_params[] = {
+    SIGMA_ROW(pf_gaussian_params, "standard deviation in pixels; the radius is ceil(3 sigma), "
+                                  "0 passes the image through"),
+};
+static const pf_param_desc box_params[] = {
+    {"radius", "half size of the square: the mean is over (2 radius + 1)^2 pixels",
+     PF_OFFSET(pf_box_params, radius), PF_PARAM_INT, .def = 1, .min = 0,
+     .max = PF_BOX_MAX_RADIUS},
+};
+static const pf_param_desc sobel_params[] = {
+    FLOAT_ROW(pf_sobel_params, scale, "factor on the gradient magnitude", 1, 0, 1000),
+};
+static const pf_param_desc unsharp_params[] = {
+    SIGMA_ROW(pf_unsharp_params, "standard deviation in pixels of the blur the detail is "
+                                 "taken against"),
+    FLOAT_ROW(pf_unsharp_params, amount, "how much of the detail (in - blurred) to add", 1, 0,
+              10),
+    FLOAT_ROW(pf_unsharp_params, threshold,
+              "sharpen only where |in - blurred| exceeds this, per channel", 0, 0, 1),
+};
+
+/* A stencil stage on one input; the variadic part names its params (WITH_PARAMS). */
+#define STENCIL(id, doc_, radius_fn, scratch_fn, cost_, ...)                                 \
+    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
+                                     .kind = PF_STAGE_STENCIL, .n_inputs = 1, .cost = cost_,    \
+                                     .radius = radius_fn, .scratch_bytes = scratch_fn,          \
+                                     .run_cpu = id##_run, __VA_ARGS__}
+#define WITH_PARAMS(t) .params_size = sizeof(pf_##t##_params), PF_PARAMS(t##_params)
+
+STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders", gaussian_radius,
+        gaussian_scratch, 8, WITH_PARAMS(gaussian));
+STENCIL(box, "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders",
+        box_radius, box_scratch, 8, WITH_PARAMS(box));
+STENCIL(sobel, "Sobel gradient magnitude per RGB channel; alpha passes through", radius_one,
+        NULL, 3, WITH_PARAMS(sobel));
+STENCIL(unsharp, "Unsharp mask on RGB: in + amount (in - gaussian(in)) where the detail "
+                 "exceeds the threshold; alpha passes through",
+        gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp));
+STENCIL(median3, "3x3 median per channel, alpha included", radius_one, NULL, 6,
+        .params_size = 0);
+
+static const pf_stage_desc *const filter_stages[] = {&gaussian, &box, &sobel, &unsharp,
+                                                      &median3};
+
+PF_DEFINE_PLUGIN("filter", "1.0.0", "stencil filters: blur, edges, sharpening, median",
+                 filter_stages)

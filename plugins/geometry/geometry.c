@@ -1,0 +1,329 @@
+/* plugins/geometry/geometry.c: the geometry family, resample stages (resize, crop,
+ * flip, rotate, pad).
+ *
+ * Each stage declares its output shape (failing with the sizes named when its params
+ * do not fit the input) and computes exactly the output rows of its region from the
+ * whole input. crop, flip, rotate and pad are pure coordinate maps and share one loop;
+ * resize sums per-axis taps (bilinear, nearest or area) in double, in a fixed order,
+ * so banded runs are bit-identical.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "pipefuse/plugin.h"
+
+#include "geometry.h"
+
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+static int shape_error(char *err, size_t err_size, const char *fmt, ...)
+{
+    if (err && err_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_size, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Sets *out to w x h (rounded, at least 1) unless that is too large. */
+static int set_shape(const char *stage, const pf_shape *in, double w, double h, pf_shape *out,
+                     char *err, size_t err_size)
+{
+    w = floor(w + 0.5), h = floor(h + 0.5);
+    w = w < 1 ? 1 : w, h = h < 1 ? 1 : h; /* NaN stays NaN, and fails below */
+    if (!(w <= PF_GEOMETRY_MAX_SIDE && h <= PF_GEOMETRY_MAX_SIDE &&
+          w * h <= PF_GEOMETRY_MAX_PIXELS))
+        return shape_error(err, err_size,
+                           "%s: a %.0fx%.0f output from the %dx%d input is too large (at most "
+                           "%d pixels a side and %d in all)",
+                           stage, w, h, in->width, in->height, PF_GEOMETRY_MAX_SIDE,
+                           PF_GEOMETRY_MAX_PIXELS);
+    out->width = (int)w;
+    out->height = (int)h;
+    return 0;
+}
+
+static int same_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                      size_t err_size)
+{
+    *out = *in;
+    return 0;
+}
+
+/* ---- Coordinate maps: crop, flip, rotate, pad ------------------------------------------ */
+
+/* Where output pixel (x, y) comes from in an input of w x h: 1 and (*sx, *sy), or 0
+   when it lies outside the input (pad's border). */
+typedef int (*map_fn)(const void *params, int w, int h, int x, int y, int *sx, int *sy);
+
+static int run_mapped(const pf_stage_args *a, map_fn map, pf_float4 fill)
+{
+    const pf_image *in = &a->in[0];
+    int sx, sy;
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        for (int x = 0; x < a->out.width; x++)
+            dst[x] = map(a->params, in->width, in->height, x, y, &sx, &sy)
+                         ? pf_image_at_clamped(in, sx, sy)
+                         : fill;
+    }
+    return 0;
+}
+
+#define MAPPED_RUN(id)                                                                       \
+    static int id##_run(const pf_stage_args *a)                                               \
+    {                                                                                         \
+        return run_mapped(a, id##_map, pf_f4(0, 0, 0, 0));                                    \
+    }
+
+static int crop_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                      size_t err_size)
+{
+    const pf_crop_params *p = (const pf_crop_params *)params;
+    long long w = p->width > 0 ? p->width : (long long)in->width - p->x;
+    long long h = p->height > 0 ? p->height : (long long)in->height - p->y;
+    if (p->x < 0 || p->y < 0 || w < 1 || h < 1 || p->x + w > in->width ||
+        p->y + h > in->height)
+        return shape_error(err, err_size,
+                           "crop: x %d, y %d, width %d, height %d is outside the %dx%d input",
+                           p->x, p->y, p->width, p->height, in->width, in->height);
+    out->width = (int)w;
+    out->height = (int)h;
+    return 0;
+}
+
+static int crop_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
+{
+    const pf_crop_params *p = (const pf_crop_params *)params;
+    *sx = x + p->x;
+    *sy = y + p->y;
+    return 1;
+}
+MAPPED_RUN(crop)
+
+static int flip_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
+{
+    int axis = ((const pf_flip_params *)params)->axis;
+    *sx = axis == PF_FLIP_VERTICAL ? x : w - 1 - x;
+    *sy = axis == PF_FLIP_HORIZONTAL ? y : h - 1 - y;
+    return 1;
+}
+MAPPED_RUN(flip)
+
+static int rotate_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                        size_t err_size)
+{
+    int swap = ((const pf_rotate_params *)params)->angle != PF_ROTATE_180;
+    out->width = swap ? in->height : in->width;
+    out->height = swap ? in->width : in->height;
+    return 0;
+}
+
+/* Clockwise: a quarter turn takes the input's top left corner to the output's top right. */
+static int rotate_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
+{
+    switch (((const pf_rotate_params *)params)->angle) {
+    case PF_ROTATE_90:
+        *sx = y;
+        *sy = h - 1 - x;
+        break;
+    case PF_ROTATE_270:
+        *sx = w - 1 - y;
+        *sy = x;
+        break;
+    default:
+        *sx = w - 1 - x;
+        *sy = h - 1 - y;
+        break;
+    }
+    return 1;
+}
+MAPPED_RUN(rotate)
+
+static int pad_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                     size_t err_size)
+{
+    const pf_pad_params *p = (const pf_pad_params *)params;
+    return set_shape("pad", in, (double)in->width + p->left + p->right,
+                     (double)in->height + p->top + p->bottom, out, err, err_size);
+}
+
+static int pad_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
+{
+    const pf_pad_params *p = (const pf_pad_params *)params;
+    *sx = x - p->left;
+    *sy = y - p->top;
+    return *sx >= 0 && *sx < w && *sy >= 0 && *sy < h;
+}
+
+static int pad_run(const pf_stage_args *a)
+{
+    const float *c = ((const pf_pad_params *)a->params)->color;
+    return run_mapped(a, pad_map, pf_f4(c[0], c[1], c[2], c[3]));
+}
+
+/* ---- resize -------------------------------------------------------------------------------- */
+
+static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                        size_t err_size)
+{
+    const pf_resize_params *p = (const pf_resize_params *)params;
+    double w = p->width, h = p->height;
+    if (p->width > 0 && p->height <= 0)
+        h = (double)in->height * p->width / in->width;
+    else if (p->height > 0 && p->width <= 0)
+        w = (double)in->width * p->height / in->height;
+    else if (p->width <= 0 && p->height <= 0) {
+        w = (double)in->width * p->scale;
+        h = (double)in->height * p->scale;
+    }
+    return set_shape("resize", in, w, h, out, err, err_size);
+}
+
+/* The source taps of output index o along one axis of n input pixels: count taps from
+   first. Pixel centres align (OpenCV's INTER_LINEAR): output o sits at input coordinate
+   (o + 0.5) * n_in / n_out - 0.5. area (when not upscaling) covers the input interval
+   [o, o + 1) * n_in / n_out, each pixel weighted by its overlap. */
+typedef struct span {
+    int first, count, n, area;
+    double lo, hi, f;
+} span;
+
+static span axis_span(int mode, int n_in, int n_out, int o)
+{
+    span s = {.n = n_in};
+    if (mode == PF_RESIZE_AREA && n_out <= n_in) {
+        s.area = 1;
+        s.lo = (double)o * n_in / n_out;
+        s.hi = (double)(o + 1) * n_in / n_out;
+        s.first = (int)floor(s.lo);
+        s.count = (int)ceil(s.hi) - s.first;
+    } else if (mode == PF_RESIZE_NEAREST) {
+        s.first = (int)floor((o + 0.5) * n_in / n_out);
+        s.count = 1;
+    } else {
+        double c = (o + 0.5) * n_in / n_out - 0.5;
+        s.first = (int)floor(c);
+        s.f = c - s.first;
+        s.count = 2;
+    }
+    return s;
+}
+
+/* Weight of tap k, and its source index clamped to the image. */
+static double span_weight(const span *s, int k, int *idx)
+{
+    int i = s->first + k;
+    *idx = clampi(i, 0, s->n - 1);
+    if (s->area)
+        return (fmin(i + 1.0, s->hi) - fmax((double)i, s->lo)) / (s->hi - s->lo);
+    if (s->count == 1)
+        return 1;
+    return k ? s->f : 1 - s->f;
+}
+
+static int resize_run(const pf_stage_args *a)
+{
+    const pf_resize_params *p = (const pf_resize_params *)a->params;
+    const pf_image *in = &a->in[0];
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        span sy = axis_span(p->mode, in->height, a->out.height, y);
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        for (int x = 0; x < a->out.width; x++) {
+            span sx = axis_span(p->mode, in->width, a->out.width, x);
+            double acc[4] = {0, 0, 0, 0};
+            for (int j = 0; j < sy.count; j++) {
+                int iy, ix;
+                double wy = span_weight(&sy, j, &iy);
+                const pf_float4 *src = pf_image_row(in, iy);
+                for (int i = 0; i < sx.count; i++) {
+                    double w = wy * span_weight(&sx, i, &ix);
+                    if (w == 0) /* so that an exact tap is exact even beside an inf */
+                        continue;
+                    acc[0] += w * src[ix].x;
+                    acc[1] += w * src[ix].y;
+                    acc[2] += w * src[ix].z;
+                    acc[3] += w * src[ix].w;
+                }
+            }
+            dst[x] = pf_f4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
+        }
+    }
+    return 0;
+}
+
+/* ---- Descriptors ------------------------------------------------------------------------- */
+
+#define INT_ROW(T, f, doc, d, hi)                                                             \
+    {#f, doc, PF_OFFSET(T, f), PF_PARAM_INT, .def = d, .min = 0, .max = hi}
+#define ENUM_ROW(T, f, doc, names)                                                            \
+    {#f, doc, PF_OFFSET(T, f), PF_PARAM_ENUM, .enum_names = names}
+#define SIDE PF_GEOMETRY_MAX_SIDE
+
+static const char *const resize_modes[] = {"bilinear", "nearest", "area", NULL};
+static const char *const flip_axes[] = {"horizontal", "vertical", "both", NULL};
+static const char *const rotate_angles[] = {"90", "180", "270", NULL};
+static const float pad_color_def[4] = {0, 0, 0, 1};
+
+static const pf_param_desc resize_params[] = {
+    INT_ROW(pf_resize_params, width,
+            "output width in pixels; 0: from height keeping the aspect ratio, or from scale",
+            0, SIDE),
+    INT_ROW(pf_resize_params, height,
+            "output height in pixels; 0: from width keeping the aspect ratio, or from scale",
+            0, SIDE),
+    {"scale", "size factor, used when width and height are both 0",
+     PF_OFFSET(pf_resize_params, scale), PF_PARAM_FLOAT, .def = 1, .min = 1.0 / 1024,
+     .max = 64},
+    ENUM_ROW(pf_resize_params, mode,
+             "bilinear (pixel centres aligned), nearest, or area (exact box average when "
+             "shrinking, bilinear when enlarging)",
+             resize_modes),
+};
+static const pf_param_desc crop_params[] = {
+    INT_ROW(pf_crop_params, x, "left edge of the kept rectangle", 0, SIDE),
+    INT_ROW(pf_crop_params, y, "top edge of the kept rectangle", 0, SIDE),
+    INT_ROW(pf_crop_params, width, "width kept; 0: up to the right edge", 0, SIDE),
+    INT_ROW(pf_crop_params, height, "height kept; 0: up to the bottom edge", 0, SIDE),
+};
+static const pf_param_desc flip_params[] = {
+    ENUM_ROW(pf_flip_params, axis,
+             "horizontal (mirror left-right), vertical (upside down) or both", flip_axes),
+};
+static const pf_param_desc rotate_params[] = {
+    ENUM_ROW(pf_rotate_params, angle,
+             "clockwise turn in degrees; 90 and 270 swap width and height", rotate_angles),
+};
+static const pf_param_desc pad_params[] = {
+    INT_ROW(pf_pad_params, left, "columns added on the left", 0, SIDE),
+    INT_ROW(pf_pad_params, right, "columns added on the right", 0, SIDE),
+    INT_ROW(pf_pad_params, top, "rows added at the top", 0, SIDE),
+    INT_ROW(pf_pad_params, bottom, "rows added at the bottom", 0, SIDE),
+    {"color", "RGBA of the added pixels", PF_OFFSET(pf_pad_params, color),
+     PF_PARAM_FLOAT_ARRAY, .min = 1, .max = 0 /* unbounded */, .count = 4,
+     .def_array = pad_color_def},
+};
+
+/* A resample stage on one input, with params struct pf_<id>_params and table id_params. */
+#define RESAMPLE(id, doc_, shape_fn, cost_)                                                   \
+    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
+                                     .kind = PF_STAGE_RESAMPLE, .n_inputs = 1, .cost = cost_,   \
+                                     .params_size = sizeof(pf_##id##_params),                   \
+                                     PF_PARAMS(id##_params), .shape = shape_fn,                 \
+                                     .run_cpu = id##_run}
+
+RESAMPLE(resize, "Resize to a given size or by a factor: bilinear, nearest or area",
+         resize_shape, 4);
+RESAMPLE(crop, "Keep a rectangle of the input; fails when it reaches outside", crop_shape, 1);
+RESAMPLE(flip, "Mirror horizontally, vertically or both", same_shape, 1);
+RESAMPLE(rotate, "Rotate clockwise by a quarter, half or three quarter turn", rotate_shape,
+         1);
+RESAMPLE(pad, "Add borders of a constant color around the input", pad_shape, 1);
+
+static const pf_stage_desc *const geometry_stages[] = {&resize, &crop, &flip, &rotate, &pad};
+
+PF_DEFINE_PLUGIN("geometry", "1.0.0", "resampling: resize, crop, flip, rotate, pad",
+                 geometry_stages)

@@ -1,0 +1,320 @@
+/* tests/gpu/test_cuda_exec.c: the CUDA executor against the CPU executor.
+ *
+ * Every example pipeline and a set of random point chains run on both executors, in
+ * eager and graph mode, on random frames of odd sizes; 8-bit outputs may differ by one
+ * step (float rounding on either side of a .5), tables by a relative 1e-4. Then the
+ * real-time contract: no allocation and no device-wide synchronisation in steady state,
+ * a parameter change without re-capture, frames in flight, device frames on the
+ * application's stream. Exits 77 without a device.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static pf_engine *eng;
+
+static pf_frame random_frame(pf_rng *r, int w, int h, pf_sample s, int ch)
+{
+    pf_frame f;
+    memset(&f, 0, sizeof f);
+    f.width = w;
+    f.height = h;
+    f.sample = s;
+    f.channels = ch;
+    f.pitch = pf_frame_pixel_bytes(s, ch) * (size_t)w + 8 * (s != PF_F32); /* not tight */
+    f.data = malloc(f.pitch * (size_t)h);
+    for (size_t i = 0; i < f.pitch * (size_t)h; i++)
+        ((unsigned char *)f.data)[i] = (unsigned char)pf_rng_u32(r);
+    if (s == PF_F32)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w * ch; x++)
+                ((float *)((char *)f.data + (size_t)y * f.pitch))[x] = pf_rng_float(r);
+    return f;
+}
+
+static pf_frame like(const pf_frame *f, int w, int h, pf_sample s, int ch)
+{
+    (void)f;
+    pf_frame o;
+    memset(&o, 0, sizeof o);
+    o.width = w;
+    o.height = h;
+    o.sample = s;
+    o.channels = ch;
+    o.pitch = pf_frame_pixel_bytes(s, ch) * (size_t)w;
+    o.data = calloc(o.pitch, (size_t)h);
+    return o;
+}
+
+/* Largest difference between two frames in output steps (1 = one 8-bit step). */
+static double frame_diff(const pf_frame *a, const pf_frame *b)
+{
+    double m = 0;
+    for (int y = 0; y < a->height; y++) {
+        const char *ra = (const char *)a->data + (size_t)y * a->pitch;
+        const char *rb = (const char *)b->data + (size_t)y * b->pitch;
+        for (int i = 0; i < a->width * a->channels; i++) {
+            double d;
+            if (a->sample == PF_U8)
+                d = fabs((double)((const unsigned char *)ra)[i] - ((const unsigned char *)rb)[i]);
+            else if (a->sample == PF_U16)
+                d = fabs((double)((const unsigned short *)ra)[i] - ((const unsigned short *)rb)[i]) / 257.0;
+            else
+                d = fabs((double)((const float *)ra)[i] - ((const float *)rb)[i]) * 255.0;
+            if (isnan(d))
+                return INFINITY;
+            if (d > m)
+                m = d;
+        }
+    }
+    return m;
+}
+
+/* Runs p once per backend mode and compares every output with the CPU's. */
+static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *in, int n_in,
+                             pf_sample out_sample, int out_ch)
+{
+    static const char *const modes[][2] = {{"cuda", "false"}, {"cuda", "true"}};
+    int n_out = pf_pipeline_output_count(p);
+    pf_frame ref[8], got[8];
+    double *ref_tab[8] = {0};
+    CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+    int rc = pf_pipeline_plan(p, (pf_shape[]){{in[0].width, in[0].height}, {in[0].width, in[0].height}}, n_in);
+    CHECKF(rc == PF_OK, "%s: plan: %s", what, pf_pipeline_errmsg(p));
+    if (rc != PF_OK)
+        return;
+    for (int o = 0; o < n_out; o++) {
+        pf_output_info oi;
+        pf_pipeline_output_info(p, o, &oi);
+        ref[o] = like(&in[0], oi.shape.width, oi.shape.height, out_sample, out_ch);
+        got[o] = like(&in[0], oi.shape.width, oi.shape.height, out_sample, out_ch);
+    }
+    rc = pf_pipeline_run(p, in, n_in, ref, n_out);
+    CHECKF(rc == PF_OK, "%s: cpu run: %s", what, pf_pipeline_errmsg(p));
+    for (int o = 0; o < n_out; o++) {
+        pf_table t;
+        if (pf_pipeline_table(p, o, &t) == PF_OK) {
+            ref_tab[o] = malloc(sizeof(double) * (size_t)t.rows * (size_t)t.cols);
+            memcpy(ref_tab[o], t.data, sizeof(double) * (size_t)t.rows * (size_t)t.cols);
+        }
+    }
+    for (int m = 0; m < 2; m++) {
+        CHECK(pf_pipeline_set_option(p, "backend", modes[m][0]) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "graph", modes[m][1]) == PF_OK);
+        for (int rep = 0; rep < 2; rep++) { /* the second run replays */
+            for (int o = 0; o < n_out; o++)
+                memset(got[o].data, 0xA5, got[o].pitch * (size_t)got[o].height);
+            rc = pf_pipeline_run(p, in, n_in, got, n_out);
+            CHECKF(rc == PF_OK, "%s: cuda graph=%s: %s", what, modes[m][1], pf_pipeline_errmsg(p));
+            if (rc != PF_OK)
+                break;
+            for (int o = 0; o < n_out; o++) {
+                pf_table t;
+                if (pf_pipeline_table(p, o, &t) == PF_OK) {
+                    double worst = 0;
+                    for (int k = 0; k < t.rows * t.cols; k++) {
+                        double d = fabs(t.data[k] - ref_tab[o][k]) / (fabs(ref_tab[o][k]) + 1.0);
+                        worst = d > worst ? d : worst;
+                    }
+                    CHECKF(worst < 1e-4, "%s: table %d differs by %g (graph=%s)", what, o, worst,
+                           modes[m][1]);
+                } else {
+                    double d = frame_diff(&ref[o], &got[o]);
+                    CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s)", what, o, d,
+                           modes[m][1]);
+                }
+            }
+        }
+    }
+    for (int o = 0; o < n_out; o++) {
+        free(ref[o].data);
+        free(got[o].data);
+        free(ref_tab[o]);
+    }
+    pf_pipeline_set_option(p, "graph", "true");
+}
+
+static void test_examples(pf_rng *r)
+{
+    static const char *const files[] = {"demo", "article", "sharpen", "edges", "thumbnail",
+                                        "analysis", "duotone", "crossfade", "geometry"};
+    static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/pipelines/%s.json", PF_SOURCE_DIR, files[f]);
+        pf_pipeline *p = NULL;
+        if (pf_pipeline_load_file(eng, path, &p) != PF_OK) {
+            CHECKF(0, "%s: %s", path, pf_engine_errmsg(eng));
+            continue;
+        }
+        pf_sample s = samples[f % 3];
+        pf_frame in[2];
+        in[0] = random_frame(r, 301, 207, s, 1 + (int)(f % 4));
+        in[1] = random_frame(r, 301, 207, s, 4);
+        compare_backends(files[f], p, in, pf_pipeline_input_count(p), s, 4);
+        free(in[0].data);
+        free(in[1].data);
+        pf_pipeline_destroy(p);
+    }
+}
+
+/* Random chains and diamonds of point stages with random params. */
+static void test_random_points(pf_rng *r)
+{
+    static const char *const ops1[] = {"brightness", "contrast", "gamma", "invert", "grayscale",
+                                       "saturation", "linear", "vignette", "threshold"};
+    static const char *const ops2[] = {"blend", "add", "multiply", "difference", "alpha_over"};
+    for (int t = 0; t < 40; t++) {
+        char json[8192];
+        size_t o = (size_t)snprintf(json, sizeof json,
+                                    "{\"pipefuse\":1,\"inputs\":[\"a\",\"b\"],\"stages\":[");
+        int n = pf_rng_range(r, 1, 12);
+        for (int i = 0; i < n; i++) {
+            char in0[16], in1[16];
+            snprintf(in0, sizeof in0, i ? "s%d" : "a", pf_rng_range(r, 0, i ? i - 1 : 0));
+            snprintf(in1, sizeof in1, pf_rng_range(r, 0, 2) ? "b" : "s%d",
+                     pf_rng_range(r, 0, i ? i - 1 : 0));
+            if (!i && strcmp(in1, "b"))
+                snprintf(in1, sizeof in1, "a");
+            if (pf_rng_range(r, 0, 2))
+                o += (size_t)snprintf(json + o, sizeof json - o,
+                                      "%s{\"id\":\"s%d\",\"op\":\"%s\",\"inputs\":[\"%s\"]}",
+                                      i ? "," : "", i, ops1[pf_rng_u32(r) % 9], in0);
+            else
+                o += (size_t)snprintf(json + o, sizeof json - o,
+                                      "%s{\"id\":\"s%d\",\"op\":\"%s\",\"inputs\":[\"%s\",\"%s\"]}",
+                                      i ? "," : "", i, ops2[pf_rng_u32(r) % 5], in0, in1);
+        }
+        snprintf(json + o, sizeof json - o, "],\"outputs\":{\"out\":\"s%d\"}}", n - 1);
+        pf_pipeline *p = NULL;
+        if (pf_pipeline_load_string(eng, json, "random", &p) != PF_OK) {
+            CHECKF(0, "case %d: %s\n%s", t, pf_engine_errmsg(eng), json);
+            continue;
+        }
+        char key[64];
+        snprintf(key, sizeof key, "s%d.amount", 0);
+        pf_pipeline_set_float(p, key, pf_rng_float(r) * 0.5); /* where s0 has an amount */
+        pf_frame in[2];
+        int w = pf_rng_range(r, 1, 300), h = pf_rng_range(r, 1, 120);
+        in[0] = random_frame(r, w, h, PF_U8, 4);
+        in[1] = random_frame(r, w, h, PF_U8, 3);
+        char what[64];
+        snprintf(what, sizeof what, "random case %d (%dx%d)", t, w, h);
+        compare_backends(what, p, in, 2, PF_U8, 4);
+        free(in[0].data);
+        free(in[1].data);
+        pf_pipeline_destroy(p);
+    }
+}
+
+/* The real-time contract. */
+static void test_steady_state(pf_rng *r)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/pipelines/demo.json", PF_SOURCE_DIR);
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_file(eng, path, &p) != PF_OK) {
+        CHECKF(0, "%s", pf_engine_errmsg(eng));
+        return;
+    }
+    CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+    pf_frame in = random_frame(r, 640, 360, PF_U8, 4);
+    pf_frame out = like(&in, 640, 360, PF_U8, 4), out2 = like(&in, 640, 360, PF_U8, 4);
+    pf_stats s0, s1;
+    s0.size = s1.size = sizeof(pf_stats);
+    for (int i = 0; i < 5; i++) /* warm every slot's graph */
+        CHECK(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK);
+    CHECK(pf_pipeline_stats(p, &s0) == PF_OK);
+    for (int i = 0; i < 20; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%g", 0.01 * i);
+        CHECK(pf_pipeline_set_param(p, "bright.amount", v) == PF_OK); /* live change */
+        CHECK(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK);
+        pf_stats s;
+        s.size = sizeof s;
+        pf_pipeline_stats(p, &s);
+        CHECKF(s.allocations_last_frame == 0, "frame %d allocated %llu times", i,
+               s.allocations_last_frame);
+        CHECKF(s.device_syncs_last_frame == 0, "frame %d synchronised the device", i);
+    }
+    CHECK(pf_pipeline_stats(p, &s1) == PF_OK);
+    CHECKF(strcmp(s1.backend, "cuda-graph") == 0, "backend %s", s1.backend);
+    CHECKF(s1.graph_captures == s0.graph_captures, "parameter changes re-captured (%llu -> %llu)",
+           s0.graph_captures, s1.graph_captures);
+    CHECKF(s1.graph_instantiations == s0.graph_instantiations, "re-instantiated");
+    CHECKF(s1.graph_launches >= s0.graph_launches + 20, "not replayed as graphs");
+    CHECKF(s1.plans == s0.plans, "re-planned in steady state");
+    CHECK(s1.device_syncs == 0);
+
+    /* The live change took effect: compare with the CPU at the last amount. */
+    pf_pipeline_set_option(p, "backend", "cpu");
+    CHECK(pf_pipeline_run(p, &in, 1, &out2, 1) == PF_OK);
+    CHECKF(frame_diff(&out, &out2) <= 1.0, "live parameter did not reach the GPU (%g)",
+           frame_diff(&out, &out2));
+
+    /* Frames in flight: three submitted before any wait. */
+    pf_pipeline_set_option(p, "backend", "cuda");
+    pf_frame outs[3] = {like(&in, 640, 360, PF_U8, 4), like(&in, 640, 360, PF_U8, 4),
+                        like(&in, 640, 360, PF_U8, 4)};
+    int tickets[3];
+    for (int i = 0; i < 3; i++)
+        CHECKF(pf_pipeline_submit(p, &in, 1, &outs[i], 1, &tickets[i]) == PF_OK, "submit %d: %s",
+               i, pf_pipeline_errmsg(p));
+    int extra;
+    CHECK(pf_pipeline_submit(p, &in, 1, &out2, 1, &extra) == PF_UNSUPPORTED); /* all busy */
+    for (int i = 2; i >= 0; i--) {
+        CHECK(pf_pipeline_wait(p, tickets[i]) == PF_OK);
+        CHECKF(frame_diff(&outs[i], &out) <= 1.0, "in-flight frame %d differs", i);
+    }
+    CHECK(pf_pipeline_wait(p, 12345) == PF_INVALID_ARGUMENT);
+
+    /* Device frames on the application's own stream. */
+    cudaStream_t st;
+    CHECK(cudaStreamCreate(&st) == cudaSuccess);
+    pf_frame din = in, dout = out;
+    CHECK(cudaMalloc(&din.data, in.pitch * (size_t)in.height) == cudaSuccess);
+    dout.pitch = 640 * 4 + 64;
+    CHECK(cudaMalloc(&dout.data, dout.pitch * 360) == cudaSuccess);
+    CHECK(cudaMemcpy(din.data, in.data, in.pitch * (size_t)in.height, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemset(dout.data, 0, dout.pitch * 360) == cudaSuccess);
+    int ticket;
+    for (int i = 0; i < 4; i++)
+        CHECKF(pf_pipeline_submit_device(p, &din, 1, &dout, 1, st, &ticket) == PF_OK,
+               "submit_device: %s", pf_pipeline_errmsg(p));
+    CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    pf_frame back = like(&in, 640, 360, PF_U8, 4);
+    CHECK(cudaMemcpy2D(back.data, back.pitch, dout.data, dout.pitch, 640 * 4, 360,
+                       cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECKF(frame_diff(&back, &out) <= 1.0, "device frames differ from host frames (%g)",
+           frame_diff(&back, &out));
+    CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+    cudaFree(din.data);
+    cudaFree(dout.data);
+    cudaStreamDestroy(st);
+    for (int i = 0; i < 3; i++)
+        free(outs[i].data);
+    free(back.data);
+    free(in.data);
+    free(out.data);
+    free(out2.data);
+    pf_pipeline_destroy(p);
+}
+
+int main(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("test_cuda_exec: no CUDA device: skipped\n");
+        return 77;
+    }
+    eng = pf_test_engine();
+    pf_rng r;
+    pf_rng_seed(&r, 20261129);
+    test_examples(&r);
+    test_random_points(&r);
+    test_steady_state(&r);
+    pf_engine_destroy(eng);
+    return pf_test_done("test_cuda_exec");
+}

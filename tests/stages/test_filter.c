@@ -1,0 +1,478 @@
+/* tests/stages/test_filter.c: the filter family (stencils) against plain references.
+ *
+ * The first part is a driver for the non-point families, reused by test_geometry.c and
+ * test_analysis.c, which include this file with FD_DRIVER_ONLY defined (and
+ * FD_TABLES_ONLY for what reduce stages need): it checks a family's descriptors and
+ * param tables and that its stage names are unique over every built plugin, and runs an
+ * image stage whole, in bands of 1, 3 and 7 rows (which must be bit-identical to the
+ * whole run) and on one band alone (nothing outside it may be written), into poisoned
+ * outputs, against a reference image within a stated tolerance.
+ *
+ * The filter references are written from the definitions, in double, with no shortcut
+ * the stages take: the gaussian as one 2D sum, the box as a 2D mean, the median by
+ * sorting. Images have odd sizes, one smaller than most radii.
+ */
+#ifndef FD_DRIVER
+#define FD_DRIVER
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* ---- Descriptors and param tables ------------------------------------------------------ */
+
+/* A plugin's descriptor; a failure to load counts only where the plugin is required
+   (another family's plugin, half-built, is only noted). */
+static const pf_plugin_desc *fd_load(const char *path, int required)
+{
+    static const pf_host_api host = {sizeof(pf_host_api), PF_ABI_VERSION, NULL};
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    pf_plugin_entry_fn entry = h ? (pf_plugin_entry_fn)dlsym(h, PF_PLUGIN_ENTRY_NAME) : NULL;
+    if (!entry && required)
+        CHECKF(0, "%s: %s", path, h ? "no entry symbol" : dlerror());
+    else if (!entry)
+        printf("note: %s not loadable, not checked for stage names\n", path);
+    return entry ? entry(&host) : NULL;
+}
+
+/* min > max means unbounded. */
+static int fd_in_range(const pf_param_desc *p, double v)
+{
+    return p->min > p->max || (v >= p->min && v <= p->max);
+}
+
+static void fd_check_param(const pf_stage_desc *d, const pf_param_desc *p)
+{
+    const char *n = p->name ? p->name : "(null)";
+    CHECKF(p->name && *p->name && p->doc && *p->doc, "%s.%s: name and doc", d->name, n);
+    size_t size = p->type == PF_PARAM_FLOAT_ARRAY ? sizeof(float) * (size_t)p->count : 4;
+    CHECKF(p->offset % 4 == 0 && p->offset + size <= d->params_size,
+           "%s.%s: outside the params struct", d->name, n);
+    int n_enum = 0;
+    switch (p->type) {
+    case PF_PARAM_ENUM:
+        for (; p->enum_names && p->enum_names[n_enum]; n_enum++)
+            CHECKF(*p->enum_names[n_enum], "%s.%s: empty enum name", d->name, n);
+        CHECKF(n_enum > 0 && p->def >= 0 && p->def < n_enum && p->def == floor(p->def),
+               "%s.%s: default %g of %d names", d->name, n, p->def, n_enum);
+        break;
+    case PF_PARAM_FLOAT_ARRAY:
+        CHECKF(p->count > 0 && p->def_array, "%s.%s: count and defaults", d->name, n);
+        for (int i = 0; p->def_array && i < p->count; i++)
+            CHECKF(fd_in_range(p, p->def_array[i]), "%s.%s[%d]: default out of range",
+                   d->name, n, i);
+        break;
+    default:
+        CHECKF(fd_in_range(p, p->def), "%s.%s: default %g outside [%g, %g]", d->name, n,
+               p->def, p->min, p->max);
+        CHECKF(p->type == PF_PARAM_FLOAT || p->def == floor(p->def),
+               "%s.%s: integer default %g", d->name, n, p->def);
+        break;
+    }
+}
+
+static void fd_check_desc(const pf_stage_desc *d, pf_stage_kind kind)
+{
+    CHECKF(d->size == PF_STAGE_DESC_SIZE && d->name && d->doc && *d->doc, "%s: header",
+           d->name ? d->name : "(null)");
+    CHECKF(d->kind == kind && d->n_inputs == 1 && d->run_cpu, "%s: kind, inputs, run_cpu",
+           d->name);
+    CHECKF(d->n_params == 0 || d->params, "%s: params table", d->name);
+    for (int i = 0; i < d->n_params; i++) {
+        fd_check_param(d, &d->params[i]);
+        for (int j = 0; j < i; j++)
+            CHECKF(strcmp(d->params[i].name, d->params[j].name) != 0, "%s: param %s twice",
+                   d->name, d->params[i].name);
+    }
+    if (kind == PF_STAGE_STENCIL)
+        CHECKF(d->radius != NULL, "%s: stencil without radius", d->name);
+    if (kind == PF_STAGE_RESAMPLE)
+        CHECKF(d->shape != NULL, "%s: resample without shape", d->name);
+    if (kind == PF_STAGE_REDUCE) {
+        CHECKF(d->shape && d->partial_len && d->combine && d->columns,
+               "%s: reduce functions and columns", d->name);
+        for (int c = 0; d->columns && c < 5; c++)
+            CHECKF((c < 4) == (d->columns[c] != NULL), "%s: columns r, g, b, a", d->name);
+    }
+}
+
+/* The stages names[] of plugin: exactly those, each of this kind with a sound table,
+   and each name held by no other built plugin. */
+static void fd_check_family(const char *plugin, pf_stage_kind kind, const char *const *names,
+                            int n_names)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.so", PF_PLUGIN_DIR, plugin);
+    const pf_plugin_desc *pd = fd_load(path, 1);
+    if (!pd)
+        return;
+    CHECKF(pd->size == sizeof *pd && pd->abi_version == PF_ABI_VERSION && pd->doc &&
+               pd->n_stages == n_names,
+           "%s: plugin descriptor", path);
+    for (int i = 0; i < pd->n_stages && i < n_names; i++) {
+        CHECKF(strcmp(pd->stages[i]->name, names[i]) == 0, "%s: stage %d is %s, not %s",
+               plugin, i, pd->stages[i]->name, names[i]);
+        fd_check_desc(pd->stages[i], kind);
+    }
+
+    DIR *dir = opendir(PF_PLUGIN_DIR);
+    CHECKF(dir != NULL, "%s: cannot list", PF_PLUGIN_DIR);
+    for (struct dirent *e; dir && (e = readdir(dir));) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0 ||
+            strcmp(e->d_name, strrchr(path, '/') + 1) == 0)
+            continue;
+        char other[4096];
+        snprintf(other, sizeof other, "%s/%s", PF_PLUGIN_DIR, e->d_name);
+        const pf_plugin_desc *od = fd_load(other, 0);
+        for (int i = 0; od && i < od->n_stages; i++)
+            for (int j = 0; j < n_names; j++)
+                CHECKF(strcmp(od->stages[i]->name, names[j]) != 0,
+                       "stage name %s of %s is also in %s", names[j], plugin, e->d_name);
+    }
+    if (dir)
+        closedir(dir);
+}
+
+typedef void (*fd_test_fn)(pf_rng *r);
+
+/* A family test's main: the family's descriptors, then each test with a seed of its own. */
+static int fd_main(const char *test, const char *plugin, pf_stage_kind kind,
+                   const char *const *names, int n_names, const fd_test_fn *tests,
+                   int n_tests)
+{
+    fd_check_family(plugin, kind, names, n_names);
+    for (int i = 0; i < n_tests; i++) {
+        pf_rng r;
+        pf_rng_seed(&r, 0x5eed0000u + (uint64_t)i * 7919u);
+        tests[i](&r);
+    }
+    return pf_test_done(test);
+}
+
+#ifndef FD_TABLES_ONLY
+
+/* ---- Running an image stage every way ----------------------------------------------------- */
+
+static int fd_same_bits(const pf_image *a, const pf_image *b)
+{
+    for (int y = 0; y < a->height; y++)
+        if (memcmp(pf_image_row(a, y), pf_image_row(b, y),
+                   sizeof(pf_float4) * (size_t)a->width))
+            return 0;
+    return 1;
+}
+
+/* Whether row y's floats [i0, i1) are all NaN: not written. */
+static int fd_poisoned(const pf_image *im, int y, size_t i0, size_t i1)
+{
+    const float *f = (const float *)pf_image_row(im, y);
+    for (size_t i = i0; i < i1; i++)
+        if (!isnan(f[i]))
+            return 0;
+    return 1;
+}
+
+/* Runs only output rows [y0, y1) into a poisoned w x h image and checks that exactly
+   those rows' pixels were written, and nothing past the width. */
+static void fd_check_band_alone(const pf_stage_desc *d, const void *params,
+                                const pf_image *in, int w, int h, int y0, int y1,
+                                const char *label)
+{
+    pf_image out = pf_test_image_poisoned(w, h);
+    size_t ss = d->scratch_bytes ? d->scratch_bytes(params, w, y1 - y0) : 0;
+    void *scratch = ss ? malloc(ss) : NULL;
+    char err[256] = "";
+    pf_stage_args a = {sizeof a, params, in, 1, out, {y0, y1}, scratch, ss, NULL, NULL,
+                       err, sizeof err};
+    CHECKF(d->run_cpu(&a) == 0, "%s: %s", label, err);
+    size_t row = (size_t)w * 4, pitch = out.pitch / sizeof(float);
+    for (int y = 0; y < h; y++) {
+        int inside = y >= y0 && y < y1;
+        CHECKF(inside ? !fd_poisoned(&out, y, 0, row) && fd_poisoned(&out, y, row, pitch)
+                      : fd_poisoned(&out, y, 0, pitch),
+               "%s: band [%d, %d) of %d rows: row %d %s", label, y0, y1, h, y,
+               inside ? "not written, or written past the width" : "written");
+    }
+    free(scratch);
+    pf_test_image_free(&out);
+}
+
+/* |got - want| within tol, relative where |want| > 1. */
+static int fd_close(double got, double want, double tol)
+{
+    return fabs(got - want) <= tol * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+/* Runs d on in every way (see the file header). The whole run must match want, or alt
+   where a pixel may round either way across a threshold (alt NULL: none). */
+static void fd_check_image_stage(const pf_stage_desc *d, const void *params,
+                                 const pf_image *in, const pf_image *want,
+                                 const pf_image *alt, double tol, const char *label)
+{
+    const int w = want->width, h = want->height;
+    pf_shape s = h_out_shape(d, params, (pf_shape){in->width, in->height});
+    CHECKF(s.width == w && s.height == h, "%s: shape %dx%d, want %dx%d", label, s.width,
+           s.height, w, h);
+    if (s.width != w || s.height != h)
+        return;
+    pf_image whole = pf_test_image_poisoned(w, h);
+    CHECKF(h_run(d, params, in, 1, &whole, 0) == 0, "%s: run failed", label);
+    int bad = 0;
+    for (int y = 0; y < h; y++) {
+        const float *g = (const float *)pf_image_row(&whole, y);
+        const float *e = (const float *)pf_image_row(want, y);
+        const float *e2 = (const float *)pf_image_row(alt ? alt : want, y);
+        for (int i = 0; i < w * 4; i++)
+            if (!fd_close(g[i], e[i], tol) && !fd_close(g[i], e2[i], tol) && bad++ < 3)
+                CHECKF(0, "%s: (%d, %d)[%d] = %.9g, want %.9g", label, i / 4, y, i % 4, g[i],
+                       e[i]);
+        CHECKF(fd_poisoned(&whole, y, (size_t)w * 4, whole.pitch / sizeof(float)),
+               "%s: row %d written past the width", label, y);
+    }
+    CHECKF(bad == 0, "%s: %d values off by more than %g", label, bad, tol);
+
+    static const int bands[] = {1, 3, 7};
+    for (int b = 0; b < PF_COUNTOF(bands); b++) {
+        pf_image banded = pf_test_image_poisoned(w, h);
+        CHECK(h_run(d, params, in, 1, &banded, bands[b]) == 0);
+        CHECKF(fd_same_bits(&whole, &banded), "%s: bands of %d rows differ from whole", label,
+               bands[b]);
+        pf_test_image_free(&banded);
+    }
+    fd_check_band_alone(d, params, in, w, h, h / 3, h / 3 + (h + 2) / 3, label);
+    pf_test_image_free(&whole);
+}
+
+/* RGBA of the pixel at (x, y), clamped to the edge, in double. */
+static void fd_px(const pf_image *im, int x, int y, double v[4])
+{
+    pf_float4 p = pf_image_at_clamped(im, x, y);
+    v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w;
+}
+
+static void fd_set(pf_image *im, int x, int y, const double v[4])
+{
+    pf_image_row(im, y)[x] = pf_f4((float)v[0], (float)v[1], (float)v[2], (float)v[3]);
+}
+
+#endif /* FD_TABLES_ONLY */
+#endif /* FD_DRIVER */
+
+#ifndef FD_DRIVER_ONLY
+
+#include "filter.h"
+
+static const pf_shape sizes[] = {{1, 1}, {2, 3}, {13, 7}, {97, 61}, {3, 2}};
+
+/* ---- References ------------------------------------------------------------------------ */
+
+/* One pixel's expected RGBA, and in alt what it may also be where rounding can tip a
+   threshold either way (alt starts equal to v). */
+typedef void (*ref_fn)(const void *params, const pf_image *in, int x, int y, double v[4],
+                       double alt[4]);
+
+static double at(const pf_image *im, int x, int y, int c)
+{
+    double v[4];
+    fd_px(im, x, y, v);
+    return v[c];
+}
+
+static void gauss2d(double sigma, const pf_image *in, int x, int y, double out[4])
+{
+    int r = (int)ceil(3.0 * sigma);
+    double z = 0, s[4] = {0, 0, 0, 0}, v[4];
+    for (int dy = -r; dy <= r; dy++)
+        for (int dx = -r; dx <= r; dx++) {
+            double w = r ? exp(-(dx * dx + dy * dy) / (2 * sigma * sigma)) : 1;
+            z += w;
+            fd_px(in, x + dx, y + dy, v);
+            for (int c = 0; c < 4; c++)
+                s[c] += w * v[c];
+        }
+    for (int c = 0; c < 4; c++)
+        out[c] = s[c] / z;
+}
+
+static void ref_gaussian(const void *params, const pf_image *in, int x, int y, double v[4],
+                         double alt[4])
+{
+    gauss2d(((const pf_gaussian_params *)params)->sigma, in, x, y, v);
+}
+
+static void ref_box(const void *params, const pf_image *in, int x, int y, double v[4],
+                    double alt[4])
+{
+    int r = ((const pf_box_params *)params)->radius;
+    for (int c = 0; c < 4; c++) {
+        double s = 0;
+        for (int dy = -r; dy <= r; dy++)
+            for (int dx = -r; dx <= r; dx++)
+                s += at(in, x + dx, y + dy, c);
+        v[c] = s / ((2 * r + 1) * (2 * r + 1));
+    }
+}
+
+static void ref_sobel(const void *params, const pf_image *in, int x, int y, double v[4],
+                      double alt[4])
+{
+    static const int k[3][3] = {{-1, 0, 1}, {-2, 0, 2}, {-1, 0, 1}};
+    for (int c = 0; c < 3; c++) {
+        double gx = 0, gy = 0;
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < 3; i++) {
+                gx += k[j][i] * at(in, x + i - 1, y + j - 1, c);
+                gy += k[i][j] * at(in, x + i - 1, y + j - 1, c);
+            }
+        v[c] = ((const pf_sobel_params *)params)->scale * sqrt(gx * gx + gy * gy);
+    }
+    v[3] = at(in, x, y, 3);
+}
+
+static void ref_unsharp(const void *params, const pf_image *in, int x, int y, double v[4],
+                        double alt[4])
+{
+    const pf_unsharp_params *p = (const pf_unsharp_params *)params;
+    double g[4];
+    gauss2d(p->sigma, in, x, y, g);
+    for (int c = 0; c < 4; c++) {
+        double s = at(in, x, y, c), d = s - g[c], sharp = s + p->amount * d;
+        v[c] = c < 3 && fabs(d) > p->threshold ? sharp : s;
+        alt[c] = c < 3 && fabs(fabs(d) - p->threshold) < 1e-5 ? s + sharp - v[c] : v[c];
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void ref_median3(const void *params, const pf_image *in, int x, int y, double v[4],
+                        double alt[4])
+{
+    for (int c = 0; c < 4; c++) {
+        double n[9];
+        for (int k = 0; k < 9; k++)
+            n[k] = at(in, x + k % 3 - 1, y + k / 3 - 1, c);
+        qsort(n, 9, sizeof n[0], cmp_double);
+        v[c] = n[4];
+    }
+}
+
+/* Every test size up to max_side wide (the 2D references are slow for large radii). */
+static void check_stage(const char *name, const void *params, ref_fn ref, double tol,
+                        int max_side, pf_rng *rng)
+{
+    const pf_stage_desc *d = h_stage("filter", name);
+    for (int si = 0; si < PF_COUNTOF(sizes); si++) {
+        const int w = sizes[si].width, h = sizes[si].height;
+        if (w > max_side)
+            continue;
+        char label[128];
+        snprintf(label, sizeof label, "%s on %dx%d", name, w, h);
+        pf_image in = pf_test_image(rng, w, h, -0.25f, 1.25f);
+        pf_image want = pf_test_image_poisoned(w, h), alt = pf_test_image_poisoned(w, h);
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                double v[4] = {0}, a[4];
+                ref(params, &in, x, y, v, a);
+                if (ref != ref_unsharp)
+                    memcpy(a, v, sizeof v);
+                fd_set(&want, x, y, v);
+                fd_set(&alt, x, y, a);
+            }
+        fd_check_image_stage(d, params, &in, &want, &alt, tol, label);
+        pf_test_image_free(&in);
+        pf_test_image_free(&want);
+        pf_test_image_free(&alt);
+    }
+}
+
+/* ---- The stages ------------------------------------------------------------------------ */
+
+/* Float sums of up to 2 x 385 taps against double: */
+#define BLUR_TOL 5e-6
+
+static void test_gaussian(pf_rng *r)
+{
+    float sigmas[] = {0, 1, 0.1f, 1.0f / 3, 0.5f, 2.5f, 0, 0, 0};
+    for (int i = 6; i < PF_COUNTOF(sigmas); i++)
+        sigmas[i] = 4 * pf_rng_float(r);
+    for (int i = 0; i < PF_COUNTOF(sigmas); i++)
+        check_stage("gaussian", &(pf_gaussian_params){sigmas[i]}, ref_gaussian, BLUR_TOL, 97, r);
+    check_stage("gaussian", &(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}, ref_gaussian,
+                BLUR_TOL, 13, r);
+
+    /* sigma 0 is the identity, to the bit; the radius is ceil(3 sigma). */
+    const pf_stage_desc *d = h_stage("filter", "gaussian");
+    pf_image in = pf_test_image(r, 13, 7, -1, 2), out = pf_test_image_poisoned(13, 7);
+    CHECK(h_run(d, &(pf_gaussian_params){0}, &in, 1, &out, 0) == 0 && fd_same_bits(&in, &out));
+    CHECK(d->radius(&(pf_gaussian_params){0}) == 0);
+    CHECK(d->radius(&(pf_gaussian_params){1}) == 3);
+    CHECK(d->radius(&(pf_gaussian_params){0.5f}) == 2);
+    CHECK(d->radius(&(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}) == 192);
+
+    /* Too little scratch is an error with a message, not a crash. */
+    char err[256] = "";
+    pf_float4 small[4];
+    pf_stage_args a = {sizeof a, &(pf_gaussian_params){2}, &in, 1, out, {0, 7}, small,
+                       sizeof small, NULL, NULL, err, sizeof err};
+    CHECKF(d->run_cpu(&a) != 0 && strstr(err, "scratch"), "too little scratch: \"%s\"", err);
+    pf_test_image_free(&in);
+    pf_test_image_free(&out);
+}
+
+static void test_box(pf_rng *r)
+{
+    int radii[] = {0, 1, 2, 5, 0, 0};
+    for (int i = 4; i < PF_COUNTOF(radii); i++)
+        radii[i] = pf_rng_range(r, 0, 8);
+    for (int i = 0; i < PF_COUNTOF(radii); i++)
+        check_stage("box", &(pf_box_params){radii[i]}, ref_box, BLUR_TOL, 97, r);
+    check_stage("box", &(pf_box_params){PF_BOX_MAX_RADIUS}, ref_box, BLUR_TOL, 13, r);
+    CHECK(h_stage("filter", "box")->radius(&(pf_box_params){5}) == 5);
+}
+
+static void test_sobel(pf_rng *r)
+{
+    float scales[] = {1, 0, 0.5f, 1000, 10 * pf_rng_float(r), 10 * pf_rng_float(r)};
+    for (int i = 0; i < PF_COUNTOF(scales); i++) /* float sums of 6 terms, times scale */
+        check_stage("sobel", &(pf_sobel_params){scales[i]}, ref_sobel, 4e-6 * (1 + scales[i]),
+                    97, r);
+    CHECK(h_stage("filter", "sobel")->radius(&(pf_sobel_params){1}) == 1);
+}
+
+static void test_unsharp(pf_rng *r)
+{
+    pf_unsharp_params cases[9] = {
+        {1, 1, 0}, {0, 1, 0}, {2, 0, 0}, {1.5f, 10, 0.1f}, {1, 1, 1}, {0.3f, 10, 0},
+    };
+    for (int i = 6; i < PF_COUNTOF(cases); i++)
+        cases[i] = (pf_unsharp_params){3 * pf_rng_float(r), 10 * pf_rng_float(r),
+                                       0.2f * pf_rng_float(r)};
+    for (int i = 0; i < PF_COUNTOF(cases); i++) /* amount up to 10 scales the blur's error */
+        check_stage("unsharp", &cases[i], ref_unsharp, BLUR_TOL * (1 + cases[i].amount), 97, r);
+}
+
+static void test_median3(pf_rng *r)
+{
+    for (int i = 0; i < 3; i++)
+        check_stage("median3", NULL, ref_median3, 0, 97, r);
+    CHECK(h_stage("filter", "median3")->radius(NULL) == 1);
+}
+
+int main(void)
+{
+    static const char *const names[] = {"gaussian", "box", "sobel", "unsharp", "median3"};
+    static const fd_test_fn tests[] = {test_gaussian, test_box, test_sobel, test_unsharp,
+                                       test_median3};
+    return fd_main("test_filter", "filter", PF_STAGE_STENCIL, names, PF_COUNTOF(names), tests,
+                   PF_COUNTOF(tests));
+}
+
+#endif /* FD_DRIVER_ONLY */
