@@ -130,6 +130,14 @@ static int group_ok(const pf_pipeline *p, const bitset *reach, const int *member
     return 1;
 }
 
+static void add_candidate(int *cand, int *n, int g)
+{
+    for (int i = 0; i < *n; i++)
+        if (cand[i] == g)
+            return;
+    cand[(*n)++] = g;
+}
+
 /* Fills group[] (per node: group id, or -1) and returns the number of groups. */
 static int form_groups(const pf_pipeline *p, int *group, int fuse)
 {
@@ -176,17 +184,17 @@ static int form_groups(const pf_pipeline *p, int *group, int fuse)
         const pf_node *node = &p->nodes[i];
         /* Candidates: the groups of point producers, then of earlier point stages
            reading one of the same inputs (siblings share their loads). */
-        int ncand = 0;
+        int ncand = 0; /* distinct groups, so at most one per earlier node */
         for (int k = 0; k < node->n_in; k++)
             if (group[node->in[k]] >= 0)
-                cand[ncand++] = group[node->in[k]];
+                add_candidate(cand, &ncand, group[node->in[k]]);
         for (int j = p->n_inputs; j < i; j++) {
             if (group[j] < 0)
                 continue;
             for (int k = 0; k < node->n_in; k++)
                 for (int kk = 0; kk < p->nodes[j].n_in; kk++)
-                    if (p->nodes[j].in[kk] == node->in[k] && ncand < nn)
-                        cand[ncand++] = group[j];
+                    if (p->nodes[j].in[kk] == node->in[k])
+                        add_candidate(cand, &ncand, group[j]);
         }
         for (int c = 0; c < ncand; c++) {
             int g = cand[c];
