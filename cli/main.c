@@ -22,7 +22,7 @@ static const char usage[] =
     "  --no-fuse               run every point stage on its own\n"
     "  --set ID.PARAM=JSON     override a parameter, e.g. --set blur.sigma=2.5\n"
     "  --input NAME=FILE       bind another pipeline input to a fixed file\n"
-    "  --table-format csv|json format of table outputs (default csv)\n"
+    "  --table-format csv|json table outputs whose pipeline names no format (default csv)\n"
     "  --zlib N                PNG compression level 0-9 (default 6)\n"
     "  --max-pixels N          refuse larger images (default 268435456)\n"
     "  -q, --quiet             no per-file progress\n"

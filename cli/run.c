@@ -226,7 +226,9 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
     for (int k = 0; k < n_out && rc == PF_OK; k++) {
         pf_output_info oi;
         pf_pipeline_output_info(p, k, &oi);
-        const char *ext = oi.kind == PF_OUTPUT_IMAGE ? "png" : (o->json_tables ? "json" : "csv");
+        /* A table's format: the pipeline's choice, else --table-format. */
+        int json = oi.table_format ? oi.table_format == 2 : o->json_tables;
+        const char *ext = oi.kind == PF_OUTPUT_IMAGE ? "png" : (json ? "json" : "csv");
         if (oi.kind == PF_OUTPUT_IMAGE && b->single_image)
             snprintf(finals[k], PATH_BYTES, "%s/%s.png", o->outdir, stem);
         else
@@ -238,7 +240,7 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
         } else {
             pf_table t;
             rc = pf_pipeline_table(p, k, &t);
-            if (rc == PF_OK && write_table(temps[k], &t, o->json_tables, err, errn) != 0)
+            if (rc == PF_OK && write_table(temps[k], &t, json, err, errn) != 0)
                 rc = PF_IO;
         }
         if (rc == PF_OK)

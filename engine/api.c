@@ -253,6 +253,7 @@ PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *
     info->kind = is_table_node(p, o->node) ? PF_OUTPUT_TABLE : PF_OUTPUT_IMAGE;
     info->channels = o->channels;
     info->bits = o->bits;
+    info->table_format = o->table_format;
     if (p->plan)
         info->shape = p->plan->shapes[o->node];
     return PF_OK;

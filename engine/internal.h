@@ -92,6 +92,7 @@ typedef struct pf_output_decl {
     int node;     /* producer */
     int channels; /* 0: like the primary input */
     int bits;     /* 0: like the primary input; 8, 16, or 32 (float) */
+    int table_format; /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
     char *path;   /* JSON path: "outputs.result" */
 } pf_output_decl;
 

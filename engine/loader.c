@@ -40,6 +40,7 @@ typedef struct out_in {
     const char *name;
     int ref;
     int channels, bits;
+    int table_format;
 } out_in;
 
 typedef struct loader {
@@ -876,6 +877,7 @@ static int output_format(loader *L, const char *path, json_t *v, int ref, out_in
                     f, ref_name(L, ref));
     o->channels = fmt->channels;
     o->bits = fmt->bits;
+    o->table_format = fmt->table == 1 ? (strcmp(fmt->name, "json") == 0 ? 2 : 1) : 0;
     return PF_OK;
 }
 
@@ -1176,6 +1178,7 @@ static int build(loader *L)
         o->node = node_of(L, L->outs[i].ref);
         o->channels = L->outs[i].channels;
         o->bits = L->outs[i].bits;
+        o->table_format = L->outs[i].table_format;
         if (!o->name || !o->path)
             return nomem(L);
     }

@@ -155,6 +155,7 @@ typedef struct pf_output_info {
     pf_output_kind kind;
     int channels;          /* requested channels for images, 0 = like the input */
     int bits;              /* requested bits (8, 16, 32 = float), 0 = like the input */
+    int table_format;      /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
     pf_shape shape;        /* after pf_pipeline_plan: image size or table columns x rows */
 } pf_output_info;
 
