@@ -10,8 +10,11 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run PIPELINE INPUT... -o OUTDIR   run a pipeline over PNG files and directories\n"
-    "  check PIPELINE [--size WxH] [--dot FILE]\n"
-    "                                    validate a pipeline and print its plan\n"
+    "  check PIPELINE [--size WxH] [--dot FILE] [--no-fuse]\n"
+    "        [--dump-kernels DIR [--arch 90]]\n"
+    "                                    validate a pipeline and print its plan; with\n"
+    "                                    --dump-kernels, generate and compile its fused\n"
+    "                                    kernels (NVRTC, no GPU needed)\n"
     "  stages [NAME]                     list stages and their parameters\n"
     "  info                              versions, plugins and CUDA devices\n"
     "  --help, --version\n"
@@ -20,6 +23,7 @@ static const char usage[] =
     "  -o, --output DIR        where outputs go (created if missing)\n"
     "  --backend auto|cpu|cuda executor (default: the pipeline's, else auto)\n"
     "  --no-fuse               run every point stage on its own\n"
+    "  --dump-kernels DIR      write the source of every fused kernel generated\n"
     "  --set ID.PARAM=JSON     override a parameter, e.g. --set blur.sigma=2.5\n"
     "  --input NAME=FILE       bind another pipeline input to a fixed file\n"
     "  --table-format csv|json table outputs whose pipeline names no format (default csv)\n"
@@ -69,9 +73,9 @@ static int parse_size(const char *s, pf_shape *out)
 
 static int cmd_check(int argc, char **argv, const cli_common *c)
 {
-    const char *file = NULL, *dot = NULL;
+    const char *file = NULL, *dot = NULL, *dump = NULL;
     pf_shape size = {1920, 1080};
-    int no_fuse = 0;
+    int no_fuse = 0, arch = 90;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             if (parse_size(argv[++i], &size) != 0) {
@@ -82,6 +86,14 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
             dot = argv[++i];
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
             no_fuse = 1;
+        } else if (strcmp(argv[i], "--dump-kernels") == 0 && i + 1 < argc) {
+            dump = argv[++i];
+        } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
+            arch = atoi(argv[++i]);
+            if (arch < 50 || arch > 200) {
+                fprintf(stderr, "pipefuse check: --arch %s: expected e.g. 90 for sm_90\n", argv[i]);
+                return PF_EXIT_USAGE;
+            }
         } else if (argv[i][0] == '-' || file) {
             fprintf(stderr, "pipefuse check: unexpected argument '%s'\n", argv[i]);
             return PF_EXIT_USAGE;
@@ -126,6 +138,14 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         }
     } else {
         fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
+    }
+    if (rc == PF_OK && dump) {
+        int built = 0;
+        rc = pf_pipeline_build_kernels(p, arch, dump, &built);
+        if (rc == PF_OK)
+            printf("fused kernels: %d generated into %s and compiled for sm_%d\n", built, dump, arch);
+        else
+            fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
     }
     pf_pipeline_destroy(p);
     pf_engine_destroy(e);

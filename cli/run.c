@@ -22,6 +22,7 @@ typedef struct run_opts {
     const char *pipeline;
     const char *outdir;
     const char *backend;
+    const char *dump_kernels;
     int no_fuse;
     int quiet;
     int json_tables;
@@ -288,6 +289,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->backend = argv[++i];
         } else if (strcmp(a, "--no-fuse") == 0) {
             o->no_fuse = 1;
+        } else if (strcmp(a, "--dump-kernels") == 0 && v) {
+            o->dump_kernels = argv[++i];
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
         } else if (strcmp(a, "--set") == 0 && v) {
@@ -337,6 +340,7 @@ static int setup(batch *b, pf_engine *e)
     }
     pf_pipeline *p = b->p;
     if ((o->backend && pf_pipeline_set_option(p, "backend", o->backend) != PF_OK) ||
+        (o->dump_kernels && pf_pipeline_set_option(p, "dump_kernels", o->dump_kernels) != PF_OK) ||
         (o->no_fuse && pf_pipeline_set_option(p, "fusion", "false") != PF_OK)) {
         fprintf(stderr, "pipefuse run: %s\n", pf_pipeline_errmsg(p));
         return -1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec_cuda.h"
+#include "fuse.h"
 #include "plan.h"
 
 #define PF_API __attribute__((visibility("default")))
@@ -99,6 +100,7 @@ PF_API void pf_pipeline_destroy(pf_pipeline *p)
         return;
     pf_plan_free(p->plan);
     pf_pipeline_free_ir(p);
+    free(p->dump_dir);
     free(p->source);
     free(p);
 }
@@ -290,6 +292,12 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
         p->opts.threads = (int)iv;
     } else if (strcmp(name, "slots") == 0 && is_int && iv >= 1 && iv <= 8) {
         p->slots = (int)iv;
+    } else if (strcmp(name, "dump_kernels") == 0) {
+        char *d = *value ? pf_strdup(value) : NULL;
+        if (*value && !d)
+            return PF_NO_MEMORY;
+        free(p->dump_dir);
+        p->dump_dir = d;
     } else if (strcmp(name, "max_launch_ms") == 0 && is_num && dv >= 0 && dv <= 1e6) {
         p->opts.max_launch_ms = dv;
     } else {
@@ -301,7 +309,8 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
 bad:
     pf_errf(p->errmsg,
             "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
-            "graph true|false, streams 0-64, threads 0-1024, slots 1-8, max_launch_ms >= 0)",
+            "graph true|false, streams 0-64, threads 0-1024, slots 1-8, max_launch_ms >= 0, "
+            "dump_kernels DIR)",
             name, value);
     return PF_INVALID_ARGUMENT;
 }
@@ -522,7 +531,82 @@ PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
     return PF_OK;
 }
 
+/* Fusion as the CUDA executor would do it, for prints and offline builds: every unit
+   that can fuse does, and pipeline inputs and outputs are 8-bit RGBA. */
+typedef struct fusion_view {
+    int *fused;
+    char *f4;
+    int fmt[64];
+} fusion_view;
+
+static int fusion_view_make(const pf_pipeline *p, fusion_view *v)
+{
+    const pf_plan *plan = p->plan;
+    v->fused = calloc((size_t)plan->n_units + 1, sizeof(int));
+    v->f4 = calloc((size_t)p->n_nodes, 1);
+    if (!v->fused || !v->f4) {
+        free(v->fused), free(v->f4);
+        return PF_NO_MEMORY;
+    }
+    char why[256];
+    for (int u = 0; u < plan->n_units; u++)
+        v->fused[u] = pf_fuse_possible(p, u, why, sizeof why);
+    pf_fuse_buffers(p, v->fused, v->f4);
+    for (int i = 0; i < 64; i++)
+        v->fmt[i] = PF_U8 * 8 + 4;
+    return PF_OK;
+}
+
+static void fusion_view_free(fusion_view *v)
+{
+    free(v->fused);
+    free(v->f4);
+}
+
+PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir,
+                                     int *n_kernels)
+{
+    if (!p || !p->plan)
+        return PF_NOT_PLANNED;
+    char why[512];
+    if (!pf_nvrtc_available(why, sizeof why)) {
+        pf_errf(p->errmsg, "%s: %s", p->source, why);
+        return PF_UNSUPPORTED;
+    }
+    fusion_view v;
+    if (fusion_view_make(p, &v) != PF_OK)
+        return PF_NO_MEMORY;
+    int rc = PF_OK, n = 0;
+    for (int u = 0; u < p->plan->n_units && rc == PF_OK; u++) {
+        if (!v.fused[u])
+            continue;
+        pf_fuse_unit io;
+        void *cubin = NULL;
+        size_t size = 0;
+        rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, dump_dir, &io, &cubin, &size);
+        free(cubin);
+        n += rc == PF_OK;
+    }
+    fusion_view_free(&v);
+    if (n_kernels)
+        *n_kernels = n;
+    return rc;
+}
+
 static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};
+
+/* Bytes one frame moves through fused unit u's loads and stores. */
+static double unit_bytes(const pf_pipeline *p, int u, const fusion_view *v, pf_fuse_unit *io)
+{
+    if (pf_fuse_unit_io(p, u, v->f4, v->fmt, v->fmt, io) != 0)
+        return 0;
+    double px = (double)p->plan->units[u].shape.width * p->plan->units[u].shape.height, b = 0;
+    for (int k = 0; k < io->n_in; k++)
+        b += px * (double)pf_frame_pixel_bytes((pf_sample)io->in[k].sample, io->in[k].channels);
+    for (int k = 0; k < io->n_out; k++)
+        b += px * (double)pf_frame_pixel_bytes((pf_sample)io->out[k].sample, io->out[k].channels);
+    return b;
+}
 
 PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
 {
@@ -557,6 +641,9 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
     int groups = 0;
     for (int ui = 0; ui < plan->n_units; ui++)
         groups += plan->units[ui].kind == PF_UNIT_POINT;
+    fusion_view v;
+    if (fusion_view_make(p, &v) != PF_OK)
+        return PF_NO_MEMORY;
     fprintf(f, "fusion groups (%d)%s:\n", groups, p->opts.fusion ? "" : " [fusion off]");
     for (int ui = 0, g = 0; ui < plan->n_units; ui++) {
         const pf_unit *u = &plan->units[ui];
@@ -565,8 +652,26 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
         fprintf(f, "  G%d: ", g++);
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
-        fprintf(f, "   (%d point stage%s, one kernel)\n", u->n_nodes, u->n_nodes > 1 ? "s" : "");
+        if (!v.fused[ui]) {
+            fprintf(f, "   (%d point stage%s, not fused: %d kernel%s)\n", u->n_nodes,
+                    u->n_nodes > 1 ? "s" : "", u->n_nodes, u->n_nodes > 1 ? "s" : "");
+            continue;
+        }
+        pf_fuse_unit io;
+        double bytes = unit_bytes(p, ui, &v, &io);
+        fprintf(f, "   (%d point stage%s, one kernel)\n      loads", u->n_nodes,
+                u->n_nodes > 1 ? "s" : "");
+        for (int k = 0; k < io.n_in; k++)
+            fprintf(f, " %s(%s)", p->nodes[io.in[k].node].id,
+                    io.in[k].native >= 0 ? "rgba8" : "float4");
+        fprintf(f, ", stores");
+        for (int k = 0; k < io.n_out; k++)
+            fprintf(f, " %s(%s)", io.out[k].native >= 0 ? p->outputs[io.out[k].native].name
+                                                        : p->nodes[io.out[k].node].id,
+                    io.out[k].native >= 0 ? "rgba8" : "float4");
+        fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
     }
+    fusion_view_free(&v);
     fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
             plan->n_unfused_units, plan->n_streams);
     for (int ui = 0; ui < plan->n_units; ui++) {

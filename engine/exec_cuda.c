@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exec_cuda.h"
+#include "fuse.h"
 
 #ifndef PF_HAVE_CUDA
 
@@ -150,8 +151,23 @@ typedef struct cuda_slot {
     pf_frame *out[64];      /* host mode: where wait puts the outputs */
 } cuda_slot;
 
+#define PF_KERNEL_VARIANTS 4 /* compiled formats kept per fused unit */
+
+typedef struct fused_kernel {
+    unsigned long long key; /* formats of the unit's native inputs and outputs; 0 empty */
+    void *module, *function;
+} fused_kernel;
+
 struct pf_cuda_plan {
     int n_slots;
+    int n_units;
+    int arch;               /* the device's sm_XY as XY, for NVRTC */
+    char *f4;               /* per node: has a float RGBA device image */
+    int *fused;             /* per unit: runs as one NVRTC kernel */
+    pf_fuse_unit *fio;      /* per unit: a fused unit's inputs and outputs */
+    size_t *fio_off;        /* per unit: index of its first descriptor in the desc area */
+    fused_kernel *kern;     /* per unit: PF_KERNEL_VARIANTS compiled variants */
+    int *cur;               /* per unit: the variant this frame uses */
     int n_streams;
     int launches;
     int graph_failed;       /* capture failed once: eager from then on */
@@ -160,6 +176,7 @@ struct pf_cuda_plan {
     size_t *img_off;        /* per node: device image, or SIZE_MAX */
     size_t *param_off;      /* per node: in the parameter block */
     size_t params_off, params_size; /* device block; the same offset in the pinned pool */
+    size_t desc_count;      /* frame descriptors: inputs, outputs, then fused units' IO */
     size_t desc_off;        /* device frame descriptors (inputs, then outputs); pinned too */
     size_t *in_dev_off, *in_host_off, *in_bytes;    /* per input: native staging */
     size_t *out_dev_off, *out_host_off, *out_bytes; /* per output */
@@ -235,8 +252,7 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
     /* Producers in order: inputs first (unit -1), then each unit's members. */
     for (int i = 0; i < nn; i++) {
         int u = i < p->n_inputs ? -1 : plan->unit_of[i];
-        if ((i >= p->n_inputs && u < 0) ||
-            (i >= p->n_inputs && p->nodes[i].desc->kind == PF_STAGE_REDUCE))
+        if (!c->f4[i])
             continue;
         size_t need = c->pitch[i] * (size_t)plan->shapes[i].height;
         int pick = -1;
@@ -292,16 +308,19 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     ALLOC_OFFS(partial_off, nn)
     ALLOC_OFFS(partial_host_off, nn)
 #undef ALLOC_OFFS
+    (void)nu;
     size_t dev = 0, host = 0;
     /* First in both pools, at the same offsets: the parameter block (every stage's
        struct, 16-byte aligned) and the frame descriptors, so one copy refreshes both. */
-    size_t params = 0;
-    for (int i = ni; i < nn; i++) {
-        c->param_off[i] = params;
-        params += (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
+    c->params_size = pf_param_layout(p, c->param_off);
+    size_t n_desc = (size_t)(ni + no);
+    for (int u = 0; u < nu; u++) {
+        c->fio_off[u] = n_desc;
+        if (c->fused[u])
+            n_desc += (size_t)(c->fio[u].n_in + c->fio[u].n_out);
     }
-    c->params_size = params ? params : 16;
-    size_t desc_bytes = sizeof(pf_frame_desc) * (size_t)(ni + no);
+    size_t desc_bytes = sizeof(pf_frame_desc) * n_desc;
+    c->desc_count = n_desc;
     c->params_off = take(&dev, c->params_size + desc_bytes);
     c->desc_off = c->params_off + c->params_size;
     host = dev;
@@ -347,14 +366,24 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
 }
 
 /* Kernel launches one frame takes: conversions in and out, and every stage. */
-static int count_launches(const pf_pipeline *p)
+static int needs_convert_out(const pf_pipeline *p, const pf_cuda_plan *c, int o)
+{
+    int node = p->outputs[o].node;
+    if (p->plan->tables[node].data)
+        return 0;
+    return node < p->n_inputs || !c->fused[p->plan->unit_of[node]];
+}
+
+static int count_launches(const pf_pipeline *p, const pf_cuda_plan *c)
 {
     const pf_plan *plan = p->plan;
-    int n = p->n_inputs;
+    int n = 0;
+    for (int i = 0; i < p->n_inputs; i++)
+        n += c->f4[i];
     for (int u = 0; u < plan->n_units; u++)
-        n += plan->units[u].n_nodes;
+        n += c->fused[u] ? 1 : plan->units[u].n_nodes;
     for (int o = 0; o < p->n_outputs; o++)
-        n += plan->tables[p->outputs[o].node].data == NULL;
+        n += needs_convert_out(p, c, o);
     return n;
 }
 
@@ -391,6 +420,9 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
         cudaFree(sl->dev);
         cudaFreeHost(sl->host);
     }
+    for (int k = 0; c->kern && k < c->n_units * PF_KERNEL_VARIANTS; k++)
+        pf_fuse_unload(c->kern[k].module);
+    free(c->kern), free(c->cur), free(c->fused), free(c->fio), free(c->fio_off), free(c->f4);
     free(c->img_off), free(c->param_off), free(c->pitch);
     free(c->in_dev_off), free(c->in_host_off), free(c->in_bytes);
     free(c->out_dev_off), free(c->out_host_off), free(c->out_bytes);
@@ -443,6 +475,54 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     return PF_OK;
 }
 
+/* Which point units run as one NVRTC kernel, and so which nodes need float images. */
+static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
+{
+    const pf_plan *plan = p->plan;
+    int nu = plan->n_units;
+    c->n_units = nu;
+    c->fused = calloc((size_t)nu + 1, sizeof(int));
+    c->fio = calloc((size_t)nu + 1, sizeof(pf_fuse_unit));
+    c->fio_off = calloc((size_t)nu + 1, sizeof(size_t));
+    c->kern = calloc((size_t)(nu + 1) * PF_KERNEL_VARIANTS, sizeof(fused_kernel));
+    c->cur = calloc((size_t)nu + 1, sizeof(int));
+    c->f4 = calloc((size_t)p->n_nodes, 1);
+    if (!c->fused || !c->fio || !c->fio_off || !c->kern || !c->cur || !c->f4)
+        return PF_NO_MEMORY;
+    struct cudaDeviceProp prop;
+    CU(p, cudaGetDeviceProperties(&prop, p->eng->cuda->device));
+    c->arch = prop.major * 10 + prop.minor;
+    char why[512] = "";
+    int nvrtc = pf_nvrtc_available(why, sizeof why);
+    for (int u = 0; u < nu; u++) {
+        char w[512] = "";
+        if (plan->units[u].kind != PF_UNIT_POINT)
+            continue;
+        if (!pf_fuse_possible(p, u, w, sizeof w) || !nvrtc) {
+            if (!why[0] && w[0])
+                snprintf(why, sizeof why, "%s", w);
+            continue;
+        }
+        c->fused[u] = 1;
+    }
+    for (int u = 0; u < nu; u++)
+        if (plan->units[u].kind == PF_UNIT_POINT && !c->fused[u] && p->opts.fusion &&
+            !p->notified_unfused) {
+            pf_log(p->eng, 0, "%s: point stages run as separate kernels: %s", p->source, why);
+            p->notified_unfused = 1;
+        }
+    pf_fuse_buffers(p, c->fused, c->f4);
+    /* IO lists with placeholder formats: their length does not depend on formats. */
+    int fmt[64];
+    for (int i = 0; i < 64; i++)
+        fmt[i] = PF_U8 * 8 + 4;
+    for (int u = 0; u < nu; u++)
+        if (c->fused[u] && pf_fuse_unit_io(p, u, c->f4, fmt, fmt, &c->fio[u]) != 0)
+            c->fused[u] = 0; /* too many edges for one kernel */
+    pf_fuse_buffers(p, c->fused, c->f4);
+    return PF_OK;
+}
+
 int pf_cuda_plan_build(pf_pipeline *p)
 {
     char why[512];
@@ -469,8 +549,11 @@ int pf_cuda_plan_build(pf_pipeline *p)
     plan->cu = c;
     c->n_streams = plan->n_streams > 0 ? plan->n_streams : 1;
     c->n_slots = p->slots > 0 ? (p->slots < PF_MAX_SLOTS ? p->slots : PF_MAX_SLOTS) : 3;
-    c->launches = count_launches(p);
-    int rc = layout(p, c);
+    int rc = decide_fusion(p, c);
+    if (rc != PF_OK)
+        return rc;
+    c->launches = count_launches(p, c);
+    rc = layout(p, c);
     if (rc == PF_NO_MEMORY)
         pf_errf(p->errmsg, "%s: out of host memory planning", p->source);
     for (int s = 0; s < c->n_slots && rc == PF_OK; s++)
@@ -496,6 +579,19 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
 {
     const pf_plan *plan = p->plan;
     const pf_unit *un = &plan->units[u];
+    if (c->fused[u]) {
+        const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
+        char err[512];
+        nvtxRangePushA(un->ids[0]);
+        int rc = pf_fuse_launch(k->function, un->shape.width, un->shape.height, 0,
+                                un->shape.height, sl->dev + c->params_off,
+                                sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u], st,
+                                err, sizeof err);
+        nvtxRangePop();
+        if (rc != PF_OK)
+            pf_errf(p->errmsg, "%s: fused unit #%d (%s...): %s", p->source, u, un->ids[0], err);
+        return rc;
+    }
     for (int a = 0; a < un->n_nodes; a++) {
         int i = un->nodes[a];
         const pf_node *n = &p->nodes[i];
@@ -549,7 +645,7 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
 {
     const pf_plan *plan = p->plan;
     int ni = p->n_inputs, no = p->n_outputs;
-    size_t desc_bytes = sizeof(pf_frame_desc) * (size_t)(ni + no);
+    size_t desc_bytes = sizeof(pf_frame_desc) * c->desc_count;
     CU(p, cudaMemcpyAsync(sl->dev + c->params_off, sl->host + c->params_off,
                           c->params_size + desc_bytes, cudaMemcpyHostToDevice, s0));
     const pf_frame_desc *d_desc = (const pf_frame_desc *)(sl->dev + c->desc_off);
@@ -560,7 +656,8 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
             CU(p, cudaMemcpyAsync(sl->dev + c->in_dev_off[i], sl->host + c->in_host_off[i],
                                   bytes, cudaMemcpyHostToDevice, s0));
         }
-        CU(p, (cudaError_t)pf_cuda_frame_to_image(&d_desc[i], dev_image(c, sl, plan, i), s0));
+        if (c->f4[i])
+            CU(p, (cudaError_t)pf_cuda_frame_to_image(&d_desc[i], dev_image(c, sl, plan, i), s0));
     }
     CU(p, cudaEventRecord(sl->fork, s0));
     for (int k = 1; k < c->n_streams; k++)
@@ -583,8 +680,9 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
         int node = p->outputs[o].node;
         if (plan->tables[node].data)
             continue;
-        CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node),
-                                                    &d_desc[ni + o], s0));
+        if (needs_convert_out(p, c, o))
+            CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node),
+                                                        &d_desc[ni + o], s0));
         if (!device) {
             size_t bytes = (size_t)h_desc[ni + o].pitch * (size_t)h_desc[ni + o].height;
             CU(p, cudaMemcpyAsync(sl->host + c->out_host_off[o], sl->dev + c->out_dev_off[o],
@@ -688,6 +786,89 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     return PF_OK;
 }
 
+/* For every fused unit: the kernel variant for this frame's formats (generated and
+   compiled on first sight, from the disk cache when it has it) and its descriptors:
+   pipeline inputs and outputs as this frame has them, float images of this slot. */
+static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_frame_desc *h_desc)
+{
+    int ni = p->n_inputs, no = p->n_outputs;
+    int in_fmt[64], out_fmt[64];
+    for (int i = 0; i < ni && i < 64; i++)
+        in_fmt[i] = h_desc[i].sample * 8 + h_desc[i].channels;
+    for (int o = 0; o < no && o < 64; o++)
+        out_fmt[o] = h_desc[ni + o].sample * 8 + h_desc[ni + o].channels;
+    for (int u = 0; u < c->n_units; u++) {
+        if (!c->fused[u])
+            continue;
+        pf_fuse_unit *io = &c->fio[u];
+        unsigned long long key = 1;
+        for (int k = 0; k < io->n_in; k++)
+            if (io->in[k].native >= 0)
+                key = key * 64 + (unsigned long long)in_fmt[io->in[k].native];
+        for (int k = 0; k < io->n_out; k++)
+            if (io->out[k].native >= 0)
+                key = key * 64 + (unsigned long long)out_fmt[io->out[k].native];
+        fused_kernel *kv = &c->kern[u * PF_KERNEL_VARIANTS];
+        int v = 0;
+        while (v < PF_KERNEL_VARIANTS && kv[v].key != key)
+            v++;
+        if (v == PF_KERNEL_VARIANTS) {
+            v = 0; /* a new variant; replace the first slot when all are taken */
+            while (v < PF_KERNEL_VARIANTS - 1 && kv[v].key)
+                v++;
+            pf_fuse_unload(kv[v].module);
+            memset(&kv[v], 0, sizeof kv[v]);
+            void *cubin = NULL;
+            size_t size = 0;
+            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, p->dump_dir, io,
+                                   &cubin, &size);
+            if (rc == PF_OK) {
+                char name[64], err[512];
+                snprintf(name, sizeof name, "pf_fused_u%d", u);
+                rc = pf_fuse_load(cubin, name, &kv[v].module, &kv[v].function, err, sizeof err);
+                if (rc != PF_OK)
+                    pf_errf(p->errmsg, "%s: %s", p->source, err);
+            }
+            free(cubin);
+            if (rc != PF_OK)
+                return rc;
+            kv[v].key = key;
+        }
+        c->cur[u] = v;
+        pf_frame_desc *d = h_desc + c->fio_off[u];
+        for (int k = 0; k < io->n_in; k++) {
+            const pf_fuse_io *e = &io->in[k];
+            if (e->native >= 0) {
+                d[k] = h_desc[e->native];
+            } else {
+                memset(&d[k], 0, sizeof d[k]);
+                d[k].data = sl->dev + c->img_off[e->node];
+                d[k].pitch = c->pitch[e->node];
+                d[k].width = p->plan->shapes[e->node].width;
+                d[k].height = p->plan->shapes[e->node].height;
+                d[k].sample = PF_F32;
+                d[k].channels = 4;
+            }
+        }
+        for (int k = 0; k < io->n_out; k++) {
+            const pf_fuse_io *e = &io->out[k];
+            pf_frame_desc *o = &d[io->n_in + k];
+            if (e->native >= 0) {
+                *o = h_desc[ni + e->native];
+            } else {
+                memset(o, 0, sizeof *o);
+                o->data = sl->dev + c->img_off[e->node];
+                o->pitch = c->pitch[e->node];
+                o->width = p->plan->shapes[e->node].width;
+                o->height = p->plan->shapes[e->node].height;
+                o->sample = PF_F32;
+                o->channels = 4;
+            }
+        }
+    }
+    return PF_OK;
+}
+
 int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
                    void *stream, int *ticket)
 {
@@ -752,9 +933,13 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
         key = key * 31 + (unsigned long long)(out[o]->sample * 8 + out[o]->channels);
     }
     key = key * 2 + (unsigned long long)device;
+    int rc = prepare_fused(p, c, sl, h_desc);
+    if (rc != PF_OK) {
+        nvtxRangePop();
+        return rc;
+    }
 
     cudaStream_t s0 = device ? (cudaStream_t)stream : sl->streams[0];
-    int rc = PF_OK;
     int use_graph = p->opts.graph && !c->graph_failed;
     if (use_graph && (!sl->exec[device] || sl->key[device] != key)) {
         rc = capture(p, c, sl, device);

@@ -126,6 +126,8 @@ struct pf_pipeline {
     struct pf_plan *plan;
     pf_stats stats;          /* counters; backend and per-frame fields set on read */
     int notified_cpu;        /* the one-line CPU fallback notice was given */
+    int notified_unfused;    /* the notice that point stages run unfused was given */
+    char *dump_dir;          /* --dump-kernels: where generated sources are written */
     char errmsg[PF_ERRMSG_MAX];
 };
 

@@ -140,7 +140,9 @@ int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *json_valu
 int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
 
 /* Sets a pipeline option as in the file's "options" (backend auto|cpu|cuda, fusion
-   true|false, graph true|false, streams, threads, max_launch_ms), value as text.
+   true|false, graph true|false, streams, threads, max_launch_ms), value as text, and
+   the API-only ones: slots (CUDA frames in flight, 1-8) and dump_kernels (a directory
+   where the sources of fused kernels are written as they are generated; "" for none).
    The next run plans again. */
 int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value);
 
@@ -257,6 +259,12 @@ typedef struct pf_unit_info {
 /* Launch units per frame, after pf_pipeline_plan, in execution order. */
 int pf_pipeline_unit_count(const pf_pipeline *p);
 int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info);
+
+/* Generates and compiles with NVRTC (no GPU needed) the fused kernel of every point
+   unit of the current plan that can fuse, for sm_<arch> (e.g. 90), assuming 8-bit RGBA
+   pipeline inputs and outputs; writes each source to dump_dir/<name>.cu when dump_dir
+   is not NULL. PF_UNSUPPORTED without NVRTC; PF_STAGE with NVRTC's log on an error. */
+int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels);
 
 /* Writes the plan as text (pipefuse check) or as a Graphviz digraph. */
 int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f);

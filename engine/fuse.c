@@ -1,0 +1,553 @@
+/* engine/fuse.c: code generation for fused point units, NVRTC, and the driver API.
+ * See fuse.h. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuse.h"
+#include "kcache.h"
+
+extern const char pf_src_point_h[];
+extern const char pf_src_fused_rt[];
+
+/* ---- Layout and IO ------------------------------------------------------------------------ */
+
+size_t pf_param_layout(const pf_pipeline *p, size_t *off)
+{
+    size_t top = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        off[i] = top;
+        if (i >= p->n_inputs)
+            top += (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
+    }
+    return top ? top : 16;
+}
+
+static int is_output(const pf_pipeline *p, int node)
+{
+    for (int o = 0; o < p->n_outputs; o++)
+        if (p->outputs[o].node == node)
+            return 1;
+    return 0;
+}
+
+void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
+{
+    const pf_plan *plan = p->plan;
+    for (int i = 0; i < p->n_nodes; i++) {
+        int u = i < p->n_inputs ? -1 : plan->unit_of[i];
+        if (i >= p->n_inputs && (u < 0 || p->nodes[i].desc->kind == PF_STAGE_REDUCE)) {
+            f4[i] = 0; /* unused, or a table */
+            continue;
+        }
+        int need = u < 0 ? is_output(p, i) : !fused_unit[u];
+        for (int c = i + 1; c < p->n_nodes && !need; c++) {
+            int cu = plan->unit_of[c];
+            if (cu < 0)
+                continue;
+            for (int k = 0; k < p->nodes[c].n_in && !need; k++)
+                need = p->nodes[c].in[k] == i && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]);
+        }
+        f4[i] = (char)need;
+    }
+}
+
+int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
+                    const int *out_fmt, pf_fuse_unit *io)
+{
+    const pf_unit *un = &p->plan->units[u];
+    io->n_in = io->n_out = 0;
+    for (int k = 0; k < un->n_inputs; k++) {
+        int q = un->inputs[k];
+        if (io->n_in >= 64)
+            return -1;
+        pf_fuse_io *e = &io->in[io->n_in++];
+        e->node = q;
+        if (q < p->n_inputs) {
+            e->native = q;
+            e->sample = in_fmt[q] / 8;
+            e->channels = in_fmt[q] % 8;
+        } else {
+            e->native = -1;
+            e->sample = PF_F32;
+            e->channels = 4;
+        }
+    }
+    for (int a = 0; a < un->n_nodes; a++) {
+        int m = un->nodes[a];
+        for (int o = 0; o < p->n_outputs; o++) {
+            if (p->outputs[o].node != m)
+                continue;
+            if (io->n_out >= 64)
+                return -1;
+            pf_fuse_io *e = &io->out[io->n_out++];
+            e->node = m;
+            e->native = o;
+            e->sample = out_fmt[o] / 8;
+            e->channels = out_fmt[o] % 8;
+        }
+        if (f4[m]) {
+            if (io->n_out >= 64)
+                return -1;
+            pf_fuse_io *e = &io->out[io->n_out++];
+            e->node = m;
+            e->native = -1;
+            e->sample = PF_F32;
+            e->channels = 4;
+        }
+    }
+    return 0;
+}
+
+int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
+{
+    const pf_unit *un = &p->plan->units[u];
+    if (un->kind != PF_UNIT_POINT)
+        return 0;
+    if (!p->opts.fusion) {
+        snprintf(why, why_size, "fusion is off");
+        return 0;
+    }
+    for (int a = 0; a < un->n_nodes; a++) {
+        const pf_node *n = &p->nodes[un->nodes[a]];
+        if (!n->desc->point_source) {
+            snprintf(why, why_size, "stage '%s' (%s) has no point source text", n->id,
+                     n->desc->name);
+            return 0;
+        }
+    }
+    if (un->n_inputs > 64) {
+        snprintf(why, why_size, "the unit has more than 64 inputs");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- Source generation ---------------------------------------------------------------------- */
+
+typedef struct sb {
+    char *s;
+    size_t n, cap;
+    int failed;
+} sb;
+
+static void sb_printf(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sb *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->failed = 1;
+            return;
+        }
+        if (b->s && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 65536) + (size_t)k;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->failed = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* Each distinct op source lives in a namespace of its own (pf_ns<k>), so two plugins'
+   helpers can share names. Returns the namespace index of node i's source. */
+static int source_index(const pf_pipeline *p, const pf_unit *un, int a)
+{
+    const char *src = p->nodes[un->nodes[a]].desc->point_source;
+    for (int b = 0; b < a; b++)
+        if (p->nodes[un->nodes[b]].desc->point_source == src)
+            return source_index(p, un, b);
+    return a;
+}
+
+char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
+                     const char *name)
+{
+    const pf_unit *un = &p->plan->units[u];
+    sb b = {0};
+    sb_printf(&b, "// pipefuse fused kernel %s: %s", name, p->source);
+    for (int a = 0; a < un->n_nodes; a++)
+        sb_printf(&b, "%s%s", a ? " + " : " [", un->ids[a]);
+    sb_printf(&b, "]\n#include \"pipefuse/point.h\"\n#include \"pipefuse/fused_rt.h\"\n\n");
+    for (int a = 0; a < un->n_nodes; a++) {
+        if (source_index(p, un, a) != a)
+            continue;
+        const pf_node *n = &p->nodes[un->nodes[a]];
+        sb_printf(&b, "namespace pf_ns%d { // %s\n%s\n} // namespace pf_ns%d\n\n", a,
+                  n->desc->name, n->desc->point_source, a);
+    }
+    sb_printf(&b,
+              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
+              "   int W, int H, int y0, int y1)\n{\n"
+              "    const int y = y0 + blockIdx.y;\n"
+              "    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * PF_PPT;\n"
+              "    if (y >= y1 || x0 >= W)\n        return;\n",
+              name);
+    for (int k = 0; k < io->n_in; k++)
+        sb_printf(&b, "    pf_float4 in%d[PF_PPT]; /* %s */\n    pf_load_px<%d, %d>(io[%d], y, x0, W, in%d);\n",
+                  k, p->nodes[io->in[k].node].id, io->in[k].sample, io->in[k].channels, k, k);
+    for (int k = 0; k < io->n_out; k++)
+        sb_printf(&b, "    pf_float4 out%d[PF_PPT];\n", k);
+    sb_printf(&b, "#pragma unroll\n    for (int i = 0; i < PF_PPT; i++) {\n"
+                  "        pf_pos pos;\n        pos.x = x0 + i, pos.y = y, pos.width = W, pos.height = H;\n");
+    for (int a = 0; a < un->n_nodes; a++) {
+        int m = un->nodes[a];
+        const pf_node *n = &p->nodes[m];
+        sb_printf(&b, "        pf_float4 a%d[%d] = {", a, n->n_in);
+        for (int k = 0; k < n->n_in; k++) {
+            int q = n->in[k], src = -1;
+            for (int c = 0; c < a && src < 0; c++)
+                if (un->nodes[c] == q)
+                    src = c;
+            if (src >= 0) {
+                sb_printf(&b, "%sv%d", k ? ", " : "", src);
+            } else {
+                int e = 0;
+                while (e < io->n_in && io->in[e].node != q)
+                    e++;
+                sb_printf(&b, "%sin%d[i]", k ? ", " : "", e);
+            }
+        }
+        int ns = source_index(p, un, a);
+        sb_printf(&b, "};\n        pf_float4 v%d = pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), a%d, pos); // %s\n",
+                  a, ns, n->desc->point_fn, ns, n->desc->params_type, param_off[m], a, n->id);
+        for (int k = 0; k < io->n_out; k++)
+            if (io->out[k].node == m)
+                sb_printf(&b, "        out%d[i] = v%d;\n", k, a);
+    }
+    sb_printf(&b, "    }\n");
+    for (int k = 0; k < io->n_out; k++)
+        sb_printf(&b, "    pf_store_px<%d, %d>(io[%d], y, x0, W, out%d); /* %s%s */\n",
+                  io->out[k].sample, io->out[k].channels, io->n_in + k, k,
+                  p->nodes[io->out[k].node].id, io->out[k].native >= 0 ? ", pipeline output" : "");
+    sb_printf(&b, "}\n");
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
+                  int arch, const char *dump_dir, pf_fuse_unit *io, void **cubin, size_t *size)
+{
+    const pf_unit *un = &p->plan->units[u];
+    char name[64], ids[1024] = "";
+    snprintf(name, sizeof name, "pf_fused_u%d", u);
+    for (int a = 0, o = 0; a < un->n_nodes && o < (int)sizeof ids - 64; a++)
+        o += snprintf(ids + o, sizeof ids - (size_t)o, "%s%s", a ? ", " : "", un->ids[a]);
+    if (pf_fuse_unit_io(p, u, f4, in_fmt, out_fmt, io) != 0) {
+        pf_errf(p->errmsg, "%s: fused unit #%d (%s) has more than 64 inputs or outputs",
+                p->source, u, ids);
+        return PF_UNSUPPORTED;
+    }
+    size_t *off = malloc(sizeof(size_t) * (size_t)p->n_nodes);
+    if (!off)
+        return PF_NO_MEMORY;
+    pf_param_layout(p, off);
+    char *src = pf_fuse_source(p, u, io, off, name);
+    free(off);
+    if (!src) {
+        pf_errf(p->errmsg, "%s: out of memory generating fused kernel #%d", p->source, u);
+        return PF_NO_MEMORY;
+    }
+    if (dump_dir && pf_fuse_dump(dump_dir, name, src) != 0)
+        pf_log(p->eng, 1, "cannot write %s/%s.cu: %s", dump_dir, name, strerror(errno));
+    char *log = NULL;
+    int rc = pf_nvrtc_compile(src, name, arch, cubin, size, &log, NULL);
+    if (rc == PF_STAGE) {
+        /* Keep the source where the user can read it next to NVRTC's message. */
+        char path[4200] = "";
+        const char *dir = dump_dir;
+        char tmpdir[4096];
+        if (!dir) {
+            const char *t = getenv("TMPDIR");
+            snprintf(tmpdir, sizeof tmpdir, "%s", t && *t ? t : "/tmp");
+            dir = tmpdir;
+            snprintf(name, sizeof name, "pipefuse-%ld-u%d", (long)getpid(), u);
+            if (pf_fuse_dump(dir, name, src) != 0)
+                dir = NULL;
+        }
+        if (dir)
+            snprintf(path, sizeof path, "%s/%s.cu", dir, name);
+        pf_errf(p->errmsg, "%s: NVRTC failed to compile the fused kernel of stages %s%s%s:\n%s",
+                p->source, ids, path[0] ? "; source in " : "", path, log ? log : "(no log)");
+    } else if (rc != PF_OK) {
+        pf_errf(p->errmsg, "%s: fused kernel of stages %s: %s", p->source, ids,
+                log ? log : pf_status_str(rc));
+    }
+    free(log);
+    free(src);
+    return rc;
+}
+
+int pf_fuse_dump(const char *dir, const char *name, const char *source)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s.cu", dir, name) >= (int)sizeof path)
+        return -1;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int bad = fputs(source, f) < 0;
+    return fclose(f) != 0 || bad ? -1 : 0;
+}
+
+/* ---- NVRTC through dlopen ---------------------------------------------------------------------- */
+
+typedef int (*nvrtc_create_fn)(void **, const char *, const char *, int, const char *const *,
+                               const char *const *);
+typedef int (*nvrtc_compile_fn)(void *, int, const char *const *);
+typedef int (*nvrtc_size_fn)(void *, size_t *);
+typedef int (*nvrtc_get_fn)(void *, char *);
+typedef int (*nvrtc_destroy_fn)(void **);
+typedef int (*nvrtc_version_fn)(int *, int *);
+typedef const char *(*nvrtc_errstr_fn)(int);
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    char why[512];
+    nvrtc_create_fn create;
+    nvrtc_compile_fn compile;
+    nvrtc_size_fn log_size, cubin_size;
+    nvrtc_get_fn log, cubin;
+    nvrtc_destroy_fn destroy;
+    nvrtc_version_fn version;
+    nvrtc_errstr_fn errstr;
+    int major, minor;
+} nv = {PTHREAD_ONCE_INIT};
+
+static void nvrtc_load(void)
+{
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    const char *env = getenv("PIPEFUSE_NVRTC");
+    if (env && strcmp(env, "off") == 0) {
+        snprintf(nv.why, sizeof nv.why, "NVRTC disabled by PIPEFUSE_NVRTC=off");
+        return;
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !nv.lib; i++)
+        nv.lib = dlopen(env && *env ? env : names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!nv.lib) {
+        snprintf(nv.why, sizeof nv.why, "NVRTC not found (libnvrtc.so.13 or .12): %s", dlerror());
+        return;
+    }
+#define SYM(field, sym) *(void **)&nv.field = dlsym(nv.lib, sym)
+    SYM(create, "nvrtcCreateProgram");
+    SYM(compile, "nvrtcCompileProgram");
+    SYM(log_size, "nvrtcGetProgramLogSize");
+    SYM(log, "nvrtcGetProgramLog");
+    SYM(cubin_size, "nvrtcGetCUBINSize");
+    SYM(cubin, "nvrtcGetCUBIN");
+    SYM(destroy, "nvrtcDestroyProgram");
+    SYM(version, "nvrtcVersion");
+    SYM(errstr, "nvrtcGetErrorString");
+#undef SYM
+    if (!nv.create || !nv.compile || !nv.log_size || !nv.log || !nv.cubin_size || !nv.cubin ||
+        !nv.destroy || !nv.version || !nv.errstr || nv.version(&nv.major, &nv.minor) != 0) {
+        snprintf(nv.why, sizeof nv.why, "the NVRTC library found lacks symbols pipefuse needs");
+        dlclose(nv.lib);
+        nv.lib = NULL;
+    }
+}
+
+int pf_nvrtc_available(char *why, size_t why_size)
+{
+    pthread_once(&nv.once, nvrtc_load);
+    if (!nv.lib && why)
+        snprintf(why, why_size, "%s", nv.why);
+    return nv.lib != NULL;
+}
+
+int pf_nvrtc_version(void)
+{
+    return pf_nvrtc_available(NULL, 0) ? nv.major * 1000 + nv.minor * 10 : 0;
+}
+
+int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubin, size_t *size,
+                     char **log, int *cache_hit)
+{
+    *cubin = NULL;
+    *log = NULL;
+    *size = 0;
+    if (cache_hit)
+        *cache_hit = 0;
+    char why[512];
+    if (!pf_nvrtc_available(why, sizeof why)) {
+        *log = pf_strdup(why);
+        return PF_UNSUPPORTED;
+    }
+    char opt_arch[64];
+    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d", arch);
+    const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
+    int n_opts = (int)(sizeof opts / sizeof opts[0]);
+
+    /* The key covers everything the cubin depends on. */
+    pf_kcache_key key;
+    pf_kcache_key_init(&key);
+    pf_kcache_key_add(&key, source, strlen(source));
+    pf_kcache_key_add(&key, pf_src_point_h, strlen(pf_src_point_h));
+    pf_kcache_key_add(&key, pf_src_fused_rt, strlen(pf_src_fused_rt));
+    for (int i = 0; i < n_opts; i++)
+        pf_kcache_key_add(&key, opts[i], strlen(opts[i]) + 1);
+    char ver[64];
+    snprintf(ver, sizeof ver, "nvrtc %d.%d engine %s", nv.major, nv.minor, PF_VERSION_STRING);
+    pf_kcache_key_add(&key, ver, strlen(ver));
+    if (pf_kcache_get(&key, cubin, size) == 0) {
+        if (cache_hit)
+            *cache_hit = 1;
+        return PF_OK;
+    }
+
+    const char *headers[] = {pf_src_point_h, pf_src_fused_rt};
+    const char *header_names[] = {"pipefuse/point.h", "pipefuse/fused_rt.h"};
+    void *prog = NULL;
+    int rc = nv.create(&prog, source, name, 2, headers, header_names);
+    if (rc != 0) {
+        *log = pf_strdup(nv.errstr(rc));
+        return PF_STAGE;
+    }
+    int crc = nv.compile(prog, n_opts, opts);
+    size_t log_size = 0;
+    if (nv.log_size(prog, &log_size) == 0 && log_size > 1) {
+        *log = malloc(log_size);
+        if (*log && nv.log(prog, *log) != 0)
+            (*log)[0] = 0;
+    }
+    int status = PF_OK;
+    if (crc != 0) {
+        if (!*log)
+            *log = pf_strdup(nv.errstr(crc));
+        status = PF_STAGE;
+    } else if (nv.cubin_size(prog, size) != 0 || !(*cubin = malloc(*size)) ||
+               nv.cubin(prog, *cubin) != 0) {
+        free(*cubin);
+        *cubin = NULL;
+        status = PF_NO_MEMORY;
+    }
+    nv.destroy(&prog);
+    if (status == PF_OK)
+        pf_kcache_put(&key, *cubin, *size);
+    return status;
+}
+
+/* ---- The driver API, through the runtime's entry points ------------------------------------------ */
+
+#ifdef PF_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+static struct {
+    pthread_once_t once;
+    int ok;
+    CUresult (*load)(CUmodule *, const void *);
+    CUresult (*get)(CUfunction *, CUmodule, const char *);
+    CUresult (*unload)(CUmodule);
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       unsigned, CUstream, void **, void **);
+    CUresult (*errstr)(CUresult, const char **);
+} drv = {PTHREAD_ONCE_INIT};
+
+static void driver_load(void)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    int ok = 1;
+#define ENTRY(field, sym)                                                                 \
+    ok &= cudaGetDriverEntryPointByVersion(sym, (void **)&drv.field, 12000, cudaEnableDefault, \
+                                           &q) == cudaSuccess &&                          \
+          q == cudaDriverEntryPointSuccess && drv.field
+    ENTRY(load, "cuModuleLoadData");
+    ENTRY(get, "cuModuleGetFunction");
+    ENTRY(unload, "cuModuleUnload");
+    ENTRY(launch, "cuLaunchKernel");
+    ENTRY(errstr, "cuGetErrorString");
+#undef ENTRY
+    drv.ok = ok;
+}
+
+static const char *drv_err(CUresult r)
+{
+    const char *s = NULL;
+    if (drv.errstr && drv.errstr(r, &s) == CUDA_SUCCESS && s)
+        return s;
+    return "unknown driver error";
+}
+
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
+                 size_t err_size)
+{
+    pthread_once(&drv.once, driver_load);
+    if (!drv.ok) {
+        snprintf(err, err_size, "the CUDA driver API entry points are not available");
+        return PF_UNSUPPORTED;
+    }
+    CUmodule m = NULL;
+    CUfunction f = NULL;
+    CUresult r = drv.load(&m, cubin);
+    if (r == CUDA_SUCCESS && (r = drv.get(&f, m, name)) != CUDA_SUCCESS)
+        drv.unload(m);
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "cannot load fused kernel %s: %s", name, drv_err(r));
+        return PF_CUDA;
+    }
+    *module = m;
+    *function = f;
+    return PF_OK;
+}
+
+void pf_fuse_unload(void *module)
+{
+    if (module && drv.ok)
+        drv.unload((CUmodule)module);
+}
+
+int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
+                   const void *io, void *stream, char *err, size_t err_size)
+{
+    if (y1 <= y0)
+        return PF_OK;
+    void *args[] = {(void *)&params, (void *)&io, &width, &height, &y0, &y1};
+    unsigned gx = (unsigned)((width + 256 * 8 - 1) / (256 * 8));
+    CUresult r = drv.launch((CUfunction)function, gx, (unsigned)(y1 - y0), 1, 256, 1, 1, 0,
+                            (CUstream)stream, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "cuLaunchKernel: %s", drv_err(r));
+        return PF_CUDA;
+    }
+    return PF_OK;
+}
+
+#else
+
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
+                 size_t err_size)
+{
+    snprintf(err, err_size, "this build has no CUDA support");
+    return PF_UNSUPPORTED;
+}
+void pf_fuse_unload(void *module) {}
+int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
+                   const void *io, void *stream, char *err, size_t err_size)
+{
+    return PF_UNSUPPORTED;
+}
+
+#endif

@@ -1,0 +1,78 @@
+/* engine/fuse.h: fused kernels. For a point unit of the plan, fuse.c writes CUDA source
+ * that loads every unit input once (pipeline inputs in their own format, other units'
+ * results as float RGBA), evaluates the members' ops in registers and stores every
+ * result someone needs once (pipeline outputs in their own format). NVRTC (found with
+ * dlopen) compiles it for the device's exact architecture; the cubin is cached in
+ * memory and on disk (kcache.c) and loaded through the driver API, reached with
+ * cudaGetDriverEntryPointByVersion, so none of this is a link-time dependency.
+ */
+#ifndef PF_FUSE_H
+#define PF_FUSE_H
+
+#include "plan.h"
+
+/* One input or output of a fused unit. */
+typedef struct pf_fuse_io {
+    int node;     /* the node read or written */
+    int native;   /* -1: the node's float RGBA buffer; else the pipeline input (for
+                     inputs) or output (for outputs) index, in that frame's format */
+    int sample;   /* pf_sample of the access */
+    int channels;
+} pf_fuse_io;
+
+typedef struct pf_fuse_unit {
+    int n_in, n_out;
+    pf_fuse_io in[64], out[64];
+} pf_fuse_unit;
+
+/* Which nodes the GPU keeps as float RGBA images when point units are fused (or not):
+   f4[node] = 1 where a buffer is needed. A fused unit reads pipeline inputs and writes
+   pipeline outputs in their own format, so those need a buffer only when a non-fused
+   unit reads them (or, for an output that is a pipeline input, to convert it). */
+void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4);
+
+/* The IO list of point unit u; sample/channels of native entries are taken from
+   in_fmt/out_fmt (per pipeline input / output: sample * 8 + channels). Returns -1
+   when the unit has more than 64 inputs or outputs (then it is not fused). */
+int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
+                    const int *out_fmt, pf_fuse_unit *io);
+
+/* Byte offset of every stage's params in the parameter block (16-byte aligned, as the
+   CUDA executor lays it out); returns the block's size. off has n_nodes entries. */
+size_t pf_param_layout(const pf_pipeline *p, size_t *off);
+
+/* Whether unit u can be fused: fusion on and every member has point source. When not,
+   why says so (for the notice). */
+int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
+
+/* Generated source of a fused kernel named `name` (malloc'd), or NULL (out of memory). */
+char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
+                     const char *name);
+
+/* NVRTC: whether it can be loaded (why otherwise), and a compile to cubin for sm_<arch>
+   (e.g. 90). On failure returns PF_STAGE (a compile error, the log in *log) or
+   PF_UNSUPPORTED (no NVRTC); *cubin and *log are malloc'd. The disk cache is used
+   unless PIPEFUSE_CACHE_DIR is "off". */
+int pf_nvrtc_available(char *why, size_t why_size);
+int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubin, size_t *size,
+                     char **log, int *cache_hit);
+int pf_nvrtc_version(void); /* major * 1000 + minor * 10, or 0 */
+
+/* Launch through the driver API (CUDA builds): load a cubin and get its kernel. */
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function,
+                 char *err, size_t err_size);
+void pf_fuse_unload(void *module);
+int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
+                   const void *io, void *stream, char *err, size_t err_size);
+
+/* Generates, optionally dumps (dump_dir non-NULL: DIR/name.cu), and compiles fused
+   unit u for sm_<arch>, with the unit's IO from f4/in_fmt/out_fmt. The kernel is named
+   pf_fused_u<u>. On failure p->errmsg names the stages, holds NVRTC's log and where
+   the source was written. */
+int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
+                  int arch, const char *dump_dir, pf_fuse_unit *io, void **cubin, size_t *size);
+
+/* Writes source to DIR/name.cu (for --dump-kernels); 0 on success. */
+int pf_fuse_dump(const char *dir, const char *name, const char *source);
+
+#endif

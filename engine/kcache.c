@@ -1,0 +1,171 @@
+/* engine/kcache.c: see kcache.h.
+ *
+ * File layout: "PFKCACHE" (8 bytes), format version (u32), reserved (u32), key (two
+ * u64), payload size (u64), payload hash (u64), payload. Everything is checked before
+ * a byte of it is used.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "kcache.h"
+
+#define MAGIC "PFKCACHE"
+#define FORMAT 1u
+#define HEADER_BYTES 48
+#define MAX_ENTRY (256u << 20)
+
+void pf_kcache_key_init(pf_kcache_key *k)
+{
+    k->a = 0xcbf29ce484222325ull; /* FNV-1a offset basis */
+    k->b = 0x9e3779b97f4a7c15ull;
+}
+
+void pf_kcache_key_add(pf_kcache_key *k, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t a = k->a, b = k->b;
+    for (size_t i = 0; i < n; i++) {
+        a = (a ^ p[i]) * 0x100000001b3ull;                 /* FNV-1a */
+        b = (b + p[i] + 1) * 0xff51afd7ed558ccdull;         /* multiply-xorshift */
+        b ^= b >> 29;
+    }
+    /* length too, so "ab"+"c" and "a"+"bc" differ */
+    a = (a ^ n) * 0x100000001b3ull;
+    b = (b + n) * 0xc4ceb9fe1a85ec53ull;
+    b ^= b >> 32;
+    k->a = a;
+    k->b = b;
+}
+
+static uint64_t payload_hash(const void *data, size_t n)
+{
+    pf_kcache_key k;
+    pf_kcache_key_init(&k);
+    pf_kcache_key_add(&k, data, n);
+    return k.a ^ (k.b * 0x9e3779b97f4a7c15ull);
+}
+
+static int mkdir_p(char *path, mode_t mode)
+{
+    for (char *s = path + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        int rc = mkdir(path, mode);
+        *s = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    return mkdir(path, mode) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int pf_kcache_dir(char *buf, size_t size)
+{
+    const char *env = getenv("PIPEFUSE_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (env && strcmp(env, "off") == 0)
+        return -1;
+    if (env && *env)
+        n = snprintf(buf, size, "%s", env);
+    else if (xdg && *xdg == '/')
+        n = snprintf(buf, size, "%s/pipefuse", xdg);
+    else if (home && *home)
+        n = snprintf(buf, size, "%s/.cache/pipefuse", home);
+    else
+        return -1;
+    if (n <= 0 || (size_t)n >= size || mkdir_p(buf, 0700) != 0)
+        return -1;
+    struct stat st;
+    /* Another user's directory, or one others can write to, could feed us code. */
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH)))
+        return -1;
+    return 0;
+}
+
+int pf_kcache_path(const pf_kcache_key *k, char *buf, size_t size)
+{
+    char dir[4096];
+    if (pf_kcache_dir(dir, sizeof dir) != 0)
+        return -1;
+    int n = snprintf(buf, size, "%s/%016llx%016llx.cubin", dir, (unsigned long long)k->a,
+                     (unsigned long long)k->b);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+int pf_kcache_get(const pf_kcache_key *k, void **data, size_t *size)
+{
+    char path[4200];
+    *data = NULL;
+    if (pf_kcache_path(k, path, sizeof path) != 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    unsigned char h[HEADER_BYTES];
+    void *buf = NULL;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+             !(st.st_mode & (S_IWGRP | S_IWOTH)) && st.st_size >= HEADER_BYTES &&
+             read(fd, h, HEADER_BYTES) == HEADER_BYTES && memcmp(h, MAGIC, 8) == 0 &&
+             get_u64(h + 8) == FORMAT && get_u64(h + 16) == k->a && get_u64(h + 24) == k->b;
+    uint64_t n = ok ? get_u64(h + 32) : 0;
+    ok = ok && n > 0 && n <= MAX_ENTRY && (uint64_t)st.st_size == HEADER_BYTES + n &&
+         (buf = malloc(n)) != NULL && read(fd, buf, n) == (ssize_t)n &&
+         payload_hash(buf, n) == get_u64(h + 40);
+    close(fd);
+    if (!ok) {
+        free(buf);
+        return -1;
+    }
+    *data = buf;
+    *size = n;
+    return 0;
+}
+
+int pf_kcache_put(const pf_kcache_key *k, const void *data, size_t size)
+{
+    char path[4200], tmp[4300];
+    if (size == 0 || size > MAX_ENTRY || pf_kcache_path(k, path, sizeof path) != 0)
+        return -1;
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return -1;
+    unsigned char h[HEADER_BYTES];
+    memcpy(h, MAGIC, 8);
+    put_u64(h + 8, FORMAT);
+    put_u64(h + 16, k->a);
+    put_u64(h + 24, k->b);
+    put_u64(h + 32, size);
+    put_u64(h + 40, payload_hash(data, size));
+    int ok = write(fd, h, HEADER_BYTES) == HEADER_BYTES &&
+             write(fd, data, size) == (ssize_t)size;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,209 @@
+/* kernels/fused_rt.h: the device-side runtime of fused kernels, compiled by NVRTC as
+ * "pipefuse/fused_rt.h" ahead of every generated kernel (engine/fuse.c).
+ *
+ * Each thread of a fused kernel owns PF_PPT consecutive pixels of one row. Loads and
+ * stores move whole words: 16-byte vectors where the address allows (always, for the
+ * engine's own buffers and for tight RGBA8 rows), 8 or 4 bytes otherwise, single
+ * bytes as the last resort, and per-sample accesses in the row's ragged tail. Sample
+ * conversion follows the CPU's rules exactly (engine/frame.c): u8 and u16 scale to
+ * [0, 1], gray expands to (g, g, g, 1), stores round to nearest without FMA, clamp,
+ * NaN becomes 0, and gray outputs take the Rec. 709 luma.
+ */
+#ifndef PIPEFUSE_FUSED_RT_H
+#define PIPEFUSE_FUSED_RT_H
+
+#define PF_PPT 8 /* pixels per thread */
+
+typedef struct pf_frame_desc {
+    void *data;
+    unsigned long long pitch;
+    int width, height;
+    int sample; /* 0 u8, 1 u16, 2 f32 */
+    int channels;
+    int pad[2];
+} pf_frame_desc;
+
+/* Bytes of PF_PPT pixels of format (S, C), and the 32-bit words holding them. */
+#define PF_SB(S) ((S) == 0 ? 1 : ((S) == 1 ? 2 : 4))
+#define PF_NW(S, C) ((PF_PPT * PF_SB(S) * (C) + 3) / 4)
+
+template <int NW>
+static __device__ __forceinline__ void pf_load_words(const unsigned char *p, unsigned int (&w)[NW])
+{
+    unsigned long long a = (unsigned long long)p;
+    if (NW % 4 == 0 && (a & 15) == 0) {
+#pragma unroll
+        for (int i = 0; i < NW / 4; i++) {
+            uint4 v = __ldg((const uint4 *)p + i);
+            w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+        }
+    } else if (NW % 2 == 0 && (a & 7) == 0) {
+#pragma unroll
+        for (int i = 0; i < NW / 2; i++) {
+            uint2 v = __ldg((const uint2 *)p + i);
+            w[2 * i] = v.x, w[2 * i + 1] = v.y;
+        }
+    } else if ((a & 3) == 0) {
+#pragma unroll
+        for (int i = 0; i < NW; i++)
+            w[i] = __ldg((const unsigned int *)p + i);
+    } else {
+#pragma unroll
+        for (int i = 0; i < NW; i++)
+            w[i] = (unsigned int)p[4 * i] | (unsigned int)p[4 * i + 1] << 8 |
+                   (unsigned int)p[4 * i + 2] << 16 | (unsigned int)p[4 * i + 3] << 24;
+    }
+}
+
+template <int NW>
+static __device__ __forceinline__ void pf_store_words(unsigned char *p, const unsigned int (&w)[NW])
+{
+    unsigned long long a = (unsigned long long)p;
+    if (NW % 4 == 0 && (a & 15) == 0) {
+#pragma unroll
+        for (int i = 0; i < NW / 4; i++)
+            ((uint4 *)p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+    } else if (NW % 2 == 0 && (a & 7) == 0) {
+#pragma unroll
+        for (int i = 0; i < NW / 2; i++)
+            ((uint2 *)p)[i] = make_uint2(w[2 * i], w[2 * i + 1]);
+    } else if ((a & 3) == 0) {
+#pragma unroll
+        for (int i = 0; i < NW; i++)
+            ((unsigned int *)p)[i] = w[i];
+    } else {
+#pragma unroll
+        for (int i = 0; i < NW; i++) {
+            p[4 * i] = (unsigned char)w[i], p[4 * i + 1] = (unsigned char)(w[i] >> 8);
+            p[4 * i + 2] = (unsigned char)(w[i] >> 16), p[4 * i + 3] = (unsigned char)(w[i] >> 24);
+        }
+    }
+}
+
+/* Sample j (0-based, in samples) out of packed words. */
+template <int S>
+static __device__ __forceinline__ float pf_unpack(const unsigned int *w, int j)
+{
+    if (S == 0)
+        return (float)((w[j >> 2] >> ((j & 3) * 8)) & 0xffu) * (1.0f / 255.0f);
+    if (S == 1)
+        return (float)((w[j >> 1] >> ((j & 1) * 16)) & 0xffffu) * (1.0f / 65535.0f);
+    return __uint_as_float(w[j]);
+}
+
+static __device__ __forceinline__ unsigned int pf_quant(float v, float scale, unsigned int max)
+{
+    float t = __fadd_rn(__fmul_rn(v, scale), 0.5f); /* no FMA: round as the CPU does */
+    return t >= (float)max ? max : (t > 0.0f ? (unsigned int)(int)t : 0u);
+}
+
+template <int S>
+static __device__ __forceinline__ void pf_pack(unsigned int *w, int j, float v)
+{
+    if (S == 0)
+        w[j >> 2] |= pf_quant(v, 255.0f, 255u) << ((j & 3) * 8);
+    else if (S == 1)
+        w[j >> 1] |= pf_quant(v, 65535.0f, 65535u) << ((j & 1) * 16);
+    else
+        w[j] = __float_as_uint(v);
+}
+
+static __device__ __forceinline__ float pf_luma_rn(pf_float4 v)
+{
+    return __fadd_rn(__fadd_rn(__fmul_rn(0.2126f, v.x), __fmul_rn(0.7152f, v.y)),
+                     __fmul_rn(0.0722f, v.z));
+}
+
+template <int C>
+static __device__ __forceinline__ pf_float4 pf_expand(float a, float b, float c, float d)
+{
+    pf_float4 v;
+    if (C <= 2) {
+        v.x = v.y = v.z = a;
+        v.w = C == 2 ? b : 1.0f;
+    } else {
+        v.x = a, v.y = b, v.z = c;
+        v.w = C == 4 ? d : 1.0f;
+    }
+    return v;
+}
+
+/* Loads PF_PPT pixels from x0 of row y; pixels past the width read as zero. */
+template <int S, int C>
+static __device__ __forceinline__ void pf_load_px(const pf_frame_desc &d, int y, int x0, int width,
+                                                  pf_float4 (&px)[PF_PPT])
+{
+    const unsigned char *row = (const unsigned char *)d.data + (unsigned long long)y * d.pitch;
+    unsigned int w[PF_NW(S, C)];
+    if (x0 + PF_PPT <= width) {
+        pf_load_words<PF_NW(S, C)>(row + (unsigned long long)x0 * PF_SB(S) * C, w);
+    } else {
+#pragma unroll
+        for (int i = 0; i < PF_NW(S, C); i++)
+            w[i] = 0;
+        for (int i = 0; i < PF_PPT && x0 + i < width; i++) {
+#pragma unroll
+            for (int k = 0; k < C; k++) {
+                const unsigned char *s = row + ((unsigned long long)(x0 + i) * C + k) * PF_SB(S);
+                int j = i * C + k;
+                if (S == 0)
+                    w[j >> 2] |= (unsigned int)s[0] << ((j & 3) * 8);
+                else if (S == 1)
+                    w[j >> 1] |= (unsigned int)(*(const unsigned short *)s) << ((j & 1) * 16);
+                else
+                    w[j] = *(const unsigned int *)s;
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < PF_PPT; i++)
+        px[i] = pf_expand<C>(pf_unpack<S>(w, i * C), C > 1 ? pf_unpack<S>(w, i * C + 1) : 0.0f,
+                             C > 2 ? pf_unpack<S>(w, i * C + 2) : 0.0f,
+                             C > 3 ? pf_unpack<S>(w, i * C + 3) : 0.0f);
+}
+
+/* Stores PF_PPT pixels at x0 of row y, only those inside the width. */
+template <int S, int C>
+static __device__ __forceinline__ void pf_store_px(const pf_frame_desc &d, int y, int x0, int width,
+                                                   const pf_float4 (&px)[PF_PPT])
+{
+    unsigned char *row = (unsigned char *)d.data + (unsigned long long)y * d.pitch;
+    unsigned int w[PF_NW(S, C)];
+#pragma unroll
+    for (int i = 0; i < PF_NW(S, C); i++)
+        w[i] = 0;
+#pragma unroll
+    for (int i = 0; i < PF_PPT; i++) {
+        pf_float4 v = px[i];
+        if (C <= 2) {
+            pf_pack<S>(w, i * C, pf_luma_rn(v));
+            if (C == 2)
+                pf_pack<S>(w, i * C + 1, v.w);
+        } else {
+            pf_pack<S>(w, i * C, v.x);
+            pf_pack<S>(w, i * C + 1, v.y);
+            pf_pack<S>(w, i * C + 2, v.z);
+            if (C == 4)
+                pf_pack<S>(w, i * C + 3, v.w);
+        }
+    }
+    if (x0 + PF_PPT <= width) {
+        pf_store_words<PF_NW(S, C)>(row + (unsigned long long)x0 * PF_SB(S) * C, w);
+        return;
+    }
+    for (int i = 0; i < PF_PPT && x0 + i < width; i++) {
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            unsigned char *s = row + ((unsigned long long)(x0 + i) * C + k) * PF_SB(S);
+            int j = i * C + k;
+            if (S == 0)
+                s[0] = (unsigned char)(w[j >> 2] >> ((j & 3) * 8));
+            else if (S == 1)
+                *(unsigned short *)s = (unsigned short)(w[j >> 1] >> ((j & 1) * 16));
+            else
+                *(unsigned int *)s = w[j];
+        }
+    }
+}
+
+#endif /* PIPEFUSE_FUSED_RT_H */
