@@ -4,6 +4,9 @@
  * u64), payload size (u64), payload hash (u64), payload. Everything is checked before
  * a byte of it is used.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* O_NOFOLLOW, mkstemp when built into a test */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -76,7 +76,9 @@ static double frame_diff(const pf_frame *a, const pf_frame *b)
 static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *in, int n_in,
                              pf_sample out_sample, int out_ch)
 {
-    static const char *const modes[][2] = {{"cuda", "false"}, {"cuda", "true"}};
+    /* graph, fusion */
+    static const char *const modes[][2] = {
+        {"false", "false"}, {"true", "false"}, {"false", "true"}, {"true", "true"}};
     int n_out = pf_pipeline_output_count(p);
     pf_frame ref[8], got[8];
     double *ref_tab[8] = {0};
@@ -100,14 +102,16 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
             memcpy(ref_tab[o], t.data, sizeof(double) * (size_t)t.rows * (size_t)t.cols);
         }
     }
-    for (int m = 0; m < 2; m++) {
-        CHECK(pf_pipeline_set_option(p, "backend", modes[m][0]) == PF_OK);
-        CHECK(pf_pipeline_set_option(p, "graph", modes[m][1]) == PF_OK);
+    for (int m = 0; m < 4; m++) {
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "graph", modes[m][0]) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "fusion", modes[m][1]) == PF_OK);
         for (int rep = 0; rep < 2; rep++) { /* the second run replays */
             for (int o = 0; o < n_out; o++)
                 memset(got[o].data, 0xA5, got[o].pitch * (size_t)got[o].height);
             rc = pf_pipeline_run(p, in, n_in, got, n_out);
-            CHECKF(rc == PF_OK, "%s: cuda graph=%s: %s", what, modes[m][1], pf_pipeline_errmsg(p));
+            CHECKF(rc == PF_OK, "%s: cuda graph=%s fusion=%s: %s", what, modes[m][0], modes[m][1],
+                   pf_pipeline_errmsg(p));
             if (rc != PF_OK)
                 break;
             for (int o = 0; o < n_out; o++) {
@@ -118,12 +122,12 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
                         double d = fabs(t.data[k] - ref_tab[o][k]) / (fabs(ref_tab[o][k]) + 1.0);
                         worst = d > worst ? d : worst;
                     }
-                    CHECKF(worst < 1e-4, "%s: table %d differs by %g (graph=%s)", what, o, worst,
-                           modes[m][1]);
+                    CHECKF(worst < 1e-4, "%s: table %d differs by %g (graph=%s fusion=%s)", what,
+                           o, worst, modes[m][0], modes[m][1]);
                 } else {
                     double d = frame_diff(&ref[o], &got[o]);
-                    CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s)", what, o, d,
-                           modes[m][1]);
+                    CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s fusion=%s)",
+                           what, o, d, modes[m][0], modes[m][1]);
                 }
             }
         }
@@ -134,6 +138,7 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
         free(ref_tab[o]);
     }
     pf_pipeline_set_option(p, "graph", "true");
+    pf_pipeline_set_option(p, "fusion", "true");
 }
 
 static void test_examples(pf_rng *r)
@@ -166,7 +171,9 @@ static void test_random_points(pf_rng *r)
     static const char *const ops1[] = {"brightness", "contrast", "gamma", "invert", "grayscale",
                                        "saturation", "linear", "vignette", "threshold"};
     static const char *const ops2[] = {"blend", "add", "multiply", "difference", "alpha_over"};
-    for (int t = 0; t < 40; t++) {
+    static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
+    for (int t = 0; t < 300; t++) {
+        uint64_t seed = r->s; /* replay a failing case from this state */
         char json[8192];
         size_t o = (size_t)snprintf(json, sizeof json,
                                     "{\"pipefuse\":1,\"inputs\":[\"a\",\"b\"],\"stages\":[");
@@ -197,12 +204,15 @@ static void test_random_points(pf_rng *r)
         snprintf(key, sizeof key, "s%d.amount", 0);
         pf_pipeline_set_float(p, key, pf_rng_float(r) * 0.5); /* where s0 has an amount */
         pf_frame in[2];
-        int w = pf_rng_range(r, 1, 300), h = pf_rng_range(r, 1, 120);
-        in[0] = random_frame(r, w, h, PF_U8, 4);
-        in[1] = random_frame(r, w, h, PF_U8, 3);
-        char what[64];
-        snprintf(what, sizeof what, "random case %d (%dx%d)", t, w, h);
-        compare_backends(what, p, in, 2, PF_U8, 4);
+        int w = pf_rng_range(r, 1, 300), h = pf_rng_range(r, 1, 40);
+        in[0] = random_frame(r, w, h, samples[pf_rng_u32(r) % 3], pf_rng_range(r, 1, 4));
+        in[1] = random_frame(r, w, h, samples[pf_rng_u32(r) % 3], pf_rng_range(r, 1, 4));
+        pf_sample os = samples[pf_rng_u32(r) % 3];
+        int oc = pf_rng_range(r, 1, 4);
+        char what[9000];
+        snprintf(what, sizeof what, "random case %d (rng state %llu, %dx%d, %s)", t,
+                 (unsigned long long)seed, w, h, json);
+        compare_backends(what, p, in, 2, os, oc);
         free(in[0].data);
         free(in[1].data);
         pf_pipeline_destroy(p);

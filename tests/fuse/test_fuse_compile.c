@@ -1,0 +1,134 @@
+#define _GNU_SOURCE
+/* tests/fuse/test_fuse_compile.c: every built-in point op, and random point DAGs, go
+ * through code generation and compile with NVRTC for sm_90; a broken op's compile
+ * error names the stages, carries NVRTC's log and points at the source. No GPU is
+ * needed; skipped (77) only where NVRTC itself is missing. */
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static pf_engine *eng;
+static const char *dump;
+
+/* Plans json on the CPU at 67x13 and builds its fused kernels; returns the status. */
+static int build(const char *json, const char *what, int *n, char *err, size_t err_size)
+{
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_string(eng, json, what, &p) != PF_OK) {
+        snprintf(err, err_size, "%s", pf_engine_errmsg(eng));
+        return -1;
+    }
+    pf_pipeline_set_option(p, "backend", "cpu");
+    pf_shape s[3] = {{67, 13}, {67, 13}, {67, 13}};
+    int rc = pf_pipeline_plan(p, s, pf_pipeline_input_count(p));
+    if (rc == PF_OK)
+        rc = pf_pipeline_build_kernels(p, 90, dump, n);
+    snprintf(err, err_size, "%s", pf_pipeline_errmsg(p));
+    pf_pipeline_destroy(p);
+    return rc;
+}
+
+int main(void)
+{
+    /* A fresh cache, so every kernel really goes through NVRTC. */
+    char cache[4200];
+    snprintf(cache, sizeof cache, "%s/Testing/tmp-fuse-cache-%d", PF_BINARY_DIR, (int)getpid());
+    setenv("PIPEFUSE_CACHE_DIR", cache, 1);
+    eng = pf_test_engine();
+    dump = pf_test_tmpdir("fuse_compile");
+    char err[8192];
+    int n = 0;
+    if (build("{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":[{\"id\":\"s\",\"op\":\"invert\"}],"
+              "\"outputs\":{\"o\":\"s\"}}",
+              "probe", &n, err, sizeof err) == PF_UNSUPPORTED) {
+        printf("test_fuse_compile: no NVRTC (%s): skipped\n", err);
+        pf_engine_destroy(eng);
+        return 77;
+    }
+
+    /* Every built-in point stage on its own. */
+    int ops = 0;
+    for (int i = 0; i < pf_engine_stage_count(eng); i++) {
+        const pf_stage_desc *d = pf_engine_stage(eng, i, NULL, NULL);
+        if (d->kind != PF_STAGE_POINT)
+            continue;
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"pipefuse\":1,\"inputs\":[\"a\",\"b\",\"c\"],\"stages\":[{\"id\":\"s\","
+                 "\"op\":\"%s\",\"inputs\":[%s]}],\"outputs\":{\"o\":\"s\"}}",
+                 d->name,
+                 d->n_inputs == 1 ? "\"a\"" : d->n_inputs == 2 ? "\"a\",\"b\"" : "\"a\",\"b\",\"c\"");
+        n = 0;
+        int rc = build(json, d->name, &n, err, sizeof err);
+        CHECKF(rc == PF_OK && n == 1, "%s: %s", d->name, err);
+        ops++;
+    }
+    CHECKF(ops >= 17, "only %d point stages found", ops);
+
+    /* Random DAGs of point stages: one kernel each, reading several inputs. */
+    static const char *const one[] = {"brightness", "gamma", "saturation", "vignette", "levels",
+                                      "color_matrix", "threshold", "linear"};
+    static const char *const two[] = {"blend", "alpha_over", "difference", "add", "multiply"};
+    pf_rng r;
+    pf_rng_seed(&r, 4242);
+    for (int t = 0; t < 40; t++) {
+        char json[8192];
+        size_t o = (size_t)snprintf(json, sizeof json,
+                                    "{\"pipefuse\":1,\"inputs\":[\"a\",\"b\"],\"stages\":[");
+        int k = pf_rng_range(&r, 2, 16);
+        for (int i = 0; i < k; i++) {
+            char x[16], y[16];
+            snprintf(x, sizeof x, i ? "s%d" : "a", i ? pf_rng_range(&r, 0, i - 1) : 0);
+            snprintf(y, sizeof y, "%s", pf_rng_range(&r, 0, 1) ? "b" : "a");
+            if (pf_rng_range(&r, 0, 1))
+                o += (size_t)snprintf(json + o, sizeof json - o,
+                                      "%s{\"id\":\"s%d\",\"op\":\"%s\",\"inputs\":[\"%s\"]}",
+                                      i ? "," : "", i, one[pf_rng_u32(&r) % 8], x);
+            else
+                o += (size_t)snprintf(json + o, sizeof json - o,
+                                      "%s{\"id\":\"s%d\",\"op\":\"%s\",\"inputs\":[\"%s\",\"%s\"]}",
+                                      i ? "," : "", i, two[pf_rng_u32(&r) % 5], x, y);
+        }
+        snprintf(json + o, sizeof json - o, "],\"outputs\":{\"o\":\"s%d\",\"mid\":\"s%d\"}}",
+                 k - 1, k / 2);
+        n = 0;
+        int rc = build(json, "random", &n, err, sizeof err);
+        CHECKF(rc == PF_OK && n == 1, "case %d (seed 4242): %s\n%s", t, err, json);
+    }
+    /* The sources were written where asked. */
+    struct stat st;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pf_fused_u0.cu", dump);
+    CHECK(stat(path, &st) == 0 && st.st_size > 1000);
+    pf_engine_destroy(eng);
+
+    /* A compile error: the message names the stages, has NVRTC's log and the source. */
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    cfg.plugin_path = BROKEN_PLUGIN_DIR;
+    CHECK(pf_engine_create(&cfg, &eng) == PF_OK);
+    dump = NULL;
+    int rc = build("{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["
+                   "{\"id\":\"warm\",\"op\":\"brightness\"},{\"id\":\"bad\",\"op\":\"broken_scale\"}],"
+                   "\"outputs\":{\"o\":\"bad\"}}",
+                   "broken.json", &n, err, sizeof err);
+    CHECKF(rc == PF_STAGE, "status %d", rc);
+    CHECKF(strstr(err, "NVRTC") && strstr(err, "warm, bad") && strstr(err, "undefined_symbol") &&
+               strstr(err, ".cu"),
+           "message: %s", err);
+    const char *src = strstr(err, "source in ");
+    if (src) {
+        char file[4096];
+        sscanf(src + 10, "%4095[^:]", file);
+        CHECKF(stat(file, &st) == 0, "no source at %s", file);
+        remove(file);
+    }
+    pf_engine_destroy(eng);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+    CHECK(system(cmd) == 0);
+    return pf_test_done("test_fuse_compile");
+}
