@@ -10,7 +10,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  run PIPELINE INPUT... -o OUTDIR   run a pipeline over PNG files and directories\n"
-    "  check PIPELINE [--size WxH] [--dot FILE] [--no-fuse]\n"
+    "  check PIPELINE [--size WxH] [--dot FILE] [--no-fuse] [--max-launch-ms MS]\n"
     "        [--dump-kernels DIR [--arch 90]]\n"
     "                                    validate a pipeline and print its plan; with\n"
     "                                    --dump-kernels, generate and compile its fused\n"
@@ -23,6 +23,8 @@ static const char usage[] =
     "  -o, --output DIR        where outputs go (created if missing)\n"
     "  --backend auto|cpu|cuda executor (default: the pipeline's, else auto)\n"
     "  --no-fuse               run every point stage on its own\n"
+    "  --max-launch-ms MS      split launches to stay under MS (GPU watchdog)\n"
+    "  --profile               time every launch and print the times per stage\n"
     "  --dump-kernels DIR      write the source of every fused kernel generated\n"
     "  --set ID.PARAM=JSON     override a parameter, e.g. --set blur.sigma=2.5\n"
     "  --input NAME=FILE       bind another pipeline input to a fixed file\n"
@@ -73,7 +75,7 @@ static int parse_size(const char *s, pf_shape *out)
 
 static int cmd_check(int argc, char **argv, const cli_common *c)
 {
-    const char *file = NULL, *dot = NULL, *dump = NULL;
+    const char *file = NULL, *dot = NULL, *dump = NULL, *max_ms = NULL;
     pf_shape size = {1920, 1080};
     int no_fuse = 0, arch = 90;
     for (int i = 0; i < argc; i++) {
@@ -86,6 +88,8 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
             dot = argv[++i];
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
             no_fuse = 1;
+        } else if (strcmp(argv[i], "--max-launch-ms") == 0 && i + 1 < argc) {
+            max_ms = argv[++i];
         } else if (strcmp(argv[i], "--dump-kernels") == 0 && i + 1 < argc) {
             dump = argv[++i];
         } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
@@ -117,6 +121,12 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     }
     if (no_fuse)
         pf_pipeline_set_option(p, "fusion", "false");
+    if (max_ms && pf_pipeline_set_option(p, "max_launch_ms", max_ms) != PF_OK) {
+        fprintf(stderr, "pipefuse check: --max-launch-ms %s: %s\n", max_ms, pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        pf_engine_destroy(e);
+        return PF_EXIT_USAGE;
+    }
     pf_shape shapes[64];
     int n = pf_pipeline_input_count(p);
     for (int i = 0; i < n && i < 64; i++)

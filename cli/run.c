@@ -23,6 +23,8 @@ typedef struct run_opts {
     const char *outdir;
     const char *backend;
     const char *dump_kernels;
+    const char *max_launch_ms;
+    int profile;
     int no_fuse;
     int quiet;
     int json_tables;
@@ -270,6 +272,39 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
     return rc;
 }
 
+/* --profile: the last frame's time per launch unit, with the stage ids inside each. */
+static void print_profile(const pf_pipeline *p)
+{
+    static const char *const kinds[] = {"point", "stencil", "resample", "reduce"};
+    pf_stats s;
+    s.size = sizeof s;
+    if (pf_pipeline_stats(p, &s) != PF_OK)
+        return;
+    fprintf(stderr, "profile of the last frame (%s; %s):\n", s.backend,
+            strcmp(s.backend, "cpu") ? "GPU time from CUDA events" : "wall time per unit");
+    fprintf(stderr, "  %-4s %-8s %6s %10s %10s %9s %8s  %s\n", "unit", "kind", "bands",
+            "time ms", "model ms", "MB", "GB/s", "stages");
+    double total = 0;
+    for (int i = 0; i < pf_pipeline_unit_count(p); i++) {
+        pf_unit_info u;
+        pf_pipeline_unit(p, i, &u);
+        total += u.measured_ms;
+        fprintf(stderr, "  #%-3d %-8s %6d %10.3f %10.3f %9.1f %8.1f  ", i, kinds[u.kind],
+                u.bands, u.measured_ms, u.predicted_ms, u.bytes / 1e6,
+                u.measured_ms > 0 ? u.bytes / (u.measured_ms * 1e6) : 0.0);
+        for (int k = 0; k < u.n_stages; k++)
+            fprintf(stderr, "%s%s", k ? (u.fused ? " + " : ", ") : "", u.stages[k]);
+        fputc('\n', stderr);
+    }
+    fprintf(stderr, "  total %.3f ms in %d launch(es)", total, s.launches_per_frame);
+    if (s.timed_launches)
+        fprintf(stderr, "; longest launch %.3f ms", s.max_launch_ms);
+    fputc('\n', stderr);
+    if (s.budget_ms > 0)
+        fprintf(stderr, "  watchdog budget %.1f ms: %llu of %llu timed launches over it\n",
+                s.budget_ms, s.launches_over_budget, s.timed_launches);
+}
+
 /* ---- The command ----------------------------------------------------------------------------------- */
 
 static int usage_error(const char *msg, const char *arg)
@@ -289,6 +324,10 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->backend = argv[++i];
         } else if (strcmp(a, "--no-fuse") == 0) {
             o->no_fuse = 1;
+        } else if (strcmp(a, "--max-launch-ms") == 0 && v) {
+            o->max_launch_ms = argv[++i];
+        } else if (strcmp(a, "--profile") == 0) {
+            o->profile = 1;
         } else if (strcmp(a, "--dump-kernels") == 0 && v) {
             o->dump_kernels = argv[++i];
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -341,6 +380,8 @@ static int setup(batch *b, pf_engine *e)
     pf_pipeline *p = b->p;
     if ((o->backend && pf_pipeline_set_option(p, "backend", o->backend) != PF_OK) ||
         (o->dump_kernels && pf_pipeline_set_option(p, "dump_kernels", o->dump_kernels) != PF_OK) ||
+        (o->max_launch_ms && pf_pipeline_set_option(p, "max_launch_ms", o->max_launch_ms) != PF_OK) ||
+        (o->profile && pf_pipeline_set_option(p, "profile", "true") != PF_OK) ||
         (o->no_fuse && pf_pipeline_set_option(p, "fusion", "false") != PF_OK)) {
         fprintf(stderr, "pipefuse run: %s\n", pf_pipeline_errmsg(p));
         return -1;
@@ -425,6 +466,8 @@ int cli_run(int argc, char **argv, const cli_common *c)
                     made, now_ms() - t0);
         }
     }
+    if (status == PF_EXIT_OK && o.profile && o.n_inputs > failed)
+        print_profile(b.p);
     if (status == PF_EXIT_OK) {
         fprintf(stderr, "pipefuse: %d of %d input(s) done in %.2f s, %d failed; outputs in %s\n",
                 o.n_inputs - failed, o.n_inputs, (now_ms() - t_all) / 1e3, failed, o.outdir);

@@ -31,10 +31,16 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
     }
     e->errmsg[0] = 0;
     int rc = pf_load_pipeline(p, text, source);
+    if (rc == PF_OK && !(p->band_scale = malloc(sizeof(double) * (size_t)p->n_nodes))) {
+        pf_errf(e->errmsg, "%s: out of memory", source);
+        rc = PF_NO_MEMORY;
+    }
     if (rc != PF_OK) {
         pf_pipeline_destroy(p);
         return rc;
     }
+    for (int i = 0; i < p->n_nodes; i++)
+        p->band_scale[i] = 1.0;
     *out = p;
     return PF_OK;
 }
@@ -101,6 +107,7 @@ PF_API void pf_pipeline_destroy(pf_pipeline *p)
     pf_plan_free(p->plan);
     pf_pipeline_free_ir(p);
     free(p->dump_dir);
+    free(p->band_scale);
     free(p->source);
     free(p);
 }
@@ -290,6 +297,8 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
         p->opts.streams = (int)iv;
     } else if (strcmp(name, "threads") == 0 && is_int && iv >= 0 && iv <= 1024) {
         p->opts.threads = (int)iv;
+    } else if (strcmp(name, "profile") == 0 && is_bool) {
+        p->profile = value[0] == 't';
     } else if (strcmp(name, "slots") == 0 && is_int && iv >= 1 && iv <= 8) {
         p->slots = (int)iv;
     } else if (strcmp(name, "dump_kernels") == 0) {
@@ -310,6 +319,7 @@ bad:
     pf_errf(p->errmsg,
             "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
             "graph true|false, streams 0-64, threads 0-1024, slots 1-8, max_launch_ms >= 0, "
+            "profile true|false, "
             "dump_kernels DIR)",
             name, value);
     return PF_INVALID_ARGUMENT;
@@ -387,6 +397,13 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
             return rc;
         shapes[i].width = inputs[i].width;
         shapes[i].height = inputs[i].height;
+    }
+    /* Measured bands ran over budget: plan this shape again with the refined model,
+       once no frame is in flight. */
+    if (p->replan && p->plan && !pf_cuda_busy(p->plan->cu)) {
+        pf_plan_free(p->plan);
+        p->plan = NULL;
+        p->replan = 0;
     }
     int rc = pf_pipeline_plan(p, shapes, n_in);
     if (rc != PF_OK)
@@ -492,6 +509,7 @@ PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
     s->units_per_frame = plan ? plan->n_units : 0;
     s->launches_per_frame = plan ? (plan->cuda ? pf_cuda_launches(plan->cu) : plan->n_units) : 0;
     s->streams = plan ? plan->n_streams : 0;
+    s->budget_ms = plan ? plan->budget_ms : 0;
     return PF_OK;
 }
 
@@ -528,6 +546,10 @@ PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
     info->stream = u->stream;
     info->bands = u->bands;
     info->fused = u->kind == PF_UNIT_POINT && u->n_nodes > 1;
+    info->predicted_ms = u->predicted_ms;
+    info->measured_ms = u->measured_ms;
+    info->measured_band_ms = u->measured_band_ms;
+    info->bytes = u->bytes;
     return PF_OK;
 }
 
@@ -674,10 +696,16 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
     fusion_view_free(&v);
     fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
             plan->n_unfused_units, plan->n_streams);
+    if (plan->budget_ms > 0)
+        fprintf(f, "watchdog budget: %.1f ms per launch; cost model at %.0f GB/s (%s)\n",
+                plan->budget_ms, plan->bandwidth / 1e9,
+                plan->bandwidth_measured ? "measured copy bandwidth" : "assumed: no device");
     for (int ui = 0; ui < plan->n_units; ui++) {
         const pf_unit *u = &plan->units[ui];
-        fprintf(f, "  #%-3d %-8s stream %d  bands %d  %dx%d  [", ui, kind_names[u->kind],
-                u->stream, u->bands, u->shape.width, u->shape.height);
+        fprintf(f, "  #%-3d %-8s stream %d  bands %d", ui, kind_names[u->kind], u->stream, u->bands);
+        if (plan->budget_ms > 0)
+            fprintf(f, " (~%.2f ms each)", u->predicted_ms * p->band_scale[u->nodes[0]] / u->bands);
+        fprintf(f, "  %dx%d  [", u->shape.width, u->shape.height);
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " " : "", u->ids[a]);
         fprintf(f, "]  reads");

@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "frame.h"
 #include "plan.h"
@@ -179,7 +180,12 @@ int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *o
                        ? u->shape.height
                        : plan->shapes[u->nodes[0]].height;
         int bands = band_count(rows, u->cpu_band_rows);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = run_job(&j, bands, u->kind == PF_UNIT_POINT ? point_task : region_task);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        plan->units[ui].measured_ms = plan->units[ui].measured_band_ms =
+            (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         if (rc == PF_OK && u->kind == PF_UNIT_REDUCE) {
             int id = u->nodes[0];
             const pf_node *node = &p->nodes[id];

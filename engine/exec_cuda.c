@@ -40,6 +40,9 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
 }
 int pf_cuda_wait(pf_pipeline *p, int ticket) { return pf_cuda_plan_build(p); }
 int pf_cuda_launches(const struct pf_cuda_plan *c) { return 0; }
+int pf_cuda_busy(const struct pf_cuda_plan *c) { return 0; }
+double pf_cuda_bandwidth(const pf_engine *e) { return 0; }
+int pf_cuda_watchdog(const pf_engine *e) { return 0; }
 
 #else /* PF_HAVE_CUDA */
 
@@ -54,8 +57,39 @@ int pf_cuda_launches(const struct pf_cuda_plan *c) { return 0; }
 typedef struct pf_cuda_dev {
     int state; /* 0 not tried, 1 usable, -1 not */
     int device;
+    int watchdog;     /* cudaDevAttrKernelExecTimeout */
+    double bandwidth; /* device-to-device copy, bytes/s counting read + write */
     char why[512];
 } pf_cuda_dev;
+
+/* Device-to-device copy bandwidth: the floor for memory-bound work and the cost
+   model's rate. Measured once per engine: 64 MiB copied 5 times after a warm-up. */
+static double measure_bandwidth(void)
+{
+    const size_t bytes = 64u << 20;
+    void *a = NULL, *b = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float ms = 0;
+    double bw = 0;
+    if (cudaMalloc(&a, bytes) == cudaSuccess && cudaMalloc(&b, bytes) == cudaSuccess &&
+        cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+        cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice) == cudaSuccess &&
+        cudaEventRecord(e0, 0) == cudaSuccess) {
+        for (int i = 0; i < 5; i++)
+            cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
+        if (cudaEventRecord(e1, 0) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+            cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms > 0)
+            bw = 2.0 * bytes * 5 / (ms * 1e-3);
+    }
+    cudaGetLastError();
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    return bw > 0 ? bw : 1e12;
+}
 
 /* ---- Errors ---------------------------------------------------------------------------------- */
 
@@ -119,12 +153,18 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
         } else {
             d->state = 1;
             d->device = 0;
+            if (cudaDeviceGetAttribute(&d->watchdog, cudaDevAttrKernelExecTimeout, 0) != cudaSuccess)
+                d->watchdog = 0;
+            d->bandwidth = measure_bandwidth();
         }
     }
     if (d->state < 0)
         snprintf(why, why_size, "%s", d->why);
     return d->state > 0;
 }
+
+double pf_cuda_bandwidth(const pf_engine *e) { return e->cuda ? e->cuda->bandwidth : 0; }
+int pf_cuda_watchdog(const pf_engine *e) { return e->cuda ? e->cuda->watchdog : 0; }
 
 void pf_cuda_engine_free(pf_engine *e)
 {
@@ -146,6 +186,10 @@ typedef struct cuda_slot {
     cudaGraphExec_t exec[2]; /* host mode, device mode */
     unsigned long long key[2]; /* the frame formats each exec was captured for */
     int busy;               /* holds a frame not yet waited for */
+    int measuring;          /* this frame's launches are timed (eager) */
+    int n_timed;
+    cudaEvent_t *tev;       /* timing events: two per timed launch */
+    int *timed_unit;
     int ticket;
     int device_mode;
     pf_frame *out[64];      /* host mode: where wait puts the outputs */
@@ -185,6 +229,8 @@ struct pf_cuda_plan {
     size_t *pitch;          /* per node image pitch */
     int next_slot;
     int next_ticket;
+    int max_timed;          /* launches one frame makes, all of which may be timed */
+    int measure_frames;     /* frames still to time after planning */
     cuda_slot slots[PF_MAX_SLOTS];
 };
 
@@ -355,7 +401,8 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
                 c->scratch_off[u] = take(&dev, s);
         }
         if (un->kind == PF_UNIT_REDUCE) {
-            size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1);
+            size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) *
+                           (size_t)(un->bands > 0 ? un->bands : 1);
             c->partial_off[un->nodes[0]] = take(&dev, bytes);
             c->partial_host_off[un->nodes[0]] = take(&host, bytes);
         }
@@ -381,7 +428,7 @@ static int count_launches(const pf_pipeline *p, const pf_cuda_plan *c)
     for (int i = 0; i < p->n_inputs; i++)
         n += c->f4[i];
     for (int u = 0; u < plan->n_units; u++)
-        n += c->fused[u] ? 1 : plan->units[u].n_nodes;
+        n += (c->fused[u] ? 1 : plan->units[u].n_nodes) * plan->units[u].bands;
     for (int o = 0; o < p->n_outputs; o++)
         n += needs_convert_out(p, c, o);
     return n;
@@ -414,6 +461,11 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
             cudaEventDestroy(sl->start);
         if (sl->done)
             cudaEventDestroy(sl->done);
+        for (int k = 0; sl->tev && k < 2 * c->max_timed; k++)
+            if (sl->tev[k])
+                cudaEventDestroy(sl->tev[k]);
+        free(sl->tev);
+        free(sl->timed_unit);
         free(sl->streams);
         free(sl->joined);
         free(sl->unit_done);
@@ -446,6 +498,12 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     }
     for (int u = 0; u < nu; u++)
         CU(p, cudaEventCreateWithFlags(&sl->unit_done[u], cudaEventDisableTiming));
+    sl->tev = calloc((size_t)c->max_timed * 2 + 1, sizeof(cudaEvent_t));
+    sl->timed_unit = calloc((size_t)c->max_timed + 1, sizeof(int));
+    if (!sl->tev || !sl->timed_unit)
+        return PF_NO_MEMORY;
+    for (int k = 0; k < 2 * c->max_timed; k++)
+        CU(p, cudaEventCreate(&sl->tev[k]));
     CU(p, cudaEventCreateWithFlags(&sl->fork, cudaEventDisableTiming));
     CU(p, cudaEventCreateWithFlags(&sl->start, cudaEventDisableTiming));
     CU(p, cudaEventCreateWithFlags(&sl->done, cudaEventDisableTiming));
@@ -553,6 +611,8 @@ int pf_cuda_plan_build(pf_pipeline *p)
     if (rc != PF_OK)
         return rc;
     c->launches = count_launches(p, c);
+    c->max_timed = c->launches;
+    c->measure_frames = plan->budget_ms > 0 || p->profile ? 2 : 0;
     rc = layout(p, c);
     if (rc == PF_NO_MEMORY)
         pf_errf(p->errmsg, "%s: out of host memory planning", p->source);
@@ -562,6 +622,14 @@ int pf_cuda_plan_build(pf_pipeline *p)
 }
 
 int pf_cuda_launches(const pf_cuda_plan *c) { return c ? c->launches : 0; }
+
+int pf_cuda_busy(const pf_cuda_plan *c)
+{
+    for (int s = 0; c && s < c->n_slots; s++)
+        if (c->slots[s].busy)
+            return 1;
+    return 0;
+}
 
 /* ---- Recording a frame ------------------------------------------------------------------------------ */
 
@@ -575,21 +643,58 @@ static pf_image dev_image(const pf_cuda_plan *c, const cuda_slot *sl, const pf_p
     return im;
 }
 
+/* Rows [y0, y1) of band b of n over rows. */
+static void band_rows(int rows, int b, int n, int *y0, int *y1)
+{
+    *y0 = (int)((long long)rows * b / n);
+    *y1 = (int)((long long)rows * (b + 1) / n);
+}
+
+/* Brackets one launch with timing events when this frame is measured. */
+static int timed(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st, int begin)
+{
+    if (!sl->measuring)
+        return PF_OK;
+    if (begin) {
+        if (sl->n_timed >= c->max_timed)
+            return PF_OK;
+        sl->timed_unit[sl->n_timed] = u;
+        CU(p, cudaEventRecord(sl->tev[2 * sl->n_timed], st));
+    } else if (sl->n_timed < c->max_timed) {
+        CU(p, cudaEventRecord(sl->tev[2 * sl->n_timed + 1], st));
+        sl->n_timed++;
+    }
+    return PF_OK;
+}
+
+/* One unit, band by band: each band is a launch of its own, and so its own watchdog
+   window, inside the graph as outside. */
 static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
 {
     const pf_plan *plan = p->plan;
     const pf_unit *un = &plan->units[u];
+    int bands = un->bands > 0 ? un->bands : 1;
     if (c->fused[u]) {
         const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
         char err[512];
         nvtxRangePushA(un->ids[0]);
-        int rc = pf_fuse_launch(k->function, un->shape.width, un->shape.height, 0,
-                                un->shape.height, sl->dev + c->params_off,
-                                sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u], st,
-                                err, sizeof err);
+        int rc = PF_OK;
+        for (int b = 0; b < bands && rc == PF_OK; b++) {
+            int y0, y1;
+            band_rows(un->shape.height, b, bands, &y0, &y1);
+            rc = timed(p, c, sl, u, st, 1);
+            if (rc == PF_OK)
+                rc = pf_fuse_launch(k->function, un->shape.width, un->shape.height, y0, y1,
+                                    sl->dev + c->params_off,
+                                    sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u],
+                                    st, err, sizeof err);
+            if (rc == PF_OK)
+                rc = timed(p, c, sl, u, st, 0);
+            else
+                pf_errf(p->errmsg, "%s: fused unit #%d (%s...), band %d of %d: %s", p->source, u,
+                        un->ids[0], b + 1, bands, err);
+        }
         nvtxRangePop();
-        if (rc != PF_OK)
-            pf_errf(p->errmsg, "%s: fused unit #%d (%s...): %s", p->source, u, un->ids[0], err);
         return rc;
     }
     for (int a = 0; a < un->n_nodes; a++) {
@@ -610,28 +715,33 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
         args.err = msg;
         args.err_size = sizeof msg;
         args.scratch = c->scratch_off[u] != SIZE_MAX ? sl->dev + c->scratch_off[u] : NULL;
-        int rc;
-        if (n->desc->kind == PF_STAGE_REDUCE) {
-            args.region.y0 = 0;
-            args.region.y1 = un->shape.height;
-            args.partial = (double *)(sl->dev + c->partial_off[i]);
-            CU(p, cudaMemsetAsync(args.partial, 0, sizeof(double) * un->partial_len, st));
-            rc = n->desc->run_cuda(&args);
-            if (rc == 0)
-                CU(p, cudaMemcpyAsync(sl->host + c->partial_host_off[i], args.partial,
-                                      sizeof(double) * un->partial_len, cudaMemcpyDeviceToHost,
-                                      st));
-        } else {
+        int reduce = n->desc->kind == PF_STAGE_REDUCE;
+        double *partials = reduce ? (double *)(sl->dev + c->partial_off[i]) : NULL;
+        size_t plen = un->partial_len ? un->partial_len : 1;
+        if (reduce)
+            CU(p, cudaMemsetAsync(partials, 0, sizeof(double) * plen * (size_t)bands, st));
+        else
             args.out = dev_image(c, sl, plan, i);
-            args.region.y0 = 0;
-            args.region.y1 = args.out.height;
+        int rows = reduce ? un->shape.height : args.out.height, rc = 0, b = 0;
+        for (; b < bands && rc == 0; b++) {
+            band_rows(rows, b, bands, &args.region.y0, &args.region.y1);
+            if (reduce)
+                args.partial = partials + plen * (size_t)b;
+            int trc = timed(p, c, sl, u, st, 1);
+            if (trc != PF_OK)
+                return trc;
             rc = n->desc->kind == PF_STAGE_POINT ? n->desc->point_cuda(&args)
                                                  : n->desc->run_cuda(&args);
+            if (rc == 0 && (trc = timed(p, c, sl, u, st, 0)) != PF_OK)
+                return trc;
         }
+        if (rc == 0 && reduce)
+            CU(p, cudaMemcpyAsync(sl->host + c->partial_host_off[i], partials,
+                                  sizeof(double) * plen * (size_t)bands, cudaMemcpyDeviceToHost, st));
         nvtxRangePop();
         if (rc != 0) {
-            pf_errf(p->errmsg, "%s: %s (%s) failed on the GPU: %s", p->source, n->path, n->id,
-                    msg[0] ? msg : "no reason given");
+            pf_errf(p->errmsg, "%s: %s (%s) failed on the GPU in band %d of %d: %s", p->source,
+                    n->path, n->id, b, bands, msg[0] ? msg : "no reason given");
             return PF_STAGE;
         }
     }
@@ -757,14 +867,78 @@ static void copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, 
         memcpy((char *)dst + (size_t)y * dpitch, (const char *)src + (size_t)y * spitch, row_bytes);
 }
 
+/* A launch ran past the watchdog: name the likeliest launch (the longest predicted
+   band) and what to do. The context is gone; nothing more runs on it. */
+static int report_timeout(pf_pipeline *p, cudaError_t err)
+{
+    const pf_plan *plan = p->plan;
+    int worst = 0;
+    for (int u = 1; u < plan->n_units; u++)
+        if (plan->units[u].predicted_ms / plan->units[u].bands >
+            plan->units[worst].predicted_ms / plan->units[worst].bands)
+            worst = u;
+    const pf_unit *un = plan->n_units ? &plan->units[worst] : NULL;
+    char where[512] = "";
+    if (un)
+        snprintf(where, sizeof where, "; the longest predicted launch is a band of unit #%d (%s%s), "
+                 "%.1f ms of %.1f ms in %d band(s)", worst, un->ids[0], un->n_nodes > 1 ? ", ..." : "",
+                 un->predicted_ms / un->bands, un->predicted_ms, un->bands);
+    pf_errf(p->errmsg,
+            "%s: a launch ran past the GPU watchdog (%s)%s; the budget was %.1f ms per launch: "
+            "lower it (--max-launch-ms, or options.max_launch_ms) so that the work is split "
+            "into more bands. The CUDA context is lost: destroy the pipeline and the engine",
+            p->source, cudaGetErrorName(err), where, plan->budget_ms);
+    return PF_CUDA;
+}
+
+/* Band times of a measured frame: per unit the longest band and the sum; a band over
+   budget refines that unit's prediction and asks for a new plan. */
+static void take_measurements(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
+{
+    pf_plan *plan = p->plan;
+    for (int u = 0; u < plan->n_units; u++) {
+        plan->units[u].measured_band_ms = 0;
+        plan->units[u].measured_ms = 0;
+    }
+    for (int k = 0; k < sl->n_timed; k++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, sl->tev[2 * k], sl->tev[2 * k + 1]) != cudaSuccess) {
+            cudaGetLastError();
+            continue;
+        }
+        pf_unit *un = &plan->units[sl->timed_unit[k]];
+        un->measured_ms += ms;
+        if (ms > un->measured_band_ms)
+            un->measured_band_ms = ms;
+        if (ms > p->stats.max_launch_ms)
+            p->stats.max_launch_ms = ms;
+        p->stats.timed_launches++;
+        if (plan->budget_ms > 0 && ms > plan->budget_ms)
+            p->stats.launches_over_budget++;
+    }
+    for (int u = 0; u < plan->n_units && plan->budget_ms > 0; u++) {
+        pf_unit *un = &plan->units[u];
+        double predicted_band = un->predicted_ms * p->band_scale[un->nodes[0]] / un->bands;
+        if (un->measured_band_ms > plan->budget_ms * 0.9 && un->bands < un->shape.height &&
+            predicted_band > 0) {
+            p->band_scale[un->nodes[0]] *= un->measured_band_ms / predicted_band;
+            p->replan = 1;
+        }
+    }
+}
+
 static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
 {
     p->stats.frame_waits++;
     cudaError_t err = cudaEventSynchronize(sl->done);
     sl->busy = 0;
+    if (err == cudaErrorLaunchTimeout)
+        return report_timeout(p, err);
     if (err != cudaSuccess)
         return cuda_fail(p, err, "frame", "(asynchronous error)", 0);
     pf_plan *plan = p->plan;
+    if (sl->measuring)
+        take_measurements(p, c, sl);
     const pf_frame_desc *h_desc = (const pf_frame_desc *)(sl->host + c->desc_off);
     for (int o = 0; o < p->n_outputs; o++) {
         int node = p->outputs[o].node;
@@ -772,7 +946,7 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
             const pf_node *n = &p->nodes[node];
             const pf_unit *un = &plan->units[plan->unit_of[node]];
             n->desc->combine(n->params, &un->shape,
-                             (const double *)(sl->host + c->partial_host_off[node]), 1,
+                             (const double *)(sl->host + c->partial_host_off[node]), un->bands,
                              plan->tables[node].data);
             continue;
         }
@@ -940,7 +1114,13 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
     }
 
     cudaStream_t s0 = device ? (cudaStream_t)stream : sl->streams[0];
-    int use_graph = p->opts.graph && !c->graph_failed;
+    /* The first frames after planning (and every frame when profiling) run eagerly
+       with each launch timed: that is where band times are measured. */
+    sl->measuring = c->measure_frames > 0 || p->profile;
+    sl->n_timed = 0;
+    if (c->measure_frames > 0)
+        c->measure_frames--;
+    int use_graph = p->opts.graph && !c->graph_failed && !sl->measuring;
     if (use_graph && (!sl->exec[device] || sl->key[device] != key)) {
         rc = capture(p, c, sl, device);
         if (rc == PF_OK) {

@@ -9,6 +9,10 @@
    the reason in why. */
 int pf_cuda_available(pf_engine *e, char *why, size_t why_size);
 void pf_cuda_engine_free(pf_engine *e);
+/* After pf_cuda_available: device-to-device bandwidth in bytes/s (read + write,
+   measured once), and whether the device has a kernel watchdog. */
+double pf_cuda_bandwidth(const pf_engine *e);
+int pf_cuda_watchdog(const pf_engine *e);
 
 /* Builds the CUDA side of p->plan (streams, pools, pinned staging, graphs are made on
    first use). Errors in p->errmsg: PF_NO_DEVICE, PF_UNSUPPORTED (a stage without a
@@ -20,7 +24,8 @@ void pf_cuda_plan_free(struct pf_cuda_plan *c);
 int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
                    void *stream, int *ticket);
 int pf_cuda_wait(pf_pipeline *p, int ticket);
-/* Kernel launches one frame takes. */
+/* Kernel launches one frame takes; whether any slot holds a frame in flight. */
 int pf_cuda_launches(const struct pf_cuda_plan *c);
+int pf_cuda_busy(const struct pf_cuda_plan *c);
 
 #endif

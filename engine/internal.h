@@ -127,6 +127,9 @@ struct pf_pipeline {
     pf_stats stats;          /* counters; backend and per-frame fields set on read */
     int notified_cpu;        /* the one-line CPU fallback notice was given */
     int notified_unfused;    /* the notice that point stages run unfused was given */
+    double *band_scale;      /* per node (a unit's first): measured / predicted time */
+    int replan;              /* measured bands ran over budget: plan again */
+    int profile;             /* time every launch with events (off in the hot path) */
     char *dump_dir;          /* --dump-kernels: where generated sources are written */
     char errmsg[PF_ERRMSG_MAX];
 };

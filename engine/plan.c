@@ -8,6 +8,7 @@
  * outside it (that would make the unit graph cyclic: a -> blur -> c with a -> c keeps
  * a and c apart).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -408,6 +409,59 @@ static int unit_io(pf_pipeline *p, pf_plan *plan)
     return PF_OK;
 }
 
+/* ---- Watchdog bands --------------------------------------------------------------------------
+
+   The cost model: a unit takes bytes / bandwidth plus pixels * weight * PF_NS_PER_PX,
+   where weight sums the members' declared costs (1 when they declare none). Bytes
+   count 16 per pixel of every image read or written (float RGBA; native edges are
+   smaller, so this errs long). A unit is split into bands predicted to take at most
+   half the budget, leaving room for the model's error; measured band times refine
+   the prediction per unit (p->band_scale) for later plans. */
+
+#define PF_NS_PER_PX 0.02     /* a weight-1 op on a large GPU: 50 Gpx/s */
+#define PF_BAND_FILL 0.5      /* target fraction of the budget per band */
+#define PF_DEFAULT_BUDGET_MS 50.0
+#define PF_ASSUMED_BANDWIDTH 1e12 /* bytes/s when no device was measured */
+
+static void plan_bands(pf_pipeline *p, pf_plan *plan)
+{
+    int watchdog = 0;
+    plan->bandwidth = PF_ASSUMED_BANDWIDTH;
+    if (plan->cuda) {
+        plan->bandwidth = pf_cuda_bandwidth(p->eng);
+        plan->bandwidth_measured = 1;
+        watchdog = pf_cuda_watchdog(p->eng);
+    }
+    plan->budget_ms = p->opts.max_launch_ms > 0 ? p->opts.max_launch_ms
+                                               : (watchdog ? PF_DEFAULT_BUDGET_MS : 0);
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        pf_unit *u = &plan->units[ui];
+        double px = (double)u->shape.width * u->shape.height, weight = 0;
+        double images = (double)u->n_inputs + (u->kind == PF_UNIT_POINT ? u->n_stores : 1);
+        for (int a = 0; a < u->n_nodes; a++) {
+            const pf_node *n = &p->nodes[u->nodes[a]];
+            weight += n->desc->cost > 0 ? n->desc->cost : 1.0;
+            if (is_output(p, u->nodes[a]) && u->kind == PF_UNIT_POINT && !plan->stored[u->nodes[a]])
+                images += 1;
+        }
+        if (u->kind == PF_UNIT_RESAMPLE) /* output shape differs from the input's */
+            px = (double)plan->shapes[u->nodes[0]].width * plan->shapes[u->nodes[0]].height;
+        if (u->kind == PF_UNIT_REDUCE)
+            images = 1;
+        u->bytes = px * 16.0 * images;
+        u->predicted_ms = u->bytes / plan->bandwidth * 1e3 + px * weight * PF_NS_PER_PX * 1e-6;
+        double scale = p->band_scale ? p->band_scale[u->nodes[0]] : 1.0;
+        int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[u->nodes[0]].height;
+        u->bands = 1;
+        if (plan->budget_ms > 0) {
+            double want = u->predicted_ms * (scale > 0 ? scale : 1.0) /
+                          (plan->budget_ms * PF_BAND_FILL);
+            if (want > 1)
+                u->bands = want >= rows ? rows : (int)ceil(want);
+        }
+    }
+}
+
 /* Streams: a unit continues the stream of its first producer not yet continued by
    another consumer; otherwise it takes the next stream, round robin. Units reading
    another stream's results wait on that unit's event. */
@@ -570,6 +624,8 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
             rc = unit_io(p, plan);
         if (rc == PF_OK)
             rc = colour_streams(p, plan);
+        if (rc == PF_OK)
+            plan_bands(p, plan);
         if (rc == PF_OK)
             rc = alloc_buffers(p, plan);
     }

@@ -22,6 +22,10 @@ typedef struct pf_unit {
     int n_waits;
     int *waits;         /* units on other streams this one waits for */
     int bands;          /* launches it is split into (watchdog); 1 unless split */
+    double predicted_ms; /* the cost model's time for the whole unit on the GPU */
+    double measured_ms;  /* the last measured frame: all its launches (CUDA events) */
+    double measured_band_ms; /* ... and its longest launch */
+    double bytes;       /* bytes it moves per frame, as the cost model counts them */
     int cpu_band_rows;  /* rows per CPU task; fixed per shape, so results do not
                            depend on the number of threads */
     size_t scratch;     /* per-task scratch bytes (stencil/resample) */
@@ -50,6 +54,9 @@ typedef struct pf_plan {
     int n_units;
     int n_unfused_units;  /* launch units the frame would take without fusion */
     int n_streams;
+    double budget_ms;     /* watchdog budget per launch; 0: no splitting */
+    double bandwidth;     /* bytes/s the cost model assumes (measured on the device) */
+    int bandwidth_measured;
     /* CPU executor scratch, per worker thread */
     int workers;
     size_t worker_scratch;     /* bytes per worker */

@@ -233,6 +233,12 @@ typedef struct pf_stats {
     unsigned long long plans;        /* plans built (first frame of each size, changes) */
     unsigned long long graph_captures, graph_instantiations, graph_updates, graph_launches;
     unsigned long long device_bytes, pinned_bytes, host_bytes;
+    /* Launch times measured with CUDA events (first frames of a plan, and every frame
+       with the "profile" option): how many, the longest, and how many ran over the
+       watchdog budget. */
+    unsigned long long timed_launches, launches_over_budget;
+    double max_launch_ms;
+    double budget_ms;      /* the plan's watchdog budget per launch, 0 for none */
 } pf_stats;
 
 int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
@@ -252,8 +258,12 @@ typedef struct pf_unit_info {
     const char *const *stages; /* stage ids, in evaluation order */
     pf_shape shape;            /* output shape (input shape for reduce) */
     int stream;                /* stream it is coloured onto */
-    int bands;                 /* row bands it is split into */
+    int bands;                 /* row bands (launches) it is split into */
     int fused;                 /* 1 when n_stages > 1 run as one kernel */
+    double predicted_ms;       /* the cost model's GPU time for the whole unit */
+    double measured_ms;        /* measured GPU time of its launches, last timed frame */
+    double measured_band_ms;   /* its longest launch then */
+    double bytes;              /* bytes it moves per frame, as the cost model counts */
 } pf_unit_info;
 
 /* Launch units per frame, after pf_pipeline_plan, in execution order. */
