@@ -248,7 +248,14 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--plugin-path") == 0 && i + 1 < argc) {
             c.plugin_path = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            c.threads = atoi(argv[++i]);
+            char *end;
+            long t = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || t < 0 || t > 1024) {
+                fprintf(stderr, "pipefuse: --threads %s: expected 0 (one per core) to 1024\n",
+                        argv[i]);
+                return PF_EXIT_USAGE;
+            }
+            c.threads = (int)t;
         } else {
             fprintf(stderr, "pipefuse: unknown option '%s' (see pipefuse --help)\n", argv[i]);
             return PF_EXIT_USAGE;

@@ -6,6 +6,7 @@
  * goes on; the exit status tells whether any failed.
  */
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,13 @@ static int write_table(const char *path, const pf_table *t, int json, char *err,
                 fprintf(f, "%d", r);
             fprintf(f, ", \"values\": [");
             for (int c = 0; c < cols; c++)
-                fprintf(f, "%s%.17g", c ? ", " : "", t->data[(size_t)r * cols + c]);
+            {
+                double v = t->data[(size_t)r * cols + c];
+                if (isfinite(v)) /* JSON has no inf or NaN: those are null */
+                    fprintf(f, "%s%.17g", c ? ", " : "", v);
+                else
+                    fprintf(f, "%snull", c ? ", " : "");
+            }
             fprintf(f, "]}%s\n", r + 1 < t->rows ? "," : "");
         }
         fprintf(f, "  ]\n}\n");
@@ -172,12 +179,42 @@ static int write_table(const char *path, const pf_table *t, int json, char *err,
 
 /* ---- One input --------------------------------------------------------------------------------- */
 
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+} file_id;
+
 typedef struct batch {
     run_opts *o;
+    file_id *ids;      /* every input file, so that no output replaces one */
+    int n_ids;
+    char **made;       /* output names written so far in this batch */
+    int n_made;
     pf_pipeline *p;
     pf_frame bound[MAX_OUTPUTS]; /* inputs 1.. bound by --input */
     int single_image;            /* exactly one image output: INPUT.png */
 } batch;
+
+/* An output may replace neither an input of the batch nor another input's output. */
+static int check_collision(batch *b, const char *input, const char *final, char *err, size_t errn)
+{
+    struct stat st;
+    if (stat(final, &st) == 0)
+        for (int i = 0; i < b->n_ids; i++)
+            if (b->ids[i].dev == st.st_dev && b->ids[i].ino == st.st_ino) {
+                snprintf(err, errn, "output %.1024s would replace an input file; choose another -o",
+                         final);
+                return PF_IO;
+            }
+    for (int i = 0; i < b->n_made; i++)
+        if (strcmp(b->made[i], final) == 0) {
+            snprintf(err, errn,
+                     "output %.1024s was already written for another input of the same name; "
+                     "run the inputs into separate directories", final);
+            return PF_IO;
+        }
+    return PF_OK;
+}
 
 static int process(batch *b, const char *path, char *err, size_t errn, char *made, size_t maden)
 {
@@ -249,6 +286,8 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
         if (rc == PF_OK)
             written = k + 1;
     }
+    for (int k = 0; k < written && rc == PF_OK; k++)
+        rc = check_collision(b, path, finals[k], err, errn);
     for (int k = 0; k < written && rc == PF_OK; k++) {
         if (rename(temps[k], finals[k]) != 0) {
             snprintf(err, errn, "%.*s: %s", 1024, finals[k], strerror(errno));
@@ -259,6 +298,11 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
         for (int k = 0; k < written; k++)
             unlink(temps[k]); /* already-renamed ones stay: they are complete */
     } else {
+        for (int k = 0; k < written; k++)
+            if (push(&b->made, &b->n_made, finals[k]) != 0) {
+                snprintf(err, errn, "out of memory");
+                rc = PF_NO_MEMORY;
+            }
         size_t used = 0;
         made[0] = 0;
         for (int k = 0; k < n_out && used < maden; k++)
@@ -431,6 +475,16 @@ static int setup(batch *b, pf_engine *e)
         images += oi.kind == PF_OUTPUT_IMAGE;
     }
     b->single_image = images == 1;
+    b->ids = calloc((size_t)o->n_inputs + 1, sizeof(file_id));
+    if (!b->ids) {
+        fprintf(stderr, "pipefuse run: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < o->n_inputs; i++) {
+        struct stat st;
+        if (stat(o->inputs[i], &st) == 0)
+            b->ids[b->n_ids++] = (file_id){st.st_dev, st.st_ino};
+    }
     if (mkdir_p(o->outdir) != 0) {
         fprintf(stderr, "pipefuse run: cannot create %s: %s\n", o->outdir, strerror(errno));
         return -1;
@@ -475,6 +529,10 @@ int cli_run(int argc, char **argv, const cli_common *c)
     }
     for (int i = 1; i < MAX_OUTPUTS; i++)
         pf_frame_free(&b.bound[i]);
+    for (int i = 0; i < b.n_made; i++)
+        free(b.made[i]);
+    free(b.made);
+    free(b.ids);
     pf_pipeline_destroy(b.p);
     pf_engine_destroy(e);
     for (int i = 0; i < o.n_inputs; i++)
