@@ -20,5 +20,6 @@ typedef struct cli_common {
 
 pf_engine *cli_engine(const cli_common *c);
 int cli_run(int argc, char **argv, const cli_common *c);
+int cli_bench(int argc, char **argv, const cli_common *c);
 
 #endif

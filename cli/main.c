@@ -15,6 +15,9 @@ static const char usage[] =
     "                                    validate a pipeline and print its plan; with\n"
     "                                    --dump-kernels, generate and compile its fused\n"
     "                                    kernels (NVRTC, no GPU needed)\n"
+    "  bench PIPELINE [--size WxH] [--frames N] [--format F] [--mode M] [--json]\n"
+    "                                    time every execution mode side by side and\n"
+    "                                    tell launch-bound from memory-bound\n"
     "  stages [NAME]                     list stages and their parameters\n"
     "  info                              versions, plugins and CUDA devices\n"
     "  --help, --version\n"
@@ -275,6 +278,8 @@ int main(int argc, char **argv)
         return cli_run(argc - i, argv + i, &c);
     if (strcmp(cmd, "check") == 0)
         return cmd_check(argc - i, argv + i, &c);
+    if (strcmp(cmd, "bench") == 0)
+        return cli_bench(argc - i, argv + i, &c);
     if (strcmp(cmd, "stages") == 0)
         return cmd_stages(argc - i, argv + i, &c);
     if (strcmp(cmd, "info") == 0) {
