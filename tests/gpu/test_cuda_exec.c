@@ -172,7 +172,8 @@ static void test_random_points(pf_rng *r)
                                        "saturation", "linear", "vignette", "threshold"};
     static const char *const ops2[] = {"blend", "add", "multiply", "difference", "alpha_over"};
     static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
-    for (int t = 0; t < 300; t++) {
+    int cases = getenv("PF_TEST_QUICK") ? 12 : 300; /* quick: under compute-sanitizer */
+    for (int t = 0; t < cases; t++) {
         uint64_t seed = r->s; /* replay a failing case from this state */
         char json[8192];
         size_t o = (size_t)snprintf(json, sizeof json,

@@ -149,7 +149,9 @@ static void part_plan(void)
 
 static void part_gpu(void)
 {
-    const int w = 4096, h = 4096, iters = 400;
+    /* Quick (under compute-sanitizer, where times mean nothing): correctness only. */
+    int quick = getenv("PF_TEST_QUICK") != NULL;
+    const int w = quick ? 512 : 4096, h = quick ? 512 : 4096, iters = quick ? 20 : 400;
     pf_frame in = random_input(w, h);
     pf_pipeline *p = load(iters);
     CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
@@ -168,10 +170,10 @@ static void part_gpu(void)
         printf("unsplit unit %d (%s): %.2f ms\n", i, u.stages[0], u.measured_ms);
         longest = u.measured_ms > longest ? u.measured_ms : longest;
     }
-    CHECKF(longest > 2 * BUDGET_MS, "the spin stages are too fast to test splitting (%.2f ms)",
-           longest);
+    CHECKF(quick || longest > 2 * BUDGET_MS,
+           "the spin stages are too fast to test splitting (%.2f ms)", longest);
 
-    CHECK(pf_pipeline_set_option(p, "max_launch_ms", "5") == PF_OK);
+    CHECK(pf_pipeline_set_option(p, "max_launch_ms", quick ? "0.01" : "5") == PF_OK);
     for (int frame = 0; frame < 8; frame++) /* measure, refine, re-plan, measure again */
         CHECK(run(p, &in, &split) == PF_OK);
     for (int i = 0; i < pf_pipeline_unit_count(p); i++) {
@@ -180,8 +182,8 @@ static void part_gpu(void)
         printf("split unit %d (%s): %d bands, longest %.2f ms, all %.2f ms (predicted %.2f)\n", i,
                u.stages[0], u.bands, u.measured_band_ms, u.measured_ms, u.predicted_ms);
         CHECKF(u.bands > 1, "unit %d not split", i);
-        CHECKF(u.measured_band_ms <= BUDGET_MS * MARGIN, "unit %d: a launch took %.2f ms", i,
-               u.measured_band_ms);
+        CHECKF(quick || u.measured_band_ms <= BUDGET_MS * MARGIN,
+               "unit %d: a launch took %.2f ms", i, u.measured_band_ms);
     }
     CHECKF(same(&whole, &split), "split output differs from unsplit (eager)");
     pf_stats s;

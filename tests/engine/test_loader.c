@@ -1,0 +1,307 @@
+/* tests/engine/test_loader.c: the plugin loader (engine/engine.c) against the plugins of
+ * plugins/testplug.c, one case per directory. Each refused case must fail
+ * pf_engine_create with PF_PLUGIN and a message that names the file and the problem;
+ * the good ones must load and be listed with their file.
+ *
+ * Every case directory is copied under Testing/ with modes set here (0755), so that
+ * the result does not depend on the umask the build ran with.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+
+/* ---- Setting up a case --------------------------------------------------------------- */
+
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buf[65536];
+    size_t n;
+    int ok = in && out;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    if (in)
+        fclose(in);
+    if (out && fclose(out) != 0)
+        ok = 0;
+    return ok && chmod(to, mode) == 0 ? 0 : -1;
+}
+
+/* A fresh directory holding the .so files of plugdirs/<name>, mode 0755 throughout.
+   Returns its path (static storage, valid until the next call). */
+static const char *case_dir(const char *name)
+{
+    char tmpname[128], src[4096], from[4096 + 256], to[4096 + 256];
+    snprintf(tmpname, sizeof tmpname, "loader-%s", name);
+    const char *dir = pf_test_tmpdir(tmpname);
+    snprintf(src, sizeof src, "%s/%s", TP_PLUGDIRS, name);
+    DIR *d = opendir(src);
+    if (!d) {
+        fprintf(stderr, "test_loader: %s is missing (build the tp_* targets)\n", src);
+        exit(1);
+    }
+    for (struct dirent *de; (de = readdir(d));) {
+        if (!strstr(de->d_name, ".so"))
+            continue;
+        snprintf(from, sizeof from, "%s/%s", src, de->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, de->d_name);
+        if (copy_file(from, to, 0755) != 0) {
+            fprintf(stderr, "test_loader: cannot copy %s to %s\n", from, to);
+            exit(1);
+        }
+    }
+    closedir(d);
+    if (chmod(dir, 0755) != 0)
+        exit(1);
+    return dir;
+}
+
+/* ---- Creating engines ---------------------------------------------------------------- */
+
+static char logged[8192];
+
+static void capture_log(void *user, int level, const char *msg)
+{
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%d:%s\n", level, msg);
+}
+
+static int create(const char *path, int no_builtin, pf_engine **e)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.plugin_path = path;
+    cfg.use_env_path = 0;
+    cfg.no_builtin = no_builtin;
+    cfg.threads = 2;
+    cfg.log = capture_log;
+    logged[0] = 0;
+    return pf_engine_create(&cfg, e);
+}
+
+/* pf_engine_create over dir alone must fail with PF_PLUGIN, and the message must hold
+   `names` (the file) and each of the NULL-terminated words. */
+static void expect_refused(const char *what, const char *dir, const char *names, ...)
+{
+    pf_engine *e = NULL;
+    int rc = create(dir, 1, &e);
+    const char *msg = pf_engine_errmsg(e);
+    CHECKF(rc == PF_PLUGIN, "%s: got %s (%s)", what, pf_status_name(rc), msg);
+    CHECKF(e != NULL, "%s: no engine to read the message from", what);
+    CHECKF(strstr(msg, names) != NULL, "%s: message does not name %s: %s", what, names, msg);
+    va_list ap;
+    va_start(ap, names);
+    for (const char *w; (w = va_arg(ap, const char *));)
+        CHECKF(strstr(msg, w) != NULL, "%s: message lacks '%s': %s", what, w, msg);
+    va_end(ap);
+    printf("%-14s refused: %s\n", what, msg);
+    pf_engine_destroy(e);
+}
+
+/* dir/file as one string (static, valid until the next call). */
+static const char *file_in(const char *dir, const char *file)
+{
+    static char path[4096 + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return path;
+}
+
+/* ---- Refused plugins ----------------------------------------------------------------- */
+
+static void test_refused(void)
+{
+    const char *d;
+    char abi[64];
+    d = case_dir("abi_major");
+    expect_refused("abi_major", d, file_in(d, "abi2.so"), "ABI 2.0", NULL);
+
+    d = case_dir("newer_minor");
+    snprintf(abi, sizeof abi, "ABI %d.%d", PF_ABI_MAJOR, PF_ABI_MINOR + 1);
+    expect_refused("newer_minor", d, file_in(d, "newer.so"), abi, NULL);
+
+    d = case_dir("no_entry");
+    expect_refused("no_entry", d, file_in(d, "noentry.so"), PF_PLUGIN_ENTRY_NAME, NULL);
+
+    d = case_dir("null_entry");
+    expect_refused("null_entry", d, file_in(d, "nullentry.so"), "no descriptor", NULL);
+
+    /* The second file loaded (name order) is the one refused, and names the first. */
+    d = case_dir("dup");
+    char first[4096 + 64];
+    snprintf(first, sizeof first, "%s", file_in(d, "dup_a.so"));
+    expect_refused("dup", d, file_in(d, "dup_b.so"), first, "tp_dup", "already defined", NULL);
+
+    d = case_dir("bad_default");
+    expect_refused("bad_default", d, file_in(d, "baddef.so"), "tp_bad_default.gain", "default",
+                   NULL);
+
+    d = case_dir("bad_offset");
+    expect_refused("bad_offset", d, file_in(d, "badoff.so"), "tp_bad_offset.gain", "offset 64",
+                   NULL);
+
+    d = case_dir("no_point_row");
+    expect_refused("no_point_row", d, file_in(d, "norow.so"), "tp_norow", "point_row", NULL);
+
+    d = case_dir("no_radius");
+    expect_refused("no_radius", d, file_in(d, "noradius.so"), "tp_noradius", "radius", NULL);
+
+    d = case_dir("tiny");
+    expect_refused("tiny", d, file_in(d, "tiny.so"), "too small", NULL);
+}
+
+/* Plugins, or directories of them, that other users may write to are not loaded. */
+static void test_permissions(void)
+{
+    const char *d = case_dir("good");
+    CHECK(chmod(d, 0777) == 0);
+    expect_refused("dir 0777", d, d, "mode 777", NULL);
+    CHECK(chmod(d, 0755) == 0);
+
+    char path[4096 + 64];
+    snprintf(path, sizeof path, "%s", file_in(d, "good.so"));
+    CHECK(chmod(path, 0664) == 0);
+    expect_refused("file 0664", d, path, "mode 664", NULL);
+    CHECK(chmod(path, 0646) == 0);
+    expect_refused("file 0646", d, path, "mode 646", NULL);
+    CHECK(chmod(path, 0755) == 0);
+
+    /* Restored, the same directory loads: the refusals were for the modes alone. */
+    pf_engine *e = NULL;
+    int rc = create(d, 1, &e);
+    CHECKF(rc == PF_OK, "good after chmod back: %s", pf_engine_errmsg(e));
+    pf_engine_destroy(e);
+}
+
+/* ---- Plugins that load --------------------------------------------------------------- */
+
+/* The index of stage name in e, with its file and plugin name; -1 when absent. */
+static int stage_index(const pf_engine *e, const char *name, const char **file,
+                       const char **plugin)
+{
+    for (int i = 0; i < pf_engine_stage_count(e); i++)
+        if (strcmp(pf_engine_stage(e, i, file, plugin)->name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void test_good(void)
+{
+    const char *d = case_dir("good");
+    char good[4096 + 64];
+    snprintf(good, sizeof good, "%s", file_in(d, "good.so"));
+
+    pf_engine *e = NULL;
+    int rc = create(d, 1, &e);
+    CHECKF(rc == PF_OK, "good: %s", pf_engine_errmsg(e));
+    CHECKF(pf_engine_stage_count(e) == 2, "good alone: %d stages", pf_engine_stage_count(e));
+    const char *file = NULL, *plugin = NULL;
+    int i = stage_index(e, "tp_good", &file, &plugin);
+    CHECK(i >= 0);
+    if (i >= 0) {
+        CHECKF(file && strcmp(file, good) == 0, "file %s, expected %s", file, good);
+        CHECK(plugin && strcmp(plugin, "testplug") == 0);
+        const pf_stage_desc *sd = pf_engine_find_stage(e, "tp_good");
+        CHECK(sd == pf_engine_stage(e, i, NULL, NULL));
+        CHECK(sd && sd->n_params == 1 && strcmp(sd->params[0].name, "gain") == 0);
+    }
+    CHECK(pf_engine_find_stage(e, "gaussian") == NULL); /* no_builtin */
+    CHECK(pf_engine_stage(e, -1, NULL, NULL) == NULL);
+    CHECK(pf_engine_stage(e, pf_engine_stage_count(e), NULL, NULL) == NULL);
+    pf_engine_destroy(e);
+
+    /* With the built-in plugins, first: their stages come from PF_PLUGIN_DIR. */
+    rc = create(d, 0, &e);
+    CHECKF(rc == PF_OK, "good + built-ins: %s", pf_engine_errmsg(e));
+    CHECK(stage_index(e, "tp_good", NULL, NULL) > stage_index(e, "gaussian", &file, NULL));
+    CHECKF(file && strncmp(file, PF_PLUGIN_DIR, strlen(PF_PLUGIN_DIR)) == 0,
+           "gaussian from %s", file ? file : "(none)");
+    pf_engine_destroy(e);
+
+    /* An older minor (the same version when the engine is at minor 0) loads, and two
+       directories in one path both load. */
+    char both[2 * 4096 + 8];
+    const char *older = case_dir("older_minor");
+    snprintf(both, sizeof both, "%s", older);
+    d = case_dir("good");
+    snprintf(both + strlen(both), sizeof both - strlen(both), ":%s", d);
+    rc = create(both, 1, &e);
+    CHECKF(rc == PF_OK, "older minor: %s", pf_engine_errmsg(e));
+    CHECK(stage_index(e, "tp_older_minor", &file, NULL) == 0);
+    CHECK(file && strstr(file, "older.so"));
+    CHECK(stage_index(e, "tp_good", NULL, NULL) == 1);
+    pf_engine_destroy(e);
+
+    /* A missing directory on the path is skipped with a warning that names it. */
+    rc = create("/nonexistent/pipefuse-plugins", 1, &e);
+    CHECKF(rc == PF_OK, "missing dir: %s", pf_engine_errmsg(e));
+    CHECKF(strstr(logged, "1:") && strstr(logged, "/nonexistent/pipefuse-plugins"),
+           "log: %s", logged);
+    pf_engine_destroy(e);
+}
+
+/* A plugin built against an older SDK has shorter stage structs; the engine promises to
+   read the fields past a struct's size as zero (here the plugin holds non-NULL junk
+   there). */
+static void test_short_structs(void)
+{
+    const char *d = case_dir("short");
+    pf_engine *e = NULL;
+    int rc = create(d, 1, &e);
+    CHECKF(rc == PF_OK, "short: %s", pf_engine_errmsg(e));
+    if (rc != PF_OK) {
+        pf_engine_destroy(e);
+        return;
+    }
+    const pf_stage_desc *pt = pf_engine_find_stage(e, "tp_short_point");
+    const pf_stage_desc *rd = pf_engine_find_stage(e, "tp_short_reduce");
+    CHECK(pt && rd);
+    if (!pt || !rd) {
+        pf_engine_destroy(e);
+        return;
+    }
+    CHECK(pt->point_row != NULL); /* inside the struct: kept */
+    CHECK(pt->point_cuda == NULL && pt->radius == NULL && pt->run_cpu == NULL &&
+          pt->run_cuda == NULL && pt->columns == NULL);
+    CHECK(rd->combine != NULL && rd->partial_len != NULL);
+    CHECK(rd->columns == NULL && rd->row_name == NULL);
+
+    /* And they run: x * 3, and the pixel count. */
+    static const char json[] =
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+        "{\"id\": \"s\", \"op\": \"tp_short_point\", \"params\": {\"gain\": 3}},"
+        "{\"id\": \"n\", \"op\": \"tp_short_reduce\", \"inputs\": [\"s\"]}],"
+        "\"outputs\": {\"img\": \"s\", \"count\": \"n\"}}";
+    pf_pipeline *p = NULL;
+    rc = pf_pipeline_load_string(e, json, "short", &p);
+    CHECKF(rc == PF_OK, "%s", pf_engine_errmsg(e));
+    if (rc == PF_OK) {
+        float in[5 * 3 * 4], out[5 * 3 * 4];
+        for (int k = 0; k < 60; k++)
+            in[k] = (float)k / 64.0f;
+        pf_frame fi = {in, 5, 3, 5 * 16, PF_F32, 4}, fo = {out, 5, 3, 5 * 16, PF_F32, 4};
+        pf_frame outs[2] = {fo, {0}};
+        rc = pf_pipeline_run(p, &fi, 1, outs, 2);
+        CHECKF(rc == PF_OK, "%s", pf_pipeline_errmsg(p));
+        for (int k = 0; rc == PF_OK && k < 60; k++)
+            CHECKF(out[k] == in[k] * 3.0f, "pixel value %d: %g", k, out[k]);
+        pf_table t;
+        CHECK(pf_pipeline_table(p, 1, &t) == PF_OK);
+        CHECK(t.rows == 1 && t.cols == 1 && t.data && t.data[0] == 15.0);
+        CHECK(t.columns == NULL && t.row_name == NULL);
+    }
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+}
+
+int main(void)
+{
+    test_refused();
+    test_permissions();
+    test_good();
+    test_short_structs();
+    return pf_test_done("test_loader");
+}

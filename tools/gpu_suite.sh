@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# tools/gpu_suite.sh: on a machine with a GPU, from the repository root: build, run the
+# whole test suite (GPU tests included), then compute-sanitizer memcheck and racecheck
+# on the GPU tests. Logs go to ${OUT:-gpu-out}/. Exit status: the test suite's.
+#   OUT=gpu-out bash tools/gpu_suite.sh
+set -u
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+build=${BUILD:-build-gpu}
+arch=${CUDA_ARCH:-90}
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch"
+  cmake --build "$build" -j "$(nproc)"
+} > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 2; }
+
+ctest --test-dir "$build" --output-on-failure -j 4 > "$out/ctest.log" 2>&1
+status=$?
+grep -E "tests passed|Failed|Not Run|Skipped|\*\*\*" "$out/ctest.log" | tail -30
+
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    for t in $(ctest --test-dir "$build" -L gpu -N | sed -n 's/.*Test *#[0-9]*: //p'); do
+      bin="$build/bin/$t"
+      [ -x "$bin" ] || bin="$build/bin/test_watchdog_plan"
+      env_part=""
+      [ "$t" = test_watchdog_gpu ] && env_part="PF_WATCHDOG_PART=gpu"
+      echo "== $tool $t" >> "$out/sanitizer.log"
+      env $env_part PF_TEST_QUICK=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$bin" >> "$out/sanitizer.log" 2>&1
+      echo "$tool $t: exit $?" | tee -a "$out/sanitizer-summary.log"
+    done
+  done
+fi
+exit $status
