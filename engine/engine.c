@@ -138,8 +138,11 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
             ok = in_range(pd, pd->def);
         }
         if (!ok) {
-            pf_errf(e->errmsg, "%s: %s.%s: default is outside the declared range or choices",
-                    file, n, pn);
+            pf_errf(e->errmsg,
+                    "%s: %s.%s: default %g is outside the declared range [%g, %g] or choices",
+                    file, n, pn, pd->type == PF_PARAM_FLOAT_ARRAY && pd->def_array && pd->count > 0
+                                     ? pd->def_array[0] : pd->def,
+                    pd->min, pd->max);
             return PF_PLUGIN;
         }
     }

@@ -180,9 +180,6 @@ typedef struct pf_stage_desc {
        partial must be deterministic: per-block partials in scratch, then a fixed-order
        combine into a->partial, never floating-point atomics. */
     pf_stage_run_fn run_cuda;
-    /* Device scratch that run_cuda needs for a band of rows of an image this wide
-       (NULL: none). Called with host params when the engine plans. */
-    size_t (*cuda_scratch_bytes)(const void *params, int width, int rows);
 
     /* reduce: doubles in one band's partial; combine folds n partials, in band
        order, into the result table (rows x columns, row-major). The result must
@@ -192,6 +189,10 @@ typedef struct pf_stage_desc {
                     int n_partials, double *result);
     const char *const *columns;                   /* NULL-terminated column names */
     const char *(*row_name)(const void *params, int row); /* optional row labels */
+
+    /* Device scratch that run_cuda needs for a band of rows of an image this wide
+       (NULL: none). Called with host params when the engine plans. */
+    size_t (*cuda_scratch_bytes)(const void *params, int width, int rows);
 } pf_stage_desc;
 
 #define PF_STAGE_DESC_SIZE ((uint32_t)sizeof(pf_stage_desc))
