@@ -225,6 +225,7 @@ struct pf_cuda_plan {
     size_t *in_dev_off, *in_host_off, *in_bytes;    /* per input: native staging */
     size_t *out_dev_off, *out_host_off, *out_bytes; /* per output */
     size_t *scratch_off;    /* per unit */
+    size_t *scratch_size;   /* per unit */
     size_t *partial_off, *partial_host_off; /* per node, reduce */
     size_t *pitch;          /* per node image pitch */
     int next_slot;
@@ -351,6 +352,7 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     ALLOC_OFFS(out_host_off, no)
     ALLOC_OFFS(out_bytes, no)
     ALLOC_OFFS(scratch_off, nu)
+    ALLOC_OFFS(scratch_size, nu)
     ALLOC_OFFS(partial_off, nn)
     ALLOC_OFFS(partial_host_off, nn)
 #undef ALLOC_OFFS
@@ -397,8 +399,10 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
             int rows = un->kind == PF_UNIT_REDUCE ? un->shape.height
                                                   : plan->shapes[un->nodes[0]].height;
             size_t s = n0->desc->cuda_scratch_bytes(n0->params, width, rows);
-            if (s)
+            if (s) {
                 c->scratch_off[u] = take(&dev, s);
+                c->scratch_size[u] = s;
+            }
         }
         if (un->kind == PF_UNIT_REDUCE) {
             size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) *
@@ -478,7 +482,7 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
     free(c->img_off), free(c->param_off), free(c->pitch);
     free(c->in_dev_off), free(c->in_host_off), free(c->in_bytes);
     free(c->out_dev_off), free(c->out_host_off), free(c->out_bytes);
-    free(c->scratch_off), free(c->partial_off), free(c->partial_host_off);
+    free(c->scratch_off), free(c->scratch_size), free(c->partial_off), free(c->partial_host_off);
     free(c);
 }
 
@@ -715,6 +719,7 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
         args.err = msg;
         args.err_size = sizeof msg;
         args.scratch = c->scratch_off[u] != SIZE_MAX ? sl->dev + c->scratch_off[u] : NULL;
+        args.scratch_size = args.scratch ? c->scratch_size[u] : 0;
         int reduce = n->desc->kind == PF_STAGE_REDUCE;
         double *partials = reduce ? (double *)(sl->dev + c->partial_off[i]) : NULL;
         size_t plen = un->partial_len ? un->partial_len : 1;

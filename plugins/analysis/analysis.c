@@ -207,21 +207,33 @@ static const pf_param_desc histogram_params[] = {
      .max = PF_HISTOGRAM_MAX_BINS},
 };
 
-/* A reduce stage on one input over id_shape, id_len, id_run and id_combine, with
-   columns r, g, b, a; the variadic part adds params and row names. */
+/* CUDA launchers and device scratch sizes, in analysis_cuda.cu (PF_CUDA: NULL without). */
+int histogram_cuda(const pf_stage_args *a);
+int colsum_cuda(const pf_stage_args *a);
+int rowsum_cuda(const pf_stage_args *a);
+int stats_cuda(const pf_stage_args *a);
+size_t colsum_cuda_scratch(const void *params, int width, int rows);
+size_t stats_cuda_scratch(const void *params, int width, int rows);
+
+/* A reduce stage on one input over id_shape, id_len, id_run, id_combine and the CUDA
+   launcher id_cuda, with columns r, g, b, a; the variadic part adds params, row names
+   and device scratch. */
 #define REDUCE(id, doc_, cost_, ...)                                                          \
     static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
                                      .kind = PF_STAGE_REDUCE, .n_inputs = 1, .cost = cost_,     \
                                      .shape = id##_shape, .partial_len = id##_len,              \
                                      .run_cpu = id##_run, .combine = id##_combine,              \
-                                     .columns = rgba_columns, __VA_ARGS__}
+                                     .run_cuda = PF_CUDA(id##_cuda), .columns = rgba_columns,   \
+                                     __VA_ARGS__}
 
 REDUCE(histogram, "Per-channel histogram of RGBA over [0, 1]: bins rows of counts", 2,
        .params_size = sizeof(pf_histogram_params), PF_PARAMS(histogram_params));
-REDUCE(colsum, "Per-column sums of RGBA: one row per image column", 1, .params_size = 0);
+REDUCE(colsum, "Per-column sums of RGBA: one row per image column", 1, .params_size = 0,
+       .cuda_scratch_bytes = PF_CUDA(colsum_cuda_scratch));
 REDUCE(rowsum, "Per-row sums of RGBA: one row per image row", 1, .params_size = 0);
 REDUCE(stats, "Min, max, mean and population standard deviation of RGBA, NaN ignored", 2,
-       .params_size = 0, .row_name = stats_row_name);
+       .params_size = 0, .row_name = stats_row_name,
+       .cuda_scratch_bytes = PF_CUDA(stats_cuda_scratch));
 
 static const pf_stage_desc *const analysis_stages[] = {&histogram, &colsum, &rowsum, &stats};
 

@@ -274,23 +274,37 @@ static const pf_param_desc unsharp_params[] = {
               "sharpen only where |in - blurred| exceeds this, per channel", 0, 0, 1),
 };
 
-/* A stencil stage on one input; the variadic part names its params (WITH_PARAMS). */
+/* CUDA launchers and device scratch sizes, in filter_cuda.cu (PF_CUDA: NULL without). */
+int gaussian_cuda(const pf_stage_args *a);
+int box_cuda(const pf_stage_args *a);
+int sobel_cuda(const pf_stage_args *a);
+int unsharp_cuda(const pf_stage_args *a);
+int median3_cuda(const pf_stage_args *a);
+size_t gaussian_cuda_scratch(const void *params, int width, int rows);
+size_t box_cuda_scratch(const void *params, int width, int rows);
+
+/* A stencil stage on one input, with its CUDA launcher id_cuda; the variadic part
+   names its params (WITH_PARAMS) and its device scratch. */
 #define STENCIL(id, doc_, radius_fn, scratch_fn, cost_, ...)                                 \
     static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
                                      .kind = PF_STAGE_STENCIL, .n_inputs = 1, .cost = cost_,    \
                                      .radius = radius_fn, .scratch_bytes = scratch_fn,          \
-                                     .run_cpu = id##_run, __VA_ARGS__}
+                                     .run_cpu = id##_run, .run_cuda = PF_CUDA(id##_cuda),       \
+                                     __VA_ARGS__}
 #define WITH_PARAMS(t) .params_size = sizeof(pf_##t##_params), PF_PARAMS(t##_params)
 
 STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders", gaussian_radius,
-        gaussian_scratch, 8, WITH_PARAMS(gaussian));
+        gaussian_scratch, 8, WITH_PARAMS(gaussian),
+        .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
 STENCIL(box, "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders",
-        box_radius, box_scratch, 8, WITH_PARAMS(box));
+        box_radius, box_scratch, 8, WITH_PARAMS(box),
+        .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch));
 STENCIL(sobel, "Sobel gradient magnitude per RGB channel; alpha passes through", radius_one,
         NULL, 3, WITH_PARAMS(sobel));
 STENCIL(unsharp, "Unsharp mask on RGB: in + amount (in - gaussian(in)) where the detail "
                  "exceeds the threshold; alpha passes through",
-        gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp));
+        gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp),
+        .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
 STENCIL(median3, "3x3 median per channel, alpha included", radius_one, NULL, 6,
         .params_size = 0);
 

@@ -307,13 +307,21 @@ static const pf_param_desc pad_params[] = {
      .def_array = pad_color_def},
 };
 
-/* A resample stage on one input, with params struct pf_<id>_params and table id_params. */
+/* CUDA launchers, in geometry_cuda.cu (PF_CUDA: NULL without); none needs scratch. */
+int resize_cuda(const pf_stage_args *a);
+int crop_cuda(const pf_stage_args *a);
+int flip_cuda(const pf_stage_args *a);
+int rotate_cuda(const pf_stage_args *a);
+int pad_cuda(const pf_stage_args *a);
+
+/* A resample stage on one input, with params struct pf_<id>_params and table id_params,
+   and its CUDA launcher id_cuda. */
 #define RESAMPLE(id, doc_, shape_fn, cost_)                                                   \
     static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
                                      .kind = PF_STAGE_RESAMPLE, .n_inputs = 1, .cost = cost_,   \
                                      .params_size = sizeof(pf_##id##_params),                   \
                                      PF_PARAMS(id##_params), .shape = shape_fn,                 \
-                                     .run_cpu = id##_run}
+                                     .run_cpu = id##_run, .run_cuda = PF_CUDA(id##_cuda)}
 
 RESAMPLE(resize, "Resize to a given size or by a factor: bilinear, nearest or area",
          resize_shape, 4);

@@ -1,0 +1,426 @@
+/* plugins/filter/filter_cuda.cu: CUDA kernels of the filter family (gaussian, box,
+ * sobel, unsharp, median3), the same arithmetic as filter.c in the same order.
+ *
+ * Params live in device memory and may change between replays of a captured graph, so
+ * nothing here reads them on the host: every launch configuration, shared-memory size
+ * and scratch size depends on image sizes only, and is made for the largest radius
+ * (192 for gaussian and unsharp, 64 for box). Kernels read the radius and build their
+ * taps on the device.
+ *
+ * Rounding: every float sum and product goes through __fadd_rn / __fmul_rn (and
+ * __fsqrt_rn, __fdiv_rn), so nvcc cannot contract them into FMAs; the CPU build (ISO C,
+ * no FMA contraction) rounds each operation the same way. With equal taps a pixel is
+ * bit-identical to the CPU's. Box taps are always equal; gaussian taps come from the
+ * device's double exp(), which may differ from libm's in the last bit, so a gaussian
+ * tap may differ by one float ulp from the CPU's.
+ *
+ * The separable stages run two passes through scratch, as the CPU does: the horizontal
+ * pass over the band's rows plus the halo (clamped to the image), then the vertical
+ * pass, which reads only rows that this band's horizontal pass wrote; so a band's
+ * output does not depend on other bands, and banded runs are bit-identical.
+ */
+#include "pipefuse/cuda.cuh"
+
+#include "filter.h"
+
+#define GAUSS_RMAX 192 /* ceil(3 * PF_GAUSSIAN_MAX_SIGMA) */
+#define BOX_RMAX PF_BOX_MAX_RADIUS
+
+enum { K_GAUSS, K_BOX };       /* where the taps come from */
+enum { EPI_COPY, EPI_UNSHARP }; /* what the vertical pass does with its sum */
+
+template <int KIND> struct kind_traits;
+template <> struct kind_traits<K_GAUSS> { static const int rmax = GAUSS_RMAX; };
+template <> struct kind_traits<K_BOX> { static const int rmax = BOX_RMAX; };
+
+/* ---- Float4 arithmetic, rounded like the CPU ----------------------------------------- */
+
+static __device__ __forceinline__ int clampi_d(int v, int lo, int hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+static __device__ __forceinline__ float4 f4_scale(float4 a, float s)
+{
+    return make_float4(__fmul_rn(a.x, s), __fmul_rn(a.y, s), __fmul_rn(a.z, s),
+                       __fmul_rn(a.w, s));
+}
+
+/* acc + s * (a + b), as filter.c's f4_pair */
+static __device__ __forceinline__ float4 f4_pair(float4 acc, float s, float4 a, float4 b)
+{
+    return make_float4(__fadd_rn(acc.x, __fmul_rn(s, __fadd_rn(a.x, b.x))),
+                       __fadd_rn(acc.y, __fmul_rn(s, __fadd_rn(a.y, b.y))),
+                       __fadd_rn(acc.z, __fmul_rn(s, __fadd_rn(a.z, b.z))),
+                       __fadd_rn(acc.w, __fmul_rn(s, __fadd_rn(a.w, b.w))));
+}
+
+/* A failed precondition: "<what>: <message>" in a->err, and 1. */
+static int fail(const pf_stage_args *a, const char *what, const char *fmt, size_t x, size_t y)
+{
+    if (a->err && a->err_size) {
+        int n = snprintf(a->err, a->err_size, "%s: ", what);
+        if (n > 0 && (size_t)n < a->err_size)
+            snprintf(a->err + n, a->err_size - (size_t)n, fmt, x, y);
+    }
+    return 1;
+}
+
+/* ---- Taps, built on the device ------------------------------------------------------- */
+
+/* The radius of a stage's kernel, from its params (device memory), as filter.c. */
+template <int KIND> static __device__ __forceinline__ int taps_radius(const void *params);
+
+template <> __device__ __forceinline__ int taps_radius<K_GAUSS>(const void *params)
+{
+    /* unsharp's sigma is its first field too (filter.c asserts it) */
+    double sigma = *(const float *)params;
+    sigma = sigma > 0 ? fmin(sigma, (double)PF_GAUSSIAN_MAX_SIGMA) : 0; /* NaN: 0 */
+    return (int)ceil(__dmul_rn(3.0, sigma));
+}
+
+template <> __device__ __forceinline__ int taps_radius<K_BOX>(const void *params)
+{
+    return clampi_d(((const pf_box_params *)params)->radius, 0, PF_BOX_MAX_RADIUS);
+}
+
+/* Fills w[0..r] with the normalised taps, with the whole block; tmp holds r + 1
+   doubles and may alias memory the caller uses only after this returns. The gaussian's
+   normalising sum is taken in filter.c's order, by one thread. */
+template <int KIND>
+static __device__ void build_taps(const void *params, int r, float *w, double *tmp,
+                                  double *sum_s)
+{
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nt = blockDim.x * blockDim.y;
+    if (KIND == K_BOX) {
+        const float v = __fdiv_rn(1.0f, (float)(2 * r + 1));
+        for (int i = tid; i <= r; i += nt)
+            w[i] = v;
+        __syncthreads();
+        return;
+    }
+    double sigma = *(const float *)params;
+    sigma = sigma > 0 ? fmin(sigma, (double)PF_GAUSSIAN_MAX_SIGMA) : 0;
+    const double den = __dmul_rn(__dmul_rn(2.0, sigma), sigma);
+    for (int i = tid; i <= r; i += nt)
+        tmp[i] = r ? exp(__ddiv_rn(__dmul_rn(-(double)i, (double)i), den)) : 1.0;
+    __syncthreads();
+    if (tid == 0) {
+        double sum = 0;
+        for (int i = 0; i <= r; i++)
+            sum = __dadd_rn(sum, i ? __dmul_rn(2.0, tmp[i]) : tmp[i]);
+        *sum_s = sum;
+    }
+    __syncthreads();
+    for (int i = tid; i <= r; i += nt)
+        w[i] = __double2float_rn(__ddiv_rn(tmp[i], *sum_s));
+    __syncthreads();
+}
+
+/* ---- Horizontal pass ----------------------------------------------------------------- */
+
+/* One block: H_TW columns of up to rows_per_block source rows. The row segment plus
+   the halo (clamped to the edge, so it holds what filter.c's clamped reads see) goes
+   to shared memory; each thread then sums its pixel's taps from there. Source rows
+   [max(y0 - r, 0), min(y1 + r, h)) are computed, into tmp row (y - s0), as filter.c. */
+#define H_TW 256
+
+template <int KIND>
+__global__ void __launch_bounds__(H_TW)
+    sep_h_kernel(const void *__restrict__ params, pf_image in, float4 *__restrict__ tmp,
+                 int s0, int y0, int y1, int rows_per_block)
+{
+    const int RMAX = kind_traits<KIND>::rmax;
+    __shared__ float4 seg[H_TW + 2 * RMAX];
+    __shared__ float w[RMAX + 1];
+    __shared__ double sum_s;
+    static_assert(sizeof(seg) >= sizeof(double) * (RMAX + 1), "taps scratch fits in seg");
+
+    const int r = taps_radius<KIND>(params);
+    const int wd = in.width, h = in.height;
+    const int lo_all = max(y0 - r, 0), hi_all = min(y1 + r, h);
+    const int row0 = s0 + blockIdx.y * rows_per_block;
+    const int lo = max(row0, lo_all), hi = min(row0 + rows_per_block, hi_all);
+    if (lo >= hi) /* rows only a larger radius needs: the same for the whole block */
+        return;
+    build_taps<KIND>(params, r, w, (double *)seg, &sum_s);
+
+    const int x0 = blockIdx.x * H_TW, tx = threadIdx.x, x = x0 + tx;
+    const int n = min(H_TW, wd - x0) + 2 * r; /* segment length */
+    for (int y = lo; y < hi; y++) {
+        const float4 *src = pf_row_d(in, y);
+        for (int j = tx; j < n; j += H_TW)
+            seg[j] = src[clampi_d(x0 - r + j, 0, wd - 1)];
+        __syncthreads();
+        if (x < wd) {
+            const float4 *c = seg + tx + r;
+            float4 acc = f4_scale(c[0], w[0]);
+            for (int i = 1; i <= r; i++)
+                acc = f4_pair(acc, w[i], c[-i], c[i]);
+            tmp[(size_t)(y - s0) * (size_t)wd + x] = acc;
+        }
+        __syncthreads();
+    }
+}
+
+/* ---- Vertical pass ------------------------------------------------------------------- */
+
+/* One block: a tile of V_TX columns by V_TH output rows; each thread sums V_RPT
+   consecutive rows of one column. Taps go in chunks of V_C: for a chunk [i0, i1] the
+   block stages two windows of V_TH + V_C - 1 rows in shared memory, the rows above the
+   tile (y - i) and below it (y + i), and each thread slides four registers down each
+   window, one new load per window per tap for its four outputs. Taps are added in
+   filter.c's order (i = 1, 2, ..., r), each as acc + w_i * (up + down). */
+#define V_TX 32
+#define V_TY 8
+#define V_RPT 4
+#define V_TH (V_TY * V_RPT)
+#define V_C 16
+
+template <int KIND, int EPI>
+__global__ void __launch_bounds__(V_TX *V_TY)
+    sep_v_kernel(const void *__restrict__ params, const float4 *__restrict__ tmp, int s0,
+                 pf_image in, pf_image out, int y0, int y1)
+{
+    const int RMAX = kind_traits<KIND>::rmax;
+    __shared__ float4 win[2][V_TH + V_C - 1][V_TX];
+    __shared__ float w[RMAX + 1];
+    __shared__ double sum_s;
+    static_assert(sizeof(win) >= sizeof(double) * (RMAX + 1), "taps scratch fits in win");
+
+    const int r = taps_radius<KIND>(params);
+    build_taps<KIND>(params, r, w, (double *)&win[0][0][0], &sum_s);
+
+    const int wd = in.width, h = in.height;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x = blockIdx.x * V_TX + tx, xc = min(x, wd - 1);
+    const int Y0 = y0 + blockIdx.y * V_TH, yb = Y0 + ty * V_RPT;
+    /* Rows of tmp the horizontal pass wrote. A wanted output reads only these (its
+       clamped rows lie in them); clamping again keeps the rows past y1 of a tile, whose
+       results are dropped, inside them too. */
+    const int lo = max(y0 - r, 0), hi = min(y1 + r, h) - 1;
+    const float4 *col = tmp + xc;
+#define TROW(row) col[(size_t)(clampi_d(clampi_d((row), 0, h - 1), lo, hi) - s0) * (size_t)wd]
+
+    float4 acc[V_RPT];
+#pragma unroll
+    for (int j = 0; j < V_RPT; j++)
+        acc[j] = f4_scale(TROW(yb + j), w[0]);
+
+    for (int i0 = 1; i0 <= r; i0 += V_C) {
+        const int i1 = min(i0 + V_C - 1, r), nrow = V_TH + (i1 - i0);
+        const int ua = Y0 - i1, da = Y0 + i0; /* first rows of the two windows */
+        for (int k = ty; k < nrow; k += V_TY) {
+            win[0][k][tx] = TROW(ua + k);
+            win[1][k][tx] = TROW(da + k);
+        }
+        __syncthreads();
+        /* at tap i, u[j] is row yb + j - i (window index ty*V_RPT + j - i + i1) and
+           d[j] is row yb + j + i (window index ty*V_RPT + j + i - i0) */
+        float4 u[V_RPT], d[V_RPT];
+#pragma unroll
+        for (int j = 0; j < V_RPT; j++) {
+            u[j] = win[0][ty * V_RPT + j + (i1 - i0)][tx];
+            d[j] = win[1][ty * V_RPT + j][tx];
+        }
+        for (int i = i0;;) {
+            const float wi = w[i];
+#pragma unroll
+            for (int j = 0; j < V_RPT; j++)
+                acc[j] = f4_pair(acc[j], wi, u[j], d[j]);
+            if (++i > i1)
+                break;
+#pragma unroll
+            for (int j = V_RPT - 1; j > 0; j--)
+                u[j] = u[j - 1];
+            u[0] = win[0][ty * V_RPT - i + i1][tx];
+#pragma unroll
+            for (int j = 0; j < V_RPT - 1; j++)
+                d[j] = d[j + 1];
+            d[V_RPT - 1] = win[1][ty * V_RPT + V_RPT - 1 + i - i0][tx];
+        }
+        __syncthreads();
+    }
+#undef TROW
+
+    if (x >= wd)
+        return;
+#pragma unroll
+    for (int j = 0; j < V_RPT; j++) {
+        const int y = yb + j;
+        if (y >= y1)
+            break;
+        float4 o = acc[j];
+        if (EPI == EPI_UNSHARP) { /* filter.c's sharpen(), RGB only; alpha passes */
+            const pf_unsharp_params *p = (const pf_unsharp_params *)params;
+            const float amount = p->amount, thr = p->threshold;
+            const float4 s = pf_row_d(in, y)[x];
+#define SHARPEN(c)                                                                            \
+    {                                                                                         \
+        const float d_ = __fsub_rn(s.c, o.c);                                                 \
+        o.c = fabsf(d_) > thr ? __fadd_rn(s.c, __fmul_rn(amount, d_)) : s.c;                  \
+    }
+            SHARPEN(x) SHARPEN(y) SHARPEN(z)
+#undef SHARPEN
+            o.w = s.w;
+        }
+        pf_row_d(out, y)[x] = o;
+    }
+}
+
+/* ---- Separable launchers ------------------------------------------------------------- */
+
+/* Scratch: the band's rows plus the largest halo above and below, whatever the params. */
+template <int KIND> static size_t separable_scratch(int width, int rows)
+{
+    return (size_t)width * ((size_t)rows + 2 * kind_traits<KIND>::rmax) * sizeof(float4);
+}
+
+template <int KIND, int EPI> static int separable_launch(const pf_stage_args *a, const char *what)
+{
+    const pf_image in = a->in[0];
+    const int y0 = a->region.y0, y1 = a->region.y1, RMAX = kind_traits<KIND>::rmax;
+    if (y1 <= y0 || in.width <= 0)
+        return 0;
+    /* Rows the horizontal pass may write for any radius up to RMAX. */
+    const int s0 = max(y0 - RMAX, 0), s1 = min(y1 + RMAX, in.height);
+    const size_t need = (size_t)in.width * (size_t)(s1 - s0) * sizeof(float4);
+    if (!a->scratch || (a->scratch_size && a->scratch_size < need))
+        return fail(a, what, "scratch too small: %zu bytes needed, %zu given", need,
+                    a->scratch_size);
+    const int hrows = s1 - s0;
+    int rpb = 4; /* rows per horizontal block; more when the grid would be too tall */
+    while (PF_CEIL_DIV(hrows, rpb) > 65535)
+        rpb *= 2;
+    const int vtiles = PF_CEIL_DIV(y1 - y0, V_TH);
+    if (vtiles > 65535)
+        return fail(a, what, "a band of %zu rows is too tall for one launch (at most %zu)",
+                    (size_t)(y1 - y0), (size_t)65535 * V_TH);
+    cudaStream_t st = (cudaStream_t)a->stream;
+    float4 *tmp = (float4 *)a->scratch;
+    dim3 hg(PF_CEIL_DIV(in.width, H_TW), PF_CEIL_DIV(hrows, rpb));
+    sep_h_kernel<KIND><<<hg, H_TW, 0, st>>>(a->params, in, tmp, s0, y0, y1, rpb);
+    if (pf_cuda_check(a, what))
+        return 1;
+    dim3 vb(V_TX, V_TY), vg(PF_CEIL_DIV(in.width, V_TX), vtiles);
+    sep_v_kernel<KIND, EPI><<<vg, vb, 0, st>>>(a->params, tmp, s0, in, a->out, y0, y1);
+    return pf_cuda_check(a, what);
+}
+
+/* ---- 3x3 stages: sobel, median3 ------------------------------------------------------ */
+
+/* One block: a 32 x 8 tile of outputs; the tile plus a one-pixel halo, clamped to the
+   edge, is staged in shared memory with coalesced loads. */
+#define T3_X 32
+#define T3_Y 8
+
+enum { OP_SOBEL, OP_MEDIAN };
+
+static __device__ __forceinline__ float sobel1(float scale, float tl, float tm, float tr,
+                                               float ml, float mr, float bl, float bm,
+                                               float br)
+{
+    /* (tr + 2 mr + br) - (tl + 2 ml + bl), left to right as in C */
+    const float gx = __fsub_rn(__fadd_rn(__fadd_rn(tr, __fmul_rn(2.f, mr)), br),
+                               __fadd_rn(__fadd_rn(tl, __fmul_rn(2.f, ml)), bl));
+    const float gy = __fsub_rn(__fadd_rn(__fadd_rn(bl, __fmul_rn(2.f, bm)), br),
+                               __fadd_rn(__fadd_rn(tl, __fmul_rn(2.f, tm)), tr));
+    return __fmul_rn(scale, __fsqrt_rn(__fadd_rn(__fmul_rn(gx, gx), __fmul_rn(gy, gy))));
+}
+
+/* filter.c's median9: Paeth's 19 compare-exchanges, `>` exactly as there (so NaNs
+   land where the CPU's land). */
+static __device__ __forceinline__ float median9(float p0, float p1, float p2, float p3,
+                                                float p4, float p5, float p6, float p7,
+                                                float p8)
+{
+    float p[9] = {p0, p1, p2, p3, p4, p5, p6, p7, p8};
+#define SORT2(i, j)                                                                           \
+    {                                                                                         \
+        const float a_ = p[i], b_ = p[j];                                                     \
+        const bool s_ = a_ > b_;                                                              \
+        p[i] = s_ ? b_ : a_;                                                                  \
+        p[j] = s_ ? a_ : b_;                                                                  \
+    }
+    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7)
+    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 3) SORT2(5, 8) SORT2(4, 7)
+    SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7) SORT2(4, 2) SORT2(6, 4)
+    SORT2(4, 2)
+#undef SORT2
+    return p[4];
+}
+
+template <int OP>
+__global__ void __launch_bounds__(T3_X *T3_Y)
+    k3x3_kernel(const void *__restrict__ params, pf_image in, pf_image out, int y0, int y1)
+{
+    __shared__ float4 t[T3_Y + 2][T3_X + 2];
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * T3_X + tx;
+    const int X0 = blockIdx.x * T3_X, Y0 = y0 + blockIdx.y * T3_Y;
+    for (int k = tid; k < (T3_Y + 2) * (T3_X + 2); k += T3_X * T3_Y) {
+        const int ly = k / (T3_X + 2), lx = k - ly * (T3_X + 2);
+        t[ly][lx] = pf_at_clamped_d(in, X0 + lx - 1, Y0 + ly - 1);
+    }
+    __syncthreads();
+    const int x = X0 + tx, y = Y0 + ty;
+    if (x >= out.width || y >= y1)
+        return;
+    /* n[j * 3 + i] of filter.c is t[ty + j][tx + i] */
+#define N(k) t[ty + (k) / 3][tx + (k) % 3]
+    float4 o;
+    if (OP == OP_SOBEL) {
+        const float s = ((const pf_sobel_params *)params)->scale;
+#define SOBEL_CH(c) sobel1(s, N(0).c, N(1).c, N(2).c, N(3).c, N(5).c, N(6).c, N(7).c, N(8).c)
+        o = make_float4(SOBEL_CH(x), SOBEL_CH(y), SOBEL_CH(z), N(4).w);
+#undef SOBEL_CH
+    } else {
+#define MEDIAN_CH(c) median9(N(0).c, N(1).c, N(2).c, N(3).c, N(4).c, N(5).c, N(6).c, N(7).c, N(8).c)
+        o = make_float4(MEDIAN_CH(x), MEDIAN_CH(y), MEDIAN_CH(z), MEDIAN_CH(w));
+#undef MEDIAN_CH
+    }
+#undef N
+    pf_row_d(out, y)[x] = o;
+}
+
+template <int OP> static int launch3x3(const pf_stage_args *a, const char *what)
+{
+    const int y0 = a->region.y0, y1 = a->region.y1;
+    if (y1 <= y0 || a->out.width <= 0)
+        return 0;
+    const int tiles = PF_CEIL_DIV(y1 - y0, T3_Y);
+    if (tiles > 65535)
+        return fail(a, what, "a band of %zu rows is too tall for one launch (at most %zu)",
+                    (size_t)(y1 - y0), (size_t)65535 * T3_Y);
+    dim3 b(T3_X, T3_Y), g(PF_CEIL_DIV(a->out.width, T3_X), tiles);
+    k3x3_kernel<OP><<<g, b, 0, (cudaStream_t)a->stream>>>(a->params, a->in[0], a->out, y0, y1);
+    return pf_cuda_check(a, what);
+}
+
+/* ---- Entry points (see filter.c's descriptors) --------------------------------------- */
+
+extern "C" {
+
+int gaussian_cuda(const pf_stage_args *a)
+{
+    return separable_launch<K_GAUSS, EPI_COPY>(a, "gaussian");
+}
+int box_cuda(const pf_stage_args *a) { return separable_launch<K_BOX, EPI_COPY>(a, "box"); }
+int unsharp_cuda(const pf_stage_args *a)
+{
+    return separable_launch<K_GAUSS, EPI_UNSHARP>(a, "unsharp");
+}
+int sobel_cuda(const pf_stage_args *a) { return launch3x3<OP_SOBEL>(a, "sobel"); }
+int median3_cuda(const pf_stage_args *a) { return launch3x3<OP_MEDIAN>(a, "median3"); }
+
+/* Sized for the largest radius, so a changed sigma or radius never needs more. */
+size_t gaussian_cuda_scratch(const void *params, int width, int rows)
+{
+    return separable_scratch<K_GAUSS>(width, rows);
+}
+size_t box_cuda_scratch(const void *params, int width, int rows)
+{
+    return separable_scratch<K_BOX>(width, rows);
+}
+
+} /* extern "C" */
