@@ -34,17 +34,6 @@ static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_l
 
 /* ---- Descriptor checks ----------------------------------------------------------------- */
 
-static int is_identifier(const char *s)
-{
-    if (!s || !*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
-            return 0;
-    return 1;
-}
-
 static size_t param_bytes(const pf_param_desc *pd)
 {
     return pd->type == PF_PARAM_FLOAT_ARRAY ? sizeof(float) * (size_t)pd->count
@@ -61,7 +50,7 @@ static int in_range(const pf_param_desc *pd, double v)
 static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
 {
     const char *n = d->name ? d->name : "(unnamed)";
-    if (!is_identifier(d->name)) {
+    if (!pf_is_identifier(d->name)) {
         pf_errf(e->errmsg, "%s: stage name '%s' is not an identifier", file, n);
         return PF_PLUGIN;
     }
@@ -109,7 +98,7 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
     for (int i = 0; i < d->n_params; i++) {
         const pf_param_desc *pd = &d->params[i];
         const char *pn = pd->name ? pd->name : "(unnamed)";
-        if (!is_identifier(pd->name) || (unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
+        if (!pf_is_identifier(pd->name) || (unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
             pf_errf(e->errmsg, "%s: %s.%s: bad parameter name or type", file, n, pn);
             return PF_PLUGIN;
         }

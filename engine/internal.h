@@ -27,6 +27,9 @@ void pf_log(const pf_engine *e, int level, const char *fmt, ...)
    close enough to be a plausible typo. */
 const char *pf_closest(const char *name, const char *const *cands, int n);
 
+/* [A-Za-z_][A-Za-z0-9_]*: stage, input, output and parameter names. */
+int pf_is_identifier(const char *s);
+
 /* malloc/calloc/strdup that never return NULL silently: callers still check. */
 char *pf_strdup(const char *s);
 

@@ -86,21 +86,10 @@ static int fail(loader *L, int status, const char *path, const char *fmt, ...)
 
 static int nomem(loader *L) { return fail(L, PF_NO_MEMORY, NULL, "out of memory"); }
 
-static int is_ident(const char *s)
-{
-    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
-            return 0;
-    return 1;
-}
-
 /* base.key, or base["key"] when key is not an identifier; key alone at the top. */
 static void path_key(char *out, const char *base, const char *key)
 {
-    int id = is_ident(key);
+    int id = pf_is_identifier(key);
     if (!*base)
         snprintf(out, PATH_SIZE, id ? "%s%s" : "%s[\"%s\"]", "", key);
     else
@@ -153,7 +142,7 @@ static int check_ident(loader *L, const char *path, const char *name, const char
     if (strlen(name) > ID_MAX)
         return fail(L, PF_PIPELINE, path, "%s '%.20s...' is longer than %d characters", what,
                     name, ID_MAX);
-    if (!is_ident(name))
+    if (!pf_is_identifier(name))
         return fail(L, PF_PIPELINE, path,
                     "%s '%s' is not an identifier: use letters, digits and '_', not "
                     "starting with a digit",

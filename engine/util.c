@@ -64,6 +64,17 @@ void pf_log(const pf_engine *e, int level, const char *fmt, ...)
     fprintf(stderr, "pipefuse: %s%s\n", prefix[level < 0 ? 0 : (level > 2 ? 2 : level)], msg);
 }
 
+int pf_is_identifier(const char *s)
+{
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
 char *pf_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
