@@ -20,6 +20,7 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
+#include "pngtest.h"
 
 #define SUITE PF_SOURCE_DIR "/tests/data/pngsuite"
 
@@ -162,41 +163,6 @@ static int ref_decode(const char *path, ref *out)
     out->has_trns = trns;
     png_destroy_read_struct(&png, &info, NULL);
     return 1;
-}
-
-static unsigned frame_sample(const pf_frame *f, int x, int y, int c)
-{
-    const char *row = (const char *)f->data + (size_t)y * f->pitch;
-    size_t i = (size_t)x * f->channels + c;
-    return f->sample == PF_U16 ? ((const uint16_t *)row)[i] : ((const uint8_t *)row)[i];
-}
-
-/* Number of samples that differ (format mismatches count as everything). */
-static long frame_diff(const pf_frame *a, const pf_frame *b)
-{
-    if (a->width != b->width || a->height != b->height || a->channels != b->channels ||
-        a->sample != b->sample)
-        return -1;
-    long n = 0;
-    for (int y = 0; y < a->height; y++)
-        for (int x = 0; x < a->width; x++)
-            for (int c = 0; c < a->channels; c++)
-                n += frame_sample(a, x, y, c) != frame_sample(b, x, y, c);
-    return n;
-}
-
-static void *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc(n > 0 ? (size_t)n : 1);
-    *size = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    return buf;
 }
 
 /* ---- The checks ---------------------------------------------------------------------- */

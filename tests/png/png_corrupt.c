@@ -17,31 +17,9 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
+#include "pngtest.h"
 
 #define SUITE PF_SOURCE_DIR "/tests/data/pngsuite"
-
-static void *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc(n > 0 ? (size_t)n : 1);
-    *size = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-}
 
 static uint32_t be32(const unsigned char *p)
 {

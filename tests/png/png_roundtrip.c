@@ -10,26 +10,7 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
-
-static unsigned frame_sample(const pf_frame *f, int x, int y, int c)
-{
-    const char *row = (const char *)f->data + (size_t)y * f->pitch;
-    size_t i = (size_t)x * f->channels + c;
-    return f->sample == PF_U16 ? ((const uint16_t *)row)[i] : ((const uint8_t *)row)[i];
-}
-
-static long frame_diff(const pf_frame *a, const pf_frame *b)
-{
-    if (a->width != b->width || a->height != b->height || a->channels != b->channels ||
-        a->sample != b->sample)
-        return -1;
-    long n = 0;
-    for (int y = 0; y < a->height; y++)
-        for (int x = 0; x < a->width; x++)
-            for (int c = 0; c < a->channels; c++)
-                n += frame_sample(a, x, y, c) != frame_sample(b, x, y, c);
-    return n;
-}
+#include "pngtest.h"
 
 /* Random samples; a few pixels pinned to 0 and max so the extremes are always seen. */
 static void fill_random(pf_frame *f, pf_rng *r)
@@ -56,20 +37,6 @@ static void fill_random(pf_frame *f, pf_rng *r)
             ((uint8_t *)last)[at + c] = 255;
         }
     }
-}
-
-static void *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc(n > 0 ? (size_t)n : 1);
-    *size = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    return buf;
 }
 
 static int n_trips;
