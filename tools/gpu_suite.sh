@@ -19,8 +19,12 @@ status=$?
 grep -E "tests passed|Failed|Not Run|Skipped|\*\*\*" "$out/ctest.log" | tail -30
 
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  # memcheck on every GPU test; racecheck (slow) where kernels share memory.
+  gpu_tests=$(ctest --test-dir "$build" -L gpu -N | sed -n 's/.*Test *#[0-9]*: //p')
   for tool in memcheck racecheck; do
-    for t in $(ctest --test-dir "$build" -L gpu -N | sed -n 's/.*Test *#[0-9]*: //p'); do
+    tests=$gpu_tests
+    [ $tool = racecheck ] && tests=${RACECHECK_TESTS:-test_stage_kernels}
+    for t in $tests; do
       bin="$build/bin/$t"
       [ -x "$bin" ] || bin="$build/bin/test_watchdog_plan"
       env_part=""
@@ -32,4 +36,8 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     done
   done
 fi
+# The real-time sample at 1080p: frames per second, latency, and nothing allocated.
+"$build/bin/realtime" pipelines/demo.json --frames 300 > "$out/realtime.log" 2>&1
+"$build/bin/realtime" pipelines/duotone.json --frames 300 >> "$out/realtime.log" 2>&1
+"$build/bin/pipefuse" info > "$out/info.log" 2>&1
 exit $status
