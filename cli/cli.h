@@ -20,6 +20,8 @@ typedef struct cli_common {
 
 pf_engine *cli_engine(const cli_common *c);
 int cli_run(int argc, char **argv, const cli_common *c);
+/* `pipefuse plugin check LIB.so` (plugin_check.c); argv[0] is the subcommand. */
+int cli_plugin(int argc, char **argv, const cli_common *c);
 int cli_bench(int argc, char **argv, const cli_common *c);
 
 #endif

@@ -20,6 +20,7 @@ static const char usage[] =
     "                                    tell launch-bound from memory-bound\n"
     "  stages [NAME]                     list stages and their parameters\n"
     "  info                              versions, plugins and CUDA devices\n"
+    "  plugin check LIB.so               check a plugin as a stage author would want\n"
     "  --help, --version\n"
     "\n"
     "run options:\n"
@@ -282,6 +283,7 @@ int main(int argc, char **argv)
         return cli_bench(argc - i, argv + i, &c);
     if (strcmp(cmd, "stages") == 0)
         return cmd_stages(argc - i, argv + i, &c);
+    if (strcmp(cmd, "plugin") == 0) return cli_plugin(argc - i, argv + i, &c);
     if (strcmp(cmd, "info") == 0) {
         pf_engine *e = cli_engine(&c); /* NULL still prints versions and devices */
         int rc = pf_engine_print_info(e, stdout);

@@ -1,0 +1,54 @@
+# pipefuse_sdk.cmake: what `cmake --install` adds for plugin authors and applications,
+# on top of the library, headers, CLI and built-in plugins that their own directories
+# install: the CMake package (find_package(pipefuse): targets, pipefuse_add_plugin()),
+# a pkg-config file, and docs/plugins.md with the sample plugin under the doc directory.
+# Included at the end of the top-level CMakeLists.txt.
+include(CMakePackageConfigHelpers)
+
+set(PF_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/pipefuse)
+
+# The plugin ABI version, read from the header that defines it.
+file(STRINGS ${PROJECT_SOURCE_DIR}/engine/include/pipefuse/plugin.h pf_abi_lines
+     REGEX "^#define PF_ABI_(MAJOR|MINOR) [0-9]+")
+string(REGEX REPLACE ".*PF_ABI_MAJOR ([0-9]+).*" "\\1" PF_ABI_MAJOR "${pf_abi_lines}")
+string(REGEX REPLACE ".*PF_ABI_MINOR ([0-9]+).*" "\\1" PF_ABI_MINOR "${pf_abi_lines}")
+
+# CUDA architectures plugins are built for by default: pipefuse's own.
+if(PF_HAVE_CUDA)
+  set(PF_SDK_CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
+else()
+  set(PF_SDK_CUDA_ARCHITECTURES "75-real;80-real;86-real;89-real;90")
+endif()
+
+install(EXPORT pipefuse-targets NAMESPACE pipefuse:: DESTINATION ${PF_CMAKE_INSTALL_DIR})
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/pipefuseConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/sdk/pipefuseConfig.cmake
+  INSTALL_DESTINATION ${PF_CMAKE_INSTALL_DIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR CMAKE_INSTALL_BINDIR PF_PLUGIN_INSTALL_DIR)
+# 0.x: a minor release may change the API, so only the same minor version matches.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/sdk/pipefuseConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/sdk/pipefuseConfig.cmake
+              ${PROJECT_BINARY_DIR}/sdk/pipefuseConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/pipefuse_plugin.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/pipefuse_embed.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/embed_text.cmake
+        DESTINATION ${PF_CMAKE_INSTALL_DIR})
+
+# pkg-config: the prefix relative to the .pc file's directory, so a moved tree works.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(PF_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH pf_up /pf-prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /pf-prefix)
+  string(REGEX REPLACE "/$" "" pf_up "${pf_up}")
+  set(PF_PC_PREFIX "\${pcfiledir}/${pf_up}")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/pipefuse.pc.in ${PROJECT_BINARY_DIR}/sdk/pipefuse.pc
+               @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/sdk/pipefuse.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# For plugin authors: the guide and the sample (with its skeleton) to copy from.
+install(FILES ${PROJECT_SOURCE_DIR}/docs/plugins.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/plugin
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/samples)

@@ -1,0 +1,153 @@
+/* samples/plugin/darkroom.c: a pipefuse plugin with two stages, built only against an
+ * installed pipefuse (see CMakeLists.txt and README.md).
+ *
+ *   spotlight  a POINT stage that uses the pixel's position: a soft disc of light
+ *              around a chosen centre, darker around it. Fusable with any other point
+ *              stage, built-in or not.
+ *   emboss     a STENCIL stage: a directional relief from each pixel's 3x3
+ *              neighbourhood (radius 1).
+ *
+ * A plugin is a shared library exporting exactly one symbol, pf_plugin_entry, that
+ * returns a descriptor listing its stages. The plugin never links against the engine
+ * and calls nothing in it: everything is declared in static tables below, and the engine
+ * calls the functions those tables point to. Only "pipefuse/plugin.h" is needed.
+ *
+ * Read it top to bottom: the point stage, the stencil stage, then the plugin.
+ */
+#include "pipefuse/plugin.h"
+
+#include "emboss.h"
+#include "spotlight_ops.h"
+
+/* ======================================================================================
+ * spotlight: a point stage
+ * ====================================================================================== */
+
+/* The op header's text, embedded by pipefuse_add_plugin(... POINT_OPS spotlight_ops.h):
+   the engine compiles it with NVRTC into fused kernels. */
+extern const char pf_src_spotlight_ops[];
+
+/* The CPU version: PF_POINT_ROW(fn, T) defines `spotlight_row`, which runs the op over
+   a piece of a row. The engine calls it on pieces of rows of its own choosing (and
+   from several threads at once), passing where the piece starts. */
+PF_POINT_ROW(spotlight, spotlight_params)
+
+/* The precompiled CUDA version, defined by PF_POINT_CUDA(spotlight, spotlight_params)
+   in darkroom_cuda.cu. PF_CUDA(x) below is x when the plugin is built with CUDA and NULL
+   otherwise, so the same file builds for CPU-only machines. */
+int spotlight_cuda(const pf_stage_args *a);
+
+/* The default of the float array `tint` (a warm light). */
+static const float spotlight_warm[3] = {1.0f, 0.92f, 0.78f};
+
+/* The parameter table: one row per field of spotlight_params, bound with offsetof.
+   The engine parses the pipeline file's "params", checks each value's type and range
+   against its row, and fills the struct; `pipefuse stages spotlight` prints the rows.
+   Every default must lie within its row's [min, max] (the engine refuses the plugin
+   otherwise), and every row needs a doc string (`pipefuse plugin check` insists). */
+static const pf_param_desc spotlight_table[] = {
+    {"cx", "centre of the light, as a fraction of the width (0: left edge)",
+     PF_OFFSET(spotlight_params, cx), PF_PARAM_FLOAT, .def = 0.5, .min = -1, .max = 2},
+    {"cy", "centre of the light, as a fraction of the height (0: top edge)",
+     PF_OFFSET(spotlight_params, cy), PF_PARAM_FLOAT, .def = 0.5, .min = -1, .max = 2},
+    {"radius", "radius of the lit disc, as a fraction of the image's shorter side",
+     PF_OFFSET(spotlight_params, radius), PF_PARAM_FLOAT, .def = 0.35, .min = 0.01, .max = 4},
+    {"feather", "width of the soft edge, as a fraction of the radius (0: a hard edge)",
+     PF_OFFSET(spotlight_params, feather), PF_PARAM_FLOAT, .def = 0.5, .min = 0, .max = 1},
+    {"ambient", "factor on R, G and B outside the light",
+     PF_OFFSET(spotlight_params, ambient), PF_PARAM_FLOAT, .def = 0.45, .min = 0, .max = 4},
+    {"gain", "factor on R, G and B inside the light",
+     PF_OFFSET(spotlight_params, gain), PF_PARAM_FLOAT, .def = 1.15, .min = 0, .max = 4},
+    {"tint", "colour of the light (R, G, B factors)", PF_OFFSET(spotlight_params, tint),
+     PF_PARAM_FLOAT_ARRAY, .min = 0, .max = 4, .count = 3, .def_array = spotlight_warm},
+};
+
+/* The stage descriptor. PF_POINT_DESC fills the point-stage fields: the kind, the params
+   struct's size, the CPU row function (spotlight_row) and, for NVRTC, the op's function
+   name, its params struct's name and the op header's text. */
+static const pf_stage_desc spotlight_desc = {
+    PF_POINT_DESC(spotlight, spotlight_params, pf_src_spotlight_ops),
+    .point_cuda = PF_CUDA(spotlight_cuda),
+    .name = "spotlight", /* unique among ALL loaded plugins: the built-in color family
+                            already has `vignette` */
+    .doc = "A soft disc of coloured light around (cx, cy); R, G and B outside it are "
+           "scaled by ambient. Alpha kept",
+    .n_inputs = 1,
+    PF_PARAMS(spotlight_table),
+};
+
+/* ======================================================================================
+ * emboss: a stencil stage
+ * ====================================================================================== */
+
+/* What the planner needs to know: how far around each output pixel the stage reads.
+   Constant here; a blur would compute it from its params. */
+static int emboss_radius(const void *params) { return 1; }
+
+/* The CPU version. The engine calls it with WHOLE input images and asks for a REGION
+   of output rows, [a->region.y0, a->region.y1): it splits the image into bands (to
+   use all cores on the CPU, and on the GPU so that no launch outlives the display
+   watchdog) and calls this once per band, in any order and possibly at once from
+   several threads. So it must write exactly the rows of its region, every pixel of
+   them, and nothing else: no other rows, no memory past a row's width. Reads may go
+   anywhere in the inputs (clamped at the borders, as every built-in stage does).
+   It must not allocate, keep state between calls, print, or exit: on a problem it
+   writes a message into a->err and returns non-zero. */
+static int emboss_run(const pf_stage_args *a)
+{
+    const emboss_params *p = (const emboss_params *)a->params;
+    const pf_image *in = &a->in[0];
+    float dx, dy;
+    emboss_direction(p, &dx, &dy);
+    pf_float4 n[9];
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        pf_float4 *out = pf_image_row(&a->out, y);
+        for (int x = 0; x < a->out.width; x++) {
+            for (int j = 0; j < 3; j++)
+                for (int i = 0; i < 3; i++)
+                    n[j * 3 + i] = pf_image_at_clamped(in, x + i - 1, y + j - 1);
+            out[x] = emboss_pixel(p, n, dx, dy);
+        }
+    }
+    return 0;
+}
+
+/* The CUDA version, in darkroom_cuda.cu: the same contract, on device memory, launched
+   on a->stream (and nothing else: no synchronisation, no allocation). */
+int emboss_cuda(const pf_stage_args *a);
+
+static const pf_param_desc emboss_table[] = {
+    {"angle", "direction the light comes from, degrees counter-clockwise from the +x axis",
+     PF_OFFSET(emboss_params, angle), PF_PARAM_FLOAT, .def = 135, .min = 0, .max = 360},
+    {"strength", "factor on the slope: 0 gives flat gray",
+     PF_OFFSET(emboss_params, strength), PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 10},
+    {"gray", "output the relief of the luma instead of each channel's",
+     PF_OFFSET(emboss_params, gray), PF_PARAM_BOOL, .def = 0},
+};
+
+static const pf_stage_desc emboss_desc = {
+    .size = PF_STAGE_DESC_SIZE, /* always: how the engine tells SDK versions apart */
+    .name = "emboss",
+    .doc = "Relief lit from a direction: 0.5 + strength * the 3x3 Sobel slope along it, "
+           "clamped at the borders. Alpha kept",
+    .kind = PF_STAGE_STENCIL,
+    .n_inputs = 1,
+    .params_size = sizeof(emboss_params),
+    PF_PARAMS(emboss_table),
+    .cost = 3, /* about three times the work per pixel of a simple point op */
+    .radius = emboss_radius,
+    .run_cpu = emboss_run,
+    .run_cuda = PF_CUDA(emboss_cuda),
+    /* No scratch_bytes: the stage needs no scratch memory. */
+};
+
+/* ======================================================================================
+ * The plugin
+ * ====================================================================================== */
+
+static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_desc};
+
+/* Defines pf_plugin_entry, returning the plugin's name, version, doc and stages, stamped
+   with the PF_ABI_VERSION of the headers it was built with. */
+PF_DEFINE_PLUGIN("darkroom", "1.0.0", "Sample plugin: a spotlight (point) and an emboss "
+                 "(stencil)", darkroom_stages)

@@ -1,0 +1,115 @@
+#!/bin/bash
+# tests/sdk/broken_test.sh: `pipefuse plugin check` on plugins broken on purpose (see
+# broken/: one fault each) must fail with a message that names the fault and says what
+# to fix; and its command line.
+#
+#   broken_test.sh PIPEFUSE BROKEN_DIR GOOD_PLUGIN WORK_DIR
+#
+# gpu_mismatch differs between CPU and GPU only: with a CUDA device the check must fail
+# on "CPU against GPU"; without one it must pass with that check reported as skipped.
+set -u
+PF=$1 DIR=$(cd "$2" && pwd -P) GOOD=$3 WORK=$4
+W=$WORK/broken
+rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" || exit 1
+unset PIPEFUSE_PLUGIN_PATH
+. "$(dirname "$0")/testlib.sh"
+
+# check NAME ARGS...: run NAME `pipefuse plugin check ARGS`.
+check() {
+    local name=$1
+    shift
+    run "$name" "$PF" plugin check "$@"
+}
+
+# broken NAME TEXT...: the check of broken/NAME.so fails (exit 1) saying each TEXT.
+broken() {
+    local name=$1
+    shift
+    check "$name" "$DIR/$name.so"
+    expect "$name" 1
+    says "$name" "result: FAIL"
+    for t in "$@"; do
+        says "$name" "$t"
+    done
+}
+
+broken wrong_abi "FAIL  built for plugin ABI 2.0; this pipefuse supports ABI 1.0" \
+    "fix: rebuild the plugin against this pipefuse's headers"
+broken bad_default "FAIL  sdk_bad_default.gain: default 25 is outside its range [0, 10]" \
+    "FAIL  the engine refuses it: $DIR/bad_default.so" "skip  stage runs: the plugin does not load"
+broken undocumented "FAIL  sdk_undocumented: no doc string" \
+    "FAIL  sdk_undocumented.gain: no doc string"
+broken name_clash "stage name 'vignette' is already taken by the built-in plugin color" \
+    "fix: rename the stage"
+broken stateful "FAIL  deterministic:" "keep no state between calls"
+broken region_ignorer "FAIL  regions (default params): writes outside its region" \
+    "fix: write only the rows a->region.y0 .. a->region.y1 - 1"
+broken wide_radius "FAIL  reads beyond its declared radius 1"
+broken calls_exit "FAIL  the plugin called exit() during: stage sdk_calls_exit"
+broken crasher "FAIL  the plugin crashed (SIGSEGV) during: stage sdk_crasher"
+
+# The region ignorer's values are right: its CPU runs and determinism pass.
+says region_ignorer "ok    CPU runs"
+says region_ignorer "ok    deterministic"
+
+# CPU and GPU disagree: only a GPU can tell.
+check gpu_mismatch "$DIR/gpu_mismatch.so"
+says gpu_mismatch "ok    point rows (default params)"
+if grep -qF "skip  CPU against GPU: skipped (no CUDA device)" "$W/gpu_mismatch.out"; then
+    expect gpu_mismatch 0
+    says gpu_mismatch "GPU checks were skipped"
+    says gpu_mismatch "result: PASS"
+    echo "gpu_mismatch: no CUDA device here, CPU against GPU reported as skipped"
+elif grep -qF "skip  CPU against GPU: skipped (the stage has no CUDA implementation)" "$W/gpu_mismatch.out"; then
+    expect gpu_mismatch 0
+    echo "gpu_mismatch: built without CUDA, CPU against GPU reported as skipped"
+else
+    expect gpu_mismatch 1
+    says gpu_mismatch "FAIL  CPU against GPU"
+    says gpu_mismatch "fix: make the CUDA code compute what the CPU code does"
+    echo "gpu_mismatch: CPU against GPU failed, as it must"
+fi
+
+# A file other users can write to is not loaded at all.
+mkdir -p "$W/open" && chmod 755 "$W/open" && cp "$GOOD" "$W/open/good.so" || fail "cannot copy $GOOD"
+chmod 664 "$W/open/good.so"
+check open_file "$W/open/good.so"
+expect open_file 1
+says open_file "other users can write to it (mode 664"
+says open_file "does not load it"
+chmod 755 "$W/open/good.so" && chmod 777 "$W/open"
+check open_dir "$W/open/good.so"
+expect open_dir 1
+says open_dir "other users can write to the plugin's directory (mode 777"
+chmod 755 "$W/open"
+check good "$W/open/good.so"
+expect good 0
+says good "result: PASS"
+
+# The command line.
+check missing "$W/nonexistent.so"
+expect missing 2
+run usage "$PF" plugin
+expect usage 2
+says usage "usage: pipefuse plugin check"
+run unknown "$PF" plugin frobnicate
+expect unknown 2
+says unknown "unknown subcommand 'frobnicate'"
+run nofile "$PF" plugin check
+expect nofile 2
+check help --help
+expect help 0
+says help "Exit status"
+check badopt "$W/open/good.so" --tolerance lots
+expect badopt 2
+check stage_only "$W/open/good.so" --stage my_gain
+expect stage_only 0
+grep -q "^stage my_blur3" "$W/stage_only.out" && fail "--stage my_gain also checked my_blur3"
+check no_stage "$W/open/good.so" --stage nosuch
+expect no_stage 1
+says no_stage "--stage nosuch: the plugin has no stage of that name"
+run mainhelp "$PF" --help
+expect mainhelp 0
+says mainhelp "plugin check LIB.so"
+
+finish broken_test
