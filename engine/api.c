@@ -31,7 +31,8 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
     }
     e->errmsg[0] = 0;
     int rc = pf_load_pipeline(p, text, source);
-    if (rc == PF_OK && !(p->band_scale = malloc(sizeof(double) * (size_t)p->n_nodes))) {
+    if (rc == PF_OK && (!(p->band_scale = malloc(sizeof(double) * (size_t)p->n_nodes)) ||
+                        !(p->refines = calloc((size_t)p->n_nodes, sizeof(int))))) {
         pf_errf(e->errmsg, "%s: out of memory", source);
         rc = PF_NO_MEMORY;
     }
@@ -108,6 +109,7 @@ PF_API void pf_pipeline_destroy(pf_pipeline *p)
     pf_pipeline_free_ir(p);
     free(p->dump_dir);
     free(p->band_scale);
+    free(p->refines);
     free(p->source);
     free(p);
 }
@@ -197,6 +199,7 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     }
     memcpy(n->params, copy, n->desc->params_size);
     free(copy);
+    p->param_version++;
     if (!plan_still_fits(p, i)) {
         pf_plan_free(p->plan);
         p->plan = NULL;
@@ -293,12 +296,15 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
         p->opts.fusion = value[0] == 't';
     } else if (strcmp(name, "graph") == 0 && is_bool) {
         p->opts.graph = value[0] == 't';
+        return PF_OK; /* chosen per frame: the plan stays */
     } else if (strcmp(name, "streams") == 0 && is_int && iv >= 0 && iv <= 64) {
         p->opts.streams = (int)iv;
     } else if (strcmp(name, "threads") == 0 && is_int && iv >= 0 && iv <= 1024) {
         p->opts.threads = (int)iv;
+        return PF_OK;
     } else if (strcmp(name, "profile") == 0 && is_bool) {
         p->profile = value[0] == 't';
+        return PF_OK;
     } else if (strcmp(name, "slots") == 0 && is_int && iv >= 1 && iv <= 8) {
         p->slots = (int)iv;
     } else if (strcmp(name, "dump_kernels") == 0) {
@@ -307,6 +313,7 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
             return PF_NO_MEMORY;
         free(p->dump_dir);
         p->dump_dir = d;
+        return PF_OK;
     } else if (strcmp(name, "max_launch_ms") == 0 && is_num && dv >= 0 && dv <= 1e6) {
         p->opts.max_launch_ms = dv;
     } else {

@@ -52,6 +52,7 @@ int pf_cuda_watchdog(const pf_engine *e) { return 0; }
 #include "../kernels/convert.h"
 
 #define PF_MAX_SLOTS 8
+#define PF_MAX_REFINES 3 /* band refinements per unit after measuring */
 #define PF_DEV_ALIGN 256
 
 typedef struct pf_cuda_dev {
@@ -186,6 +187,8 @@ typedef struct cuda_slot {
     cudaGraphExec_t exec[2]; /* host mode, device mode */
     unsigned long long key[2]; /* the frame formats each exec was captured for */
     int busy;               /* holds a frame not yet waited for */
+    unsigned long param_version; /* of the params in this slot's pinned block */
+    int params_copied;
     int measuring;          /* this frame's launches are timed (eager) */
     int n_timed;
     cudaEvent_t *tev;       /* timing events: two per timed launch */
@@ -921,14 +924,26 @@ static void take_measurements(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
         if (plan->budget_ms > 0 && ms > plan->budget_ms)
             p->stats.launches_over_budget++;
     }
+    /* At most PF_MAX_REFINES rounds per unit: a unit whose band time does not fall
+       with its height (a fixed cost per launch) is reported, not split forever. */
     for (int u = 0; u < plan->n_units && plan->budget_ms > 0; u++) {
         pf_unit *un = &plan->units[u];
-        double predicted_band = un->predicted_ms * p->band_scale[un->nodes[0]] / un->bands;
-        if (un->measured_band_ms > plan->budget_ms * 0.9 && un->bands < un->shape.height &&
-            predicted_band > 0) {
-            p->band_scale[un->nodes[0]] *= un->measured_band_ms / predicted_band;
-            p->replan = 1;
+        int first = un->nodes[0];
+        double predicted_band = un->predicted_ms * p->band_scale[first] / un->bands;
+        if (un->measured_band_ms <= plan->budget_ms * 0.9 || un->bands >= un->shape.height ||
+            predicted_band <= 0)
+            continue;
+        if (p->refines[first] >= PF_MAX_REFINES) {
+            if (p->refines[first]++ == PF_MAX_REFINES)
+                pf_log(p->eng, 1,
+                       "%s: unit #%d (%s) still takes %.2f ms per launch in %d bands, over the "
+                       "%.1f ms budget; splitting it further does not help",
+                       p->source, u, un->ids[0], un->measured_band_ms, un->bands, plan->budget_ms);
+            continue;
         }
+        p->refines[first]++;
+        p->band_scale[first] *= un->measured_band_ms / predicted_band;
+        p->replan = 1;
     }
 }
 
@@ -1068,10 +1083,15 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
     }
     nvtxRangePushA("pipefuse frame");
     int ni = p->n_inputs, no = p->n_outputs;
-    /* Refresh the pinned parameter block and the frame descriptors. */
-    for (int i = ni; i < p->n_nodes; i++)
-        memcpy(sl->host + c->params_off + c->param_off[i], p->nodes[i].params,
-               p->nodes[i].desc->params_size);
+    /* Refresh the pinned parameter block (only after a change: with a thousand stages
+       the copy is the host's largest cost per frame) and the frame descriptors. */
+    if (!sl->params_copied || sl->param_version != p->param_version) {
+        for (int i = ni; i < p->n_nodes; i++)
+            memcpy(sl->host + c->params_off + c->param_off[i], p->nodes[i].params,
+                   p->nodes[i].desc->params_size);
+        sl->param_version = p->param_version;
+        sl->params_copied = 1;
+    }
     pf_frame_desc *h_desc = (pf_frame_desc *)(sl->host + c->desc_off);
     unsigned long long key = 0;
     for (int i = 0; i < ni; i++) {

@@ -193,21 +193,34 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
         sb_printf(&b, "namespace pf_ns%d { // %s\n%s\n} // namespace pf_ns%d\n\n", a,
                   n->desc->name, n->desc->point_source, a);
     }
+    /* Pixels per chunk: the widest format's chunk is at most 16 bytes (PF_PPT is 8). */
+    int vp = 8;
+    for (int k = 0; k < io->n_in + io->n_out; k++) {
+        const pf_fuse_io *e = k < io->n_in ? &io->in[k] : &io->out[k - io->n_in];
+        int bpp = (int)pf_frame_pixel_bytes((pf_sample)e->sample, e->channels), v = 1;
+        while (v * 2 <= 8 && v * 2 * bpp <= 16)
+            v *= 2;
+        vp = v < vp ? v : vp;
+    }
     sb_printf(&b,
               "extern \"C\" __global__ void __launch_bounds__(256)\n"
               "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
               "   int W, int H, int y0, int y1)\n{\n"
               "    const int y = y0 + blockIdx.y;\n"
-              "    const int x0 = (blockIdx.x * blockDim.x + threadIdx.x) * PF_PPT;\n"
-              "    if (y >= y1 || x0 >= W)\n        return;\n",
-              name);
+              "    if (y >= y1 || PF_PX_X(%d, 0) >= W)\n        return;\n",
+              name, vp);
     for (int k = 0; k < io->n_in; k++)
-        sb_printf(&b, "    pf_float4 in%d[PF_PPT]; /* %s */\n    pf_load_px<%d, %d>(io[%d], y, x0, W, in%d);\n",
-                  k, p->nodes[io->in[k].node].id, io->in[k].sample, io->in[k].channels, k, k);
+        sb_printf(&b,
+                  "    pf_float4 in%d[PF_PPT]; /* %s */\n#pragma unroll\n"
+                  "    for (int c = 0; c < PF_PPT / %d; c++)\n"
+                  "        pf_load_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, in%d + c * %d);\n",
+                  k, p->nodes[io->in[k].node].id, vp, io->in[k].sample, io->in[k].channels, vp, k,
+                  vp, vp, k, vp);
     for (int k = 0; k < io->n_out; k++)
         sb_printf(&b, "    pf_float4 out%d[PF_PPT];\n", k);
     sb_printf(&b, "#pragma unroll\n    for (int i = 0; i < PF_PPT; i++) {\n"
-                  "        pf_pos pos;\n        pos.x = x0 + i, pos.y = y, pos.width = W, pos.height = H;\n");
+                  "        pf_pos pos;\n        pos.x = PF_PX_X(%d, i), pos.y = y, pos.width = W, pos.height = H;\n",
+              vp);
     for (int a = 0; a < un->n_nodes; a++) {
         int m = un->nodes[a];
         const pf_node *n = &p->nodes[m];
@@ -235,9 +248,11 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     }
     sb_printf(&b, "    }\n");
     for (int k = 0; k < io->n_out; k++)
-        sb_printf(&b, "    pf_store_px<%d, %d>(io[%d], y, x0, W, out%d); /* %s%s */\n",
-                  io->out[k].sample, io->out[k].channels, io->n_in + k, k,
-                  p->nodes[io->out[k].node].id, io->out[k].native >= 0 ? ", pipeline output" : "");
+        sb_printf(&b,
+                  "#pragma unroll\n    for (int c = 0; c < PF_PPT / %d; c++) /* %s%s */\n"
+                  "        pf_store_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, out%d + c * %d);\n",
+                  vp, p->nodes[io->out[k].node].id, io->out[k].native >= 0 ? ", pipeline output" : "",
+                  io->out[k].sample, io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
     sb_printf(&b, "}\n");
     if (b.failed) {
         free(b.s);
@@ -397,7 +412,7 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
     }
     char opt_arch[64];
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d", arch);
-    const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
+    const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
 
     /* The key covers everything the cubin depends on. */

@@ -132,6 +132,8 @@ struct pf_pipeline {
     int notified_unfused;    /* the notice that point stages run unfused was given */
     double *band_scale;      /* per node (a unit's first): measured / predicted time */
     int replan;              /* measured bands ran over budget: plan again */
+    int *refines;            /* per node (a unit's first): refinements made so far */
+    unsigned long param_version; /* bumped by every accepted parameter change */
     int profile;             /* time every launch with events (off in the hot path) */
     char *dump_dir;          /* --dump-kernels: where generated sources are written */
     char errmsg[PF_ERRMSG_MAX];

@@ -1,10 +1,13 @@
 /* kernels/fused_rt.h: the device-side runtime of fused kernels, compiled by NVRTC as
  * "pipefuse/fused_rt.h" ahead of every generated kernel (engine/fuse.c).
  *
- * Each thread of a fused kernel owns PF_PPT consecutive pixels of one row. Loads and
- * stores move whole words: 16-byte vectors where the address allows (always, for the
- * engine's own buffers and for tight RGBA8 rows), 8 or 4 bytes otherwise, single
- * bytes as the last resort, and per-sample accesses in the row's ragged tail. Sample
+ * Each thread of a fused kernel owns PF_PPT pixels of one row, as PF_PPT / VP chunks of
+ * VP consecutive pixels; consecutive threads own consecutive chunks, so each load or
+ * store instruction of a warp covers one contiguous span (coalesced). VP is chosen per
+ * kernel so that a chunk of its widest format is at most 16 bytes. Chunks move as
+ * whole words: 16-byte vectors where the address allows (always for the engine's own
+ * buffers and for tight RGBA8 rows), 8 or 4 bytes otherwise, single bytes as the last
+ * resort, and per-sample accesses at the row's ragged end. Sample
  * conversion follows the CPU's rules exactly (engine/frame.c): u8 and u16 scale to
  * [0, 1], gray expands to (g, g, g, 1), stores round to nearest without FMA, clamp,
  * NaN becomes 0, and gray outputs take the Rec. 709 luma.
@@ -23,60 +26,65 @@ typedef struct pf_frame_desc {
     int pad[2];
 } pf_frame_desc;
 
-/* Bytes of PF_PPT pixels of format (S, C), and the 32-bit words holding them. */
+/* Bytes per sample, and 32-bit words holding VP pixels of format (S, C). */
 #define PF_SB(S) ((S) == 0 ? 1 : ((S) == 1 ? 2 : 4))
-#define PF_NW(S, C) ((PF_PPT * PF_SB(S) * (C) + 3) / 4)
+#define PF_NW(S, C, VP) (((VP) * PF_SB(S) * (C) + 3) / 4)
 
-template <int NW>
+/* Loads CB bytes at p into words, with the widest access the address allows. */
+template <int CB, int NW>
 static __device__ __forceinline__ void pf_load_words(const unsigned char *p, unsigned int (&w)[NW])
 {
     unsigned long long a = (unsigned long long)p;
-    if (NW % 4 == 0 && (a & 15) == 0) {
+    if (CB % 16 == 0 && (a & 15) == 0) {
 #pragma unroll
-        for (int i = 0; i < NW / 4; i++) {
+        for (int i = 0; i < CB / 16; i++) {
             uint4 v = __ldg((const uint4 *)p + i);
-            w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+            w[4 * i] = v.x;
+            w[4 * i + 1] = v.y;
+            w[4 * i + 2] = v.z;
+            w[4 * i + 3] = v.w;
         }
-    } else if (NW % 2 == 0 && (a & 7) == 0) {
+    } else if (CB % 8 == 0 && (a & 7) == 0) {
 #pragma unroll
-        for (int i = 0; i < NW / 2; i++) {
+        for (int i = 0; i < CB / 8; i++) {
             uint2 v = __ldg((const uint2 *)p + i);
-            w[2 * i] = v.x, w[2 * i + 1] = v.y;
+            w[2 * i] = v.x;
+            w[2 * i + 1] = v.y;
         }
-    } else if ((a & 3) == 0) {
+    } else if (CB % 4 == 0 && (a & 3) == 0) {
 #pragma unroll
-        for (int i = 0; i < NW; i++)
+        for (int i = 0; i < CB / 4; i++)
             w[i] = __ldg((const unsigned int *)p + i);
     } else {
 #pragma unroll
         for (int i = 0; i < NW; i++)
-            w[i] = (unsigned int)p[4 * i] | (unsigned int)p[4 * i + 1] << 8 |
-                   (unsigned int)p[4 * i + 2] << 16 | (unsigned int)p[4 * i + 3] << 24;
+            w[i] = 0;
+#pragma unroll
+        for (int i = 0; i < CB; i++)
+            w[i >> 2] |= (unsigned int)p[i] << ((i & 3) * 8);
     }
 }
 
-template <int NW>
+template <int CB, int NW>
 static __device__ __forceinline__ void pf_store_words(unsigned char *p, const unsigned int (&w)[NW])
 {
     unsigned long long a = (unsigned long long)p;
-    if (NW % 4 == 0 && (a & 15) == 0) {
+    if (CB % 16 == 0 && (a & 15) == 0) {
 #pragma unroll
-        for (int i = 0; i < NW / 4; i++)
+        for (int i = 0; i < CB / 16; i++)
             ((uint4 *)p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
-    } else if (NW % 2 == 0 && (a & 7) == 0) {
+    } else if (CB % 8 == 0 && (a & 7) == 0) {
 #pragma unroll
-        for (int i = 0; i < NW / 2; i++)
+        for (int i = 0; i < CB / 8; i++)
             ((uint2 *)p)[i] = make_uint2(w[2 * i], w[2 * i + 1]);
-    } else if ((a & 3) == 0) {
+    } else if (CB % 4 == 0 && (a & 3) == 0) {
 #pragma unroll
-        for (int i = 0; i < NW; i++)
+        for (int i = 0; i < CB / 4; i++)
             ((unsigned int *)p)[i] = w[i];
     } else {
 #pragma unroll
-        for (int i = 0; i < NW; i++) {
-            p[4 * i] = (unsigned char)w[i], p[4 * i + 1] = (unsigned char)(w[i] >> 8);
-            p[4 * i + 2] = (unsigned char)(w[i] >> 16), p[4 * i + 3] = (unsigned char)(w[i] >> 24);
-        }
+        for (int i = 0; i < CB; i++)
+            p[i] = (unsigned char)(w[i >> 2] >> ((i & 3) * 8));
     }
 }
 
@@ -114,37 +122,43 @@ static __device__ __forceinline__ float pf_luma_rn(pf_float4 v)
                      __fmul_rn(0.0722f, v.z));
 }
 
-template <int C>
-static __device__ __forceinline__ pf_float4 pf_expand(float a, float b, float c, float d)
+/* Pixel i of VP unpacked pixels of format (S, C). */
+template <int S, int C>
+static __device__ __forceinline__ pf_float4 pf_pixel(const unsigned int *w, int i)
 {
     pf_float4 v;
     if (C <= 2) {
-        v.x = v.y = v.z = a;
-        v.w = C == 2 ? b : 1.0f;
+        v.x = v.y = v.z = pf_unpack<S>(w, i * C);
+        v.w = C == 2 ? pf_unpack<S>(w, i * C + 1) : 1.0f;
     } else {
-        v.x = a, v.y = b, v.z = c;
-        v.w = C == 4 ? d : 1.0f;
+        v.x = pf_unpack<S>(w, i * C);
+        v.y = pf_unpack<S>(w, i * C + 1);
+        v.z = pf_unpack<S>(w, i * C + 2);
+        v.w = C == 4 ? pf_unpack<S>(w, i * C + 3) : 1.0f;
     }
     return v;
 }
 
-/* Loads PF_PPT pixels from x0 of row y; pixels past the width read as zero. */
-template <int S, int C>
-static __device__ __forceinline__ void pf_load_px(const pf_frame_desc &d, int y, int x0, int width,
-                                                  pf_float4 (&px)[PF_PPT])
+/* Loads the chunk of VP pixels starting at x of row y into px[0..VP); pixels past the
+   width read as zero. A warp's threads load consecutive chunks, so every access
+   instruction of a warp covers one contiguous span of the row. */
+template <int S, int C, int VP>
+static __device__ __forceinline__ void pf_load_chunk(const pf_frame_desc &d, int y, int x,
+                                                     int width, pf_float4 *px)
 {
     const unsigned char *row = (const unsigned char *)d.data + (unsigned long long)y * d.pitch;
-    unsigned int w[PF_NW(S, C)];
-    if (x0 + PF_PPT <= width) {
-        pf_load_words<PF_NW(S, C)>(row + (unsigned long long)x0 * PF_SB(S) * C, w);
+    const int CB = VP * PF_SB(S) * C;
+    unsigned int w[PF_NW(S, C, VP)];
+    if (x + VP <= width) {
+        pf_load_words<CB>(row + (unsigned long long)x * PF_SB(S) * C, w);
     } else {
 #pragma unroll
-        for (int i = 0; i < PF_NW(S, C); i++)
+        for (int i = 0; i < PF_NW(S, C, VP); i++)
             w[i] = 0;
-        for (int i = 0; i < PF_PPT && x0 + i < width; i++) {
+        for (int i = 0; i < VP && x + i < width; i++) {
 #pragma unroll
             for (int k = 0; k < C; k++) {
-                const unsigned char *s = row + ((unsigned long long)(x0 + i) * C + k) * PF_SB(S);
+                const unsigned char *s = row + ((unsigned long long)(x + i) * C + k) * PF_SB(S);
                 int j = i * C + k;
                 if (S == 0)
                     w[j >> 2] |= (unsigned int)s[0] << ((j & 3) * 8);
@@ -156,24 +170,23 @@ static __device__ __forceinline__ void pf_load_px(const pf_frame_desc &d, int y,
         }
     }
 #pragma unroll
-    for (int i = 0; i < PF_PPT; i++)
-        px[i] = pf_expand<C>(pf_unpack<S>(w, i * C), C > 1 ? pf_unpack<S>(w, i * C + 1) : 0.0f,
-                             C > 2 ? pf_unpack<S>(w, i * C + 2) : 0.0f,
-                             C > 3 ? pf_unpack<S>(w, i * C + 3) : 0.0f);
+    for (int i = 0; i < VP; i++)
+        px[i] = pf_pixel<S, C>(w, i);
 }
 
-/* Stores PF_PPT pixels at x0 of row y, only those inside the width. */
-template <int S, int C>
-static __device__ __forceinline__ void pf_store_px(const pf_frame_desc &d, int y, int x0, int width,
-                                                   const pf_float4 (&px)[PF_PPT])
+/* Stores the chunk of VP pixels at x of row y, only those inside the width. */
+template <int S, int C, int VP>
+static __device__ __forceinline__ void pf_store_chunk(const pf_frame_desc &d, int y, int x,
+                                                      int width, const pf_float4 *px)
 {
     unsigned char *row = (unsigned char *)d.data + (unsigned long long)y * d.pitch;
-    unsigned int w[PF_NW(S, C)];
+    const int CB = VP * PF_SB(S) * C;
+    unsigned int w[PF_NW(S, C, VP)];
 #pragma unroll
-    for (int i = 0; i < PF_NW(S, C); i++)
+    for (int i = 0; i < PF_NW(S, C, VP); i++)
         w[i] = 0;
 #pragma unroll
-    for (int i = 0; i < PF_PPT; i++) {
+    for (int i = 0; i < VP; i++) {
         pf_float4 v = px[i];
         if (C <= 2) {
             pf_pack<S>(w, i * C, pf_luma_rn(v));
@@ -187,14 +200,14 @@ static __device__ __forceinline__ void pf_store_px(const pf_frame_desc &d, int y
                 pf_pack<S>(w, i * C + 3, v.w);
         }
     }
-    if (x0 + PF_PPT <= width) {
-        pf_store_words<PF_NW(S, C)>(row + (unsigned long long)x0 * PF_SB(S) * C, w);
+    if (x + VP <= width) {
+        pf_store_words<CB>(row + (unsigned long long)x * PF_SB(S) * C, w);
         return;
     }
-    for (int i = 0; i < PF_PPT && x0 + i < width; i++) {
+    for (int i = 0; i < VP && x + i < width; i++) {
 #pragma unroll
         for (int k = 0; k < C; k++) {
-            unsigned char *s = row + ((unsigned long long)(x0 + i) * C + k) * PF_SB(S);
+            unsigned char *s = row + ((unsigned long long)(x + i) * C + k) * PF_SB(S);
             int j = i * C + k;
             if (S == 0)
                 s[0] = (unsigned char)(w[j >> 2] >> ((j & 3) * 8));
@@ -205,5 +218,9 @@ static __device__ __forceinline__ void pf_store_px(const pf_frame_desc &d, int y
         }
     }
 }
+
+/* The x of pixel i (of PF_PPT) of this thread, with chunks of VP pixels: chunk c of a
+   thread is the block's chunk number c * blockDim.x + threadIdx.x. */
+#define PF_PX_X(VP, i) (blockIdx.x * blockDim.x * PF_PPT + ((i) / (VP) * blockDim.x + threadIdx.x) * (VP) + (i) % (VP))
 
 #endif /* PIPEFUSE_FUSED_RT_H */
