@@ -339,7 +339,9 @@ bad:
 static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
     int cuda = p->opts.backend == PF_BACKEND_CUDA;
-    if (p->opts.backend == PF_BACKEND_AUTO) {
+    if (p->opts.backend == PF_BACKEND_AUTO && pf_cuda_lost(p->eng))
+        cuda = 1; /* fail with the reason rather than switch executors silently */
+    else if (p->opts.backend == PF_BACKEND_AUTO) {
         char why[512] = "";
         cuda = pf_cuda_available(p->eng, why, sizeof why);
         for (int i = p->n_inputs; i < p->n_nodes && cuda; i++) {

@@ -41,6 +41,7 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
 int pf_cuda_wait(pf_pipeline *p, int ticket) { return pf_cuda_plan_build(p); }
 int pf_cuda_launches(const struct pf_cuda_plan *c) { return 0; }
 int pf_cuda_busy(const struct pf_cuda_plan *c) { return 0; }
+const char *pf_cuda_lost(const pf_engine *e) { return NULL; }
 double pf_cuda_bandwidth(const pf_engine *e) { return 0; }
 int pf_cuda_watchdog(const pf_engine *e) { return 0; }
 
@@ -61,6 +62,7 @@ typedef struct pf_cuda_dev {
     int watchdog;     /* cudaDevAttrKernelExecTimeout */
     double bandwidth; /* device-to-device copy, bytes/s counting read + write */
     char why[512];
+    char lost[1024];  /* a sticky error ended the context: why; every later call fails */
 } pf_cuda_dev;
 
 /* Device-to-device copy bandwidth: the floor for memory-bound work and the cost
@@ -114,6 +116,8 @@ static int cuda_fail(pf_pipeline *p, cudaError_t err, const char *call, const ch
     pf_errf(p->errmsg, "%s: CUDA %s: %s (%s) at %s:%d%s", p->source, call,
             cudaGetErrorString(err), cudaGetErrorName(err), file, line,
             sticky ? "; the CUDA context is lost: destroy the pipeline and engine" : "");
+    if (sticky && p->eng->cuda && !p->eng->cuda->lost[0])
+        snprintf(p->eng->cuda->lost, sizeof p->eng->cuda->lost, "%.1000s", p->errmsg);
     if (err == cudaErrorMemoryAllocation)
         return PF_NO_MEMORY;
     return PF_CUDA;
@@ -162,6 +166,23 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
     if (d->state < 0)
         snprintf(why, why_size, "%s", d->why);
     return d->state > 0;
+}
+
+const char *pf_cuda_lost(const pf_engine *e)
+{
+    return e->cuda && e->cuda->lost[0] ? e->cuda->lost : NULL;
+}
+
+/* Every call after a sticky error fails at once with its reason: the context cannot
+   run anything again, and pretending otherwise would hang or return garbage. */
+static int fail_if_lost(pf_pipeline *p)
+{
+    const char *lost = pf_cuda_lost(p->eng);
+    if (!lost)
+        return PF_OK;
+    pf_errf(p->errmsg, "%s: the GPU context was lost earlier and cannot be used again: %.3000s",
+            p->source, lost);
+    return PF_CUDA;
 }
 
 double pf_cuda_bandwidth(const pf_engine *e) { return e->cuda ? e->cuda->bandwidth : 0; }
@@ -234,6 +255,7 @@ struct pf_cuda_plan {
     int next_slot;
     int next_ticket;
     int max_timed;          /* launches one frame makes, all of which may be timed */
+    unsigned long frames_planned; /* frames submitted on this plan */
     int measure_frames;     /* frames still to time after planning */
     cuda_slot slots[PF_MAX_SLOTS];
 };
@@ -591,6 +613,8 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
 int pf_cuda_plan_build(pf_pipeline *p)
 {
     char why[512];
+    if (fail_if_lost(p) != PF_OK)
+        return PF_CUDA;
     if (!pf_cuda_available(p->eng, why, sizeof why)) {
         pf_errf(p->errmsg, "%s: backend cuda: %s", p->source, why);
         return PF_NO_DEVICE;
@@ -896,6 +920,8 @@ static int report_timeout(pf_pipeline *p, cudaError_t err)
             "lower it (--max-launch-ms, or options.max_launch_ms) so that the work is split "
             "into more bands. The CUDA context is lost: destroy the pipeline and the engine",
             p->source, cudaGetErrorName(err), where, plan->budget_ms);
+    if (p->eng->cuda && !p->eng->cuda->lost[0])
+        snprintf(p->eng->cuda->lost, sizeof p->eng->cuda->lost, "%.1000s", p->errmsg);
     return PF_CUDA;
 }
 
@@ -941,8 +967,10 @@ static void take_measurements(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
                        p->source, u, un->ids[0], un->measured_band_ms, un->bands, plan->budget_ms);
             continue;
         }
+        /* At most 8x per round: one slow outlier must not shred the unit. */
+        double factor = un->measured_band_ms / predicted_band;
         p->refines[first]++;
-        p->band_scale[first] *= un->measured_band_ms / predicted_band;
+        p->band_scale[first] *= factor < 8 ? factor : 8;
         p->replan = 1;
     }
 }
@@ -1066,6 +1094,8 @@ static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_fram
 int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
                    void *stream, int *ticket)
 {
+    if (fail_if_lost(p) != PF_OK)
+        return PF_CUDA;
     pf_plan *plan = p->plan;
     pf_cuda_plan *c = plan->cu;
     cuda_slot *sl = &c->slots[c->next_slot];
@@ -1141,10 +1171,13 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
     cudaStream_t s0 = device ? (cudaStream_t)stream : sl->streams[0];
     /* The first frames after planning (and every frame when profiling) run eagerly
        with each launch timed: that is where band times are measured. */
-    sl->measuring = c->measure_frames > 0 || p->profile;
+    /* The plan's first frame is not timed: first launches include loading modules
+       (CUDA loads them lazily), which would make every band look over budget. */
+    sl->measuring = (c->measure_frames > 0 && c->frames_planned > 0) || p->profile;
     sl->n_timed = 0;
-    if (c->measure_frames > 0)
+    if (c->measure_frames > 0 && c->frames_planned > 0)
         c->measure_frames--;
+    c->frames_planned++;
     int use_graph = p->opts.graph && !c->graph_failed && !sl->measuring;
     if (use_graph && (!sl->exec[device] || sl->key[device] != key)) {
         rc = capture(p, c, sl, device);
@@ -1193,6 +1226,8 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
 
 int pf_cuda_wait(pf_pipeline *p, int ticket)
 {
+    if (fail_if_lost(p) != PF_OK)
+        return PF_CUDA;
     pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
     for (int s = 0; c && s < c->n_slots; s++)
         if (c->slots[s].busy && c->slots[s].ticket == ticket)

@@ -12,6 +12,9 @@ void pf_cuda_engine_free(pf_engine *e);
 /* After pf_cuda_available: device-to-device bandwidth in bytes/s (read + write,
    measured once), and whether the device has a kernel watchdog. */
 double pf_cuda_bandwidth(const pf_engine *e);
+/* After a sticky CUDA error (illegal address, watchdog timeout, ...): its message; the
+   engine's GPU is unusable from then on and every CUDA call fails with it. NULL else. */
+const char *pf_cuda_lost(const pf_engine *e);
 int pf_cuda_watchdog(const pf_engine *e);
 
 /* Builds the CUDA side of p->plan (streams, pools, pinned staging, graphs are made on

@@ -22,8 +22,8 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   # memcheck on every GPU test; racecheck (slow) where kernels share memory.
   gpu_tests=$(ctest --test-dir "$build" -L gpu -N | sed -n 's/.*Test *#[0-9]*: //p')
   for tool in memcheck racecheck; do
-    tests=$gpu_tests
-    [ $tool = racecheck ] && tests=${RACECHECK_TESTS:-test_stage_kernels}
+    tests=${MEMCHECK_TESTS:-$gpu_tests}
+    [ $tool = racecheck ] && tests=${RACECHECK_TESTS-test_stage_kernels}
     for t in $tests; do
       bin="$build/bin/$t"
       [ -x "$bin" ] || bin="$build/bin/test_watchdog_plan"
@@ -38,6 +38,6 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
 fi
 # The real-time sample at 1080p: frames per second, latency, and nothing allocated.
 "$build/bin/realtime" pipelines/demo.json --frames 300 > "$out/realtime.log" 2>&1
-"$build/bin/realtime" pipelines/duotone.json --frames 300 >> "$out/realtime.log" 2>&1
+"$build/bin/realtime" pipelines/duotone.json --param mix.opacity --frames 300 >> "$out/realtime.log" 2>&1
 "$build/bin/pipefuse" info > "$out/info.log" 2>&1
 exit $status

@@ -132,7 +132,7 @@ int main(int argc, char **argv)
             int k = n % in_flight;
             fill(&in[k], n);
             char v[32];
-            snprintf(v, sizeof v, "%.4f", 0.05 * sin(n * 0.1)); /* the live change */
+            snprintf(v, sizeof v, "%.4f", 0.05 + 0.05 * sin(n * 0.1)); /* the live change */
             if (pf_pipeline_set_param(p, param, v) != PF_OK) {
                 fprintf(stderr, "realtime: %s\n", pf_pipeline_errmsg(p));
                 return 1;

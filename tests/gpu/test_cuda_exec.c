@@ -314,6 +314,59 @@ static void test_steady_state(pf_rng *r)
     pf_pipeline_destroy(p);
 }
 
+/* Independent branches on several streams give the same bytes as on one stream, and
+   graph replay the same bytes as eager launches. */
+static void test_streams(pf_rng *r)
+{
+    static const char json[] =
+        "{\"pipefuse\":1,\"inputs\":[\"src\"],\"stages\":["
+        "{\"id\":\"soft\",\"op\":\"gaussian\",\"inputs\":[\"src\"],\"params\":{\"sigma\":2}},"
+        "{\"id\":\"edge\",\"op\":\"sobel\",\"inputs\":[\"src\"]},"
+        "{\"id\":\"med\",\"op\":\"median3\",\"inputs\":[\"src\"]},"
+        "{\"id\":\"mix\",\"op\":\"blend\",\"inputs\":[\"soft\",\"edge\"]},"
+        "{\"id\":\"diff\",\"op\":\"difference\",\"inputs\":[\"edge\",\"med\"]},"
+        "{\"id\":\"hist\",\"op\":\"histogram\",\"inputs\":[\"med\"]}],"
+        "\"outputs\":{\"a\":\"mix\",\"b\":\"diff\",\"h\":\"hist\"}}";
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_string(eng, json, "branches.json", &p) != PF_OK) {
+        CHECKF(0, "%s", pf_engine_errmsg(eng));
+        return;
+    }
+    pf_frame in = random_frame(r, 517, 311, PF_U8, 4);
+    pf_frame out[4][2];
+    double hist[4][256 * 4];
+    static const char *const cfg[4][2] = {{"0", "true"}, {"1", "true"}, {"0", "false"}, {"1", "false"}};
+    CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+    for (int m = 0; m < 4; m++) {
+        CHECK(pf_pipeline_set_option(p, "streams", cfg[m][0]) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "graph", cfg[m][1]) == PF_OK);
+        out[m][0] = like(&in, 517, 311, PF_U8, 4);
+        out[m][1] = like(&in, 517, 311, PF_U8, 4);
+        pf_frame o3[3] = {out[m][0], out[m][1], {0}};
+        for (int rep = 0; rep < 3; rep++)
+            CHECKF(pf_pipeline_run(p, &in, 1, o3, 3) == PF_OK, "%s", pf_pipeline_errmsg(p));
+        pf_stats s;
+        s.size = sizeof s;
+        pf_pipeline_stats(p, &s);
+        CHECKF(cfg[m][0][0] == '1' ? s.streams == 1 : s.streams >= 3, "streams %d (option %s)",
+               s.streams, cfg[m][0]);
+        pf_table t;
+        CHECK(pf_pipeline_table(p, 2, &t) == PF_OK && t.rows * t.cols == 256 * 4);
+        memcpy(hist[m], t.data, sizeof hist[m]);
+    }
+    for (int m = 1; m < 4; m++) {
+        for (int o = 0; o < 2; o++)
+            CHECKF(memcmp(out[m][o].data, out[0][o].data, out[0][o].pitch * 311) == 0,
+                   "output %d differs: streams %s graph %s against the default", o, cfg[m][0],
+                   cfg[m][1]);
+        CHECKF(memcmp(hist[m], hist[0], sizeof hist[0]) == 0, "histogram differs (mode %d)", m);
+    }
+    for (int m = 0; m < 4; m++)
+        free(out[m][0].data), free(out[m][1].data);
+    free(in.data);
+    pf_pipeline_destroy(p);
+}
+
 int main(void)
 {
     int n = 0;
@@ -327,6 +380,7 @@ int main(void)
     test_examples(&r);
     test_random_points(&r);
     test_steady_state(&r);
+    test_streams(&r);
     pf_engine_destroy(eng);
     return pf_test_done("test_cuda_exec");
 }
