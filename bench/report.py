@@ -150,7 +150,7 @@ def kernel_ratio(res, mode, copy_gbps):
     bandwidth: the fused kernel's own effective bandwidth, without the frame's fixed
     costs (graph launch, the parameter copy)."""
     k = mode_val(res, mode, "kernel_ms")
-    b = res.get("bytes_per_frame") if res else None
+    b = (res.get("meta") or {}).get("bytes_per_frame") if res else None
     if not k or not b or not copy_gbps:
         return None
     return b / (k * 1e-3) / 1e9 / copy_gbps
