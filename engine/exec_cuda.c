@@ -41,6 +41,7 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
 int pf_cuda_wait(pf_pipeline *p, int ticket) { return pf_cuda_plan_build(p); }
 int pf_cuda_launches(const struct pf_cuda_plan *c) { return 0; }
 int pf_cuda_busy(const struct pf_cuda_plan *c) { return 0; }
+int pf_cuda_scratch_fits(const struct pf_cuda_plan *c, int u, size_t bytes) { return 0; }
 const char *pf_cuda_lost(const pf_engine *e) { return NULL; }
 double pf_cuda_bandwidth(const pf_engine *e) { return 0; }
 int pf_cuda_watchdog(const pf_engine *e) { return 0; }
@@ -469,8 +470,10 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
         return;
     for (int s = 0; s < c->n_slots; s++) {
         cuda_slot *sl = &c->slots[s];
-        if (sl->busy && sl->streams)
-            cudaStreamSynchronize(sl->streams[0]);
+        /* A frame still in flight (device frames run on the caller's stream): let it
+           finish before its memory goes. */
+        if (sl->busy && sl->done)
+            cudaEventSynchronize(sl->done);
         for (int m = 0; m < 2; m++)
             if (sl->exec[m])
                 cudaGraphExecDestroy(sl->exec[m]);
@@ -653,6 +656,11 @@ int pf_cuda_plan_build(pf_pipeline *p)
 }
 
 int pf_cuda_launches(const pf_cuda_plan *c) { return c ? c->launches : 0; }
+
+int pf_cuda_scratch_fits(const pf_cuda_plan *c, int u, size_t bytes)
+{
+    return c && u >= 0 && u < c->n_units && c->scratch_size[u] >= bytes;
+}
 
 int pf_cuda_busy(const pf_cuda_plan *c)
 {
