@@ -20,14 +20,14 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                            \
-    do {                                                                                 \
-        cudaError_t e_ = (x);                                                            \
-        if (e_ != cudaSuccess) {                                                         \
-            fprintf(stderr, "article_naive: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), \
-                    __LINE__);                                                           \
-            exit(1);                                                                     \
-        }                                                                                \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "article_naive: %s: %s (line %d)\n", #x, cudaGetErrorString(e_),       \
+                    __LINE__);                                                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static const int W = 1024, H = 1024, ITERS = 1000, REPEATS = 5;
@@ -193,17 +193,20 @@ int main()
 
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("{\"device\": \"%s\", \"size\": [%d, %d], \"iterations\": %d, \"repeats\": %d,\n"
-           " \"naive_us\": %.3f, \"naive_simple_us\": %.3f, \"async_us\": %.3f, \"graph_us\": %.3f,\n"
-           " \"kernels_gpu_us\": %.3f,\n"
-           " \"sum_rel_error\": %.3g,\n"
-           " \"naive\": \"2 kernels + cudaMemcpy to pageable host + cudaDeviceSynchronize per iteration\",\n"
-           " \"naive_simple\": \"the same with a one-thread-per-column column-sum kernel\",\n"
-           " \"async\": \"2 kernels + cudaMemcpyAsync to pinned host per iteration, one sync at the end\",\n"
-           " \"graph\": \"the async iteration captured as a CUDA Graph, replayed\",\n"
-           " \"kernels_gpu\": \"GPU time of the 2 kernels per iteration (CUDA events, back to back)\"}\n",
-           prop.name, W, H, ITERS, REPEATS, median(t_naive), median(t_simple), median(t_async),
-           median(t_graph),
-           median(t_gpu), err);
+    printf(
+        "{\"device\": \"%s\", \"size\": [%d, %d], \"iterations\": %d, \"repeats\": %d,\n"
+        " \"naive_us\": %.3f, \"naive_simple_us\": %.3f, \"async_us\": %.3f, \"graph_us\": %.3f,\n"
+        " \"kernels_gpu_us\": %.3f,\n"
+        " \"sum_rel_error\": %.3g,\n"
+        " \"naive\": \"2 kernels + cudaMemcpy to pageable host + cudaDeviceSynchronize per "
+        "iteration\",\n"
+        " \"naive_simple\": \"the same with a one-thread-per-column column-sum kernel\",\n"
+        " \"async\": \"2 kernels + cudaMemcpyAsync to pinned host per iteration, one sync at the "
+        "end\",\n"
+        " \"graph\": \"the async iteration captured as a CUDA Graph, replayed\",\n"
+        " \"kernels_gpu\": \"GPU time of the 2 kernels per iteration (CUDA events, back to "
+        "back)\"}\n",
+        prop.name, W, H, ITERS, REPEATS, median(t_naive), median(t_simple), median(t_async),
+        median(t_graph), median(t_gpu), err);
     return err < 1e-3 ? 0 : 2;
 }

@@ -16,13 +16,13 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                            \
-    do {                                                                                 \
-        cudaError_t e_ = (x);                                                            \
-        if (e_ != cudaSuccess) {                                                         \
-            fprintf(stderr, "copy_bw: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                     \
-        }                                                                                \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "copy_bw: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);  \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 __global__ void copy16(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n)

@@ -96,10 +96,10 @@ static double copy_bandwidth(void)
 typedef struct bench_setup {
     pf_pipeline *p;
     int frames;
-    pf_frame in[8], out[16];     /* host frames */
-    pf_frame din[8], dout[16];   /* device frames */
+    pf_frame in[8], out[16];   /* host frames */
+    pf_frame din[8], dout[16]; /* device frames */
     int n_in, n_out;
-    double bytes;                /* a frame's inputs and image outputs */
+    double bytes; /* a frame's inputs and image outputs */
     void *stream;
 } bench_setup;
 
@@ -109,7 +109,8 @@ static void verdict(bench_result *r, int cuda)
         snprintf(r->verdict, sizeof r->verdict, "cpu");
         if (r->copy_ratio > 0)
             snprintf(r->reason, sizeof r->reason,
-                     "the CPU executor, at %.1f%% of the GPU's copy bandwidth", r->copy_ratio * 100);
+                     "the CPU executor, at %.1f%% of the GPU's copy bandwidth",
+                     r->copy_ratio * 100);
         else
             snprintf(r->reason, sizeof r->reason, "the CPU executor (no GPU to compare with)");
     } else if (r->busy < 0.5) {
@@ -246,9 +247,13 @@ static void run_mode(bench_setup *b, const bench_mode *m, double copy_bw, bench_
 
 static int parse_format(const char *s, pf_sample *sample, int *channels)
 {
-    static const struct { const char *name; pf_sample s; int c; } f[] = {
-        {"gray8", PF_U8, 1}, {"rgb8", PF_U8, 3}, {"rgba8", PF_U8, 4}, {"gray16", PF_U16, 1},
-        {"rgba16", PF_U16, 4}, {"grayf", PF_F32, 1}, {"rgbaf", PF_F32, 4}};
+    static const struct {
+        const char *name;
+        pf_sample s;
+        int c;
+    } f[] = {{"gray8", PF_U8, 1},   {"rgb8", PF_U8, 3},    {"rgba8", PF_U8, 4},
+             {"gray16", PF_U16, 1}, {"rgba16", PF_U16, 4}, {"grayf", PF_F32, 1},
+             {"rgbaf", PF_F32, 4}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (strcmp(s, f[i].name) == 0) {
             *sample = f[i].s;
@@ -276,7 +281,8 @@ static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int cha
         if (pf_frame_alloc(&b->in[i], size.width, size.height, sample, channels) != PF_OK)
             return -1;
         for (size_t k = 0; k < b->in[i].pitch * (size_t)size.height; k++)
-            ((unsigned char *)b->in[i].data)[k] = (unsigned char)((seed = seed * 1103515245 + 12345) >> 16);
+            ((unsigned char *)b->in[i].data)[k] =
+                (unsigned char)((seed = seed * 1103515245 + 12345) >> 16);
         if (sample == PF_F32)
             for (size_t k = 0; k < b->in[i].pitch * (size_t)size.height / 4; k++)
                 ((float *)b->in[i].data)[k] = (float)(k % 251) / 251.0f;
@@ -289,7 +295,8 @@ static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int cha
             continue;
         if (pf_frame_alloc(&b->out[o], oi.shape.width, oi.shape.height, sample, channels) != PF_OK)
             return -1;
-        b->bytes += (double)pf_frame_pixel_bytes(sample, channels) * oi.shape.width * oi.shape.height;
+        b->bytes +=
+            (double)pf_frame_pixel_bytes(sample, channels) * oi.shape.width * oi.shape.height;
     }
 #ifdef PF_HAVE_CUDA
     if (cuda) {
@@ -307,7 +314,8 @@ static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int cha
         for (int o = 0; o < b->n_out; o++) {
             b->dout[o] = b->out[o];
             if (b->out[o].data &&
-                cudaMalloc(&b->dout[o].data, b->out[o].pitch * (size_t)b->out[o].height) != cudaSuccess)
+                cudaMalloc(&b->dout[o].data, b->out[o].pitch * (size_t)b->out[o].height) !=
+                    cudaSuccess)
                 return -1;
         }
     }

@@ -7,9 +7,9 @@
 
 /* Exit codes (documented in README.md and `pipefuse --help`). */
 enum {
-    PF_EXIT_OK = 0,      /* everything succeeded */
-    PF_EXIT_FAILED = 1,  /* some inputs failed; the others were processed */
-    PF_EXIT_USAGE = 2,   /* bad command line, pipeline or plugin: nothing was processed */
+    PF_EXIT_OK = 0,     /* everything succeeded */
+    PF_EXIT_FAILED = 1, /* some inputs failed; the others were processed */
+    PF_EXIT_USAGE = 2,  /* bad command line, pipeline or plugin: nothing was processed */
 };
 
 /* Engine options every subcommand takes. */

@@ -157,7 +157,8 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         int built = 0;
         rc = pf_pipeline_build_kernels(p, arch, dump, &built);
         if (rc == PF_OK)
-            printf("fused kernels: %d generated into %s and compiled for sm_%d\n", built, dump, arch);
+            printf("fused kernels: %d generated into %s and compiled for sm_%d\n", built, dump,
+                   arch);
         else
             fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
     }
@@ -188,8 +189,7 @@ static void print_param(const pf_param_desc *pd)
     default: {
         size_t o = (size_t)snprintf(def, sizeof def, "[");
         for (int k = 0; k < pd->count && o < sizeof def - 16; k++)
-            o += (size_t)snprintf(def + o, sizeof def - o, "%s%g", k ? ", " : "",
-                                  pd->def_array[k]);
+            o += (size_t)snprintf(def + o, sizeof def - o, "%s%g", k ? ", " : "", pd->def_array[k]);
         snprintf(def + o, sizeof def - o, "]");
         break;
     }
@@ -202,8 +202,8 @@ static void print_param(const pf_param_desc *pd)
     } else if (pd->type != PF_PARAM_BOOL && pd->min <= pd->max) {
         snprintf(range, sizeof range, "[%g, %g]", pd->min, pd->max);
     }
-    printf("    %-12s %-7s default %-12s %-16s %s\n", pd->name, type_names[pd->type], def,
-           range, pd->doc ? pd->doc : "");
+    printf("    %-12s %-7s default %-12s %-16s %s\n", pd->name, type_names[pd->type], def, range,
+           pd->doc ? pd->doc : "");
 }
 
 static int cmd_stages(int argc, char **argv, const cli_common *c)
@@ -219,10 +219,9 @@ static int cmd_stages(int argc, char **argv, const cli_common *c)
         if (only && strcmp(only, d->name) != 0)
             continue;
         found++;
-        printf("%s  (%s, %d input%s%s)  from %s: %s\n", d->name, kind_names[d->kind],
-               d->n_inputs, d->n_inputs > 1 ? "s" : "",
-               d->kind == PF_STAGE_POINT ? (d->point_source ? ", fusable" : ", not fusable")
-                                         : "",
+        printf("%s  (%s, %d input%s%s)  from %s: %s\n", d->name, kind_names[d->kind], d->n_inputs,
+               d->n_inputs > 1 ? "s" : "",
+               d->kind == PF_STAGE_POINT ? (d->point_source ? ", fusable" : ", not fusable") : "",
                plugin, file);
         if (d->doc)
             printf("    %s\n", d->doc);
@@ -283,7 +282,8 @@ int main(int argc, char **argv)
         return cli_bench(argc - i, argv + i, &c);
     if (strcmp(cmd, "stages") == 0)
         return cmd_stages(argc - i, argv + i, &c);
-    if (strcmp(cmd, "plugin") == 0) return cli_plugin(argc - i, argv + i, &c);
+    if (strcmp(cmd, "plugin") == 0)
+        return cli_plugin(argc - i, argv + i, &c);
     if (strcmp(cmd, "info") == 0) {
         pf_engine *e = cli_engine(&c); /* NULL still prints versions and devices */
         int rc = pf_engine_print_info(e, stdout);

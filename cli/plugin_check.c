@@ -52,12 +52,12 @@
 
 #include "cli.h"
 
-#define PC_W 67          /* the main test image: odd, not a multiple of any block size */
-#define PC_H 45
-#define PC_MAX_OUT 4
-#define PC_POISON 0x7fbadbadu /* a NaN bit pattern no arithmetic produces */
-#define PC_GUARD 256          /* poisoned bytes after scratch and partial buffers */
-#define PC_MAX_SIDE 8192      /* larger resample outputs are not checked directly */
+#define PC_W        67 /* the main test image: odd, not a multiple of any block size */
+#define PC_H        45
+#define PC_MAX_OUT  4
+#define PC_POISON   0x7fbadbadu /* a NaN bit pattern no arithmetic produces */
+#define PC_GUARD    256         /* poisoned bytes after scratch and partial buffers */
+#define PC_MAX_SIDE 8192        /* larger resample outputs are not checked directly */
 
 static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};
 
@@ -78,9 +78,9 @@ typedef struct pc {
     const cli_common *common;
     int passed, failed, skipped, warned;
     pf_engine *eng;
-    struct stat st;          /* the plugin file */
-    char real[PATH_MAX];     /* its real path */
-    int gpu;                 /* 0: not tried yet, 1: present, -1: absent */
+    struct stat st;      /* the plugin file */
+    char real[PATH_MAX]; /* its real path */
+    int gpu;             /* 0: not tried yet, 1: present, -1: absent */
     int gpu_skips;
     char gpu_why[512];
     uint64_t rng;
@@ -128,8 +128,11 @@ static void say(const char *s)
 
 static void on_crash(int sig)
 {
-    const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS"
-                       : sig == SIGFPE ? "SIGFPE" : sig == SIGILL ? "SIGILL" : "SIGABRT";
+    const char *name = sig == SIGSEGV  ? "SIGSEGV"
+                       : sig == SIGBUS ? "SIGBUS"
+                       : sig == SIGFPE ? "SIGFPE"
+                       : sig == SIGILL ? "SIGILL"
+                                       : "SIGABRT";
     say("  FAIL  the plugin crashed (");
     say(name);
     say(") during: ");
@@ -172,11 +175,11 @@ static void note(pc *c, int kind, const char *fix, const char *fmt, ...)
     (*counts[kind])++;
 }
 
-#define pass(c, ...) note(c, PC_OK, NULL, __VA_ARGS__)
+#define pass(c, ...)      note(c, PC_OK, NULL, __VA_ARGS__)
 #define fail(c, fix, ...) note(c, PC_FAIL, fix, __VA_ARGS__)
-#define skip(c, ...) note(c, PC_SKIP, NULL, __VA_ARGS__)
-#define warn(c, ...) note(c, PC_WARN, NULL, __VA_ARGS__)
-#define PC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define skip(c, ...)      note(c, PC_SKIP, NULL, __VA_ARGS__)
+#define warn(c, ...)      note(c, PC_WARN, NULL, __VA_ARGS__)
+#define PC_PRINTF(f, a)   __attribute__((format(printf, f, a)))
 
 /* Engine notices (the CPU fallback and such) are expected here: shown with -v only. */
 static void engine_log(void *user, int level, const char *msg)
@@ -196,9 +199,15 @@ static uint32_t rng_u32(pc *c)
     return (uint32_t)((c->rng * 2685821657736338717ull) >> 32);
 }
 
-static double rng_unit(pc *c) { return rng_u32(c) / 4294967296.0; } /* [0, 1) */
+static double rng_unit(pc *c)
+{
+    return rng_u32(c) / 4294967296.0;
+} /* [0, 1) */
 
-static int rng_range(pc *c, int lo, int hi) { return lo + (int)(rng_u32(c) % (uint32_t)(hi - lo + 1)); }
+static int rng_range(pc *c, int lo, int hi)
+{
+    return lo + (int)(rng_u32(c) % (uint32_t)(hi - lo + 1));
+}
 
 /* A float RGBA image in 64-byte aligned memory whose pitch leaves at least three pixels
    of padding, so that pitch mistakes and writes past a row show. New images are all
@@ -222,7 +231,10 @@ static int is_poison_at(const void *p)
     return v == PC_POISON;
 }
 
-static void img_poison(pc_img *m) { fill_poison(m->im.data, m->bytes); }
+static void img_poison(pc_img *m)
+{
+    fill_poison(m->im.data, m->bytes);
+}
 
 static int img_new(pc_img *m, int w, int h)
 {
@@ -333,8 +345,9 @@ static const char *diff_text(const pc_diff *d, int table, char *buf, size_t size
 {
     static const char ch[] = "RGBA";
     if (table)
-        snprintf(buf, size, "%ld of %ld values differ; first at row %d, column %d: %.9g against %.9g",
-                 d->bad, d->total, d->y, d->x, d->a, d->b);
+        snprintf(buf, size,
+                 "%ld of %ld values differ; first at row %d, column %d: %.9g against %.9g", d->bad,
+                 d->total, d->y, d->x, d->a, d->b);
     else
         snprintf(buf, size, "%ld of %ld values differ; first at (%d, %d) %c: %.9g against %.9g",
                  d->bad, d->total, d->x, d->y, ch[d->ch], d->a, d->b);
@@ -353,9 +366,10 @@ typedef struct pc_params {
 
 static size_t param_bytes(const pf_param_desc *pd)
 {
-    return pd->type == PF_PARAM_FLOAT_ARRAY ? sizeof(float) * (size_t)(pd->count > 0 ? pd->count : 0)
-           : pd->type == PF_PARAM_FLOAT    ? sizeof(float)
-                                           : sizeof(int);
+    return pd->type == PF_PARAM_FLOAT_ARRAY
+               ? sizeof(float) * (size_t)(pd->count > 0 ? pd->count : 0)
+           : pd->type == PF_PARAM_FLOAT ? sizeof(float)
+                                        : sizeof(int);
 }
 
 static int in_range(const pf_param_desc *pd, double v)
@@ -528,8 +542,8 @@ static int run_again(pc_run *r, const pc_img *in, int n_in)
         if (r->img[o].im.width != info.shape.width || r->img[o].im.height != info.shape.height) {
             img_free(&r->img[o]);
             if (img_new(&r->img[o], info.shape.width, info.shape.height) != 0) {
-                snprintf(r->err, sizeof r->err, "cannot allocate a %dx%d output",
-                         info.shape.width, info.shape.height);
+                snprintf(r->err, sizeof r->err, "cannot allocate a %dx%d output", info.shape.width,
+                         info.shape.height);
                 return r->status = PF_NO_MEMORY;
             }
         }
@@ -560,8 +574,8 @@ static int run_again(pc_run *r, const pc_img *in, int n_in)
 
 /* Loads json, sets the options (name, value pairs, NULL-terminated) and runs it. On
    failure r->err says why; r->p stays for the caller to inspect and run again. */
-static int run_json(pc *c, pc_run *r, const char *json, const char *const *opts,
-                    const pc_img *in, int n_in)
+static int run_json(pc *c, pc_run *r, const char *json, const char *const *opts, const pc_img *in,
+                    int n_in)
 {
     memset(r, 0, sizeof *r);
     int rc = pf_pipeline_load_string(c->eng, json, "plugin-check", &r->p);
@@ -600,9 +614,8 @@ static int runs_agree(const pc_run *a, const pc_run *b, double tol, char *why, s
         } else {
             if (a->img[o].im.width != b->img[o].im.width ||
                 a->img[o].im.height != b->img[o].im.height) {
-                snprintf(why, size, "output '%s': %dx%d against %dx%d", name,
-                         a->img[o].im.width, a->img[o].im.height, b->img[o].im.width,
-                         b->img[o].im.height);
+                snprintf(why, size, "output '%s': %dx%d against %dx%d", name, a->img[o].im.width,
+                         a->img[o].im.height, b->img[o].im.width, b->img[o].im.height);
                 return 0;
             }
             d = img_compare(&a->img[o], &b->img[o], 0, a->img[o].im.height, tol);
@@ -644,19 +657,20 @@ static int json_chain(char *buf, size_t size, const pf_stage_desc *d, const pc_p
         if (k)
             so += (size_t)snprintf(sin + so, sizeof sin - so, ", \"in%d\"", k);
     }
-    const char *tail = d->kind == PF_STAGE_REDUCE
-                           ? "], \"outputs\": {\"t\": \"s\"}}"
-                       : d->kind == PF_STAGE_POINT
-                           ? ", {\"id\": \"post\", \"op\": \"linear\", \"inputs\": [\"s\"], "
-                             "\"params\": {\"a\": 0.9, \"b\": 0.03}}], "
-                             "\"outputs\": {\"o\": \"post\", \"so\": \"s\"}}"
-                           : ", {\"id\": \"post\", \"op\": \"linear\", \"inputs\": [\"s\"], "
-                             "\"params\": {\"a\": 0.9, \"b\": 0.03}}], \"outputs\": {\"o\": \"post\"}}";
-    int n = snprintf(buf, size,
-                     "{\"pipefuse\": 1, \"inputs\": [%s], \"stages\": [{\"id\": \"pre\", "
-                     "\"op\": \"brightness\", \"inputs\": [\"in0\"], \"params\": {\"amount\": 0.05}}, "
-                     "{\"id\": \"s\", \"op\": \"%s\", \"inputs\": [%s], \"params\": %s}%s",
-                     ins, d->name, sin, ps->json, tail);
+    const char *tail =
+        d->kind == PF_STAGE_REDUCE ? "], \"outputs\": {\"t\": \"s\"}}"
+        : d->kind == PF_STAGE_POINT
+            ? ", {\"id\": \"post\", \"op\": \"linear\", \"inputs\": [\"s\"], "
+              "\"params\": {\"a\": 0.9, \"b\": 0.03}}], "
+              "\"outputs\": {\"o\": \"post\", \"so\": \"s\"}}"
+            : ", {\"id\": \"post\", \"op\": \"linear\", \"inputs\": [\"s\"], "
+              "\"params\": {\"a\": 0.9, \"b\": 0.03}}], \"outputs\": {\"o\": \"post\"}}";
+    int n =
+        snprintf(buf, size,
+                 "{\"pipefuse\": 1, \"inputs\": [%s], \"stages\": [{\"id\": \"pre\", "
+                 "\"op\": \"brightness\", \"inputs\": [\"in0\"], \"params\": {\"amount\": 0.05}}, "
+                 "{\"id\": \"s\", \"op\": \"%s\", \"inputs\": [%s], \"params\": %s}%s",
+                 ins, d->name, sin, ps->json, tail);
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
@@ -810,12 +824,13 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
     }
     doing("stage %s: shape() with %s", d->name, set);
     if (d->kind == PF_STAGE_RESAMPLE && d->shape(ps->st, ins, &os, err, sizeof err) != 0) {
-        skip(c, "regions (%s): shape() refuses a %dx%d input: %s", set, ins[0].width,
-             ins[0].height, err);
+        skip(c, "regions (%s): shape() refuses a %dx%d input: %s", set, ins[0].width, ins[0].height,
+             err);
         return;
     }
     if (os.width <= 0 || os.height <= 0 || os.width > PC_MAX_SIDE || os.height > PC_MAX_SIDE) {
-        skip(c, "regions (%s): output shape %dx%d is not checked directly", set, os.width, os.height);
+        skip(c, "regions (%s): output shape %dx%d is not checked directly", set, os.width,
+             os.height);
         return;
     }
     for (nk = 0; nk < n_in; nk++)
@@ -830,21 +845,25 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
     doing("stage %s: run_cpu on rows 0..%d (the whole image) with %s", d->name, os.height - 1, set);
     if (call_stage(d, ps->st, ims, n_in, &whole.im, 0, os.height, &s, NULL, err, sizeof err) != 0) {
         fail(c, "return 0 on success; on failure write the reason into a->err",
-             "regions (%s): run_cpu failed on the whole image (rows 0..%d): %s", set,
-             os.height - 1, err[0] ? err : "no message in a->err");
+             "regions (%s): run_cpu failed on the whole image (rows 0..%d): %s", set, os.height - 1,
+             err[0] ? err : "no message in a->err");
         goto out;
     }
     int unwritten = 0, padding = 0, bad = 0;
     for (int y = 0; y < os.height; y++)
         row_state(&whole, y, &unwritten, &padding);
     if (!scratch_guard_ok(&s))
-        fail(c, fix_scratch, "regions (%s): wrote past the end of its scratch (%zu bytes for %d rows)",
-             set, s.size, os.height), bad++;
+        fail(c, fix_scratch,
+             "regions (%s): wrote past the end of its scratch (%zu bytes for %d rows)", set, s.size,
+             os.height),
+            bad++;
     if (unwritten)
         fail(c, fix_unwritten, "regions (%s): left %d values of the whole image unwritten", set,
-             unwritten), bad++;
+             unwritten),
+            bad++;
     if (padding)
-        fail(c, fix_padding, "regions (%s): wrote into the pitch padding past the rows' width", set),
+        fail(c, fix_padding, "regions (%s): wrote into the pitch padding past the rows' width",
+             set),
             bad++;
     free(s.p);
     s.p = NULL;
@@ -887,13 +906,16 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
         fail(c, fix_region,
              "regions (%s): writes outside its region: asked for rows %d..%d of %d, it also "
              "changed rows between %d and %d",
-             set, bad_y0, bad_y1 - 1, os.height, out_lo, out_hi), bad++;
+             set, bad_y0, bad_y1 - 1, os.height, out_lo, out_hi),
+            bad++;
     if (scratch_over)
         fail(c, fix_scratch, "regions (%s): wrote past the end of its scratch on %d band(s)", set,
-             scratch_over), bad++;
+             scratch_over),
+            bad++;
     if (band_unwritten && !unwritten)
         fail(c, fix_unwritten, "regions (%s): left %d values unwritten when run in %d bands", set,
-             band_unwritten, n), bad++;
+             band_unwritten, n),
+            bad++;
     if (band_padding && !padding)
         fail(c, fix_padding, "regions (%s): wrote into the pitch padding when run in bands", set),
             bad++;
@@ -901,7 +923,8 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
         pc_diff df = img_compare(&whole, &assembled, 0, os.height, -1);
         if (df.bad)
             fail(c, fix_banding, "regions (%s): %d bands differ from the whole image: %s", set, n,
-                 diff_text(&df, 0, text, sizeof text)), bad++;
+                 diff_text(&df, 0, text, sizeof text)),
+                bad++;
     }
     if (!inputs_unchanged(in, copy, n_in))
         fail(c, fix_inputs, "regions (%s): wrote into its input image", set), bad++;
@@ -929,16 +952,20 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
             img_poison(&band);
             if (scratch_new(&s, scratch_size_for(d, ps->st, os.width, 1)) != 0)
                 goto oom;
-            doing("stage %s: run_cpu on row %d with inputs changed beyond radius %d", d->name, cy, r);
-            if (call_stage(d, ps->st, far, n_in, &band.im, cy, cy + 1, &s, NULL, err, sizeof err) == 0) {
+            doing("stage %s: run_cpu on row %d with inputs changed beyond radius %d", d->name, cy,
+                  r);
+            if (call_stage(d, ps->st, far, n_in, &band.im, cy, cy + 1, &s, NULL, err, sizeof err) ==
+                0) {
                 pf_float4 a = pf_image_row(&whole.im, cy)[cx], b = pf_image_row(&band.im, cy)[cx];
                 if (memcmp(&a, &b, sizeof a) != 0) {
-                    fail(c, "make radius() return the farthest distance the stage reads: the "
-                            "planner sizes halos from it",
+                    fail(c,
+                         "make radius() return the farthest distance the stage reads: the "
+                         "planner sizes halos from it",
                          "reads beyond its declared radius %d (%s): pixel (%d, %d) changed from "
                          "(%.6g, %.6g, %.6g, %.6g) to (%.6g, %.6g, %.6g, %.6g) when only inputs "
                          "more than %d pixel%s away changed",
-                         r, set, cx, cy, a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, r, r == 1 ? "" : "s");
+                         r, set, cx, cy, a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, r,
+                         r == 1 ? "" : "s");
                     bad++;
                 }
                 snprintf(radius_note, sizeof radius_note, "; reads within its radius %d", r);
@@ -948,12 +975,14 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
                 bad++;
             }
         } else {
-            snprintf(radius_note, sizeof radius_note, "; radius %d not checked (image too small)", r);
+            snprintf(radius_note, sizeof radius_note, "; radius %d not checked (image too small)",
+                     r);
         }
     }
     if (!bad)
-        pass(c, "regions (%s): %d band%s, run in reverse order, write%s exactly their rows "
-                "and match the whole image bit for bit; inputs untouched%s",
+        pass(c,
+             "regions (%s): %d band%s, run in reverse order, write%s exactly their rows "
+             "and match the whole image bit for bit; inputs untouched%s",
              set, n, n == 1 ? "" : "s", n == 1 ? "s" : "", radius_note);
     goto out;
 oom:
@@ -1039,10 +1068,12 @@ static void check_point_rows(pc *c, const pf_stage_desc *d, const pc_params *ps,
         fail(c, "write out[0] .. out[n - 1] only (use PF_POINT_ROW to define the row function)",
              "point rows (%s): point_row writes outside the n pixels it is given", set);
     if (unwritten)
-        fail(c, "write every one of the n pixels", "point rows (%s): point_row leaves pixels unwritten", set);
+        fail(c, "write every one of the n pixels",
+             "point rows (%s): point_row leaves pixels unwritten", set);
     if (differ)
-        fail(c, "compute pixel x0 + i from in[k][i] and the position (x0 + i, y) only (use "
-                "PF_POINT_ROW to define the row function)",
+        fail(c,
+             "compute pixel x0 + i from in[k][i] and the position (x0 + i, y) only (use "
+             "PF_POINT_ROW to define the row function)",
              "point rows (%s): pieces of row %d differ from the whole row at x = %d", set, dy, dx);
     if (!inputs_unchanged(in, copy, n_in)) {
         fail(c, fix_inputs, "point rows (%s): wrote into its input image", set);
@@ -1094,10 +1125,11 @@ static void check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, con
     size_t len = d->partial_len(ps->st, ins), cells = (size_t)ts.width * (size_t)ts.height;
     if (ts.width <= 0 || ts.height <= 0 || len == 0 || len > ((size_t)1 << 26) ||
         cells > ((size_t)1 << 26)) {
-        fail(c, "shape() gives the table's columns x rows; partial_len() the doubles of one "
-                "band's partial (both > 0)",
-             "regions (%s): table %dx%d, partial of %zu doubles: not a usable size", set,
-             ts.width, ts.height, len);
+        fail(c,
+             "shape() gives the table's columns x rows; partial_len() the doubles of one "
+             "band's partial (both > 0)",
+             "regions (%s): table %dx%d, partial of %zu doubles: not a usable size", set, ts.width,
+             ts.height, len);
         return;
     }
     int n = make_bands(c, h, y0s, 64);
@@ -1125,7 +1157,8 @@ static void check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, con
     doing("stage %s: run_cpu (reduce) on rows 0..%d with %s", d->name, h - 1, set);
     if (call_stage(d, ps->st, ims, n_in, NULL, 0, h, &s, whole, err, sizeof err) != 0) {
         fail(c, "return 0 on success; on failure write the reason into a->err",
-             "regions (%s): run_cpu failed on the whole image: %s", set, err[0] ? err : "no message");
+             "regions (%s): run_cpu failed on the whole image: %s", set,
+             err[0] ? err : "no message");
         bad++;
         goto out;
     }
@@ -1139,11 +1172,14 @@ static void check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, con
             fail(c, NULL, "regions (%s): out of memory", set);
             goto out;
         }
-        doing("stage %s: run_cpu (reduce) on rows %d..%d with %s", d->name, y0s[b], y0s[b + 1] - 1, set);
+        doing("stage %s: run_cpu (reduce) on rows %d..%d with %s", d->name, y0s[b], y0s[b + 1] - 1,
+              set);
         if (call_stage(d, ps->st, ims, n_in, NULL, y0s[b], y0s[b + 1], &s, parts + len * (size_t)b,
                        err, sizeof err) != 0) {
-            fail(c, "a stage must run on any band of rows", "regions (%s): run_cpu failed on rows "
-                 "%d..%d: %s", set, y0s[b], y0s[b + 1] - 1, err[0] ? err : "no message");
+            fail(c, "a stage must run on any band of rows",
+                 "regions (%s): run_cpu failed on rows "
+                 "%d..%d: %s",
+                 set, y0s[b], y0s[b + 1] - 1, err[0] ? err : "no message");
             bad++;
             goto out;
         }
@@ -1159,8 +1195,9 @@ static void check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, con
         int r = ((unsigned char *)(res1 + cells))[i] != 0xa5 ||
                 ((unsigned char *)(resn + cells))[i] != 0xa5;
         if (g || r) {
-            fail(c, g ? "fill partial_len() doubles of a->partial, no more"
-                      : "write rows x columns doubles of the result, no more",
+            fail(c,
+                 g ? "fill partial_len() doubles of a->partial, no more"
+                   : "write rows x columns doubles of the result, no more",
                  "regions (%s): %s writes past the end of its buffer (%zu doubles)", set,
                  g ? "run_cpu" : "combine()", g ? len : cells);
             bad++;
@@ -1176,10 +1213,12 @@ static void check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, con
             bad++;
     pc_diff df = table_compare(res1, resn, ts.height, ts.width, c->o.tol);
     if (!unset && df.bad)
-        fail(c, "partials must cover only their band's rows and combine() must fold them in "
-                "order, so that the table does not depend on the banding beyond rounding",
+        fail(c,
+             "partials must cover only their band's rows and combine() must fold them in "
+             "order, so that the table does not depend on the banding beyond rounding",
              "regions (%s): %d bands combined differ from the whole image beyond %g: %s", set, n,
-             c->o.tol, diff_text(&df, 1, text, sizeof text)), bad++;
+             c->o.tol, diff_text(&df, 1, text, sizeof text)),
+            bad++;
 
     if (!inputs_unchanged(in, copy, n_in))
         fail(c, fix_inputs, "regions (%s): wrote into its input image", set), bad++;
@@ -1204,13 +1243,17 @@ static void check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, con
     doing("stage %s: run_cpu (reduce) on rows %d..%d with the other rows NaN", d->name, y0, y1 - 1);
     if (call_stage(d, ps->st, nanned, n_in, NULL, y0, y1, &s, lone, err, sizeof err) == 0 &&
         memcmp(lone, parts + len * (size_t)mid, sizeof(double) * len) != 0)
-        fail(c, "a reduce stage's region is a band of INPUT rows: compute the partial from "
-                "those rows only",
+        fail(c,
+             "a reduce stage's region is a band of INPUT rows: compute the partial from "
+             "those rows only",
              "regions (%s): the partial of rows %d..%d changes when other rows change: it reads "
-             "outside its region", set, y0, y1 - 1), bad++;
+             "outside its region",
+             set, y0, y1 - 1),
+            bad++;
     if (!bad)
-        pass(c, "regions (%s): %d banded partials combine to the whole image's table within %g; "
-                "each reads only its rows; no buffer overrun",
+        pass(c,
+             "regions (%s): %d banded partials combine to the whole image's table within %g; "
+             "each reads only its rows; no buffer overrun",
              set, n, c->o.tol);
 out:
     free(s.p);
@@ -1273,9 +1316,10 @@ static int check_cpu_runs(pc *c, const pf_stage_desc *d, pc_params *sets, int n_
                 sets[s].ok = 0;
                 continue;
             }
-            fail(c, rc == PF_STAGE ? "run_cpu must return 0 on success; the text after the "
-                                     "rows is what it wrote into a->err"
-                                   : NULL,
+            fail(c,
+                 rc == PF_STAGE ? "run_cpu must return 0 on success; the text after the "
+                                  "rows is what it wrote into a->err"
+                                : NULL,
                  "CPU run (%s) on %dx%d: %s (%s)", set_names[s], PC_W, PC_H, cpu[s].err,
                  pf_status_name(rc));
             if (s == 0)
@@ -1310,7 +1354,8 @@ static int check_cpu_runs(pc *c, const pf_stage_desc *d, pc_params *sets, int n_
                 skip(c, "CPU run on %dx%d: refused: %s", tiny[t][0], tiny[t][1], r.err);
             } else {
                 fail(c, "stages must handle images down to 1x1 (reads clamp at the borders)",
-                     "CPU run on %dx%d: %s (%s)", tiny[t][0], tiny[t][1], r.err, pf_status_name(rc));
+                     "CPU run on %dx%d: %s (%s)", tiny[t][0], tiny[t][1], r.err,
+                     pf_status_name(rc));
                 ok = 0;
             }
             run_free(&r);
@@ -1355,8 +1400,9 @@ static void check_determinism(pc *c, const pf_stage_desc *d, pc_params *ps, pc_i
             copy_text(why, sizeof why, again.err);
         run_free(&again);
         if (!same) {
-            fail(c, "keep no state between calls (no static or global variables that change), "
-                    "and do not depend on which thread runs which band",
+            fail(c,
+                 "keep no state between calls (no static or global variables that change), "
+                 "and do not depend on which thread runs which band",
                  "deterministic: %s differs from the first run: %s", what[t], why);
             return;
         }
@@ -1378,7 +1424,8 @@ static int check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in,
     }
     if (json_chain(json, json_size, d, ps) != 0)
         return -1;
-    const char *chain_name = d->kind == PF_STAGE_REDUCE ? "brightness -> %s" : "brightness -> %s -> linear";
+    const char *chain_name =
+        d->kind == PF_STAGE_REDUCE ? "brightness -> %s" : "brightness -> %s -> linear";
     char label[256];
     snprintf(label, sizeof label, chain_name, d->name);
     doing("stage %s: the pipeline %s on the CPU, fused", d->name, label);
@@ -1407,8 +1454,10 @@ static int check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in,
     if (unit_of_s(chain, &u) < 0) {
         fail(c, NULL, "fusion: stage s is in no launch unit of the plan");
     } else if (!d->point_source) {
-        warn(c, "fusion: no point source, so on the GPU the stage cannot join the fused kernel "
-                "of %s: it costs a launch of its own and a trip through memory", label);
+        warn(c,
+             "fusion: no point source, so on the GPU the stage cannot join the fused kernel "
+             "of %s: it costs a launch of its own and a trip through memory",
+             label);
     } else if (u.n_stages == 3 && u.fused) {
         pass(c, "fusion: %s is one launch unit", label);
     } else {
@@ -1426,11 +1475,13 @@ static int check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in,
     else if (rc == PF_UNSUPPORTED)
         skip(c, "NVRTC compile: skipped (%s)", pf_pipeline_errmsg(chain->p));
     else
-        fail(c, "the op header must compile as CUDA C++ after pipefuse/point.h alone: include "
-                "nothing else, declare every function PF_POINT_FN, use the PF_* maths macros, "
-                "and keep point_fn and params_type equal to the names in the header (rerun with "
-                "--dump-kernels DIR to see the generated source)",
-             "NVRTC cannot compile the fused kernel of %s: %s", label, pf_pipeline_errmsg(chain->p));
+        fail(c,
+             "the op header must compile as CUDA C++ after pipefuse/point.h alone: include "
+             "nothing else, declare every function PF_POINT_FN, use the PF_* maths macros, "
+             "and keep point_fn and params_type equal to the names in the header (rerun with "
+             "--dump-kernels DIR to see the generated source)",
+             "NVRTC cannot compile the fused kernel of %s: %s", label,
+             pf_pipeline_errmsg(chain->p));
     return 0;
 }
 
@@ -1578,8 +1629,8 @@ static void check_gpu(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets
     /* Between built-in stages, fused and not. */
     if (chain_json && chain->p) {
         doing("stage %s: GPU run between built-in stages", d->name);
-        int rc = gpu_run(c, &g, G_CPU, "between built-in stages, fused", &a, chain_json, fused,
-                         in, n_in);
+        int rc = gpu_run(c, &g, G_CPU, "between built-in stages, fused", &a, chain_json, fused, in,
+                         n_in);
         if (rc == 0)
             goto no_device;
         if (rc > 0)
@@ -1625,7 +1676,8 @@ static void check_stage(pc *c, const pf_stage_desc *d)
     memset(cpu, 0, sizeof cpu);
     memset(&chain, 0, sizeof chain);
     memset(sets, 0, sizeof sets);
-    printf("\nstage %s (%s, %d input%s)\n", d->name, kind_names[d->kind], n_in, n_in > 1 ? "s" : "");
+    printf("\nstage %s (%s, %d input%s)\n", d->name, kind_names[d->kind], n_in,
+           n_in > 1 ? "s" : "");
     for (; made < n_in; made++) {
         if (img_new(&in[made], PC_W, PC_H) != 0)
             break;
@@ -1700,8 +1752,9 @@ static int check_file(pc *c)
     if (unsafe_mode(&c->st)) {
         char fix[PATH_MAX + 64];
         snprintf(fix, sizeof fix, "chmod go-w %s (and own the file yourself)", c->real);
-        fail(c, fix, "%s: other users can write to it (mode %03o, owner uid %u): the engine "
-                     "refuses such a plugin, and this check does not load it",
+        fail(c, fix,
+             "%s: other users can write to it (mode %03o, owner uid %u): the engine "
+             "refuses such a plugin, and this check does not load it",
              c->real, (unsigned)(c->st.st_mode & 0777), (unsigned)c->st.st_uid);
         return -1;
     }
@@ -1715,10 +1768,13 @@ static int check_file(pc *c)
     }
     if (unsafe_mode(&ds)) {
         char fix[PATH_MAX + 128];
-        snprintf(fix, sizeof fix, "chmod go-w %s, or move the plugin to a directory only you "
-                                  "can write to", dir);
-        fail(c, fix, "%s: other users can write to the plugin's directory (mode %03o, owner uid "
-                     "%u): the engine refuses it, and this check does not load the plugin",
+        snprintf(fix, sizeof fix,
+                 "chmod go-w %s, or move the plugin to a directory only you "
+                 "can write to",
+                 dir);
+        fail(c, fix,
+             "%s: other users can write to the plugin's directory (mode %03o, owner uid "
+             "%u): the engine refuses it, and this check does not load the plugin",
              dir, (unsigned)(ds.st_mode & 0777), (unsigned)ds.st_uid);
         return -1;
     }
@@ -1751,7 +1807,8 @@ static int check_params(pc *c, const char *label, const pf_stage_desc *d)
         snprintf(pn, sizeof pn, "%s.%s", label, is_identifier(pd->name) ? pd->name : "?");
         if (!is_identifier(pd->name)) {
             fail(c, "name parameters as C identifiers (letters, digits, _)",
-                 "%s: parameter %d has no valid name ('%s')", label, i, pd->name ? pd->name : "NULL");
+                 "%s: parameter %d has no valid name ('%s')", label, i,
+                 pd->name ? pd->name : "NULL");
             bad++;
             continue;
         }
@@ -1773,8 +1830,9 @@ static int check_params(pc *c, const char *label, const pf_stage_desc *d)
         }
         size_t bytes = param_bytes(pd);
         if (pd->offset + bytes > d->params_size || pd->offset % 4) {
-            fail(c, "bind the row with PF_OFFSET(struct, field) and set .params_size = "
-                    "sizeof(struct) (PF_POINT_DESC does both for point stages)",
+            fail(c,
+                 "bind the row with PF_OFFSET(struct, field) and set .params_size = "
+                 "sizeof(struct) (PF_POINT_DESC does both for point stages)",
                  "%s: its field (offset %zu, %zu bytes) does not fit the %zu-byte params struct",
                  pn, pd->offset, bytes, d->params_size);
             bad++;
@@ -1846,7 +1904,8 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
              "stage %d: name '%s' is not an identifier", index + 1, d.name ? d.name : "NULL");
     for (int j = 0; j < index && is_identifier(d.name); j++) {
         const pf_stage_desc *o = pd->stages[j];
-        if (o && o->size >= offsetof(pf_stage_desc, cost) && o->name && strcmp(o->name, d.name) == 0)
+        if (o && o->size >= offsetof(pf_stage_desc, cost) && o->name &&
+            strcmp(o->name, d.name) == 0)
             fail(c, "give each stage its own name", "%s: two stages of the plugin have this name",
                  label);
     }
@@ -1872,8 +1931,11 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
         missing = !d.run_cpu ? "run_cpu" : !d.shape ? "shape" : NULL;
         break;
     case PF_STAGE_REDUCE:
-        missing = !d.run_cpu ? "run_cpu" : !d.shape ? "shape" : !d.partial_len ? "partial_len"
-                  : !d.combine ? "combine" : NULL;
+        missing = !d.run_cpu       ? "run_cpu"
+                  : !d.shape       ? "shape"
+                  : !d.partial_len ? "partial_len"
+                  : !d.combine     ? "combine"
+                                   : NULL;
         break;
     }
     if (missing)
@@ -1884,8 +1946,9 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
             fail(c, "use PF_POINT_DESC(fn, T, source), which sets all three",
                  "%s: point_source without point_fn or params_type", label);
         else if (!strstr(d.point_source, d.point_fn) || !strstr(d.point_source, d.params_type))
-            fail(c, "point_fn and params_type must name the op and its params struct as the "
-                    "header spells them",
+            fail(c,
+                 "point_fn and params_type must name the op and its params struct as the "
+                 "header spells them",
                  "%s: the point source does not mention %s", label,
                  !strstr(d.point_source, d.point_fn) ? d.point_fn : d.params_type);
     }
@@ -1902,13 +1965,16 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
         pass(c, "%s: %s, %d input%s, no parameters", label, kind_names[d.kind], d.n_inputs,
              d.n_inputs > 1 ? "s" : "");
     else if (c->failed == before)
-        pass(c, "%s: %s, %d input%s, %d parameter%s: documented, names unique, defaults in "
-                "range",
+        pass(c,
+             "%s: %s, %d input%s, %d parameter%s: documented, names unique, defaults in "
+             "range",
              label, kind_names[d.kind], d.n_inputs, d.n_inputs > 1 ? "s" : "", d.n_params,
              d.n_params == 1 ? "" : "s");
     if (d.kind == PF_STAGE_POINT && !d.point_source)
-        warn(c, "%s: no point source (point_source is NULL): it cannot fuse, so each use costs a "
-                "launch and a trip through memory", label);
+        warn(c,
+             "%s: no point source (point_source is NULL): it cannot fuse, so each use costs a "
+             "launch and a trip through memory",
+             label);
     if (!has_cuda(&d))
         warn(c, "%s: no CUDA implementation (%s is NULL): pipelines using it run on the CPU%s",
              label, d.kind == PF_STAGE_POINT ? "point_cuda" : "run_cuda",
@@ -1927,16 +1993,18 @@ static void *check_descriptor(pc *c, const pf_plugin_desc **pdo)
     doing("loading %s (its constructors run)", c->real);
     void *h = dlopen(c->real, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        fail(c, "an undefined symbol usually means a function declared but not defined, or a "
-                "library not linked; `ldd -r FILE` lists them",
+        fail(c,
+             "an undefined symbol usually means a function declared but not defined, or a "
+             "library not linked; `ldd -r FILE` lists them",
              "cannot load it: %s", dlerror());
         return NULL;
     }
     pf_plugin_entry_fn entry;
     *(void **)&entry = dlsym(h, PF_PLUGIN_ENTRY_NAME);
     if (!entry) {
-        fail(c, "define the entry with PF_DEFINE_PLUGIN(name, version, doc, stages) in one "
-                "source file (it is exported even when everything else is hidden)",
+        fail(c,
+             "define the entry with PF_DEFINE_PLUGIN(name, version, doc, stages) in one "
+             "source file (it is exported even when everything else is hidden)",
              "not a pipefuse plugin: it exports no %s", PF_PLUGIN_ENTRY_NAME);
         dlclose(h);
         return NULL;
@@ -1957,17 +2025,19 @@ static void *check_descriptor(pc *c, const pf_plugin_desc **pdo)
     }
     unsigned major = pd->abi_version >> 16, minor = pd->abi_version & 0xffff;
     if (major != PF_ABI_MAJOR || minor > PF_ABI_MINOR) {
-        fail(c, "rebuild the plugin against this pipefuse's headers (find_package(pipefuse) or "
-                "pkg-config pipefuse finds them): a plugin built for ABI M.m loads in engines "
-                "of the same major M and minor m or newer",
+        fail(c,
+             "rebuild the plugin against this pipefuse's headers (find_package(pipefuse) or "
+             "pkg-config pipefuse finds them): a plugin built for ABI M.m loads in engines "
+             "of the same major M and minor m or newer",
              "built for plugin ABI %u.%u; this pipefuse supports ABI %d.0 to %d.%d", major, minor,
              PF_ABI_MAJOR, PF_ABI_MAJOR, PF_ABI_MINOR);
         dlclose(h);
         return NULL;
     }
     if (!pd->name || !pd->name[0] || pd->n_stages <= 0 || !pd->stages) {
-        fail(c, "PF_DEFINE_PLUGIN(name, version, doc, stages) with a name and a non-empty "
-                "array of stages",
+        fail(c,
+             "PF_DEFINE_PLUGIN(name, version, doc, stages) with a name and a non-empty "
+             "array of stages",
              "the plugin descriptor has %s", !pd->name || !pd->name[0] ? "no name" : "no stages");
         dlclose(h);
         return NULL;
@@ -2062,10 +2132,13 @@ static int load_engine(pc *c, const pf_plugin_desc *pd)
 
     /* The file alone in a private directory, named on the plugin path. */
     const char *tmp = getenv("TMPDIR");
-    int n = snprintf(g_tmpdir, sizeof g_tmpdir, "%s/pipefuse-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int n =
+        snprintf(g_tmpdir, sizeof g_tmpdir, "%s/pipefuse-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (n < 0 || (size_t)n >= sizeof g_tmpdir || !mkdtemp(g_tmpdir)) {
-        fail(c, "set TMPDIR to a directory you can write to", "cannot make a private directory "
-             "(%s): %s", g_tmpdir, strerror(errno));
+        fail(c, "set TMPDIR to a directory you can write to",
+             "cannot make a private directory "
+             "(%s): %s",
+             g_tmpdir, strerror(errno));
         g_tmpdir[0] = 0;
         return -1;
     }
@@ -2083,8 +2156,8 @@ static int load_engine(pc *c, const pf_plugin_desc *pd)
     if (create_engine(c, g_tmpdir, &e) != PF_OK) {
         char msg[4096];
         unlinked_message(c, pf_engine_errmsg(e), msg, sizeof msg);
-        fail(c, "see the failures above; the engine stops at the first", "the engine refuses it: %s",
-             msg);
+        fail(c, "see the failures above; the engine stops at the first",
+             "the engine refuses it: %s", msg);
         pf_engine_destroy(e);
         return -1;
     }
@@ -2184,7 +2257,8 @@ static int plugin_check(pc *c)
            c->skipped, c->warned, c->warned == 1 ? "" : "s");
     if (c->gpu_skips && c->gpu < 0)
         printf("GPU checks were skipped: %s.\nRun `pipefuse plugin check %s` on a machine with "
-               "a CUDA device to complete them.\n", c->gpu_why, c->real);
+               "a CUDA device to complete them.\n",
+               c->gpu_why, c->real);
     printf("result: %s\n", c->failed ? "FAIL" : "PASS");
     return c->failed ? PF_EXIT_FAILED : PF_EXIT_OK;
 }

@@ -17,7 +17,7 @@
 #include "cli.h"
 
 #define MAX_OUTPUTS 64
-#define PATH_BYTES 4096
+#define PATH_BYTES  4096
 
 typedef struct run_opts {
     const char *pipeline;
@@ -142,8 +142,7 @@ static int write_table(const char *path, const pf_table *t, int json, char *err,
             else
                 fprintf(f, "%d", r);
             fprintf(f, ", \"values\": [");
-            for (int c = 0; c < cols; c++)
-            {
+            for (int c = 0; c < cols; c++) {
                 double v = t->data[(size_t)r * cols + c];
                 if (isfinite(v)) /* JSON has no inf or NaN: those are null */
                     fprintf(f, "%s%.17g", c ? ", " : "", v);
@@ -186,9 +185,9 @@ typedef struct file_id {
 
 typedef struct batch {
     run_opts *o;
-    file_id *ids;      /* every input file, so that no output replaces one */
+    file_id *ids; /* every input file, so that no output replaces one */
     int n_ids;
-    char **made;       /* output names written so far in this batch */
+    char **made; /* output names written so far in this batch */
     int n_made;
     pf_pipeline *p;
     pf_frame bound[MAX_OUTPUTS]; /* inputs 1.. bound by --input */
@@ -210,7 +209,8 @@ static int check_collision(batch *b, const char *input, const char *final, char 
         if (strcmp(b->made[i], final) == 0) {
             snprintf(err, errn,
                      "output %.1024s was already written for another input of the same name; "
-                     "run the inputs into separate directories", final);
+                     "run the inputs into separate directories",
+                     final);
             return PF_IO;
         }
     return PF_OK;
@@ -326,15 +326,15 @@ static void print_profile(const pf_pipeline *p)
         return;
     fprintf(stderr, "profile of the last frame (%s; %s):\n", s.backend,
             strcmp(s.backend, "cpu") ? "GPU time from CUDA events" : "wall time per unit");
-    fprintf(stderr, "  %-4s %-8s %6s %10s %10s %9s %8s  %s\n", "unit", "kind", "bands",
-            "time ms", "model ms", "MB", "GB/s", "stages");
+    fprintf(stderr, "  %-4s %-8s %6s %10s %10s %9s %8s  %s\n", "unit", "kind", "bands", "time ms",
+            "model ms", "MB", "GB/s", "stages");
     double total = 0;
     for (int i = 0; i < pf_pipeline_unit_count(p); i++) {
         pf_unit_info u;
         pf_pipeline_unit(p, i, &u);
         total += u.measured_ms;
-        fprintf(stderr, "  #%-3d %-8s %6d %10.3f %10.3f %9.1f %8.1f  ", i, kinds[u.kind],
-                u.bands, u.measured_ms, u.predicted_ms, u.bytes / 1e6,
+        fprintf(stderr, "  #%-3d %-8s %6d %10.3f %10.3f %9.1f %8.1f  ", i, kinds[u.kind], u.bands,
+                u.measured_ms, u.predicted_ms, u.bytes / 1e6,
                 u.measured_ms > 0 ? u.bytes / (u.measured_ms * 1e6) : 0.0);
         for (int k = 0; k < u.n_stages; k++)
             fprintf(stderr, "%s%s", k ? (u.fused ? " + " : ", ") : "", u.stages[k]);
@@ -424,7 +424,8 @@ static int setup(batch *b, pf_engine *e)
     pf_pipeline *p = b->p;
     if ((o->backend && pf_pipeline_set_option(p, "backend", o->backend) != PF_OK) ||
         (o->dump_kernels && pf_pipeline_set_option(p, "dump_kernels", o->dump_kernels) != PF_OK) ||
-        (o->max_launch_ms && pf_pipeline_set_option(p, "max_launch_ms", o->max_launch_ms) != PF_OK) ||
+        (o->max_launch_ms &&
+         pf_pipeline_set_option(p, "max_launch_ms", o->max_launch_ms) != PF_OK) ||
         (o->profile && pf_pipeline_set_option(p, "profile", "true") != PF_OK) ||
         (o->no_fuse && pf_pipeline_set_option(p, "fusion", "false") != PF_OK)) {
         fprintf(stderr, "pipefuse run: %s\n", pf_pipeline_errmsg(p));
@@ -457,8 +458,9 @@ static int setup(batch *b, pf_engine *e)
                 file = o->binds[k] + len + 1;
         }
         if (!file) {
-            fprintf(stderr, "pipefuse run: pipeline input '%s' needs --input %s=FILE (the "
-                            "files on the command line go to '%s')\n",
+            fprintf(stderr,
+                    "pipefuse run: pipeline input '%s' needs --input %s=FILE (the "
+                    "files on the command line go to '%s')\n",
                     name, name, pf_pipeline_input_name(p, 0));
             return -1;
         }
@@ -516,8 +518,8 @@ int cli_run(int argc, char **argv, const cli_common *c)
             failed++;
             fprintf(stderr, "[%d/%d] %s: FAILED: %s\n", i + 1, o.n_inputs, o.inputs[i], err);
         } else if (!o.quiet) {
-            fprintf(stderr, "[%d/%d] %s -> %s (%.1f ms)\n", i + 1, o.n_inputs, o.inputs[i],
-                    made, now_ms() - t0);
+            fprintf(stderr, "[%d/%d] %s -> %s (%.1f ms)\n", i + 1, o.n_inputs, o.inputs[i], made,
+                    now_ms() - t0);
         }
     }
     if (status == PF_EXIT_OK && o.profile && o.n_inputs > failed)

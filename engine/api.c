@@ -9,9 +9,9 @@
 #include "fuse.h"
 #include "plan.h"
 
-#define PF_API __attribute__((visibility("default")))
+#define PF_API                __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)
-#define PF_MAX_FRAMES 64 /* inputs or outputs of one frame */
+#define PF_MAX_FRAMES         64 /* inputs or outputs of one frame */
 
 /* ---- Loading ---------------------------------------------------------------------------------- */
 
@@ -160,8 +160,8 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     const char *dot = key ? strchr(key, '.') : NULL;
     char id[256];
     if (!dot || (size_t)(dot - key) >= sizeof id) {
-        pf_errf(p->errmsg, "%s: parameter key '%s' is not of the form stage_id.param",
-                p->source, key ? key : "(null)");
+        pf_errf(p->errmsg, "%s: parameter key '%s' is not of the form stage_id.param", p->source,
+                key ? key : "(null)");
         return PF_PARAM;
     }
     memcpy(id, key, (size_t)(dot - key));
@@ -184,9 +184,9 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
         for (int k = 0; names && k < n->desc->n_params; k++)
             names[k] = n->desc->params[k].name;
         const char *near = names ? pf_closest(dot + 1, names, n->desc->n_params) : NULL;
-        pf_errf(p->errmsg, "%s: %s: stage '%s' (%s) has no parameter '%s'%s%s%s", p->source,
-                key, id, n->desc->name, dot + 1, near ? "; did you mean '" : "",
-                near ? near : "", near ? "'?" : "");
+        pf_errf(p->errmsg, "%s: %s: stage '%s' (%s) has no parameter '%s'%s%s%s", p->source, key,
+                id, n->desc->name, dot + 1, near ? "; did you mean '" : "", near ? near : "",
+                near ? "'?" : "");
         free(names);
         return PF_PARAM;
     }
@@ -236,8 +236,7 @@ PF_API int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value)
         return PF_INVALID_ARGUMENT;
     json_t *v = json_real(value);
     if (!v) {
-        pf_errf(p->errmsg, "%s: %s: %g is not a finite number", p->source, key ? key : "",
-                value);
+        pf_errf(p->errmsg, "%s: %s: %g is not a finite number", p->source, key ? key : "", value);
         return PF_PARAM;
     }
     int rc = set_param_value(p, key, v);
@@ -247,14 +246,20 @@ PF_API int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value)
 
 /* ---- Inputs and outputs ----------------------------------------------------------------------- */
 
-PF_API int pf_pipeline_input_count(const pf_pipeline *p) { return p ? p->n_inputs : 0; }
+PF_API int pf_pipeline_input_count(const pf_pipeline *p)
+{
+    return p ? p->n_inputs : 0;
+}
 
 PF_API const char *pf_pipeline_input_name(const pf_pipeline *p, int i)
 {
     return p && i >= 0 && i < p->n_inputs ? p->nodes[i].id : NULL;
 }
 
-PF_API int pf_pipeline_output_count(const pf_pipeline *p) { return p ? p->n_outputs : 0; }
+PF_API int pf_pipeline_output_count(const pf_pipeline *p)
+{
+    return p ? p->n_outputs : 0;
+}
 
 static int is_table_node(const pf_pipeline *p, int node)
 {
@@ -354,7 +359,7 @@ static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
         for (int i = p->n_inputs; i < p->n_nodes && cuda; i++) {
             const pf_node *n = &p->nodes[i];
             if (n->used && !(n->desc->kind == PF_STAGE_POINT ? n->desc->point_cuda != NULL
-                                                              : n->desc->run_cuda != NULL)) {
+                                                             : n->desc->run_cuda != NULL)) {
                 snprintf(why, sizeof why, "stage '%s' (%s) has no CUDA implementation", n->id,
                          n->desc->name);
                 cuda = 0;
@@ -393,8 +398,8 @@ static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, cons
 
 /* Checks frames against the pipeline, plans when the input shapes changed, and
    collects output pointers (NULL for tables and unwanted outputs). */
-static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
-                   int n_out, pf_frame **outs)
+static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out,
+                   pf_frame **outs)
 {
     if (n_in != p->n_inputs || !inputs) {
         pf_errf(p->errmsg, "%s: the pipeline has %d input(s); %d frame(s) given", p->source,
@@ -402,8 +407,7 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
         return PF_INVALID_ARGUMENT;
     }
     if (p->n_inputs > PF_MAX_FRAMES || p->n_outputs > PF_MAX_FRAMES) {
-        pf_errf(p->errmsg, "%s: at most %d inputs and outputs per frame", p->source,
-                PF_MAX_FRAMES);
+        pf_errf(p->errmsg, "%s: at most %d inputs and outputs per frame", p->source, PF_MAX_FRAMES);
         return PF_UNSUPPORTED;
     }
     pf_shape shapes[PF_MAX_FRAMES];
@@ -435,9 +439,8 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
             return rc;
         pf_shape s = p->plan->shapes[p->outputs[o].node];
         if (outs[o]->width != s.width || outs[o]->height != s.height) {
-            pf_errf(p->errmsg, "%s: output '%s': frame is %dx%d; the plan makes %dx%d",
-                    p->source, p->outputs[o].name, outs[o]->width, outs[o]->height, s.width,
-                    s.height);
+            pf_errf(p->errmsg, "%s: output '%s': frame is %dx%d; the plan makes %dx%d", p->source,
+                    p->outputs[o].name, outs[o]->width, outs[o]->height, s.width, s.height);
             return PF_SHAPE;
         }
     }
@@ -459,8 +462,8 @@ static void frame_end(pf_pipeline *p, unsigned long long alloc0, unsigned long l
     p->stats.device_syncs_last_frame = p->stats.device_syncs - sync0;
 }
 
-static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
-                  int n_out, int device, void *stream, int *ticket)
+static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out,
+                  int device, void *stream, int *ticket)
 {
     if (!p || !ticket)
         return PF_INVALID_ARGUMENT;
@@ -469,8 +472,10 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
     pf_frame *outs[PF_MAX_FRAMES];
     int rc = prepare(p, inputs, n_in, outputs, n_out, outs);
     if (rc == PF_OK && device && !p->plan->cuda) {
-        pf_errf(p->errmsg, "%s: device frames need the CUDA backend; this pipeline runs on the "
-                           "CPU", p->source);
+        pf_errf(p->errmsg,
+                "%s: device frames need the CUDA backend; this pipeline runs on the "
+                "CPU",
+                p->source);
         rc = PF_UNSUPPORTED;
     }
     if (rc == PF_OK && p->plan->cuda) {
@@ -483,8 +488,8 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
     return rc;
 }
 
-PF_API int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in,
-                              pf_frame *outputs, int n_out, int *ticket)
+PF_API int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                              int n_out, int *ticket)
 {
     return submit(p, inputs, n_in, outputs, n_out, 0, NULL, ticket);
 }
@@ -512,7 +517,10 @@ PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_
     return rc == PF_OK ? pf_pipeline_wait(p, ticket) : rc;
 }
 
-PF_API int pf_pipeline_slots(const pf_pipeline *p) { return p ? (p->slots ? p->slots : 3) : 0; }
+PF_API int pf_pipeline_slots(const pf_pipeline *p)
+{
+    return p ? (p->slots ? p->slots : 3) : 0;
+}
 
 PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
 {
@@ -548,7 +556,10 @@ PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
 
 /* ---- Reading the plan ------------------------------------------------------------------------------ */
 
-PF_API int pf_pipeline_unit_count(const pf_pipeline *p) { return p && p->plan ? p->plan->n_units : 0; }
+PF_API int pf_pipeline_unit_count(const pf_pipeline *p)
+{
+    return p && p->plan ? p->plan->n_units : 0;
+}
 
 PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
 {
@@ -601,8 +612,7 @@ static void fusion_view_free(fusion_view *v)
     free(v->f4);
 }
 
-PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir,
-                                     int *n_kernels)
+PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
 {
     if (!p || !p->plan)
         return PF_NOT_PLANNED;
@@ -704,8 +714,9 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
                     io.in[k].native >= 0 ? "rgba8" : "float4");
         fprintf(f, ", stores");
         for (int k = 0; k < io.n_out; k++)
-            fprintf(f, " %s(%s)", io.out[k].native >= 0 ? p->outputs[io.out[k].native].name
-                                                        : p->nodes[io.out[k].node].id,
+            fprintf(f, " %s(%s)",
+                    io.out[k].native >= 0 ? p->outputs[io.out[k].native].name
+                                          : p->nodes[io.out[k].node].id,
                     io.out[k].native >= 0 ? "rgba8" : "float4");
         fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
     }
@@ -718,7 +729,8 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
                 plan->bandwidth_measured ? "measured copy bandwidth" : "assumed: no device");
     for (int ui = 0; ui < plan->n_units; ui++) {
         const pf_unit *u = &plan->units[ui];
-        fprintf(f, "  #%-3d %-8s stream %d  bands %d", ui, kind_names[u->kind], u->stream, u->bands);
+        fprintf(f, "  #%-3d %-8s stream %d  bands %d", ui, kind_names[u->kind], u->stream,
+                u->bands);
         if (plan->budget_ms > 0)
             fprintf(f, " (~%.2f ms each)", u->predicted_ms * p->band_scale[u->nodes[0]] / u->bands);
         fprintf(f, "  %dx%d  [", u->shape.width, u->shape.height);
@@ -747,8 +759,8 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
             fprintf(f, "  %-16s <- %-16s table %d rows x %d columns\n", d->name,
                     p->nodes[d->node].id, s.height, s.width);
         else
-            fprintf(f, "  %-16s <- %-16s image %dx%d\n", d->name, p->nodes[d->node].id,
-                    s.width, s.height);
+            fprintf(f, "  %-16s <- %-16s image %dx%d\n", d->name, p->nodes[d->node].id, s.width,
+                    s.height);
     }
     fprintf(f, "memory: %.1f MiB of buffers\n", (double)plan->bytes_allocated / (1 << 20));
     return ferror(f) ? PF_IO : PF_OK;

@@ -28,7 +28,10 @@ PF_API void pf_engine_config_init(pf_engine_config *cfg)
     cfg->use_env_path = 1;
 }
 
-static void host_log(int level, const char *msg) { pf_log(NULL, level, "%s", msg); }
+static void host_log(int level, const char *msg)
+{
+    pf_log(NULL, level, "%s", msg);
+}
 
 static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_log};
 
@@ -36,9 +39,9 @@ static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_l
 
 static size_t param_bytes(const pf_param_desc *pd)
 {
-    return pd->type == PF_PARAM_FLOAT_ARRAY ? sizeof(float) * (size_t)pd->count
-                                            : (pd->type == PF_PARAM_FLOAT ? sizeof(float)
-                                                                          : sizeof(int));
+    return pd->type == PF_PARAM_FLOAT_ARRAY
+               ? sizeof(float) * (size_t)pd->count
+               : (pd->type == PF_PARAM_FLOAT ? sizeof(float) : sizeof(int));
 }
 
 static int in_range(const pf_param_desc *pd, double v)
@@ -87,8 +90,7 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
         return PF_PLUGIN;
     }
     if (d->kind == PF_STAGE_POINT && d->point_source && (!d->point_fn || !d->params_type)) {
-        pf_errf(e->errmsg, "%s: stage '%s' has point source but no point_fn/params_type",
-                file, n);
+        pf_errf(e->errmsg, "%s: stage '%s' has point source but no point_fn/params_type", file, n);
         return PF_PLUGIN;
     }
     if (d->n_params < 0 || (d->n_params > 0 && !d->params)) {
@@ -109,8 +111,8 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
             }
         if (pd->offset + param_bytes(pd) > d->params_size || pd->offset % 4) {
             pf_errf(e->errmsg,
-                    "%s: %s.%s: field at offset %zu does not fit the %zu-byte params struct",
-                    file, n, pn, pd->offset, d->params_size);
+                    "%s: %s.%s: field at offset %zu does not fit the %zu-byte params struct", file,
+                    n, pn, pd->offset, d->params_size);
             return PF_PLUGIN;
         }
         int ok = 1;
@@ -128,9 +130,11 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
         }
         if (!ok) {
             pf_errf(e->errmsg,
-                    "%s: %s.%s: default %g is outside the declared range [%g, %g] or choices",
-                    file, n, pn, pd->type == PF_PARAM_FLOAT_ARRAY && pd->def_array && pd->count > 0
-                                     ? pd->def_array[0] : pd->def,
+                    "%s: %s.%s: default %g is outside the declared range [%g, %g] or choices", file,
+                    n, pn,
+                    pd->type == PF_PARAM_FLOAT_ARRAY && pd->def_array && pd->count > 0
+                        ? pd->def_array[0]
+                        : pd->def,
                     pd->min, pd->max);
             return PF_PLUGIN;
         }
@@ -164,8 +168,8 @@ static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_
             rc = PF_PLUGIN;
         }
     }
-    pf_stage_entry *s = rc == PF_OK ? realloc(e->stages, sizeof *s * (size_t)(e->n_stages + 1))
-                                    : NULL;
+    pf_stage_entry *s =
+        rc == PF_OK ? realloc(e->stages, sizeof *s * (size_t)(e->n_stages + 1)) : NULL;
     if (!s) {
         free(d);
         return rc == PF_OK ? PF_NO_MEMORY : rc;
@@ -185,8 +189,8 @@ static int load_plugin(pf_engine *e, const char *path)
         return PF_PLUGIN;
     }
     if (unsafe_mode(&st)) {
-        pf_errf(e->errmsg, "%s: refusing a plugin that other users can write to (mode %03o)",
-                path, (unsigned)(st.st_mode & 0777));
+        pf_errf(e->errmsg, "%s: refusing a plugin that other users can write to (mode %03o)", path,
+                (unsigned)(st.st_mode & 0777));
         return PF_PLUGIN;
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -197,8 +201,7 @@ static int load_plugin(pf_engine *e, const char *path)
     pf_plugin_entry_fn entry;
     *(void **)&entry = dlsym(h, PF_PLUGIN_ENTRY_NAME);
     if (!entry) {
-        pf_errf(e->errmsg, "%s: not a pipefuse plugin: no '%s' symbol", path,
-                PF_PLUGIN_ENTRY_NAME);
+        pf_errf(e->errmsg, "%s: not a pipefuse plugin: no '%s' symbol", path, PF_PLUGIN_ENTRY_NAME);
         dlclose(h);
         return PF_PLUGIN;
     }
@@ -211,16 +214,16 @@ static int load_plugin(pf_engine *e, const char *path)
     } else if ((pd->abi_version >> 16) != PF_ABI_MAJOR ||
                (pd->abi_version & 0xffff) > PF_ABI_MINOR) {
         pf_errf(e->errmsg,
-                "%s: plugin built for pipefuse ABI %u.%u; this engine supports %d.0 to %d.%d",
-                path, pd->abi_version >> 16, pd->abi_version & 0xffff, PF_ABI_MAJOR,
-                PF_ABI_MAJOR, PF_ABI_MINOR);
+                "%s: plugin built for pipefuse ABI %u.%u; this engine supports %d.0 to %d.%d", path,
+                pd->abi_version >> 16, pd->abi_version & 0xffff, PF_ABI_MAJOR, PF_ABI_MAJOR,
+                PF_ABI_MINOR);
     } else if (!pd->name || pd->n_stages < 0 || (pd->n_stages > 0 && !pd->stages)) {
         pf_errf(e->errmsg, "%s: plugin descriptor has no name or a bad stage list", path);
     } else {
         rc = PF_OK;
     }
-    pf_plugin *pl = rc == PF_OK ? realloc(e->plugins, sizeof *pl * (size_t)(e->n_plugins + 1))
-                                : NULL;
+    pf_plugin *pl =
+        rc == PF_OK ? realloc(e->plugins, sizeof *pl * (size_t)(e->n_plugins + 1)) : NULL;
     char *copy = pl ? pf_strdup(path) : NULL;
     if (pl)
         e->plugins = pl;
@@ -359,8 +362,10 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
         return PF_NO_MEMORY;
     *out = e;
     if (cfg->size < sizeof(pf_engine_config)) {
-        pf_errf(e->errmsg, "pf_engine_config.size is %u; expected %zu (init it with "
-                           "pf_engine_config_init)", cfg->size, sizeof(pf_engine_config));
+        pf_errf(e->errmsg,
+                "pf_engine_config.size is %u; expected %zu (init it with "
+                "pf_engine_config_init)",
+                cfg->size, sizeof(pf_engine_config));
         return PF_INVALID_ARGUMENT;
     }
     e->log = cfg->log;
@@ -414,7 +419,10 @@ PF_API const char *pf_engine_errmsg(const pf_engine *e)
     return e ? e->errmsg : "no engine (out of memory)";
 }
 
-PF_API int pf_engine_stage_count(const pf_engine *e) { return e ? e->n_stages : 0; }
+PF_API int pf_engine_stage_count(const pf_engine *e)
+{
+    return e ? e->n_stages : 0;
+}
 
 PF_API const pf_stage_desc *pf_engine_stage(const pf_engine *e, int i, const char **plugin_file,
                                             const char **plugin_name)

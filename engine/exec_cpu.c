@@ -26,15 +26,17 @@ typedef struct cpu_job {
     char err[PF_ERRMSG_MAX];
 } cpu_job;
 
-static int band_count(int rows, int band_rows) { return (rows + band_rows - 1) / band_rows; }
+static int band_count(int rows, int band_rows)
+{
+    return (rows + band_rows - 1) / band_rows;
+}
 
-static void job_fail(cpu_job *j, const char *id, const char *path, int y0, int y1,
-                     const char *msg)
+static void job_fail(cpu_job *j, const char *id, const char *path, int y0, int y1, const char *msg)
 {
     pthread_mutex_lock(&j->mu);
     if (!j->err[0])
-        pf_errf(j->err, "%s: %s (%s) failed on rows %d..%d: %s", j->p->source, path, id, y0,
-                y1 - 1, msg[0] ? msg : "no reason given");
+        pf_errf(j->err, "%s: %s (%s) failed on rows %d..%d: %s", j->p->source, path, id, y0, y1 - 1,
+                msg[0] ? msg : "no reason given");
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -142,8 +144,8 @@ static int download_task(void *ctx, int band, int worker)
     const pf_image *im = &j->plan->buf[j->node];
     int y1 = (band + 1) * PF_CONVERT_ROWS < f->height ? (band + 1) * PF_CONVERT_ROWS : f->height;
     for (int y = band * PF_CONVERT_ROWS; y < y1; y++)
-        pf_row_from_float4(pf_image_row(im, y), f->width,
-                           (char *)f->data + (size_t)y * f->pitch, f->sample, f->channels);
+        pf_row_from_float4(pf_image_row(im, y), f->width, (char *)f->data + (size_t)y * f->pitch,
+                           f->sample, f->channels);
     return 0;
 }
 

@@ -28,8 +28,7 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
 void pf_cuda_engine_free(pf_engine *e) {}
 int pf_cuda_plan_build(pf_pipeline *p)
 {
-    pf_errf(p->errmsg, "%s: backend cuda: this build of pipefuse has no CUDA support",
-            p->source);
+    pf_errf(p->errmsg, "%s: backend cuda: this build of pipefuse has no CUDA support", p->source);
     return PF_NO_DEVICE;
 }
 void pf_cuda_plan_free(struct pf_cuda_plan *c) {}
@@ -38,13 +37,34 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
 {
     return pf_cuda_plan_build(p);
 }
-int pf_cuda_wait(pf_pipeline *p, int ticket) { return pf_cuda_plan_build(p); }
-int pf_cuda_launches(const struct pf_cuda_plan *c) { return 0; }
-int pf_cuda_busy(const struct pf_cuda_plan *c) { return 0; }
-int pf_cuda_scratch_fits(const struct pf_cuda_plan *c, int u, size_t bytes) { return 0; }
-const char *pf_cuda_lost(const pf_engine *e) { return NULL; }
-double pf_cuda_bandwidth(const pf_engine *e) { return 0; }
-int pf_cuda_watchdog(const pf_engine *e) { return 0; }
+int pf_cuda_wait(pf_pipeline *p, int ticket)
+{
+    return pf_cuda_plan_build(p);
+}
+int pf_cuda_launches(const struct pf_cuda_plan *c)
+{
+    return 0;
+}
+int pf_cuda_busy(const struct pf_cuda_plan *c)
+{
+    return 0;
+}
+int pf_cuda_scratch_fits(const struct pf_cuda_plan *c, int u, size_t bytes)
+{
+    return 0;
+}
+const char *pf_cuda_lost(const pf_engine *e)
+{
+    return NULL;
+}
+double pf_cuda_bandwidth(const pf_engine *e)
+{
+    return 0;
+}
+int pf_cuda_watchdog(const pf_engine *e)
+{
+    return 0;
+}
 
 #else /* PF_HAVE_CUDA */
 
@@ -53,9 +73,9 @@ int pf_cuda_watchdog(const pf_engine *e) { return 0; }
 
 #include "../kernels/convert.h"
 
-#define PF_MAX_SLOTS 8
+#define PF_MAX_SLOTS   8
 #define PF_MAX_REFINES 3 /* band refinements per unit after measuring */
-#define PF_DEV_ALIGN 256
+#define PF_DEV_ALIGN   256
 
 typedef struct pf_cuda_dev {
     int state; /* 0 not tried, 1 usable, -1 not */
@@ -63,7 +83,7 @@ typedef struct pf_cuda_dev {
     int watchdog;     /* cudaDevAttrKernelExecTimeout */
     double bandwidth; /* device-to-device copy, bytes/s counting read + write */
     char why[512];
-    char lost[1024];  /* a sticky error ended the context: why; every later call fails */
+    char lost[1024]; /* a sticky error ended the context: why; every later call fails */
 } pf_cuda_dev;
 
 /* Device-to-device copy bandwidth: the floor for memory-bound work and the cost
@@ -100,22 +120,21 @@ static double measure_bandwidth(void)
 /* Checks a CUDA call; on failure writes "<source>: <call>: <error> at file:line" into
    p->errmsg and returns from the enclosing function with PF_CUDA (PF_NO_MEMORY for an
    allocation failure). */
-#define CU(p, call)                                                                       \
-    do {                                                                                  \
-        cudaError_t cu_err_ = (call);                                                     \
-        if (cu_err_ != cudaSuccess)                                                       \
-            return cuda_fail((p), cu_err_, #call, __FILE__, __LINE__);                    \
+#define CU(p, call)                                                                                \
+    do {                                                                                           \
+        cudaError_t cu_err_ = (call);                                                              \
+        if (cu_err_ != cudaSuccess)                                                                \
+            return cuda_fail((p), cu_err_, #call, __FILE__, __LINE__);                             \
     } while (0)
 
-static int cuda_fail(pf_pipeline *p, cudaError_t err, const char *call, const char *file,
-                     int line)
+static int cuda_fail(pf_pipeline *p, cudaError_t err, const char *call, const char *file, int line)
 {
     int sticky = err == cudaErrorIllegalAddress || err == cudaErrorLaunchFailure ||
                  err == cudaErrorLaunchTimeout || err == cudaErrorHardwareStackError ||
                  err == cudaErrorIllegalInstruction || err == cudaErrorMisalignedAddress ||
                  err == cudaErrorInvalidPc || err == cudaErrorECCUncorrectable;
-    pf_errf(p->errmsg, "%s: CUDA %s: %s (%s) at %s:%d%s", p->source, call,
-            cudaGetErrorString(err), cudaGetErrorName(err), file, line,
+    pf_errf(p->errmsg, "%s: CUDA %s: %s (%s) at %s:%d%s", p->source, call, cudaGetErrorString(err),
+            cudaGetErrorName(err), file, line,
             sticky ? "; the CUDA context is lost: destroy the pipeline and engine" : "");
     if (sticky && p->eng->cuda && !p->eng->cuda->lost[0])
         snprintf(p->eng->cuda->lost, sizeof p->eng->cuda->lost, "%.1000s", p->errmsg);
@@ -159,7 +178,8 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
         } else {
             d->state = 1;
             d->device = 0;
-            if (cudaDeviceGetAttribute(&d->watchdog, cudaDevAttrKernelExecTimeout, 0) != cudaSuccess)
+            if (cudaDeviceGetAttribute(&d->watchdog, cudaDevAttrKernelExecTimeout, 0) !=
+                cudaSuccess)
                 d->watchdog = 0;
             d->bandwidth = measure_bandwidth();
         }
@@ -186,8 +206,14 @@ static int fail_if_lost(pf_pipeline *p)
     return PF_CUDA;
 }
 
-double pf_cuda_bandwidth(const pf_engine *e) { return e->cuda ? e->cuda->bandwidth : 0; }
-int pf_cuda_watchdog(const pf_engine *e) { return e->cuda ? e->cuda->watchdog : 0; }
+double pf_cuda_bandwidth(const pf_engine *e)
+{
+    return e->cuda ? e->cuda->bandwidth : 0;
+}
+int pf_cuda_watchdog(const pf_engine *e)
+{
+    return e->cuda ? e->cuda->watchdog : 0;
+}
 
 void pf_cuda_engine_free(pf_engine *e)
 {
@@ -200,24 +226,24 @@ void pf_cuda_engine_free(pf_engine *e)
 typedef struct pf_cuda_plan pf_cuda_plan;
 
 typedef struct cuda_slot {
-    cudaStream_t *streams; /* plan->n_streams */
+    cudaStream_t *streams;  /* plan->n_streams */
     cudaEvent_t *unit_done; /* per unit */
     cudaEvent_t *joined;    /* per stream: its last unit, for the join */
     cudaEvent_t fork, start, done;
-    unsigned char *dev;     /* device pool */
-    unsigned char *host;    /* pinned pool */
-    cudaGraphExec_t exec[2]; /* host mode, device mode */
-    unsigned long long key[2]; /* the frame formats each exec was captured for */
-    int busy;               /* holds a frame not yet waited for */
+    unsigned char *dev;          /* device pool */
+    unsigned char *host;         /* pinned pool */
+    cudaGraphExec_t exec[2];     /* host mode, device mode */
+    unsigned long long key[2];   /* the frame formats each exec was captured for */
+    int busy;                    /* holds a frame not yet waited for */
     unsigned long param_version; /* of the params in this slot's pinned block */
     int params_copied;
-    int measuring;          /* this frame's launches are timed (eager) */
+    int measuring; /* this frame's launches are timed (eager) */
     int n_timed;
-    cudaEvent_t *tev;       /* timing events: two per timed launch */
+    cudaEvent_t *tev; /* timing events: two per timed launch */
     int *timed_unit;
     int ticket;
     int device_mode;
-    pf_frame *out[64];      /* host mode: where wait puts the outputs */
+    pf_frame *out[64]; /* host mode: where wait puts the outputs */
 } cuda_slot;
 
 #define PF_KERNEL_VARIANTS 4 /* compiled formats kept per fused unit */
@@ -230,38 +256,41 @@ typedef struct fused_kernel {
 struct pf_cuda_plan {
     int n_slots;
     int n_units;
-    int arch;               /* the device's sm_XY as XY, for NVRTC */
-    char *f4;               /* per node: has a float RGBA device image */
-    int *fused;             /* per unit: runs as one NVRTC kernel */
-    pf_fuse_unit *fio;      /* per unit: a fused unit's inputs and outputs */
-    size_t *fio_off;        /* per unit: index of its first descriptor in the desc area */
-    fused_kernel *kern;     /* per unit: PF_KERNEL_VARIANTS compiled variants */
-    int *cur;               /* per unit: the variant this frame uses */
+    int arch;           /* the device's sm_XY as XY, for NVRTC */
+    char *f4;           /* per node: has a float RGBA device image */
+    int *fused;         /* per unit: runs as one NVRTC kernel */
+    pf_fuse_unit *fio;  /* per unit: a fused unit's inputs and outputs */
+    size_t *fio_off;    /* per unit: index of its first descriptor in the desc area */
+    fused_kernel *kern; /* per unit: PF_KERNEL_VARIANTS compiled variants */
+    int *cur;           /* per unit: the variant this frame uses */
     int n_streams;
     int launches;
-    int graph_failed;       /* capture failed once: eager from then on */
+    int graph_failed; /* capture failed once: eager from then on */
     /* offsets into each slot's pools */
     size_t dev_size, host_size;
-    size_t *img_off;        /* per node: device image, or SIZE_MAX */
-    size_t *param_off;      /* per node: in the parameter block */
+    size_t *img_off;                /* per node: device image, or SIZE_MAX */
+    size_t *param_off;              /* per node: in the parameter block */
     size_t params_off, params_size; /* device block; the same offset in the pinned pool */
-    size_t desc_count;      /* frame descriptors: inputs, outputs, then fused units' IO */
-    size_t desc_off;        /* device frame descriptors (inputs, then outputs); pinned too */
+    size_t desc_count;              /* frame descriptors: inputs, outputs, then fused units' IO */
+    size_t desc_off; /* device frame descriptors (inputs, then outputs); pinned too */
     size_t *in_dev_off, *in_host_off, *in_bytes;    /* per input: native staging */
     size_t *out_dev_off, *out_host_off, *out_bytes; /* per output */
-    size_t *scratch_off;    /* per unit */
-    size_t *scratch_size;   /* per unit */
-    size_t *partial_off, *partial_host_off; /* per node, reduce */
-    size_t *pitch;          /* per node image pitch */
+    size_t *scratch_off;                            /* per unit */
+    size_t *scratch_size;                           /* per unit */
+    size_t *partial_off, *partial_host_off;         /* per node, reduce */
+    size_t *pitch;                                  /* per node image pitch */
     int next_slot;
     int next_ticket;
-    int max_timed;          /* launches one frame makes, all of which may be timed */
+    int max_timed;                /* launches one frame makes, all of which may be timed */
     unsigned long frames_planned; /* frames submitted on this plan */
-    int measure_frames;     /* frames still to time after planning */
+    int measure_frames;           /* frames still to time after planning */
     cuda_slot slots[PF_MAX_SLOTS];
 };
 
-static size_t align_dev(size_t v) { return (v + PF_DEV_ALIGN - 1) & ~(size_t)(PF_DEV_ALIGN - 1); }
+static size_t align_dev(size_t v)
+{
+    return (v + PF_DEV_ALIGN - 1) & ~(size_t)(PF_DEV_ALIGN - 1);
+}
 
 static size_t take(size_t *top, size_t bytes)
 {
@@ -359,14 +388,17 @@ out:
 }
 
 /* Bytes of the largest frame format (f32 RGBA) for a shape: staging is sized for it. */
-static size_t max_frame_bytes(pf_shape s) { return (size_t)s.width * 16 * (size_t)s.height; }
+static size_t max_frame_bytes(pf_shape s)
+{
+    return (size_t)s.width * 16 * (size_t)s.height;
+}
 
 static int layout(pf_pipeline *p, pf_cuda_plan *c)
 {
     pf_plan *plan = p->plan;
     int nn = p->n_nodes, nu = plan->n_units, ni = p->n_inputs, no = p->n_outputs;
-#define ALLOC_OFFS(f, n)                                                                  \
-    if (!(c->f = calloc((size_t)(n) + 1, sizeof(size_t))))                                 \
+#define ALLOC_OFFS(f, n)                                                                           \
+    if (!(c->f = calloc((size_t)(n) + 1, sizeof(size_t))))                                         \
         return PF_NO_MEMORY;
     ALLOC_OFFS(img_off, nn)
     ALLOC_OFFS(param_off, nn)
@@ -422,8 +454,8 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
             int width = plan->shapes[n0->in[0]].width > plan->shapes[un->nodes[0]].width
                             ? plan->shapes[n0->in[0]].width
                             : plan->shapes[un->nodes[0]].width;
-            int rows = un->kind == PF_UNIT_REDUCE ? un->shape.height
-                                                  : plan->shapes[un->nodes[0]].height;
+            int rows =
+                un->kind == PF_UNIT_REDUCE ? un->shape.height : plan->shapes[un->nodes[0]].height;
             size_t s = n0->desc->cuda_scratch_bytes(n0->params, width, rows);
             if (s) {
                 c->scratch_off[u] = take(&dev, s);
@@ -655,7 +687,10 @@ int pf_cuda_plan_build(pf_pipeline *p)
     return rc; /* on failure the caller frees the plan, and c with it */
 }
 
-int pf_cuda_launches(const pf_cuda_plan *c) { return c ? c->launches : 0; }
+int pf_cuda_launches(const pf_cuda_plan *c)
+{
+    return c ? c->launches : 0;
+}
 
 int pf_cuda_scratch_fits(const pf_cuda_plan *c, int u, size_t bytes)
 {
@@ -776,8 +811,9 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
                 return trc;
         }
         if (rc == 0 && reduce)
-            CU(p, cudaMemcpyAsync(sl->host + c->partial_host_off[i], partials,
-                                  sizeof(double) * plen * (size_t)bands, cudaMemcpyDeviceToHost, st));
+            CU(p,
+               cudaMemcpyAsync(sl->host + c->partial_host_off[i], partials,
+                               sizeof(double) * plen * (size_t)bands, cudaMemcpyDeviceToHost, st));
         nvtxRangePop();
         if (rc != 0) {
             pf_errf(p->errmsg, "%s: %s (%s) failed on the GPU in band %d of %d: %s", p->source,
@@ -803,8 +839,8 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
     for (int i = 0; i < ni; i++) {
         if (!device) {
             size_t bytes = (size_t)h_desc[i].pitch * (size_t)h_desc[i].height;
-            CU(p, cudaMemcpyAsync(sl->dev + c->in_dev_off[i], sl->host + c->in_host_off[i],
-                                  bytes, cudaMemcpyHostToDevice, s0));
+            CU(p, cudaMemcpyAsync(sl->dev + c->in_dev_off[i], sl->host + c->in_host_off[i], bytes,
+                                  cudaMemcpyHostToDevice, s0));
         }
         if (c->f4[i])
             CU(p, (cudaError_t)pf_cuda_frame_to_image(&d_desc[i], dev_image(c, sl, plan, i), s0));
@@ -831,12 +867,12 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
         if (plan->tables[node].data)
             continue;
         if (needs_convert_out(p, c, o))
-            CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node),
-                                                        &d_desc[ni + o], s0));
+            CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node), &d_desc[ni + o],
+                                                      s0));
         if (!device) {
             size_t bytes = (size_t)h_desc[ni + o].pitch * (size_t)h_desc[ni + o].height;
-            CU(p, cudaMemcpyAsync(sl->host + c->out_host_off[o], sl->dev + c->out_dev_off[o],
-                                  bytes, cudaMemcpyDeviceToHost, s0));
+            CU(p, cudaMemcpyAsync(sl->host + c->out_host_off[o], sl->dev + c->out_dev_off[o], bytes,
+                                  cudaMemcpyDeviceToHost, s0));
         }
     }
     return PF_OK;
@@ -920,9 +956,11 @@ static int report_timeout(pf_pipeline *p, cudaError_t err)
     const pf_unit *un = plan->n_units ? &plan->units[worst] : NULL;
     char where[512] = "";
     if (un)
-        snprintf(where, sizeof where, "; the longest predicted launch is a band of unit #%d (%s%s), "
-                 "%.1f ms of %.1f ms in %d band(s)", worst, un->ids[0], un->n_nodes > 1 ? ", ..." : "",
-                 un->predicted_ms / un->bands, un->predicted_ms, un->bands);
+        snprintf(where, sizeof where,
+                 "; the longest predicted launch is a band of unit #%d (%s%s), "
+                 "%.1f ms of %.1f ms in %d band(s)",
+                 worst, un->ids[0], un->n_nodes > 1 ? ", ..." : "", un->predicted_ms / un->bands,
+                 un->predicted_ms, un->bands);
     pf_errf(p->errmsg,
             "%s: a launch ran past the GPU watchdog (%s)%s; the budget was %.1f ms per launch: "
             "lower it (--max-launch-ms, or options.max_launch_ms) so that the work is split "
@@ -1050,8 +1088,8 @@ static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_fram
             memset(&kv[v], 0, sizeof kv[v]);
             void *cubin = NULL;
             size_t size = 0;
-            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, p->dump_dir, io,
-                                   &cubin, &size);
+            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, p->dump_dir, io, &cubin,
+                                   &size);
             if (rc == PF_OK) {
                 char name[64], err[512];
                 snprintf(name, sizeof name, "pf_fused_u%d", u);
@@ -1155,8 +1193,8 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
                 none.height = plan->shapes[p->outputs[o].node].height;
                 none.sample = PF_U8;
                 none.channels = 4;
-                fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o],
-                          (size_t)none.width * 4, &none);
+                fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o], (size_t)none.width * 4,
+                          &none);
             } else {
                 fill_desc(&h_desc[ni + o], NULL, 0, &none);
             }

@@ -190,8 +190,8 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
         if (source_index(p, un, a) != a)
             continue;
         const pf_node *n = &p->nodes[un->nodes[a]];
-        sb_printf(&b, "namespace pf_ns%d { // %s\n%s\n} // namespace pf_ns%d\n\n", a,
-                  n->desc->name, n->desc->point_source, a);
+        sb_printf(&b, "namespace pf_ns%d { // %s\n%s\n} // namespace pf_ns%d\n\n", a, n->desc->name,
+                  n->desc->point_source, a);
     }
     /* Pixels per chunk: the widest format's chunk is at most 16 bytes (PF_PPT is 8). */
     int vp = 8;
@@ -213,13 +213,16 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
         sb_printf(&b,
                   "    pf_float4 in%d[PF_PPT]; /* %s */\n#pragma unroll\n"
                   "    for (int c = 0; c < PF_PPT / %d; c++)\n"
-                  "        pf_load_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, in%d + c * %d);\n",
+                  "        pf_load_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, in%d + c * "
+                  "%d);\n",
                   k, p->nodes[io->in[k].node].id, vp, io->in[k].sample, io->in[k].channels, vp, k,
                   vp, vp, k, vp);
     for (int k = 0; k < io->n_out; k++)
         sb_printf(&b, "    pf_float4 out%d[PF_PPT];\n", k);
-    sb_printf(&b, "#pragma unroll\n    for (int i = 0; i < PF_PPT; i++) {\n"
-                  "        pf_pos pos;\n        pos.x = PF_PX_X(%d, i), pos.y = y, pos.width = W, pos.height = H;\n",
+    sb_printf(&b,
+              "#pragma unroll\n    for (int i = 0; i < PF_PPT; i++) {\n"
+              "        pf_pos pos;\n        pos.x = PF_PX_X(%d, i), pos.y = y, pos.width = W, "
+              "pos.height = H;\n",
               vp);
     for (int a = 0; a < un->n_nodes; a++) {
         int m = un->nodes[a];
@@ -240,7 +243,9 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             }
         }
         int ns = source_index(p, un, a);
-        sb_printf(&b, "};\n        pf_float4 v%d = pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), a%d, pos); // %s\n",
+        sb_printf(&b,
+                  "};\n        pf_float4 v%d = pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), a%d, "
+                  "pos); // %s\n",
                   a, ns, n->desc->point_fn, ns, n->desc->params_type, param_off[m], a, n->id);
         for (int k = 0; k < io->n_out; k++)
             if (io->out[k].node == m)
@@ -250,9 +255,11 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     for (int k = 0; k < io->n_out; k++)
         sb_printf(&b,
                   "#pragma unroll\n    for (int c = 0; c < PF_PPT / %d; c++) /* %s%s */\n"
-                  "        pf_store_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, out%d + c * %d);\n",
-                  vp, p->nodes[io->out[k].node].id, io->out[k].native >= 0 ? ", pipeline output" : "",
-                  io->out[k].sample, io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
+                  "        pf_store_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, out%d + c "
+                  "* %d);\n",
+                  vp, p->nodes[io->out[k].node].id,
+                  io->out[k].native >= 0 ? ", pipeline output" : "", io->out[k].sample,
+                  io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
     sb_printf(&b, "}\n");
     if (b.failed) {
         free(b.s);
@@ -270,8 +277,8 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
     for (int a = 0, o = 0; a < un->n_nodes && o < (int)sizeof ids - 64; a++)
         o += snprintf(ids + o, sizeof ids - (size_t)o, "%s%s", a ? ", " : "", un->ids[a]);
     if (pf_fuse_unit_io(p, u, f4, in_fmt, out_fmt, io) != 0) {
-        pf_errf(p->errmsg, "%s: fused unit #%d (%s) has more than 64 inputs or outputs",
-                p->source, u, ids);
+        pf_errf(p->errmsg, "%s: fused unit #%d (%s) has more than 64 inputs or outputs", p->source,
+                u, ids);
         return PF_UNSUPPORTED;
     }
     size_t *off = malloc(sizeof(size_t) * (size_t)p->n_nodes);
@@ -485,9 +492,9 @@ static void driver_load(void)
 {
     enum cudaDriverEntryPointQueryResult q;
     int ok = 1;
-#define ENTRY(field, sym)                                                                 \
-    ok &= cudaGetDriverEntryPointByVersion(sym, (void **)&drv.field, 12000, cudaEnableDefault, \
-                                           &q) == cudaSuccess &&                          \
+#define ENTRY(field, sym)                                                                          \
+    ok &= cudaGetDriverEntryPointByVersion(sym, (void **)&drv.field, 12000, cudaEnableDefault,     \
+                                           &q) == cudaSuccess &&                                   \
           q == cudaDriverEntryPointSuccess && drv.field
     ENTRY(load, "cuModuleLoadData");
     ENTRY(get, "cuModuleGetFunction");

@@ -13,10 +13,10 @@
 
 /* One input or output of a fused unit. */
 typedef struct pf_fuse_io {
-    int node;     /* the node read or written */
-    int native;   /* -1: the node's float RGBA buffer; else the pipeline input (for
+    int node;   /* the node read or written */
+    int native; /* -1: the node's float RGBA buffer; else the pipeline input (for
                      inputs) or output (for outputs) index, in that frame's format */
-    int sample;   /* pf_sample of the access */
+    int sample; /* pf_sample of the access */
     int channels;
 } pf_fuse_io;
 
@@ -59,8 +59,8 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
 int pf_nvrtc_version(void); /* major * 1000 + minor * 10, or 0 */
 
 /* Launch through the driver API (CUDA builds): load a cubin and get its kernel. */
-int pf_fuse_load(const void *cubin, const char *name, void **module, void **function,
-                 char *err, size_t err_size);
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
+                 size_t err_size);
 void pf_fuse_unload(void *module);
 int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
                    const void *io, void *stream, char *err, size_t err_size);

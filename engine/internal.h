@@ -71,8 +71,8 @@ const pf_param_desc *pf_param_find(const pf_stage_desc *d, const char *name);
 /* Type-checks and range-checks a JSON value for one row and stores it into params.
    Returns PF_OK or PF_PARAM with a message (without location) in err. */
 struct json_t;
-int pf_param_set_json(const pf_param_desc *pd, const struct json_t *v, void *params,
-                      char *err, size_t err_size);
+int pf_param_set_json(const pf_param_desc *pd, const struct json_t *v, void *params, char *err,
+                      size_t err_size);
 /* Formats a param's current value as JSON text (for plan prints and `stages`). */
 void pf_param_format(const pf_param_desc *pd, const void *params, char *buf, size_t size);
 const char *pf_param_type_name(pf_param_type t);
@@ -84,26 +84,22 @@ typedef struct pf_node {
     const pf_stage_desc *desc; /* NULL for a pipeline input */
     int plugin;                /* index into engine->plugins, -1 for inputs */
     int n_in;
-    int in[PF_MAX_INPUTS];     /* producer node indices, always < this node's index */
-    void *params;              /* desc->params_size bytes; NULL for inputs */
-    char *path;                /* JSON path for messages: "stages[3]", "inputs[0]" */
-    int used;                  /* reaches an output (unused stages are not run) */
+    int in[PF_MAX_INPUTS]; /* producer node indices, always < this node's index */
+    void *params;          /* desc->params_size bytes; NULL for inputs */
+    char *path;            /* JSON path for messages: "stages[3]", "inputs[0]" */
+    int used;              /* reaches an output (unused stages are not run) */
 } pf_node;
 
 typedef struct pf_output_decl {
     char *name;
-    int node;     /* producer */
-    int channels; /* 0: like the primary input */
-    int bits;     /* 0: like the primary input; 8, 16, or 32 (float) */
+    int node;         /* producer */
+    int channels;     /* 0: like the primary input */
+    int bits;         /* 0: like the primary input; 8, 16, or 32 (float) */
     int table_format; /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
-    char *path;   /* JSON path: "outputs.result" */
+    char *path;       /* JSON path: "outputs.result" */
 } pf_output_decl;
 
-typedef enum pf_backend {
-    PF_BACKEND_AUTO = 0,
-    PF_BACKEND_CPU,
-    PF_BACKEND_CUDA
-} pf_backend;
+typedef enum pf_backend { PF_BACKEND_AUTO = 0, PF_BACKEND_CPU, PF_BACKEND_CUDA } pf_backend;
 
 typedef struct pf_options {
     pf_backend backend;
@@ -118,24 +114,24 @@ struct pf_plan;
 
 struct pf_pipeline {
     pf_engine *eng;
-    char *source;  /* file name, or load_string's name */
+    char *source;   /* file name, or load_string's name */
     pf_node *nodes; /* inputs first (n_inputs of them), then stages in topological order */
     int n_nodes;
     int n_inputs;
     pf_output_decl *outputs;
     int n_outputs;
     pf_options opts;
-    int slots;               /* CUDA frames in flight */
+    int slots; /* CUDA frames in flight */
     struct pf_plan *plan;
-    pf_stats stats;          /* counters; backend and per-frame fields set on read */
-    int notified_cpu;        /* the one-line CPU fallback notice was given */
-    int notified_unfused;    /* the notice that point stages run unfused was given */
-    double *band_scale;      /* per node (a unit's first): measured / predicted time */
-    int replan;              /* measured bands ran over budget: plan again */
-    int *refines;            /* per node (a unit's first): refinements made so far */
+    pf_stats stats;              /* counters; backend and per-frame fields set on read */
+    int notified_cpu;            /* the one-line CPU fallback notice was given */
+    int notified_unfused;        /* the notice that point stages run unfused was given */
+    double *band_scale;          /* per node (a unit's first): measured / predicted time */
+    int replan;                  /* measured bands ran over budget: plan again */
+    int *refines;                /* per node (a unit's first): refinements made so far */
     unsigned long param_version; /* bumped by every accepted parameter change */
-    int profile;             /* time every launch with events (off in the hot path) */
-    char *dump_dir;          /* --dump-kernels: where generated sources are written */
+    int profile;                 /* time every launch with events (off in the hot path) */
+    char *dump_dir;              /* --dump-kernels: where generated sources are written */
     char errmsg[PF_ERRMSG_MAX];
 };
 

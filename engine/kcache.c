@@ -18,10 +18,10 @@
 #include "internal.h"
 #include "kcache.h"
 
-#define MAGIC "PFKCACHE"
-#define FORMAT 1u
+#define MAGIC        "PFKCACHE"
+#define FORMAT       1u
 #define HEADER_BYTES 48
-#define MAX_ENTRY (256u << 20)
+#define MAX_ENTRY    (256u << 20)
 
 void pf_kcache_key_init(pf_kcache_key *k)
 {
@@ -34,8 +34,8 @@ void pf_kcache_key_add(pf_kcache_key *k, const void *data, size_t n)
     const unsigned char *p = data;
     uint64_t a = k->a, b = k->b;
     for (size_t i = 0; i < n; i++) {
-        a = (a ^ p[i]) * 0x100000001b3ull;                 /* FNV-1a */
-        b = (b + p[i] + 1) * 0xff51afd7ed558ccdull;         /* multiply-xorshift */
+        a = (a ^ p[i]) * 0x100000001b3ull;          /* FNV-1a */
+        b = (b + p[i] + 1) * 0xff51afd7ed558ccdull; /* multiply-xorshift */
         b ^= b >> 29;
     }
     /* length too, so "ab"+"c" and "a"+"bc" differ */
@@ -163,8 +163,7 @@ int pf_kcache_put(const pf_kcache_key *k, const void *data, size_t size)
     put_u64(h + 24, k->b);
     put_u64(h + 32, size);
     put_u64(h + 40, payload_hash(data, size));
-    int ok = write(fd, h, HEADER_BYTES) == HEADER_BYTES &&
-             write(fd, data, size) == (ssize_t)size;
+    int ok = write(fd, h, HEADER_BYTES) == HEADER_BYTES && write(fd, data, size) == (ssize_t)size;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);

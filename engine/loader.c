@@ -19,7 +19,7 @@
 #include "internal.h"
 
 #define PATH_SIZE 320
-#define ID_MAX 64 /* longest input name, stage id or output name */
+#define ID_MAX    64 /* longest input name, stage id or output name */
 
 /* ---- Loader state ------------------------------------------------------------------- */
 
@@ -50,7 +50,7 @@ typedef struct loader {
     json_t *root;
     const char **inputs; /* names; NULL where the entry is bad */
     int n_inputs;
-    int inputs_seen;     /* "input" or "inputs" walked */
+    int inputs_seen; /* "input" or "inputs" walked */
     stage_in *st;
     int n_stages;
     out_in *outs;
@@ -84,7 +84,10 @@ static int fail(loader *L, int status, const char *path, const char *fmt, ...)
     return status;
 }
 
-static int nomem(loader *L) { return fail(L, PF_NO_MEMORY, NULL, "out of memory"); }
+static int nomem(loader *L)
+{
+    return fail(L, PF_NO_MEMORY, NULL, "out of memory");
+}
 
 /* base.key, or base["key"] when key is not an identifier; key alone at the top. */
 static void path_key(char *out, const char *base, const char *key)
@@ -110,8 +113,9 @@ static void show(const json_t *v, char *buf, size_t size)
         snprintf(buf, size, "an array of %zu", json_array_size(v));
     } else {
         char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        const char *kind = json_is_string(v) ? "the string " : json_is_number(v) ? "the number "
-                                                                                : "";
+        const char *kind = json_is_string(v)   ? "the string "
+                           : json_is_number(v) ? "the number "
+                                               : "";
         if (text && strlen(text) > 40)
             snprintf(buf, size, "%s%.37s...", kind, text);
         else
@@ -140,8 +144,8 @@ static int wrong_type(loader *L, const char *path, const json_t *v, const char *
 static int check_ident(loader *L, const char *path, const char *name, const char *what)
 {
     if (strlen(name) > ID_MAX)
-        return fail(L, PF_PIPELINE, path, "%s '%.20s...' is longer than %d characters", what,
-                    name, ID_MAX);
+        return fail(L, PF_PIPELINE, path, "%s '%.20s...' is longer than %d characters", what, name,
+                    ID_MAX);
     if (!pf_is_identifier(name))
         return fail(L, PF_PIPELINE, path,
                     "%s '%s' is not an identifier: use letters, digits and '_', not "
@@ -155,9 +159,9 @@ static int check_ident(loader *L, const char *path, const char *name, const char
 /* Keys that would name code to load. Plugins come from the search path only. */
 static int names_a_library(const char *key)
 {
-    static const char *const words[] = {"plugin", "plugins", "plugin_path", "plugin_dir",
-                                        "library", "libraries", "lib", "load", "path",
-                                        "dlopen", "module", "modules", "so", "dll"};
+    static const char *const words[] = {
+        "plugin", "plugins", "plugin_path", "plugin_dir", "library", "libraries", "lib",
+        "load",   "path",    "dlopen",      "module",     "modules", "so",        "dll"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strcasecmp(key, words[i]) == 0)
             return 1;
@@ -173,8 +177,8 @@ static int key_in(const char *key, const char *const *keys, int n)
 }
 
 /* The error for a key that is not one of keys[0..n); where names the object kind. */
-static int bad_key(loader *L, const char *base, const char *key, const char *const *keys,
-                   int n, const char *where)
+static int bad_key(loader *L, const char *base, const char *key, const char *const *keys, int n,
+                   const char *where)
 {
     char path[PATH_SIZE], sug[128];
     path_key(path, base, key);
@@ -187,8 +191,8 @@ static int bad_key(loader *L, const char *base, const char *key, const char *con
                 suggest(sug, sizeof sug, pf_closest(key, keys, n)));
 }
 
-static int check_keys(loader *L, json_t *obj, const char *base, const char *const *keys,
-                      int n, const char *where)
+static int check_keys(loader *L, json_t *obj, const char *base, const char *const *keys, int n,
+                      const char *where)
 {
     const char *key;
     json_t *v;
@@ -202,9 +206,8 @@ static int check_keys(loader *L, json_t *obj, const char *base, const char *cons
 
 #define KEYS(a) (a), (int)(sizeof(a) / sizeof((a)[0]))
 
-static const char *const top_keys[] = {"$schema", "pipefuse", "name",    "description",
-                                       "input",   "inputs",   "stages",  "outputs",
-                                       "options"};
+static const char *const top_keys[] = {"$schema", "pipefuse", "name",    "description", "input",
+                                       "inputs",  "stages",   "outputs", "options"};
 static const char *const stage_keys[] = {"id", "op", "input", "inputs", "params"};
 static const char *const input_keys[] = {"name"};
 static const char *const output_keys[] = {"from", "format"};
@@ -451,8 +454,8 @@ static int walk_inputs(loader *L, const char *key, json_t *v)
             return st;
         int j = find_input(L, name);
         if (j >= 0 && j != i)
-            return fail(L, PF_PIPELINE, npath, "duplicate input name '%s' (also %s[%d])", name,
-                        key, j);
+            return fail(L, PF_PIPELINE, npath, "duplicate input name '%s' (also %s[%d])", name, key,
+                        j);
     }
     return PF_OK;
 }
@@ -567,8 +570,8 @@ static int stage_inputs(loader *L, int k, const char *base)
         if (!json_is_string(one))
             return wrong_type(L, path, one, "a stage id or input name (a string)");
         if (d->n_inputs != 1)
-            return fail(L, PF_PIPELINE, path, "%s takes %d inputs, got 1 (use \"inputs\")",
-                        d->name, d->n_inputs);
+            return fail(L, PF_PIPELINE, path, "%s takes %d inputs, got 1 (use \"inputs\")", d->name,
+                        d->n_inputs);
         s->n_in = 1;
         return stage_ref(L, k, path, json_string_value(one), &s->ref[0]);
     }
@@ -577,8 +580,8 @@ static int stage_inputs(loader *L, int k, const char *base)
         return wrong_type(L, path, many, "an array of stage ids or input names");
     size_t n = json_array_size(many);
     if (n != (size_t)d->n_inputs)
-        return fail(L, PF_PIPELINE, path, "%s takes %d input%s, got %zu", d->name,
-                    d->n_inputs, d->n_inputs == 1 ? "" : "s", n);
+        return fail(L, PF_PIPELINE, path, "%s takes %d input%s, got %zu", d->name, d->n_inputs,
+                    d->n_inputs == 1 ? "" : "s", n);
     s->n_in = (int)n;
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(many, i);
@@ -712,8 +715,8 @@ static int report_cycle(loader *L, const char *done)
     size_t used = 0;
     for (int i = 0; i <= len && used < sizeof msg; i++) {
         int idx = first + ((start - i) % len + len) % len;
-        int w = snprintf(msg + used, sizeof msg - used, "%s%s", i ? " -> " : "",
-                         L->st[walk[idx]].id);
+        int w =
+            snprintf(msg + used, sizeof msg - used, "%s%s", i ? " -> " : "", L->st[walk[idx]].id);
         if (w < 0)
             break;
         used += (size_t)w;
@@ -824,7 +827,7 @@ typedef struct out_format {
 } out_format;
 
 static const out_format formats[] = {
-    {"auto", -1, 0, 0},   {"gray8", 0, 1, 8},   {"graya8", 0, 2, 8},  {"rgb8", 0, 3, 8},
+    {"auto", -1, 0, 0},   {"gray8", 0, 1, 8},   {"graya8", 0, 2, 8},   {"rgb8", 0, 3, 8},
     {"rgba8", 0, 4, 8},   {"gray16", 0, 1, 16}, {"graya16", 0, 2, 16}, {"rgb16", 0, 3, 16},
     {"rgba16", 0, 4, 16}, {"csv", 1, 0, 0},     {"json", 1, 0, 0},
 };
@@ -948,16 +951,16 @@ typedef struct opt_fields {
 
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const pf_param_desc opt_table[] = {
-    {"backend", "executor", offsetof(opt_fields, backend), PF_PARAM_ENUM, 0, 1, 0,
-     backend_names, 0, NULL},
-    {"fusion", "fuse point stages", offsetof(opt_fields, fusion), PF_PARAM_BOOL, 1, 1, 0,
-     NULL, 0, NULL},
-    {"graph", "CUDA Graph replay", offsetof(opt_fields, graph), PF_PARAM_BOOL, 1, 1, 0,
-     NULL, 0, NULL},
-    {"streams", "CUDA streams", offsetof(opt_fields, streams), PF_PARAM_INT, 0, 0, 64, NULL,
-     0, NULL},
-    {"threads", "CPU threads", offsetof(opt_fields, threads), PF_PARAM_INT, 0, 0, 1024,
-     NULL, 0, NULL},
+    {"backend", "executor", offsetof(opt_fields, backend), PF_PARAM_ENUM, 0, 1, 0, backend_names, 0,
+     NULL},
+    {"fusion", "fuse point stages", offsetof(opt_fields, fusion), PF_PARAM_BOOL, 1, 1, 0, NULL, 0,
+     NULL},
+    {"graph", "CUDA Graph replay", offsetof(opt_fields, graph), PF_PARAM_BOOL, 1, 1, 0, NULL, 0,
+     NULL},
+    {"streams", "CUDA streams", offsetof(opt_fields, streams), PF_PARAM_INT, 0, 0, 64, NULL, 0,
+     NULL},
+    {"threads", "CPU threads", offsetof(opt_fields, threads), PF_PARAM_INT, 0, 0, 1024, NULL, 0,
+     NULL},
 };
 #define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))
 
@@ -979,8 +982,7 @@ static int walk_options(loader *L, json_t *v)
         if (strcmp(key, "max_launch_ms") == 0) {
             double ms = json_number_value(o);
             if (!json_is_number(o) || !(ms >= 0) || ms > 1e9)
-                return wrong_type(L, path, o,
-                                  "a number of milliseconds >= 0 (0: from the device)");
+                return wrong_type(L, path, o, "a number of milliseconds >= 0 (0: from the device)");
             L->opts.max_launch_ms = ms;
             continue;
         }
@@ -1183,7 +1185,8 @@ static void warn_unused(const loader *L)
                    L->p->nodes[i].path, L->inputs[i]);
     for (int k = 0; k < L->n_stages; k++)
         if (!L->used[L->n_inputs + k])
-            pf_log(L->e, 1, "%s: stages[%d]: stage '%s' does not reach any output; it will "
+            pf_log(L->e, 1,
+                   "%s: stages[%d]: stage '%s' does not reach any output; it will "
                    "not run",
                    L->src, k, L->st[k].id);
 }
@@ -1227,8 +1230,8 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
     int st;
     if (!json_is_object(L.root))
         st = wrong_type(&L, NULL, L.root, "an object at the top level");
-    else if (!(st = check_version(&L)) && !(st = check_required(&L)) &&
-             !(st = collect_names(&L)) && !(st = walk_top(&L)) && !(st = mark_used(&L)))
+    else if (!(st = check_version(&L)) && !(st = check_required(&L)) && !(st = collect_names(&L)) &&
+             !(st = walk_top(&L)) && !(st = mark_used(&L)))
         st = build(&L);
     if (st == PF_OK)
         warn_unused(&L);

@@ -133,7 +133,10 @@ static int errv(char *err, size_t err_size, const char *fmt, ...)
     return PF_PARAM;
 }
 
-static int bounded(const pf_param_desc *pd) { return !(pd->min > pd->max); }
+static int bounded(const pf_param_desc *pd)
+{
+    return !(pd->min > pd->max);
+}
 
 static int out_of_range(const pf_param_desc *pd, double v, const char *what, char *err,
                         size_t err_size)
@@ -163,8 +166,7 @@ static int get_float(const pf_param_desc *pd, const json_t *v, const char *what,
     return PF_OK;
 }
 
-static int get_int(const pf_param_desc *pd, const json_t *v, int *out, char *err,
-                   size_t err_size)
+static int get_int(const pf_param_desc *pd, const json_t *v, int *out, char *err, size_t err_size)
 {
     char got[64];
     double x;
@@ -207,8 +209,7 @@ static void enum_list(const pf_param_desc *pd, char *buf, size_t size)
     }
 }
 
-static int get_enum(const pf_param_desc *pd, const json_t *v, int *out, char *err,
-                    size_t err_size)
+static int get_enum(const pf_param_desc *pd, const json_t *v, int *out, char *err, size_t err_size)
 {
     char names[1024], got[64];
     int n = enum_count(pd);
@@ -271,13 +272,11 @@ int pf_param_set_json(const pf_param_desc *pd, const json_t *v, void *params, ch
     case PF_PARAM_FLOAT_ARRAY: {
         if (!json_is_array(v)) {
             describe(v, got, sizeof got);
-            return errv(err, err_size, "expected an array of %d numbers, got %s", pd->count,
-                        got);
+            return errv(err, err_size, "expected an array of %d numbers, got %s", pd->count, got);
         }
         size_t n = json_array_size(v);
         if (n != (size_t)pd->count)
-            return errv(err, err_size, "expected an array of %d numbers, got %zu", pd->count,
-                        n);
+            return errv(err, err_size, "expected an array of %d numbers, got %zu", pd->count, n);
         /* check every element before storing any, so a bad array changes nothing */
         float tmp[256];
         float *vals = n <= 256 ? tmp : malloc(n * sizeof *vals);

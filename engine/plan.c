@@ -16,10 +16,13 @@
 #include "plan.h"
 
 #define PF_CPU_BAND_PIXELS 32768 /* pixels per CPU task: a few hundred KB of float4 */
-#define PF_CPU_CHUNK 256         /* pixels per point-chain step: stays in L1/L2 */
-#define PF_ALIGN 64
+#define PF_CPU_CHUNK       256   /* pixels per point-chain step: stays in L1/L2 */
+#define PF_ALIGN           64
 
-static size_t align_up(size_t v) { return (v + PF_ALIGN - 1) & ~(size_t)(PF_ALIGN - 1); }
+static size_t align_up(size_t v)
+{
+    return (v + PF_ALIGN - 1) & ~(size_t)(PF_ALIGN - 1);
+}
 
 void pf_plan_free(pf_plan *plan)
 {
@@ -70,9 +73,8 @@ static int infer_shapes(pf_pipeline *p, pf_plan *plan)
                 pf_errf(p->errmsg,
                         "%s: %s (%s): input '%s' is %dx%d but input '%s' is %dx%d; the "
                         "inputs of a %s stage must have the same size",
-                        p->source, n->path, n->id, p->nodes[n->in[k]].id, sk->width,
-                        sk->height, p->nodes[n->in[0]].id, s0->width, s0->height,
-                        n->desc->name);
+                        p->source, n->path, n->id, p->nodes[n->in[k]].id, sk->width, sk->height,
+                        p->nodes[n->in[0]].id, s0->width, s0->height, n->desc->name);
                 return PF_SHAPE;
             }
         }
@@ -87,8 +89,8 @@ static int infer_shapes(pf_pipeline *p, pf_plan *plan)
         }
         if (out.width <= 0 || out.height <= 0 ||
             (unsigned long long)out.width * (unsigned long long)out.height > (1ull << 31)) {
-            pf_errf(p->errmsg, "%s: %s (%s): output size %dx%d is empty or too large",
-                    p->source, n->path, n->id, out.width, out.height);
+            pf_errf(p->errmsg, "%s: %s (%s): output size %dx%d is empty or too large", p->source,
+                    n->path, n->id, out.width, out.height);
             return PF_SHAPE;
         }
         plan->shapes[i] = out;
@@ -103,9 +105,9 @@ typedef struct bitset {
     unsigned long long *bits; /* n_nodes rows of `words` words */
 } bitset;
 
-#define BS_ROW(bs, i) ((bs)->bits + (size_t)(i) * (size_t)(bs)->words)
-#define BS_TEST(row, j) (((row)[(j) >> 6] >> ((j) & 63)) & 1ull)
-#define BS_SET(row, j) ((row)[(j) >> 6] |= 1ull << ((j) & 63))
+#define BS_ROW(bs, i)   ((bs)->bits + (size_t)(i) * (size_t)(bs)->words)
+#define BS_TEST(row, j) (((row)[(j) >> 6] >> ((j)&63)) & 1ull)
+#define BS_SET(row, j)  ((row)[(j) >> 6] |= 1ull << ((j)&63))
 
 static int is_point(const pf_pipeline *p, int i)
 {
@@ -418,8 +420,8 @@ static int unit_io(pf_pipeline *p, pf_plan *plan)
    half the budget, leaving room for the model's error; measured band times refine
    the prediction per unit (p->band_scale) for later plans. */
 
-#define PF_NS_PER_PX 0.02     /* a weight-1 op on a large GPU: 50 Gpx/s */
-#define PF_BAND_FILL 0.5      /* target fraction of the budget per band */
+#define PF_NS_PER_PX         0.02 /* a weight-1 op on a large GPU: 50 Gpx/s */
+#define PF_BAND_FILL         0.5  /* target fraction of the budget per band */
 #define PF_DEFAULT_BUDGET_MS 50.0
 #define PF_ASSUMED_BANDWIDTH 1e12 /* bytes/s when no device was measured */
 
@@ -432,8 +434,8 @@ static void plan_bands(pf_pipeline *p, pf_plan *plan)
         plan->bandwidth_measured = 1;
         watchdog = pf_cuda_watchdog(p->eng);
     }
-    plan->budget_ms = p->opts.max_launch_ms > 0 ? p->opts.max_launch_ms
-                                               : (watchdog ? PF_DEFAULT_BUDGET_MS : 0);
+    plan->budget_ms =
+        p->opts.max_launch_ms > 0 ? p->opts.max_launch_ms : (watchdog ? PF_DEFAULT_BUDGET_MS : 0);
     for (int ui = 0; ui < plan->n_units; ui++) {
         pf_unit *u = &plan->units[ui];
         double px = (double)u->shape.width * u->shape.height, weight = 0;
@@ -454,8 +456,8 @@ static void plan_bands(pf_pipeline *p, pf_plan *plan)
         int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[u->nodes[0]].height;
         u->bands = 1;
         if (plan->budget_ms > 0) {
-            double want = u->predicted_ms * (scale > 0 ? scale : 1.0) /
-                          (plan->budget_ms * PF_BAND_FILL);
+            double want =
+                u->predicted_ms * (scale > 0 ? scale : 1.0) / (plan->budget_ms * PF_BAND_FILL);
             if (want > 1)
                 u->bands = want >= rows ? rows : (int)ceil(want);
         }
@@ -561,8 +563,8 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
             return PF_NO_MEMORY;
         if (plan->cuda)
             continue;
-        plan->partials[i] = calloc((size_t)bands * (u->partial_len ? u->partial_len : 1),
-                                   sizeof(double));
+        plan->partials[i] =
+            calloc((size_t)bands * (u->partial_len ? u->partial_len : 1), sizeof(double));
         plan->allocations++;
         if (!plan->partials[i])
             return PF_NO_MEMORY;
@@ -592,8 +594,8 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
     }
     for (int i = 0; i < n_in; i++) {
         if (in[i].width <= 0 || in[i].height <= 0) {
-            pf_errf(p->errmsg, "%s: input '%s': size %dx%d is empty", p->source,
-                    p->nodes[i].id, in[i].width, in[i].height);
+            pf_errf(p->errmsg, "%s: input '%s': size %dx%d is empty", p->source, p->nodes[i].id,
+                    in[i].width, in[i].height);
             return PF_INVALID_ARGUMENT;
         }
     }
@@ -638,9 +640,8 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
         /* Without fusion every used point stage would be a launch of its own. */
         plan->n_unfused_units = 0;
         for (int ui = 0; ui < plan->n_units; ui++)
-            plan->n_unfused_units += plan->units[ui].kind == PF_UNIT_POINT
-                                         ? plan->units[ui].n_nodes
-                                         : 1;
+            plan->n_unfused_units +=
+                plan->units[ui].kind == PF_UNIT_POINT ? plan->units[ui].n_nodes : 1;
         p->plan = plan;
         p->stats.plans++;
         p->stats.allocations += plan->allocations;
@@ -648,8 +649,8 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
         return PF_OK;
     }
     if (rc == PF_NO_MEMORY && !plan->cu)
-        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)",
-                p->source, in[0].width, in[0].height, plan->bytes_allocated);
+        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)", p->source,
+                in[0].width, in[0].height, plan->bytes_allocated);
     pf_plan_free(plan);
     return rc;
 }

@@ -35,7 +35,7 @@
 #define PF_PNG_MAX_SIDE (1u << 20)
 /* Ancillary chunks are skipped (below), but libpng still bounds what it would buffer
    for any chunk it keeps, and how many. */
-#define PF_PNG_CHUNK_CACHE_MAX 128
+#define PF_PNG_CHUNK_CACHE_MAX  128
 #define PF_PNG_CHUNK_MALLOC_MAX (16u << 20)
 /* Signature (8) + IHDR length, type, 13 data bytes, CRC (25). */
 #define PF_PNG_HEAD 33
@@ -105,7 +105,10 @@ static png_voidp png_alloc(png_structp png, png_alloc_size_t size)
     return p;
 }
 
-static void png_dealloc(png_structp png, png_voidp p) { free(p); }
+static void png_dealloc(png_structp png, png_voidp p)
+{
+    free(p);
+}
 
 static int host_is_little_endian(void)
 {
@@ -464,7 +467,10 @@ static void write_callback(png_structp png, png_bytep data, size_t n)
 }
 
 /* Nothing to do: fclose flushes, and its result is checked. */
-static void flush_callback(png_structp png) { (void)png; }
+static void flush_callback(png_structp png)
+{
+    (void)png;
+}
 
 static int write_image(writer *w)
 {

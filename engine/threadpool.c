@@ -119,7 +119,10 @@ void pf_threadpool_destroy(pf_threadpool *tp)
     free(tp);
 }
 
-int pf_threadpool_size(const pf_threadpool *tp) { return tp ? tp->threads : 1; }
+int pf_threadpool_size(const pf_threadpool *tp)
+{
+    return tp ? tp->threads : 1;
+}
 
 int pf_threadpool_run(pf_threadpool *tp, int n, int max_workers, pf_task_fn task, void *ctx)
 {

@@ -7,14 +7,20 @@
 
 #define PF_API __attribute__((visibility("default")))
 
-PF_API int pf_version(void) { return PF_VERSION_NUMBER; }
-PF_API const char *pf_version_string(void) { return PF_VERSION_STRING; }
+PF_API int pf_version(void)
+{
+    return PF_VERSION_NUMBER;
+}
+PF_API const char *pf_version_string(void)
+{
+    return PF_VERSION_STRING;
+}
 
 PF_API const char *pf_status_name(int status)
 {
     switch (status) {
-#define PF_STATUS_NAME_(name, text)                                                       \
-    case PF_##name:                                                                       \
+#define PF_STATUS_NAME_(name, text)                                                                \
+    case PF_##name:                                                                                \
         return "PF_" #name;
         PF_STATUS_MAP(PF_STATUS_NAME_)
 #undef PF_STATUS_NAME_
@@ -25,8 +31,8 @@ PF_API const char *pf_status_name(int status)
 PF_API const char *pf_status_str(int status)
 {
     switch (status) {
-#define PF_STATUS_STR_(name, text)                                                        \
-    case PF_##name:                                                                       \
+#define PF_STATUS_STR_(name, text)                                                                 \
+    case PF_##name:                                                                                \
         return text;
         PF_STATUS_MAP(PF_STATUS_STR_)
 #undef PF_STATUS_STR_
@@ -69,8 +75,8 @@ int pf_is_identifier(const char *s)
     if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
         return 0;
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
             return 0;
     return 1;
 }
@@ -133,8 +139,7 @@ const char *pf_closest(const char *name, const char *const *cands, int n)
        for "gaussian" is). */
     size_t len = strlen(name);
     int limit = (int)(len / 3) > 1 ? (int)(len / 3) : 1;
-    if (best && (best_d <= limit ||
-                 (len >= 3 && (strstr(best, name) || strstr(name, best)))))
+    if (best && (best_d <= limit || (len >= 3 && (strstr(best, name) || strstr(name, best)))))
         return best;
     return NULL;
 }

@@ -5,7 +5,7 @@
 
 #include "convert.h"
 
-#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+#define CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 
 static __device__ __forceinline__ float load_sample(const char *row, int sample, int i)
 {

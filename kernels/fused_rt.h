@@ -27,8 +27,8 @@ typedef struct pf_frame_desc {
 } pf_frame_desc;
 
 /* Bytes per sample, and 32-bit words holding VP pixels of format (S, C). */
-#define PF_SB(S) ((S) == 0 ? 1 : ((S) == 1 ? 2 : 4))
-#define PF_NW(S, C, VP) (((VP) * PF_SB(S) * (C) + 3) / 4)
+#define PF_SB(S)        ((S) == 0 ? 1 : ((S) == 1 ? 2 : 4))
+#define PF_NW(S, C, VP) (((VP)*PF_SB(S) * (C) + 3) / 4)
 
 /* Loads CB bytes at p into words, with the widest access the address allows. */
 template <int CB, int NW>
@@ -89,8 +89,7 @@ static __device__ __forceinline__ void pf_store_words(unsigned char *p, const un
 }
 
 /* Sample j (0-based, in samples) out of packed words. */
-template <int S>
-static __device__ __forceinline__ float pf_unpack(const unsigned int *w, int j)
+template <int S> static __device__ __forceinline__ float pf_unpack(const unsigned int *w, int j)
 {
     if (S == 0)
         return (float)((w[j >> 2] >> ((j & 3) * 8)) & 0xffu) * (1.0f / 255.0f);
@@ -105,8 +104,7 @@ static __device__ __forceinline__ unsigned int pf_quant(float v, float scale, un
     return t >= (float)max ? max : (t > 0.0f ? (unsigned int)(int)t : 0u);
 }
 
-template <int S>
-static __device__ __forceinline__ void pf_pack(unsigned int *w, int j, float v)
+template <int S> static __device__ __forceinline__ void pf_pack(unsigned int *w, int j, float v)
 {
     if (S == 0)
         w[j >> 2] |= pf_quant(v, 255.0f, 255u) << ((j & 3) * 8);
@@ -221,6 +219,7 @@ static __device__ __forceinline__ void pf_store_chunk(const pf_frame_desc &d, in
 
 /* The x of pixel i (of PF_PPT) of this thread, with chunks of VP pixels: chunk c of a
    thread is the block's chunk number c * blockDim.x + threadIdx.x. */
-#define PF_PX_X(VP, i) (blockIdx.x * blockDim.x * PF_PPT + ((i) / (VP) * blockDim.x + threadIdx.x) * (VP) + (i) % (VP))
+#define PF_PX_X(VP, i)                                                                             \
+    (blockIdx.x * blockDim.x * PF_PPT + ((i) / (VP)*blockDim.x + threadIdx.x) * (VP) + (i) % (VP))
 
 #endif /* PIPEFUSE_FUSED_RT_H */

@@ -19,7 +19,10 @@ int pf_test_done(const char *name)
     return 0;
 }
 
-void pf_rng_seed(pf_rng *r, uint64_t seed) { r->s = seed ? seed : 0x9E3779B97F4A7C15ull; }
+void pf_rng_seed(pf_rng *r, uint64_t seed)
+{
+    r->s = seed ? seed : 0x9E3779B97F4A7C15ull;
+}
 
 uint32_t pf_rng_u32(pf_rng *r)
 {
@@ -29,7 +32,10 @@ uint32_t pf_rng_u32(pf_rng *r)
     return (uint32_t)((r->s * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
-float pf_rng_float(pf_rng *r) { return (float)(pf_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
+float pf_rng_float(pf_rng *r)
+{
+    return (float)(pf_rng_u32(r) >> 8) * (1.0f / 16777216.0f);
+}
 
 int pf_rng_range(pf_rng *r, int lo, int hi)
 {

@@ -11,32 +11,34 @@
 
 extern int pf_test_failures;
 
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);      \
-            pf_test_failures++;                                                           \
-        }                                                                                 \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            pf_test_failures++;                                                                    \
+        }                                                                                          \
     } while (0)
 
-#define CHECKF(cond, ...)                                                                 \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fputc('\n', stderr);                                                          \
-            pf_test_failures++;                                                           \
-        }                                                                                 \
+#define CHECKF(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            pf_test_failures++;                                                                    \
+        }                                                                                          \
     } while (0)
 
 /* Exit status for main: 0 when no check failed. */
 int pf_test_done(const char *name);
 
 /* xorshift64*: deterministic across platforms. */
-typedef struct pf_rng { uint64_t s; } pf_rng;
+typedef struct pf_rng {
+    uint64_t s;
+} pf_rng;
 void pf_rng_seed(pf_rng *r, uint64_t seed);
 uint32_t pf_rng_u32(pf_rng *r);
-float pf_rng_float(pf_rng *r); /* [0, 1) */
+float pf_rng_float(pf_rng *r);               /* [0, 1) */
 int pf_rng_range(pf_rng *r, int lo, int hi); /* [lo, hi] */
 
 /* A float4 image with pitch padded beyond the width (so pitch bugs show), filled with

@@ -14,17 +14,33 @@
 
 /* ---- Params ------------------------------------------------------------------- */
 
-typedef struct color_amount_params { float amount; } color_amount_params;
-typedef struct color_contrast_params { float amount, pivot; } color_contrast_params;
-typedef struct color_gamma_params { float gamma; } color_gamma_params;
-typedef struct color_invert_params { int alpha; } color_invert_params;
-typedef struct color_threshold_params { float level; } color_threshold_params;
+typedef struct color_amount_params {
+    float amount;
+} color_amount_params;
+typedef struct color_contrast_params {
+    float amount, pivot;
+} color_contrast_params;
+typedef struct color_gamma_params {
+    float gamma;
+} color_gamma_params;
+typedef struct color_invert_params {
+    int alpha;
+} color_invert_params;
+typedef struct color_threshold_params {
+    float level;
+} color_threshold_params;
 typedef struct color_levels_params {
     float in_low, in_high, gamma, out_low, out_high;
 } color_levels_params;
-typedef struct color_linear_params { float a, b; } color_linear_params;
-typedef struct color_matrix_params { float matrix[16], offset[4]; } color_matrix_params;
-typedef struct color_vignette_params { float strength, radius; } color_vignette_params;
+typedef struct color_linear_params {
+    float a, b;
+} color_linear_params;
+typedef struct color_matrix_params {
+    float matrix[16], offset[4];
+} color_matrix_params;
+typedef struct color_vignette_params {
+    float strength, radius;
+} color_vignette_params;
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
@@ -35,10 +51,16 @@ PF_POINT_FN pf_float4 color_towards_gray(pf_float4 c, float l, float t)
 }
 
 /* v^e for v >= 0, and exactly v when e is 1 (CUDA's __powf(v, 1) is not always v). */
-PF_POINT_FN float color_pow(float v, float e) { return e == 1.0f ? v : PF_POWF(v, e); }
+PF_POINT_FN float color_pow(float v, float e)
+{
+    return e == 1.0f ? v : PF_POWF(v, e);
+}
 
 /* max(v, 0)^e: negatives (no real power) become 0. */
-PF_POINT_FN float color_pow0(float v, float e) { return color_pow(pf_maxf(v, 0.0f), e); }
+PF_POINT_FN float color_pow0(float v, float e)
+{
+    return color_pow(pf_maxf(v, 0.0f), e);
+}
 
 /* ---- Ops ---------------------------------------------------------------------- */
 
@@ -57,13 +79,12 @@ PF_POINT_FN pf_float4 color_contrast(const color_contrast_params *p, const pf_fl
 {
     pf_float4 c = in[0];
     float k = p->amount - 1.0f;
-    return pf_f4(c.x + (c.x - p->pivot) * k, c.y + (c.y - p->pivot) * k,
-                 c.z + (c.z - p->pivot) * k, c.w);
+    return pf_f4(c.x + (c.x - p->pivot) * k, c.y + (c.y - p->pivot) * k, c.z + (c.z - p->pivot) * k,
+                 c.w);
 }
 
 /* RGB: max(x, 0)^(1 / gamma) (negatives clamp to 0); alpha kept. */
-PF_POINT_FN pf_float4 color_gamma(const color_gamma_params *p, const pf_float4 *in,
-                                  pf_pos pos)
+PF_POINT_FN pf_float4 color_gamma(const color_gamma_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 c = in[0];
     float e = 1.0f / p->gamma;
@@ -71,16 +92,14 @@ PF_POINT_FN pf_float4 color_gamma(const color_gamma_params *p, const pf_float4 *
 }
 
 /* RGB: 1 - x; alpha: 1 - a when p->alpha, else kept. */
-PF_POINT_FN pf_float4 color_invert(const color_invert_params *p, const pf_float4 *in,
-                                   pf_pos pos)
+PF_POINT_FN pf_float4 color_invert(const color_invert_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 c = in[0];
     return pf_f4(1.0f - c.x, 1.0f - c.y, 1.0f - c.z, p->alpha ? 1.0f - c.w : c.w);
 }
 
 /* RGB: lerp(x, luma, amount); alpha kept. */
-PF_POINT_FN pf_float4 color_grayscale(const color_amount_params *p, const pf_float4 *in,
-                                      pf_pos pos)
+PF_POINT_FN pf_float4 color_grayscale(const color_amount_params *p, const pf_float4 *in, pf_pos pos)
 {
     return color_towards_gray(in[0], pf_luma(in[0]), p->amount);
 }
@@ -109,8 +128,7 @@ PF_POINT_FN float color_levels1(const color_levels_params *p, float v, float sca
     return p->out_low + color_pow(t, e) * (p->out_high - p->out_low);
 }
 
-PF_POINT_FN pf_float4 color_levels(const color_levels_params *p, const pf_float4 *in,
-                                   pf_pos pos)
+PF_POINT_FN pf_float4 color_levels(const color_levels_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 c = in[0];
     float scale = 1.0f / (p->in_high - p->in_low), e = 1.0f / p->gamma;
@@ -119,8 +137,7 @@ PF_POINT_FN pf_float4 color_levels(const color_levels_params *p, const pf_float4
 }
 
 /* All four channels: a * x + b. */
-PF_POINT_FN pf_float4 color_linear(const color_linear_params *p, const pf_float4 *in,
-                                   pf_pos pos)
+PF_POINT_FN pf_float4 color_linear(const color_linear_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 c = in[0];
     return pf_f4(p->a * c.x + p->b, p->a * c.y + p->b, p->a * c.z + p->b, p->a * c.w + p->b);
@@ -132,12 +149,10 @@ PF_POINT_FN float color_dot4(const float *m, float o, pf_float4 c)
     return m[0] * c.x + m[1] * c.y + m[2] * c.z + m[3] * c.w + o;
 }
 
-PF_POINT_FN pf_float4 color_matrix(const color_matrix_params *p, const pf_float4 *in,
-                                   pf_pos pos)
+PF_POINT_FN pf_float4 color_matrix(const color_matrix_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 c = in[0];
-    return pf_f4(color_dot4(p->matrix, p->offset[0], c),
-                 color_dot4(p->matrix + 4, p->offset[1], c),
+    return pf_f4(color_dot4(p->matrix, p->offset[0], c), color_dot4(p->matrix + 4, p->offset[1], c),
                  color_dot4(p->matrix + 8, p->offset[2], c),
                  color_dot4(p->matrix + 12, p->offset[3], c));
 }

@@ -15,10 +15,18 @@
 /* ---- Params ------------------------------------------------------------------- */
 
 /* For ops without parameters: a struct cannot be empty in C and is 1 byte in C++. */
-typedef struct composite_none_params { int unused; } composite_none_params;
-typedef struct composite_blend_params { float opacity; } composite_blend_params;
-typedef struct composite_add_params { float scale; } composite_add_params;
-typedef struct composite_mask_params { int invert; } composite_mask_params;
+typedef struct composite_none_params {
+    int unused;
+} composite_none_params;
+typedef struct composite_blend_params {
+    float opacity;
+} composite_blend_params;
+typedef struct composite_add_params {
+    float scale;
+} composite_add_params;
+typedef struct composite_mask_params {
+    int invert;
+} composite_mask_params;
 
 /* ---- Helpers ------------------------------------------------------------------ */
 
@@ -39,8 +47,7 @@ PF_POINT_FN pf_float4 composite_blend(const composite_blend_params *p, const pf_
 }
 
 /* RGB: base + scale * other; alpha of base. */
-PF_POINT_FN pf_float4 composite_add(const composite_add_params *p, const pf_float4 *in,
-                                    pf_pos pos)
+PF_POINT_FN pf_float4 composite_add(const composite_add_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 a = in[0], b = in[1];
     return pf_f4(a.x + p->scale * b.x, a.y + p->scale * b.y, a.z + p->scale * b.z, a.w);
@@ -55,8 +62,8 @@ PF_POINT_FN pf_float4 composite_multiply(const composite_none_params *p, const p
 }
 
 /* RGB: |base - other|; alpha of base. */
-PF_POINT_FN pf_float4 composite_difference(const composite_none_params *p,
-                                           const pf_float4 *in, pf_pos pos)
+PF_POINT_FN pf_float4 composite_difference(const composite_none_params *p, const pf_float4 *in,
+                                           pf_pos pos)
 {
     pf_float4 a = in[0], b = in[1];
     return pf_f4(PF_FABSF(a.x - b.x), PF_FABSF(a.y - b.y), PF_FABSF(a.z - b.z), a.w);
@@ -65,8 +72,8 @@ PF_POINT_FN pf_float4 composite_difference(const composite_none_params *p,
 /* Porter-Duff other OVER base, straight alpha. With ao, ab the alphas clamped to [0, 1]:
    alpha = ao + ab * (1 - ao); RGB = (other * ao + base * ab * (1 - ao)) / alpha. A
    result with alpha <= 1e-30 (nothing visible; 1 / alpha would overflow) has RGB 0. */
-PF_POINT_FN pf_float4 composite_alpha_over(const composite_none_params *p,
-                                           const pf_float4 *in, pf_pos pos)
+PF_POINT_FN pf_float4 composite_alpha_over(const composite_none_params *p, const pf_float4 *in,
+                                           pf_pos pos)
 {
     pf_float4 b = in[0], o = in[1];
     float ao = pf_clampf(o.w, 0.0f, 1.0f);

@@ -17,7 +17,10 @@
 
 static const char *const rgba_columns[] = {"r", "g", "b", "a", NULL};
 
-static void channels(pf_float4 v, float c[4]) { memcpy(c, &v, sizeof(float[4])); }
+static void channels(pf_float4 v, float c[4])
+{
+    memcpy(c, &v, sizeof(float[4]));
+}
 
 static int table_rows(pf_shape *out, int rows)
 {
@@ -44,18 +47,21 @@ static int run_accum(const pf_stage_args *a, accum_fn add)
 
 /* For a stage id with id_shape and id_add: its partial length (the table's size), its
    run (accumulate the band) and its combine (sum the partials, in band order). */
-#define SUM_TABLE(id)                                                                         \
-    static size_t id##_len(const void *params, const pf_shape *in)                            \
-    {                                                                                         \
-        pf_shape t;                                                                           \
-        id##_shape(params, in, &t, NULL, 0);                                                  \
-        return (size_t)t.width * (size_t)t.height;                                            \
-    }                                                                                         \
-    static int id##_run(const pf_stage_args *a) { return run_accum(a, id##_add); }            \
-    static void id##_combine(const void *params, const pf_shape *in, const double *partials,  \
-                             int n, double *result)                                           \
-    {                                                                                         \
-        sum_partials(partials, n, id##_len(params, in), result);                              \
+#define SUM_TABLE(id)                                                                              \
+    static size_t id##_len(const void *params, const pf_shape *in)                                 \
+    {                                                                                              \
+        pf_shape t;                                                                                \
+        id##_shape(params, in, &t, NULL, 0);                                                       \
+        return (size_t)t.width * (size_t)t.height;                                                 \
+    }                                                                                              \
+    static int id##_run(const pf_stage_args *a)                                                    \
+    {                                                                                              \
+        return run_accum(a, id##_add);                                                             \
+    }                                                                                              \
+    static void id##_combine(const void *params, const pf_shape *in, const double *partials,       \
+                             int n, double *result)                                                \
+    {                                                                                              \
+        sum_partials(partials, n, id##_len(params, in), result);                                   \
     }
 
 static void sum_partials(const double *partials, int n, size_t len, double *result)
@@ -95,17 +101,17 @@ SUM_TABLE(histogram)
 
 /* colsum and rowsum: a table row per image column (row), of the sums along it. A
    rowsum band fills only its own rows of the table; the others stay 0 and add nothing. */
-#define LINE_SUMS(id, coord, extent)                                                          \
-    static int id##_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,   \
-                          size_t err_size)                                                    \
-    {                                                                                         \
-        return table_rows(out, in->extent);                                                   \
-    }                                                                                         \
-    static void id##_add(const void *params, double *t, int x, int y, pf_float4 v)            \
-    {                                                                                         \
-        double *r = t + (size_t)(coord) * 4;                                                  \
-        r[0] += v.x, r[1] += v.y, r[2] += v.z, r[3] += v.w;                                   \
-    }                                                                                         \
+#define LINE_SUMS(id, coord, extent)                                                               \
+    static int id##_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,        \
+                          size_t err_size)                                                         \
+    {                                                                                              \
+        return table_rows(out, in->extent);                                                        \
+    }                                                                                              \
+    static void id##_add(const void *params, double *t, int x, int y, pf_float4 v)                 \
+    {                                                                                              \
+        double *r = t + (size_t)(coord)*4;                                                         \
+        r[0] += v.x, r[1] += v.y, r[2] += v.z, r[3] += v.w;                                        \
+    }                                                                                              \
     SUM_TABLE(id)
 
 LINE_SUMS(colsum, x, width)
@@ -123,7 +129,10 @@ static int stats_shape(const void *params, const pf_shape *in, pf_shape *out, ch
     return table_rows(out, PF_STATS_ROWS);
 }
 
-static size_t stats_len(const void *params, const pf_shape *in) { return 4 * ST_FIELDS; }
+static size_t stats_len(const void *params, const pf_shape *in)
+{
+    return 4 * ST_FIELDS;
+}
 
 static int stats_run(const pf_stage_args *a)
 {
@@ -218,12 +227,19 @@ size_t stats_cuda_scratch(const void *params, int width, int rows);
 /* A reduce stage on one input over id_shape, id_len, id_run, id_combine and the CUDA
    launcher id_cuda, with columns r, g, b, a; the variadic part adds params, row names
    and device scratch. */
-#define REDUCE(id, doc_, cost_, ...)                                                          \
-    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
-                                     .kind = PF_STAGE_REDUCE, .n_inputs = 1, .cost = cost_,     \
-                                     .shape = id##_shape, .partial_len = id##_len,              \
-                                     .run_cpu = id##_run, .combine = id##_combine,              \
-                                     .run_cuda = PF_CUDA(id##_cuda), .columns = rgba_columns,   \
+#define REDUCE(id, doc_, cost_, ...)                                                               \
+    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE,                                   \
+                                     .name = #id,                                                  \
+                                     .doc = doc_,                                                  \
+                                     .kind = PF_STAGE_REDUCE,                                      \
+                                     .n_inputs = 1,                                                \
+                                     .cost = cost_,                                                \
+                                     .shape = id##_shape,                                          \
+                                     .partial_len = id##_len,                                      \
+                                     .run_cpu = id##_run,                                          \
+                                     .combine = id##_combine,                                      \
+                                     .run_cuda = PF_CUDA(id##_cuda),                               \
+                                     .columns = rgba_columns,                                      \
                                      __VA_ARGS__}
 
 REDUCE(histogram, "Per-channel histogram of RGBA over [0, 1]: bins rows of counts", 2,

@@ -25,8 +25,8 @@
 struct pix_walk {
     int x, y, dx, dy, w;
     __device__ pix_walk(long long p, long long stride, int w_, int y0)
-        : x((int)(p % w_)), y(y0 + (int)(p / w_)), dx((int)(stride % w_)),
-          dy((int)(stride / w_)), w(w_)
+        : x((int)(p % w_)), y(y0 + (int)(p / w_)), dx((int)(stride % w_)), dy((int)(stride / w_)),
+          w(w_)
     {
     }
     __device__ void next()
@@ -134,12 +134,13 @@ static int histogram_launch(const pf_stage_args *a)
 /* The band's rows in chunks of at least COL_MIN_ROWS rows, at most COL_MAX_CHUNKS of
    them; one thread per (column, chunk) sums its chunk's rows in order into scratch, and
    one thread per column then adds its chunks in order. */
-#define COL_MIN_ROWS 16
+#define COL_MIN_ROWS   16
 #define COL_MAX_CHUNKS 64
-#define COL_TX 128
+#define COL_TX         128
 
 /* Four double sums of one column (two 16-byte stores; CUDA 13 deprecates double4). */
-struct __align__(16) sum4 {
+struct __align__(16) sum4
+{
     double v[4];
 };
 
@@ -424,10 +425,22 @@ static int stats_launch(const pf_stage_args *a)
 
 extern "C" {
 
-int histogram_cuda(const pf_stage_args *a) { return histogram_launch(a); }
-int colsum_cuda(const pf_stage_args *a) { return colsum_launch(a); }
-int rowsum_cuda(const pf_stage_args *a) { return rowsum_launch(a); }
-int stats_cuda(const pf_stage_args *a) { return stats_launch(a); }
+int histogram_cuda(const pf_stage_args *a)
+{
+    return histogram_launch(a);
+}
+int colsum_cuda(const pf_stage_args *a)
+{
+    return colsum_launch(a);
+}
+int rowsum_cuda(const pf_stage_args *a)
+{
+    return rowsum_launch(a);
+}
+int stats_cuda(const pf_stage_args *a)
+{
+    return stats_launch(a);
+}
 
 /* rows: input rows of the largest band. */
 size_t colsum_cuda_scratch(const void *params, int width, int rows)

@@ -12,23 +12,33 @@ extern const char pf_src_color_ops[];
 /* ---- Declaring a stage -------------------------------------------------------- */
 
 /* Param rows, named after the field they fill, so the name and the field cannot drift. */
-#define FLOAT(T, f, d, lo, hi, doc)                                                       \
-    {#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL}
-#define BOOL(T, f, d, doc) {#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL}
-#define FLOATS(T, f, defs, lo, hi, doc)                                                   \
-    {#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT_ARRAY, 0, lo, hi, NULL, PF_COUNTOF(defs), defs}
+#define FLOAT(T, f, d, lo, hi, doc)                                                                \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                         \
+    }
+#define BOOL(T, f, d, doc)                                                                         \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                            \
+    }
+#define FLOATS(T, f, defs, lo, hi, doc)                                                            \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT_ARRAY, 0, lo, hi, NULL, PF_COUNTOF(defs), defs    \
+    }
 
 /* A one-input point stage fn##_desc running op fn with params T, a check chk (or NULL),
    and the param rows ... . Its precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T)
    in a .cu of this plugin, used when the plugin is built with CUDA sources. */
-#define COLOR_STAGE(sname, fn, T, chk, sdoc, ...)                                         \
-    PF_POINT_ROW(fn, T)                                                                   \
-    int fn##_cuda(const pf_stage_args *a);                                                \
-    static const pf_param_desc fn##_table[] = {__VA_ARGS__};                              \
-    static const pf_stage_desc fn##_desc = {PF_POINT_DESC(fn, T, pf_src_color_ops),       \
-                                            .point_cuda = PF_CUDA(fn##_cuda),             \
-                                            .name = sname, .doc = sdoc, .n_inputs = 1,    \
-                                            .check = chk, PF_PARAMS(fn##_table)};
+#define COLOR_STAGE(sname, fn, T, chk, sdoc, ...)                                                  \
+    PF_POINT_ROW(fn, T)                                                                            \
+    int fn##_cuda(const pf_stage_args *a);                                                         \
+    static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
+    static const pf_stage_desc fn##_desc = {PF_POINT_DESC(fn, T, pf_src_color_ops),                \
+                                            .point_cuda = PF_CUDA(fn##_cuda),                      \
+                                            .name = sname,                                         \
+                                            .doc = sdoc,                                           \
+                                            .n_inputs = 1,                                         \
+                                            .check = chk,                                          \
+                                            PF_PARAMS(fn##_table)};
 
 /* ---- Stages ------------------------------------------------------------------- */
 
@@ -106,10 +116,9 @@ _Static_assert(sizeof color_identity44 == sizeof(((color_matrix_params *)0)->mat
 _Static_assert(sizeof color_zero4 == sizeof(((color_matrix_params *)0)->offset), "offset");
 
 static const pf_stage_desc *const color_stages[] = {
-    &color_brightness_desc, &color_contrast_desc, &color_gamma_desc,
-    &color_invert_desc,     &color_grayscale_desc, &color_threshold_desc,
-    &color_saturation_desc, &color_levels_desc,   &color_linear_desc,
-    &color_matrix_desc,     &color_vignette_desc,
+    &color_brightness_desc, &color_contrast_desc,  &color_gamma_desc,      &color_invert_desc,
+    &color_grayscale_desc,  &color_threshold_desc, &color_saturation_desc, &color_levels_desc,
+    &color_linear_desc,     &color_matrix_desc,    &color_vignette_desc,
 };
 
 PF_DEFINE_PLUGIN("color", "0.1.0", "Per-pixel colour adjustments (point stages, fusable)",

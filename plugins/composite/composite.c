@@ -11,28 +11,33 @@ extern const char pf_src_composite_ops[];
 /* ---- Declaring a stage -------------------------------------------------------- */
 
 /* Param rows, named after the field they fill, so the name and the field cannot drift. */
-#define FLOAT(T, f, d, lo, hi, doc)                                                       \
-    {#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL}
-#define BOOL(T, f, d, doc) {#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL}
+#define FLOAT(T, f, d, lo, hi, doc)                                                                \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                         \
+    }
+#define BOOL(T, f, d, doc)                                                                         \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                            \
+    }
 
 /* The descriptor fields of an n_in-input point stage running op fn with params T. Its
    precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T) in a .cu of this plugin,
    used when the plugin is built with CUDA sources. */
-#define COMPOSITE_POINT(sname, fn, T, n_in, sdoc)                                         \
-    PF_POINT_DESC(fn, T, pf_src_composite_ops), .point_cuda = PF_CUDA(fn##_cuda),         \
-        .name = sname, .doc = sdoc, .n_inputs = n_in
+#define COMPOSITE_POINT(sname, fn, T, n_in, sdoc)                                                  \
+    PF_POINT_DESC(fn, T, pf_src_composite_ops), .point_cuda = PF_CUDA(fn##_cuda), .name = sname,   \
+                                                .doc = sdoc, .n_inputs = n_in
 
 /* A stage fn##_desc with the param rows ..., or, for COMPOSITE_STAGE0, none. */
-#define COMPOSITE_STAGE(sname, fn, T, n_in, sdoc, ...)                                    \
-    PF_POINT_ROW(fn, T)                                                                   \
-    int fn##_cuda(const pf_stage_args *a);                                                \
-    static const pf_param_desc fn##_table[] = {__VA_ARGS__};                              \
-    static const pf_stage_desc fn##_desc = {COMPOSITE_POINT(sname, fn, T, n_in, sdoc),    \
+#define COMPOSITE_STAGE(sname, fn, T, n_in, sdoc, ...)                                             \
+    PF_POINT_ROW(fn, T)                                                                            \
+    int fn##_cuda(const pf_stage_args *a);                                                         \
+    static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
+    static const pf_stage_desc fn##_desc = {COMPOSITE_POINT(sname, fn, T, n_in, sdoc),             \
                                             PF_PARAMS(fn##_table)};
-#define COMPOSITE_STAGE0(sname, fn, sdoc)                                                 \
-    PF_POINT_ROW(fn, composite_none_params)                                               \
-    int fn##_cuda(const pf_stage_args *a);                                                \
-    static const pf_stage_desc fn##_desc = {                                              \
+#define COMPOSITE_STAGE0(sname, fn, sdoc)                                                          \
+    PF_POINT_ROW(fn, composite_none_params)                                                        \
+    int fn##_cuda(const pf_stage_args *a);                                                         \
+    static const pf_stage_desc fn##_desc = {                                                       \
         COMPOSITE_POINT(sname, fn, composite_none_params, 2, sdoc)};
 
 /* ---- Stages ------------------------------------------------------------------- */
@@ -48,8 +53,7 @@ COMPOSITE_STAGE("add", composite_add, composite_add_params, 2,
 
 COMPOSITE_STAGE0("multiply", composite_multiply, "base * other on R, G and B; alpha of base")
 
-COMPOSITE_STAGE0("difference", composite_difference,
-                 "|base - other| on R, G and B; alpha of base")
+COMPOSITE_STAGE0("difference", composite_difference, "|base - other| on R, G and B; alpha of base")
 
 COMPOSITE_STAGE0("alpha_over", composite_alpha_over,
                  "Porter-Duff other over base, straight alpha (alphas clamped to [0, 1])")

@@ -18,7 +18,10 @@
 
 /* ---- Small helpers --------------------------------------------------------------- */
 
-static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static inline int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
 
 static inline pf_float4 f4_scale(pf_float4 a, float s)
 {
@@ -130,17 +133,20 @@ static int separable(const pf_stage_args *a, const kernel1d *k)
 /* ---- gaussian, box, unsharp ------------------------------------------------------------ */
 
 /* The radius, scratch size and run of a separable stage with kernel id_kernel. */
-#define SEPARABLE(id)                                                                         \
-    static int id##_radius(const void *params) { return id##_kernel(params, NULL); }           \
-    static size_t id##_scratch(const void *params, int width, int rows)                       \
-    {                                                                                         \
-        return separable_scratch(id##_kernel(params, NULL), width, rows);                     \
-    }                                                                                         \
-    static int id##_run(const pf_stage_args *a)                                               \
-    {                                                                                         \
-        kernel1d k;                                                                           \
-        id##_kernel(a->params, &k);                                                           \
-        return separable(a, &k);                                                              \
+#define SEPARABLE(id)                                                                              \
+    static int id##_radius(const void *params)                                                     \
+    {                                                                                              \
+        return id##_kernel(params, NULL);                                                          \
+    }                                                                                              \
+    static size_t id##_scratch(const void *params, int width, int rows)                            \
+    {                                                                                              \
+        return separable_scratch(id##_kernel(params, NULL), width, rows);                          \
+    }                                                                                              \
+    static int id##_run(const pf_stage_args *a)                                                    \
+    {                                                                                              \
+        kernel1d k;                                                                                \
+        id##_kernel(a->params, &k);                                                                \
+        return separable(a, &k);                                                                   \
     }
 
 SEPARABLE(gaussian)
@@ -176,7 +182,10 @@ static int unsharp_run(const pf_stage_args *a)
 
 /* ---- 3x3 stages: sobel, median3 ---------------------------------------------------------- */
 
-static int radius_one(const void *params) { return 1; }
+static int radius_one(const void *params)
+{
+    return 1;
+}
 
 /* The 3x3 neighbourhood of (x, y), row-major from the top left, clamped to the edge. */
 static void gather3x3(const pf_image *in, int x, int y, pf_float4 n[9])
@@ -208,8 +217,7 @@ static float sobel1(float scale, float tl, float tm, float tr, float ml, float m
     return scale * PF_SQRTF(gx * gx + gy * gy);
 }
 
-#define SOBEL_CH(c)                                                                           \
-    sobel1(s, n[0].c, n[1].c, n[2].c, n[3].c, n[5].c, n[6].c, n[7].c, n[8].c)
+#define SOBEL_CH(c) sobel1(s, n[0].c, n[1].c, n[2].c, n[3].c, n[5].c, n[6].c, n[7].c, n[8].c)
 
 static pf_float4 sobel_px(const void *params, const pf_float4 *n)
 {
@@ -217,41 +225,48 @@ static pf_float4 sobel_px(const void *params, const pf_float4 *n)
     return pf_f4(SOBEL_CH(x), SOBEL_CH(y), SOBEL_CH(z), n[4].w);
 }
 
-static int sobel_run(const pf_stage_args *a) { return run3x3(a, sobel_px); }
+static int sobel_run(const pf_stage_args *a)
+{
+    return run3x3(a, sobel_px);
+}
 
 /* Median of 9 by the 19 compare-exchanges of Paeth's network. */
 static float median9(float *p)
 {
-#define SORT2(i, j)                                                                           \
-    if (p[i] > p[j]) {                                                                        \
-        float t_ = p[i];                                                                      \
-        p[i] = p[j];                                                                          \
-        p[j] = t_;                                                                            \
+#define SORT2(i, j)                                                                                \
+    if (p[i] > p[j]) {                                                                             \
+        float t_ = p[i];                                                                           \
+        p[i] = p[j];                                                                               \
+        p[j] = t_;                                                                                 \
     }
-    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7)
-    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 3) SORT2(5, 8) SORT2(4, 7)
-    SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7) SORT2(4, 2) SORT2(6, 4)
-    SORT2(4, 2)
+    SORT2(1, 2)
+    SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7) SORT2(1, 2) SORT2(4, 5) SORT2(7, 8)
+        SORT2(0, 3) SORT2(5, 8) SORT2(4, 7) SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7)
+            SORT2(4, 2) SORT2(6, 4) SORT2(4, 2)
 #undef SORT2
-    return p[4];
+                return p[4];
 }
 
-#define MEDIAN_CH(c) median9((float[9]){n[0].c, n[1].c, n[2].c, n[3].c, n[4].c, n[5].c, \
-                                        n[6].c, n[7].c, n[8].c})
+#define MEDIAN_CH(c)                                                                               \
+    median9((float[9]){n[0].c, n[1].c, n[2].c, n[3].c, n[4].c, n[5].c, n[6].c, n[7].c, n[8].c})
 
 static pf_float4 median3_px(const void *params, const pf_float4 *n)
 {
     return pf_f4(MEDIAN_CH(x), MEDIAN_CH(y), MEDIAN_CH(z), MEDIAN_CH(w));
 }
 
-static int median3_run(const pf_stage_args *a) { return run3x3(a, median3_px); }
+static int median3_run(const pf_stage_args *a)
+{
+    return run3x3(a, median3_px);
+}
 
 /* ---- Descriptors ----------------------------------------------------------------------- */
 
-#define FLOAT_ROW(T, f, doc, d, lo, hi)                                                       \
-    {#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, .def = d, .min = lo, .max = hi}
-#define SIGMA_ROW(T, doc)                                                                     \
-    FLOAT_ROW(T, sigma, doc, 1, 0, PF_GAUSSIAN_MAX_SIGMA)
+#define FLOAT_ROW(T, f, doc, d, lo, hi)                                                            \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, .def = d, .min = lo, .max = hi                   \
+    }
+#define SIGMA_ROW(T, doc) FLOAT_ROW(T, sigma, doc, 1, 0, PF_GAUSSIAN_MAX_SIGMA)
 
 static const pf_param_desc gaussian_params[] = {
     SIGMA_ROW(pf_gaussian_params, "standard deviation in pixels; the radius is ceil(3 sigma), "
@@ -259,8 +274,7 @@ static const pf_param_desc gaussian_params[] = {
 };
 static const pf_param_desc box_params[] = {
     {"radius", "half size of the square: the mean is over (2 radius + 1)^2 pixels",
-     PF_OFFSET(pf_box_params, radius), PF_PARAM_INT, .def = 1, .min = 0,
-     .max = PF_BOX_MAX_RADIUS},
+     PF_OFFSET(pf_box_params, radius), PF_PARAM_INT, .def = 1, .min = 0, .max = PF_BOX_MAX_RADIUS},
 };
 static const pf_param_desc sobel_params[] = {
     FLOAT_ROW(pf_sobel_params, scale, "factor on the gradient magnitude", 1, 0, 1000),
@@ -268,8 +282,7 @@ static const pf_param_desc sobel_params[] = {
 static const pf_param_desc unsharp_params[] = {
     SIGMA_ROW(pf_unsharp_params, "standard deviation in pixels of the blur the detail is "
                                  "taken against"),
-    FLOAT_ROW(pf_unsharp_params, amount, "how much of the detail (in - blurred) to add", 1, 0,
-              10),
+    FLOAT_ROW(pf_unsharp_params, amount, "how much of the detail (in - blurred) to add", 1, 0, 10),
     FLOAT_ROW(pf_unsharp_params, threshold,
               "sharpen only where |in - blurred| exceeds this, per channel", 0, 0, 1),
 };
@@ -285,31 +298,35 @@ size_t box_cuda_scratch(const void *params, int width, int rows);
 
 /* A stencil stage on one input, with its CUDA launcher id_cuda; the variadic part
    names its params (WITH_PARAMS) and its device scratch. */
-#define STENCIL(id, doc_, radius_fn, scratch_fn, cost_, ...)                                 \
-    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
-                                     .kind = PF_STAGE_STENCIL, .n_inputs = 1, .cost = cost_,    \
-                                     .radius = radius_fn, .scratch_bytes = scratch_fn,          \
-                                     .run_cpu = id##_run, .run_cuda = PF_CUDA(id##_cuda),       \
+#define STENCIL(id, doc_, radius_fn, scratch_fn, cost_, ...)                                       \
+    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE,                                   \
+                                     .name = #id,                                                  \
+                                     .doc = doc_,                                                  \
+                                     .kind = PF_STAGE_STENCIL,                                     \
+                                     .n_inputs = 1,                                                \
+                                     .cost = cost_,                                                \
+                                     .radius = radius_fn,                                          \
+                                     .scratch_bytes = scratch_fn,                                  \
+                                     .run_cpu = id##_run,                                          \
+                                     .run_cuda = PF_CUDA(id##_cuda),                               \
                                      __VA_ARGS__}
 #define WITH_PARAMS(t) .params_size = sizeof(pf_##t##_params), PF_PARAMS(t##_params)
 
 STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders", gaussian_radius,
         gaussian_scratch, 8, WITH_PARAMS(gaussian),
         .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
-STENCIL(box, "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders",
-        box_radius, box_scratch, 8, WITH_PARAMS(box),
-        .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch));
-STENCIL(sobel, "Sobel gradient magnitude per RGB channel; alpha passes through", radius_one,
-        NULL, 3, WITH_PARAMS(sobel));
-STENCIL(unsharp, "Unsharp mask on RGB: in + amount (in - gaussian(in)) where the detail "
-                 "exceeds the threshold; alpha passes through",
+STENCIL(box, "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders", box_radius,
+        box_scratch, 8, WITH_PARAMS(box), .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch));
+STENCIL(sobel, "Sobel gradient magnitude per RGB channel; alpha passes through", radius_one, NULL,
+        3, WITH_PARAMS(sobel));
+STENCIL(unsharp,
+        "Unsharp mask on RGB: in + amount (in - gaussian(in)) where the detail "
+        "exceeds the threshold; alpha passes through",
         gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp),
         .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
-STENCIL(median3, "3x3 median per channel, alpha included", radius_one, NULL, 6,
-        .params_size = 0);
+STENCIL(median3, "3x3 median per channel, alpha included", radius_one, NULL, 6, .params_size = 0);
 
-static const pf_stage_desc *const filter_stages[] = {&gaussian, &box, &sobel, &unsharp,
-                                                      &median3};
+static const pf_stage_desc *const filter_stages[] = {&gaussian, &box, &sobel, &unsharp, &median3};
 
 PF_DEFINE_PLUGIN("filter", "1.0.0", "stencil filters: blur, edges, sharpening, median",
                  filter_stages)

@@ -4,7 +4,7 @@
 #define PF_PLUGIN_FILTER_H
 
 #define PF_GAUSSIAN_MAX_SIGMA 64 /* so the radius, ceil(3 * sigma), is at most 192 */
-#define PF_BOX_MAX_RADIUS 64
+#define PF_BOX_MAX_RADIUS     64
 
 typedef struct pf_gaussian_params {
     float sigma; /* standard deviation in pixels; 0: identity */

@@ -24,14 +24,18 @@
 #include "filter.h"
 
 #define GAUSS_RMAX 192 /* ceil(3 * PF_GAUSSIAN_MAX_SIGMA) */
-#define BOX_RMAX PF_BOX_MAX_RADIUS
+#define BOX_RMAX   PF_BOX_MAX_RADIUS
 
-enum { K_GAUSS, K_BOX };       /* where the taps come from */
+enum { K_GAUSS, K_BOX };        /* where the taps come from */
 enum { EPI_COPY, EPI_UNSHARP }; /* what the vertical pass does with its sum */
 
 template <int KIND> struct kind_traits;
-template <> struct kind_traits<K_GAUSS> { static const int rmax = GAUSS_RMAX; };
-template <> struct kind_traits<K_BOX> { static const int rmax = BOX_RMAX; };
+template <> struct kind_traits<K_GAUSS> {
+    static const int rmax = GAUSS_RMAX;
+};
+template <> struct kind_traits<K_BOX> {
+    static const int rmax = BOX_RMAX;
+};
 
 /* ---- Float4 arithmetic, rounded like the CPU ----------------------------------------- */
 
@@ -42,8 +46,7 @@ static __device__ __forceinline__ int clampi_d(int v, int lo, int hi)
 
 static __device__ __forceinline__ float4 f4_scale(float4 a, float s)
 {
-    return make_float4(__fmul_rn(a.x, s), __fmul_rn(a.y, s), __fmul_rn(a.z, s),
-                       __fmul_rn(a.w, s));
+    return make_float4(__fmul_rn(a.x, s), __fmul_rn(a.y, s), __fmul_rn(a.z, s), __fmul_rn(a.w, s));
 }
 
 /* acc + s * (a + b), as filter.c's f4_pair */
@@ -88,8 +91,7 @@ template <> __device__ __forceinline__ int taps_radius<K_BOX>(const void *params
    doubles and may alias memory the caller uses only after this returns. The gaussian's
    normalising sum is taken in filter.c's order, by one thread. */
 template <int KIND>
-static __device__ void build_taps(const void *params, int r, float *w, double *tmp,
-                                  double *sum_s)
+static __device__ void build_taps(const void *params, int r, float *w, double *tmp, double *sum_s)
 {
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
     const int nt = blockDim.x * blockDim.y;
@@ -128,8 +130,8 @@ static __device__ void build_taps(const void *params, int r, float *w, double *t
 
 template <int KIND>
 __global__ void __launch_bounds__(H_TW)
-    sep_h_kernel(const void *__restrict__ params, pf_image in, float4 *__restrict__ tmp,
-                 int s0, int y0, int y1, int rows_per_block)
+    sep_h_kernel(const void *__restrict__ params, pf_image in, float4 *__restrict__ tmp, int s0,
+                 int y0, int y1, int rows_per_block)
 {
     const int RMAX = kind_traits<KIND>::rmax;
     __shared__ float4 seg[H_TW + 2 * RMAX];
@@ -172,11 +174,11 @@ __global__ void __launch_bounds__(H_TW)
    tile (y - i) and below it (y + i), and each thread slides four registers down each
    window, one new load per window per tap for its four outputs. Taps are added in
    filter.c's order (i = 1, 2, ..., r), each as acc + w_i * (up + down). */
-#define V_TX 32
-#define V_TY 8
+#define V_TX  32
+#define V_TY  8
 #define V_RPT 4
-#define V_TH (V_TY * V_RPT)
-#define V_C 16
+#define V_TH  (V_TY * V_RPT)
+#define V_C   16
 
 template <int KIND, int EPI>
 __global__ void __launch_bounds__(V_TX *V_TY)
@@ -256,14 +258,15 @@ __global__ void __launch_bounds__(V_TX *V_TY)
             const pf_unsharp_params *p = (const pf_unsharp_params *)params;
             const float amount = p->amount, thr = p->threshold;
             const float4 s = pf_row_d(in, y)[x];
-#define SHARPEN(c)                                                                            \
-    {                                                                                         \
-        const float d_ = __fsub_rn(s.c, o.c);                                                 \
-        o.c = fabsf(d_) > thr ? __fadd_rn(s.c, __fmul_rn(amount, d_)) : s.c;                  \
+#define SHARPEN(c)                                                                                 \
+    {                                                                                              \
+        const float d_ = __fsub_rn(s.c, o.c);                                                      \
+        o.c = fabsf(d_) > thr ? __fadd_rn(s.c, __fmul_rn(amount, d_)) : s.c;                       \
     }
-            SHARPEN(x) SHARPEN(y) SHARPEN(z)
+            SHARPEN(x)
+            SHARPEN(y) SHARPEN(z)
 #undef SHARPEN
-            o.w = s.w;
+                o.w = s.w;
         }
         pf_row_d(out, y)[x] = o;
     }
@@ -317,9 +320,8 @@ template <int KIND, int EPI> static int separable_launch(const pf_stage_args *a,
 
 enum { OP_SOBEL, OP_MEDIAN };
 
-static __device__ __forceinline__ float sobel1(float scale, float tl, float tm, float tr,
-                                               float ml, float mr, float bl, float bm,
-                                               float br)
+static __device__ __forceinline__ float sobel1(float scale, float tl, float tm, float tr, float ml,
+                                               float mr, float bl, float bm, float br)
 {
     /* (tr + 2 mr + br) - (tl + 2 ml + bl), left to right as in C */
     const float gx = __fsub_rn(__fadd_rn(__fadd_rn(tr, __fmul_rn(2.f, mr)), br),
@@ -331,24 +333,23 @@ static __device__ __forceinline__ float sobel1(float scale, float tl, float tm, 
 
 /* filter.c's median9: Paeth's 19 compare-exchanges, `>` exactly as there (so NaNs
    land where the CPU's land). */
-static __device__ __forceinline__ float median9(float p0, float p1, float p2, float p3,
-                                                float p4, float p5, float p6, float p7,
-                                                float p8)
+static __device__ __forceinline__ float median9(float p0, float p1, float p2, float p3, float p4,
+                                                float p5, float p6, float p7, float p8)
 {
     float p[9] = {p0, p1, p2, p3, p4, p5, p6, p7, p8};
-#define SORT2(i, j)                                                                           \
-    {                                                                                         \
-        const float a_ = p[i], b_ = p[j];                                                     \
-        const bool s_ = a_ > b_;                                                              \
-        p[i] = s_ ? b_ : a_;                                                                  \
-        p[j] = s_ ? a_ : b_;                                                                  \
+#define SORT2(i, j)                                                                                \
+    {                                                                                              \
+        const float a_ = p[i], b_ = p[j];                                                          \
+        const bool s_ = a_ > b_;                                                                   \
+        p[i] = s_ ? b_ : a_;                                                                       \
+        p[j] = s_ ? a_ : b_;                                                                       \
     }
-    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7)
-    SORT2(1, 2) SORT2(4, 5) SORT2(7, 8) SORT2(0, 3) SORT2(5, 8) SORT2(4, 7)
-    SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7) SORT2(4, 2) SORT2(6, 4)
-    SORT2(4, 2)
+    SORT2(1, 2)
+    SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7) SORT2(1, 2) SORT2(4, 5) SORT2(7, 8)
+        SORT2(0, 3) SORT2(5, 8) SORT2(4, 7) SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7)
+            SORT2(4, 2) SORT2(6, 4) SORT2(4, 2)
 #undef SORT2
-    return p[4];
+                return p[4];
 }
 
 template <int OP>
@@ -366,7 +367,7 @@ __global__ void __launch_bounds__(T3_X *T3_Y)
     const int x = X0 + tx, y = Y0 + ty;
     if (x >= out.width || y >= y1)
         return;
-    /* n[j * 3 + i] of filter.c is t[ty + j][tx + i] */
+        /* n[j * 3 + i] of filter.c is t[ty + j][tx + i] */
 #define N(k) t[ty + (k) / 3][tx + (k) % 3]
     float4 o;
     if (OP == OP_SOBEL) {
@@ -405,13 +406,22 @@ int gaussian_cuda(const pf_stage_args *a)
 {
     return separable_launch<K_GAUSS, EPI_COPY>(a, "gaussian");
 }
-int box_cuda(const pf_stage_args *a) { return separable_launch<K_BOX, EPI_COPY>(a, "box"); }
+int box_cuda(const pf_stage_args *a)
+{
+    return separable_launch<K_BOX, EPI_COPY>(a, "box");
+}
 int unsharp_cuda(const pf_stage_args *a)
 {
     return separable_launch<K_GAUSS, EPI_UNSHARP>(a, "unsharp");
 }
-int sobel_cuda(const pf_stage_args *a) { return launch3x3<OP_SOBEL>(a, "sobel"); }
-int median3_cuda(const pf_stage_args *a) { return launch3x3<OP_MEDIAN>(a, "median3"); }
+int sobel_cuda(const pf_stage_args *a)
+{
+    return launch3x3<OP_SOBEL>(a, "sobel");
+}
+int median3_cuda(const pf_stage_args *a)
+{
+    return launch3x3<OP_MEDIAN>(a, "median3");
+}
 
 /* Sized for the largest radius, so a changed sigma or radius never needs more. */
 size_t gaussian_cuda_scratch(const void *params, int width, int rows)

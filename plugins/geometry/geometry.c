@@ -15,7 +15,10 @@
 
 #include "geometry.h"
 
-static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static inline int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
 
 static int shape_error(char *err, size_t err_size, const char *fmt, ...)
 {
@@ -73,10 +76,10 @@ static int run_mapped(const pf_stage_args *a, map_fn map, pf_float4 fill)
     return 0;
 }
 
-#define MAPPED_RUN(id)                                                                       \
-    static int id##_run(const pf_stage_args *a)                                               \
-    {                                                                                         \
-        return run_mapped(a, id##_map, pf_f4(0, 0, 0, 0));                                    \
+#define MAPPED_RUN(id)                                                                             \
+    static int id##_run(const pf_stage_args *a)                                                    \
+    {                                                                                              \
+        return run_mapped(a, id##_map, pf_f4(0, 0, 0, 0));                                         \
     }
 
 static int crop_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
@@ -85,11 +88,10 @@ static int crop_shape(const void *params, const pf_shape *in, pf_shape *out, cha
     const pf_crop_params *p = (const pf_crop_params *)params;
     long long w = p->width > 0 ? p->width : (long long)in->width - p->x;
     long long h = p->height > 0 ? p->height : (long long)in->height - p->y;
-    if (p->x < 0 || p->y < 0 || w < 1 || h < 1 || p->x + w > in->width ||
-        p->y + h > in->height)
+    if (p->x < 0 || p->y < 0 || w < 1 || h < 1 || p->x + w > in->width || p->y + h > in->height)
         return shape_error(err, err_size,
-                           "crop: x %d, y %d, width %d, height %d is outside the %dx%d input",
-                           p->x, p->y, p->width, p->height, in->width, in->height);
+                           "crop: x %d, y %d, width %d, height %d is outside the %dx%d input", p->x,
+                           p->y, p->width, p->height, in->width, in->height);
     out->width = (int)w;
     out->height = (int)h;
     return 0;
@@ -257,10 +259,14 @@ static int resize_run(const pf_stage_args *a)
 
 /* ---- Descriptors ------------------------------------------------------------------------- */
 
-#define INT_ROW(T, f, doc, d, hi)                                                             \
-    {#f, doc, PF_OFFSET(T, f), PF_PARAM_INT, .def = d, .min = 0, .max = hi}
-#define ENUM_ROW(T, f, doc, names)                                                            \
-    {#f, doc, PF_OFFSET(T, f), PF_PARAM_ENUM, .enum_names = names}
+#define INT_ROW(T, f, doc, d, hi)                                                                  \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_INT, .def = d, .min = 0, .max = hi                      \
+    }
+#define ENUM_ROW(T, f, doc, names)                                                                 \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_ENUM, .enum_names = names                               \
+    }
 #define SIDE PF_GEOMETRY_MAX_SIDE
 
 static const char *const resize_modes[] = {"bilinear", "nearest", "area", NULL};
@@ -270,14 +276,13 @@ static const float pad_color_def[4] = {0, 0, 0, 1};
 
 static const pf_param_desc resize_params[] = {
     INT_ROW(pf_resize_params, width,
-            "output width in pixels; 0: from height keeping the aspect ratio, or from scale",
-            0, SIDE),
+            "output width in pixels; 0: from height keeping the aspect ratio, or from scale", 0,
+            SIDE),
     INT_ROW(pf_resize_params, height,
-            "output height in pixels; 0: from width keeping the aspect ratio, or from scale",
-            0, SIDE),
+            "output height in pixels; 0: from width keeping the aspect ratio, or from scale", 0,
+            SIDE),
     {"scale", "size factor, used when width and height are both 0",
-     PF_OFFSET(pf_resize_params, scale), PF_PARAM_FLOAT, .def = 1, .min = 1.0 / 1024,
-     .max = 64},
+     PF_OFFSET(pf_resize_params, scale), PF_PARAM_FLOAT, .def = 1, .min = 1.0 / 1024, .max = 64},
     ENUM_ROW(pf_resize_params, mode,
              "bilinear (pixel centres aligned), nearest, or area (exact box average when "
              "shrinking, bilinear when enlarging)",
@@ -290,21 +295,20 @@ static const pf_param_desc crop_params[] = {
     INT_ROW(pf_crop_params, height, "height kept; 0: up to the bottom edge", 0, SIDE),
 };
 static const pf_param_desc flip_params[] = {
-    ENUM_ROW(pf_flip_params, axis,
-             "horizontal (mirror left-right), vertical (upside down) or both", flip_axes),
+    ENUM_ROW(pf_flip_params, axis, "horizontal (mirror left-right), vertical (upside down) or both",
+             flip_axes),
 };
 static const pf_param_desc rotate_params[] = {
-    ENUM_ROW(pf_rotate_params, angle,
-             "clockwise turn in degrees; 90 and 270 swap width and height", rotate_angles),
+    ENUM_ROW(pf_rotate_params, angle, "clockwise turn in degrees; 90 and 270 swap width and height",
+             rotate_angles),
 };
 static const pf_param_desc pad_params[] = {
     INT_ROW(pf_pad_params, left, "columns added on the left", 0, SIDE),
     INT_ROW(pf_pad_params, right, "columns added on the right", 0, SIDE),
     INT_ROW(pf_pad_params, top, "rows added at the top", 0, SIDE),
     INT_ROW(pf_pad_params, bottom, "rows added at the bottom", 0, SIDE),
-    {"color", "RGBA of the added pixels", PF_OFFSET(pf_pad_params, color),
-     PF_PARAM_FLOAT_ARRAY, .min = 1, .max = 0 /* unbounded */, .count = 4,
-     .def_array = pad_color_def},
+    {"color", "RGBA of the added pixels", PF_OFFSET(pf_pad_params, color), PF_PARAM_FLOAT_ARRAY,
+     .min = 1, .max = 0 /* unbounded */, .count = 4, .def_array = pad_color_def},
 };
 
 /* CUDA launchers, in geometry_cuda.cu (PF_CUDA: NULL without); none needs scratch. */
@@ -316,19 +320,24 @@ int pad_cuda(const pf_stage_args *a);
 
 /* A resample stage on one input, with params struct pf_<id>_params and table id_params,
    and its CUDA launcher id_cuda. */
-#define RESAMPLE(id, doc_, shape_fn, cost_)                                                   \
-    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE, .name = #id, .doc = doc_,      \
-                                     .kind = PF_STAGE_RESAMPLE, .n_inputs = 1, .cost = cost_,   \
-                                     .params_size = sizeof(pf_##id##_params),                   \
-                                     PF_PARAMS(id##_params), .shape = shape_fn,                 \
-                                     .run_cpu = id##_run, .run_cuda = PF_CUDA(id##_cuda)}
+#define RESAMPLE(id, doc_, shape_fn, cost_)                                                        \
+    static const pf_stage_desc id = {.size = PF_STAGE_DESC_SIZE,                                   \
+                                     .name = #id,                                                  \
+                                     .doc = doc_,                                                  \
+                                     .kind = PF_STAGE_RESAMPLE,                                    \
+                                     .n_inputs = 1,                                                \
+                                     .cost = cost_,                                                \
+                                     .params_size = sizeof(pf_##id##_params),                      \
+                                     PF_PARAMS(id##_params),                                       \
+                                     .shape = shape_fn,                                            \
+                                     .run_cpu = id##_run,                                          \
+                                     .run_cuda = PF_CUDA(id##_cuda)}
 
-RESAMPLE(resize, "Resize to a given size or by a factor: bilinear, nearest or area",
-         resize_shape, 4);
+RESAMPLE(resize, "Resize to a given size or by a factor: bilinear, nearest or area", resize_shape,
+         4);
 RESAMPLE(crop, "Keep a rectangle of the input; fails when it reaches outside", crop_shape, 1);
 RESAMPLE(flip, "Mirror horizontally, vertically or both", same_shape, 1);
-RESAMPLE(rotate, "Rotate clockwise by a quarter, half or three quarter turn", rotate_shape,
-         1);
+RESAMPLE(rotate, "Rotate clockwise by a quarter, half or three quarter turn", rotate_shape, 1);
 RESAMPLE(pad, "Add borders of a constant color around the input", pad_shape, 1);
 
 static const pf_stage_desc *const geometry_stages[] = {&resize, &crop, &flip, &rotate, &pad};

@@ -3,7 +3,7 @@
 #ifndef PF_PLUGIN_GEOMETRY_H
 #define PF_PLUGIN_GEOMETRY_H
 
-#define PF_GEOMETRY_MAX_SIDE 262144      /* largest output width or height */
+#define PF_GEOMETRY_MAX_SIDE   262144    /* largest output width or height */
 #define PF_GEOMETRY_MAX_PIXELS (1 << 30) /* largest output area (16 GiB of float RGBA) */
 
 enum { PF_RESIZE_BILINEAR, PF_RESIZE_NEAREST, PF_RESIZE_AREA };

@@ -96,8 +96,7 @@ template <int MAP> static int launch_map(const pf_stage_args *a, const char *wha
 #define R_Y 8
 
 __global__ void __launch_bounds__(R_T *R_Y)
-    rotate_kernel(const pf_rotate_params *__restrict__ p, pf_image in, pf_image out, int y0,
-                  int y1)
+    rotate_kernel(const pf_rotate_params *__restrict__ p, pf_image in, pf_image out, int y0, int y1)
 {
     __shared__ float4 t[R_T][R_T + 1];
     const int angle = p->angle;
@@ -140,7 +139,7 @@ static int launch_rotate(const pf_stage_args *a)
         return too_tall(a, "rotate", y1 - y0, R_T);
     dim3 b(R_T, R_Y), g(PF_CEIL_DIV(a->out.width, R_T), tiles);
     rotate_kernel<<<g, b, 0, (cudaStream_t)a->stream>>>((const pf_rotate_params *)a->params,
-                                                         a->in[0], a->out, y0, y1);
+                                                        a->in[0], a->out, y0, y1);
     return pf_cuda_check(a, "rotate");
 }
 
@@ -169,8 +168,7 @@ static __device__ __forceinline__ span axis_span(int mode, int n_in, int n_out, 
         s.first = (int)floor(__ddiv_rn(__dmul_rn(__dadd_rn((double)o, 0.5), din), dout));
         s.count = 1;
     } else {
-        const double c =
-            __dsub_rn(__ddiv_rn(__dmul_rn(__dadd_rn((double)o, 0.5), din), dout), 0.5);
+        const double c = __dsub_rn(__ddiv_rn(__dmul_rn(__dadd_rn((double)o, 0.5), din), dout), 0.5);
         s.first = (int)floor(c);
         s.f = __dsub_rn(c, (double)s.first);
         s.count = 2;
@@ -193,8 +191,7 @@ static __device__ __forceinline__ double span_weight(const span &s, int k, int *
 /* One thread per output pixel; its taps summed in double in geometry.c's order (rows of
    taps outer, columns inner), skipping zero weights as there. */
 __global__ void __launch_bounds__(M_X *M_Y)
-    resize_kernel(const pf_resize_params *__restrict__ p, pf_image in, pf_image out, int y0,
-                  int y1)
+    resize_kernel(const pf_resize_params *__restrict__ p, pf_image in, pf_image out, int y0, int y1)
 {
     const int x = blockIdx.x * M_X + threadIdx.x;
     const int y = y0 + blockIdx.y * M_Y + threadIdx.y;
@@ -233,7 +230,7 @@ static int launch_resize(const pf_stage_args *a)
         return too_tall(a, "resize", y1 - y0, M_Y);
     dim3 b(M_X, M_Y), g(PF_CEIL_DIV(a->out.width, M_X), tiles);
     resize_kernel<<<g, b, 0, (cudaStream_t)a->stream>>>((const pf_resize_params *)a->params,
-                                                         a->in[0], a->out, y0, y1);
+                                                        a->in[0], a->out, y0, y1);
     return pf_cuda_check(a, "resize");
 }
 
@@ -241,10 +238,25 @@ static int launch_resize(const pf_stage_args *a)
 
 extern "C" {
 
-int resize_cuda(const pf_stage_args *a) { return launch_resize(a); }
-int crop_cuda(const pf_stage_args *a) { return launch_map<MAP_CROP>(a, "crop"); }
-int flip_cuda(const pf_stage_args *a) { return launch_map<MAP_FLIP>(a, "flip"); }
-int rotate_cuda(const pf_stage_args *a) { return launch_rotate(a); }
-int pad_cuda(const pf_stage_args *a) { return launch_map<MAP_PAD>(a, "pad"); }
+int resize_cuda(const pf_stage_args *a)
+{
+    return launch_resize(a);
+}
+int crop_cuda(const pf_stage_args *a)
+{
+    return launch_map<MAP_CROP>(a, "crop");
+}
+int flip_cuda(const pf_stage_args *a)
+{
+    return launch_map<MAP_FLIP>(a, "flip");
+}
+int rotate_cuda(const pf_stage_args *a)
+{
+    return launch_rotate(a);
+}
+int pad_cuda(const pf_stage_args *a)
+{
+    return launch_map<MAP_PAD>(a, "pad");
+}
 
 } /* extern "C" */

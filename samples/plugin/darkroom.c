@@ -54,10 +54,10 @@ static const pf_param_desc spotlight_table[] = {
      PF_OFFSET(spotlight_params, radius), PF_PARAM_FLOAT, .def = 0.35, .min = 0.01, .max = 4},
     {"feather", "width of the soft edge, as a fraction of the radius (0: a hard edge)",
      PF_OFFSET(spotlight_params, feather), PF_PARAM_FLOAT, .def = 0.5, .min = 0, .max = 1},
-    {"ambient", "factor on R, G and B outside the light",
-     PF_OFFSET(spotlight_params, ambient), PF_PARAM_FLOAT, .def = 0.45, .min = 0, .max = 4},
-    {"gain", "factor on R, G and B inside the light",
-     PF_OFFSET(spotlight_params, gain), PF_PARAM_FLOAT, .def = 1.15, .min = 0, .max = 4},
+    {"ambient", "factor on R, G and B outside the light", PF_OFFSET(spotlight_params, ambient),
+     PF_PARAM_FLOAT, .def = 0.45, .min = 0, .max = 4},
+    {"gain", "factor on R, G and B inside the light", PF_OFFSET(spotlight_params, gain),
+     PF_PARAM_FLOAT, .def = 1.15, .min = 0, .max = 4},
     {"tint", "colour of the light (R, G, B factors)", PF_OFFSET(spotlight_params, tint),
      PF_PARAM_FLOAT_ARRAY, .min = 0, .max = 4, .count = 3, .def_array = spotlight_warm},
 };
@@ -82,7 +82,10 @@ static const pf_stage_desc spotlight_desc = {
 
 /* What the planner needs to know: how far around each output pixel the stage reads.
    Constant here; a blur would compute it from its params. */
-static int emboss_radius(const void *params) { return 1; }
+static int emboss_radius(const void *params)
+{
+    return 1;
+}
 
 /* The CPU version. The engine calls it with WHOLE input images and asks for a REGION
    of output rows, [a->region.y0, a->region.y1): it splits the image into bands (to
@@ -119,8 +122,8 @@ int emboss_cuda(const pf_stage_args *a);
 static const pf_param_desc emboss_table[] = {
     {"angle", "direction the light comes from, degrees counter-clockwise from the +x axis",
      PF_OFFSET(emboss_params, angle), PF_PARAM_FLOAT, .def = 135, .min = 0, .max = 360},
-    {"strength", "factor on the slope: 0 gives flat gray",
-     PF_OFFSET(emboss_params, strength), PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 10},
+    {"strength", "factor on the slope: 0 gives flat gray", PF_OFFSET(emboss_params, strength),
+     PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 10},
     {"gray", "output the relief of the luma instead of each channel's",
      PF_OFFSET(emboss_params, gray), PF_PARAM_BOOL, .def = 0},
 };
@@ -149,5 +152,7 @@ static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_
 
 /* Defines pf_plugin_entry, returning the plugin's name, version, doc and stages, stamped
    with the PF_ABI_VERSION of the headers it was built with. */
-PF_DEFINE_PLUGIN("darkroom", "1.0.0", "Sample plugin: a spotlight (point) and an emboss "
-                 "(stencil)", darkroom_stages)
+PF_DEFINE_PLUGIN("darkroom", "1.0.0",
+                 "Sample plugin: a spotlight (point) and an emboss "
+                 "(stencil)",
+                 darkroom_stages)

@@ -51,8 +51,7 @@ PF_POINT_FN pf_float4 emboss_pixel(const emboss_params *p, const pf_float4 *n, f
         float l = 0.5f + p->strength * (0.2126f * sr + 0.7152f * sg + 0.0722f * sb);
         return pf_f4(l, l, l, n[4].w);
     }
-    return pf_f4(0.5f + p->strength * sr, 0.5f + p->strength * sg, 0.5f + p->strength * sb,
-                 n[4].w);
+    return pf_f4(0.5f + p->strength * sr, 0.5f + p->strength * sg, 0.5f + p->strength * sb, n[4].w);
 }
 
 #endif /* DARKROOM_EMBOSS_H */

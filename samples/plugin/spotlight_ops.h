@@ -31,12 +31,12 @@
 /* The params struct. Its fields are filled by the engine from the parameter table in
    darkroom.c (bound with offsetof), already type-checked and range-checked. */
 typedef struct spotlight_params {
-    float cx, cy;    /* centre of the light, as fractions of the width and height */
-    float radius;    /* radius of the lit disc, as a fraction of the shorter side */
-    float feather;   /* soft edge, as a fraction of the radius (0: hard edge) */
-    float ambient;   /* factor on RGB outside the light */
-    float gain;      /* factor on RGB at the centre of the light */
-    float tint[3];   /* colour of the light, multiplied into lit pixels */
+    float cx, cy;  /* centre of the light, as fractions of the width and height */
+    float radius;  /* radius of the lit disc, as a fraction of the shorter side */
+    float feather; /* soft edge, as a fraction of the radius (0: hard edge) */
+    float ambient; /* factor on RGB outside the light */
+    float gain;    /* factor on RGB at the centre of the light */
+    float tint[3]; /* colour of the light, multiplied into lit pixels */
 } spotlight_params;
 
 /* 1 inside the inner disc, 0 outside the radius, a smoothstep in between. */

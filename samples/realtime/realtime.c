@@ -100,27 +100,31 @@ int main(int argc, char **argv)
     }
     pf_shape shape = {width, height};
     if (pf_pipeline_input_count(p) != 1 || pf_pipeline_plan(p, &shape, 1) != PF_OK) {
-        fprintf(stderr, "realtime: %s\n", pf_pipeline_input_count(p) != 1
-                                              ? "the pipeline must have one input"
-                                              : pf_pipeline_errmsg(p));
+        fprintf(stderr, "realtime: %s\n",
+                pf_pipeline_input_count(p) != 1 ? "the pipeline must have one input"
+                                                : pf_pipeline_errmsg(p));
         return 1;
     }
     int n_out = pf_pipeline_output_count(p);
     pf_frame in[8], out[8][16];
     memset(out, 0, sizeof out);
     for (int k = 0; k < in_flight; k++) {
-        in[k] = (pf_frame){malloc((size_t)width * 4 * height), width, height,
-                           (size_t)width * 4, PF_U8, 4};
+        in[k] = (pf_frame){
+            malloc((size_t)width * 4 * height), width, height, (size_t)width * 4, PF_U8, 4};
         for (int o = 0; o < n_out && o < 16; o++) {
             pf_output_info oi;
             pf_pipeline_output_info(p, o, &oi);
             if (oi.kind == PF_OUTPUT_IMAGE)
                 out[k][o] = (pf_frame){malloc((size_t)oi.shape.width * 4 * oi.shape.height),
-                                       oi.shape.width, oi.shape.height,
-                                       (size_t)oi.shape.width * 4, PF_U8, 4};
+                                       oi.shape.width,
+                                       oi.shape.height,
+                                       (size_t)oi.shape.width * 4,
+                                       PF_U8,
+                                       4};
         }
     }
-    double *latency = malloc(sizeof(double) * (size_t)frames), *t_submit = malloc(sizeof(double) * (size_t)frames);
+    double *latency = malloc(sizeof(double) * (size_t)frames),
+           *t_submit = malloc(sizeof(double) * (size_t)frames);
     int *ticket = malloc(sizeof(int) * (size_t)frames);
 
     /* The loop: submit frame n, then collect frame n - (in_flight - 1). */

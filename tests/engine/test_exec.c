@@ -23,7 +23,10 @@ static pf_engine *eng;
 
 static const char *const sample_names[] = {"u8", "u16", "f32"};
 
-static double sample_max(pf_sample s) { return s == PF_U8 ? 255.0 : s == PF_U16 ? 65535.0 : 1.0; }
+static double sample_max(pf_sample s)
+{
+    return s == PF_U8 ? 255.0 : s == PF_U16 ? 65535.0 : 1.0;
+}
 
 static void *sample_ptr(const pf_frame *f, int x, int y, int c)
 {
@@ -82,10 +85,18 @@ static void load_px(const pf_frame *f, int x, int y, double v[4])
     for (int c = 0; c < f->channels; c++)
         s[c] = get(f, x, y, c) / m;
     switch (f->channels) {
-    case 1: v[0] = v[1] = v[2] = s[0], v[3] = 1; break;
-    case 2: v[0] = v[1] = v[2] = s[0], v[3] = s[1]; break;
-    case 3: v[0] = s[0], v[1] = s[1], v[2] = s[2], v[3] = 1; break;
-    default: memcpy(v, s, sizeof s); break;
+    case 1:
+        v[0] = v[1] = v[2] = s[0], v[3] = 1;
+        break;
+    case 2:
+        v[0] = v[1] = v[2] = s[0], v[3] = s[1];
+        break;
+    case 3:
+        v[0] = s[0], v[1] = s[1], v[2] = s[2], v[3] = 1;
+        break;
+    default:
+        memcpy(v, s, sizeof s);
+        break;
     }
 }
 
@@ -103,7 +114,10 @@ static ref ref_new(int w, int h)
     return r;
 }
 
-static double *ref_px(const ref *r, int x, int y) { return r->v + ((size_t)y * r->w + x) * 4; }
+static double *ref_px(const ref *r, int x, int y)
+{
+    return r->v + ((size_t)y * r->w + x) * 4;
+}
 
 static ref ref_load(const pf_frame *f)
 {
@@ -146,12 +160,12 @@ static int compare(const pf_frame *out, const ref *r, double tol, const char *wh
                     double t = isnan(want) ? 0 : want * m;
                     t = t < 0 ? 0 : (t > m ? m : t);
                     double q = floor(t + 0.5);
-                    ok = got == q || (fabs(t - floor(t) - 0.5) <= tol * m + 1e-9 &&
-                                      fabs(got - t) < 1);
+                    ok = got == q ||
+                         (fabs(t - floor(t) - 0.5) <= tol * m + 1e-9 && fabs(got - t) < 1);
                 }
                 if (!ok && bad++ == 0)
-                    fprintf(stderr, "%s: (%d, %d) channel %d: got %.9g, expected %.9g (%s)\n",
-                            what, x, y, c, got, want, sample_names[out->sample]);
+                    fprintf(stderr, "%s: (%d, %d) channel %d: got %.9g, expected %.9g (%s)\n", what,
+                            x, y, c, got, want, sample_names[out->sample]);
             }
     CHECKF(bad == 0, "%s: %d samples differ", what, bad);
     return bad;
@@ -182,7 +196,10 @@ static pf_pipeline *load_on(pf_engine *e, const char *json)
     return p;
 }
 
-static pf_pipeline *load(const char *json) { return load_on(eng, json); }
+static pf_pipeline *load(const char *json)
+{
+    return load_on(eng, json);
+}
 
 static pf_stats stats(const pf_pipeline *p)
 {
@@ -214,10 +231,10 @@ static pf_engine *engine_with_threads(int n)
 
 /* ---- Point chain --------------------------------------------------------------------- */
 
-#define CHAIN_JSON(amount)                                                                  \
-    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["                                  \
-    "{\"id\": \"a\", \"op\": \"brightness\", \"params\": {\"amount\": " amount "}},"        \
-    "{\"id\": \"b\", \"op\": \"contrast\", \"params\": {\"amount\": 1.3, \"pivot\": 0.4}}," \
+#define CHAIN_JSON(amount)                                                                         \
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["                                         \
+    "{\"id\": \"a\", \"op\": \"brightness\", \"params\": {\"amount\": " amount "}},"               \
+    "{\"id\": \"b\", \"op\": \"contrast\", \"params\": {\"amount\": 1.3, \"pivot\": 0.4}},"        \
     "{\"id\": \"c\", \"op\": \"invert\"}], \"outputs\": {\"o\": \"c\"}}"
 
 /* brightness(amount), contrast(1.3 about 0.4), invert: RGB only; alpha kept. */
@@ -253,8 +270,8 @@ static void test_chain(void)
                     if (os != PF_F32 && och != 4 && och != ch)
                         continue; /* enough combinations */
                     pf_frame out = frame_new(w, h, (pf_sample)os, och);
-                    snprintf(what, sizeof what, "chain %dx%d %s/%d -> %s/%d", w, h,
-                             sample_names[s], ch, sample_names[os], och);
+                    snprintf(what, sizeof what, "chain %dx%d %s/%d -> %s/%d", w, h, sample_names[s],
+                             ch, sample_names[os], och);
                     if (run1(p, &in, &out) == PF_OK)
                         compare(&out, &r, 2e-6, what);
                     pf_frame_free(&out);
@@ -367,10 +384,10 @@ static void test_gaussian_blend(void)
     pf_pipeline_destroy(p);
 }
 
-#define ARTICLE_JSON                                                                        \
-    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["                                  \
-    "{\"id\": \"axb\", \"op\": \"linear\", \"params\": {\"a\": 2.0, \"b\": 0.5}},"          \
-    "{\"id\": \"sums\", \"op\": \"colsum\", \"inputs\": [\"axb\"]}],"                       \
+#define ARTICLE_JSON                                                                               \
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["                                         \
+    "{\"id\": \"axb\", \"op\": \"linear\", \"params\": {\"a\": 2.0, \"b\": 0.5}},"                 \
+    "{\"id\": \"sums\", \"op\": \"colsum\", \"inputs\": [\"axb\"]}],"                              \
     "\"outputs\": {\"column_sums\": \"sums\"}}"
 
 /* The article's case: y = 2x + 0.5 on every channel, then per-column sums. */
@@ -456,8 +473,8 @@ static ref ref_bilinear(const pf_frame *in, int w, int h)
             load_px(in, x0, y0, a), load_px(in, x1, y0, b);
             load_px(in, x0, y1, c), load_px(in, x1, y1, d);
             for (int k = 0; k < 4; k++)
-                ref_px(&r, x, y)[k] = (1 - fy) * ((1 - fx) * a[k] + fx * b[k]) +
-                                      fy * ((1 - fx) * c[k] + fx * d[k]);
+                ref_px(&r, x, y)[k] =
+                    (1 - fy) * ((1 - fx) * a[k] + fx * b[k]) + fy * ((1 - fx) * c[k] + fx * d[k]);
         }
     }
     return r;
@@ -514,22 +531,22 @@ static void test_resample(void)
 
 /* ---- Determinism: fusion, threads ---------------------------------------------------- */
 
-#define DEMO_JSON                                                                           \
-    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["                                  \
-    "{\"id\": \"bright\", \"op\": \"brightness\", \"params\": {\"amount\": 0.04}},"         \
-    "{\"id\": \"punch\", \"op\": \"contrast\", \"params\": {\"amount\": 1.15}},"            \
-    "{\"id\": \"vivid\", \"op\": \"saturation\", \"params\": {\"amount\": 1.3}},"           \
-    "{\"id\": \"glow\", \"op\": \"gaussian\", \"params\": {\"sigma\": 2.0}},"               \
-    "{\"id\": \"soft\", \"op\": \"blend\", \"inputs\": [\"vivid\", \"glow\"]},"             \
-    "{\"id\": \"frame\", \"op\": \"vignette\", \"inputs\": [\"soft\"]},"                    \
-    "{\"id\": \"hist\", \"op\": \"histogram\", \"inputs\": [\"frame\"],"                    \
-    " \"params\": {\"bins\": 64}},"                                                         \
-    "{\"id\": \"st\", \"op\": \"stats\", \"inputs\": [\"frame\"]},"                         \
-    "{\"id\": \"cols\", \"op\": \"colsum\", \"inputs\": [\"vivid\"]},"                      \
-    "{\"id\": \"rows\", \"op\": \"rowsum\", \"inputs\": [\"soft\"]}],"                      \
-    "\"outputs\": {\"result\": \"frame\", \"eight\": \"frame\", \"mid\": \"vivid\","        \
+#define DEMO_JSON                                                                                  \
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["                                         \
+    "{\"id\": \"bright\", \"op\": \"brightness\", \"params\": {\"amount\": 0.04}},"                \
+    "{\"id\": \"punch\", \"op\": \"contrast\", \"params\": {\"amount\": 1.15}},"                   \
+    "{\"id\": \"vivid\", \"op\": \"saturation\", \"params\": {\"amount\": 1.3}},"                  \
+    "{\"id\": \"glow\", \"op\": \"gaussian\", \"params\": {\"sigma\": 2.0}},"                      \
+    "{\"id\": \"soft\", \"op\": \"blend\", \"inputs\": [\"vivid\", \"glow\"]},"                    \
+    "{\"id\": \"frame\", \"op\": \"vignette\", \"inputs\": [\"soft\"]},"                           \
+    "{\"id\": \"hist\", \"op\": \"histogram\", \"inputs\": [\"frame\"],"                           \
+    " \"params\": {\"bins\": 64}},"                                                                \
+    "{\"id\": \"st\", \"op\": \"stats\", \"inputs\": [\"frame\"]},"                                \
+    "{\"id\": \"cols\", \"op\": \"colsum\", \"inputs\": [\"vivid\"]},"                             \
+    "{\"id\": \"rows\", \"op\": \"rowsum\", \"inputs\": [\"soft\"]}],"                             \
+    "\"outputs\": {\"result\": \"frame\", \"eight\": \"frame\", \"mid\": \"vivid\","               \
     "\"hist\": \"hist\", \"stats\": \"st\", \"cols\": \"cols\", \"rows\": \"rows\"}}"
-#define DEMO_IMAGES 3
+#define DEMO_IMAGES  3
 #define DEMO_OUTPUTS 7
 
 typedef struct demo_result {
@@ -668,13 +685,13 @@ static void test_conversions(void)
         }
 
     /* f32 to integers: round to nearest, clamp to [0, max], NaN to 0 */
-    static const float vals[] = {0.0f,         0.4f / 255,   0.6f / 255, 1.0f / 255,
+    static const float vals[] = {0.0f,          0.4f / 255,    0.6f / 255,   1.0f / 255,
                                  127.49f / 255, 127.51f / 255, 254.6f / 255, 1.0f,
-                                 -0.3f,        1.7f,         NAN,        INFINITY,
-                                 -INFINITY,    -0.0f,        0.5f,       1e30f};
+                                 -0.3f,         1.7f,          NAN,          INFINITY,
+                                 -INFINITY,     -0.0f,         0.5f,         1e30f};
     static const uint8_t want8[] = {0, 0, 1, 1, 127, 128, 255, 255, 0, 255, 0, 255, 0, 0, 128, 255};
-    static const uint16_t want16[] = {0,     103,   154,   257, 32765, 32770, 65432, 65535,
-                                      0,     65535, 0,     65535, 0,   0,     32768, 65535};
+    static const uint16_t want16[] = {0, 103,   154, 257,   32765, 32770, 65432, 65535,
+                                      0, 65535, 0,   65535, 0,     0,     32768, 65535};
     int n = (int)(sizeof vals / sizeof vals[0]);
     pf_frame in = frame_new(n, 1, PF_F32, 4);
     for (int i = 0; i < n; i++)
@@ -685,14 +702,14 @@ static void test_conversions(void)
     if (run1(p, &in, &o8) == PF_OK && run1(p, &in, &o16) == PF_OK && run1(p, &in, &of) == PF_OK)
         for (int i = 0; i < n; i++)
             for (int c = 0; c < 4; c++) {
-                CHECKF(get(&o8, i, 0, c) == want8[i], "u8 of %g: %g, expected %d",
-                       (double)vals[i], get(&o8, i, 0, c), want8[i]);
+                CHECKF(get(&o8, i, 0, c) == want8[i], "u8 of %g: %g, expected %d", (double)vals[i],
+                       get(&o8, i, 0, c), want8[i]);
                 CHECKF(get(&o16, i, 0, c) == want16[i], "u16 of %g: %g, expected %d",
                        (double)vals[i], get(&o16, i, 0, c), want16[i]);
                 /* f32 passes through, NaN included (brightness 0 adds 0 to RGB) */
                 double f = get(&of, i, 0, c);
-                CHECKF(isnan(vals[i]) ? isnan(f) : f == vals[i], "f32 of %g: %g",
-                       (double)vals[i], f);
+                CHECKF(isnan(vals[i]) ? isnan(f) : f == vals[i], "f32 of %g: %g", (double)vals[i],
+                       f);
             }
     pf_frame_free(&in), pf_frame_free(&o8), pf_frame_free(&o16), pf_frame_free(&of);
 
@@ -824,8 +841,7 @@ static void test_set_param(void)
     rc = pf_pipeline_set_param(p, "a.amount", "0.3.1");
     CHECK(rc == PF_PARAM);
     rc = pf_pipeline_set_param(p, "a.amout", "0.2");
-    CHECKF(rc == PF_PARAM && strstr(pf_pipeline_errmsg(p), "amount"), "%s",
-           pf_pipeline_errmsg(p));
+    CHECKF(rc == PF_PARAM && strstr(pf_pipeline_errmsg(p), "amount"), "%s", pf_pipeline_errmsg(p));
     rc = pf_pipeline_set_param(p, "aa.amount", "0.2");
     CHECKF(rc == PF_PARAM && strstr(pf_pipeline_errmsg(p), "aa"), "%s", pf_pipeline_errmsg(p));
     CHECK(pf_pipeline_set_param(p, "x.amount", "0.2") == PF_PARAM); /* an input */

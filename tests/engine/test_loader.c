@@ -179,8 +179,7 @@ static void test_permissions(void)
 /* ---- Plugins that load --------------------------------------------------------------- */
 
 /* The index of stage name in e, with its file and plugin name; -1 when absent. */
-static int stage_index(const pf_engine *e, const char *name, const char **file,
-                       const char **plugin)
+static int stage_index(const pf_engine *e, const char *name, const char **file, const char **plugin)
 {
     for (int i = 0; i < pf_engine_stage_count(e); i++)
         if (strcmp(pf_engine_stage(e, i, file, plugin)->name, name) == 0)
@@ -217,8 +216,8 @@ static void test_good(void)
     rc = create(d, 0, &e);
     CHECKF(rc == PF_OK, "good + built-ins: %s", pf_engine_errmsg(e));
     CHECK(stage_index(e, "tp_good", NULL, NULL) > stage_index(e, "gaussian", &file, NULL));
-    CHECKF(file && strncmp(file, PF_PLUGIN_DIR, strlen(PF_PLUGIN_DIR)) == 0,
-           "gaussian from %s", file ? file : "(none)");
+    CHECKF(file && strncmp(file, PF_PLUGIN_DIR, strlen(PF_PLUGIN_DIR)) == 0, "gaussian from %s",
+           file ? file : "(none)");
     pf_engine_destroy(e);
 
     /* An older minor (the same version when the engine is at minor 0) loads, and two
@@ -238,8 +237,8 @@ static void test_good(void)
     /* A missing directory on the path is skipped with a warning that names it. */
     rc = create("/nonexistent/pipefuse-plugins", 1, &e);
     CHECKF(rc == PF_OK, "missing dir: %s", pf_engine_errmsg(e));
-    CHECKF(strstr(logged, "1:") && strstr(logged, "/nonexistent/pipefuse-plugins"),
-           "log: %s", logged);
+    CHECKF(strstr(logged, "1:") && strstr(logged, "/nonexistent/pipefuse-plugins"), "log: %s",
+           logged);
     pf_engine_destroy(e);
 }
 

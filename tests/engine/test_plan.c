@@ -12,7 +12,7 @@
 static pf_engine *eng;
 
 /* JSON pipeline text with one input "x", the given stages and outputs. */
-#define PIPE(stages, outputs)                                                               \
+#define PIPE(stages, outputs)                                                                      \
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [" stages "], \"outputs\": {" outputs "}}"
 #define PT(id, op, in) "{\"id\": \"" id "\", \"op\": \"" op "\", \"inputs\": [" in "]}"
 
@@ -79,10 +79,10 @@ static char *plan_text(const pf_pipeline *p, int dot)
 
 /* ---- Fusion -------------------------------------------------------------------------- */
 
-static const char chain5[] = PIPE(
-    PT("a", "brightness", "\"x\"") "," PT("b", "contrast", "\"a\"") ","
-    PT("c", "invert", "\"b\"") "," PT("d", "gamma", "\"c\"") "," PT("e", "linear", "\"d\""),
-    "\"out\": \"e\"");
+static const char chain5[] =
+    PIPE(PT("a", "brightness", "\"x\"") "," PT("b", "contrast", "\"a\"") "," PT(
+             "c", "invert", "\"b\"") "," PT("d", "gamma", "\"c\"") "," PT("e", "linear", "\"d\""),
+         "\"out\": \"e\"");
 
 static void test_chain(void)
 {
@@ -119,18 +119,20 @@ static void test_chain(void)
 
     /* and from the file's options */
     p = planned("{\"pipefuse\": 1, \"inputs\": [\"x\"], \"options\": {\"fusion\": false},"
-                "\"stages\": [" PT("a", "brightness", "\"x\"") "," PT("b", "invert", "\"a\"")
-                "], \"outputs\": {\"o\": \"b\"}}", 8, 8);
+                "\"stages\": [" PT("a", "brightness", "\"x\"") "," PT(
+                    "b", "invert", "\"a\"") "], \"outputs\": {\"o\": \"b\"}}",
+                8, 8);
     CHECK(p && pf_pipeline_unit_count(p) == 2);
     pf_pipeline_destroy(p);
 }
 
 static void test_diamond(void)
 {
-    pf_pipeline *p = planned(PIPE(PT("a", "brightness", "\"x\"") "," PT("b", "invert", "\"a\"")
-                                  "," PT("c", "gamma", "\"a\"") ","
-                                  PT("d", "blend", "\"b\", \"c\""), "\"o\": \"d\""),
-                             20, 10);
+    pf_pipeline *p =
+        planned(PIPE(PT("a", "brightness", "\"x\"") "," PT("b", "invert", "\"a\"") "," PT(
+                         "c", "gamma", "\"a\"") "," PT("d", "blend", "\"b\", \"c\""),
+                     "\"o\": \"d\""),
+                20, 10);
     if (!p)
         return;
     CHECKF(pf_pipeline_unit_count(p) == 1, "%d units", pf_pipeline_unit_count(p));
@@ -158,9 +160,11 @@ static void test_diamond(void)
    wait for it. */
 static void test_no_cycle(void)
 {
-    pf_pipeline *p = planned(PIPE(PT("a", "brightness", "\"x\"") "," PT("g", "gaussian", "\"a\"")
-                                  "," PT("c", "blend", "\"a\", \"g\""), "\"o\": \"c\""),
-                             40, 30);
+    pf_pipeline *p =
+        planned(PIPE(PT("a", "brightness", "\"x\"") "," PT("g", "gaussian", "\"a\"") "," PT(
+                         "c", "blend", "\"a\", \"g\""),
+                     "\"o\": \"c\""),
+                40, 30);
     if (!p)
         return;
     CHECKF(pf_pipeline_unit_count(p) == 3, "%d units", pf_pipeline_unit_count(p));
@@ -175,9 +179,11 @@ static void test_no_cycle(void)
 /* A point chain, then a reduce; a resample between two chains splits them. */
 static void test_kinds(void)
 {
-    pf_pipeline *p = planned(PIPE(PT("lin", "linear", "\"x\"") "," PT("inv", "invert", "\"lin\"")
-                                  "," PT("sums", "colsum", "\"inv\""), "\"sums\": \"sums\""),
-                             31, 7);
+    pf_pipeline *p =
+        planned(PIPE(PT("lin", "linear", "\"x\"") "," PT("inv", "invert", "\"lin\"") "," PT(
+                         "sums", "colsum", "\"inv\""),
+                     "\"sums\": \"sums\""),
+                31, 7);
     if (p) {
         CHECKF(pf_pipeline_unit_count(p) == 2, "%d units", pf_pipeline_unit_count(p));
         pf_unit_info u0 = unit(p, 0), u1 = unit(p, 1);
@@ -190,11 +196,15 @@ static void test_kinds(void)
     }
     pf_pipeline_destroy(p);
 
-    p = planned(PIPE(PT("b1", "brightness", "\"x\"") "," PT("b2", "invert", "\"b1\"") ","
-                     "{\"id\": \"r\", \"op\": \"resize\", \"inputs\": [\"b2\"], \"params\": "
-                     "{\"width\": 50, \"height\": 20}}," PT("b3", "gamma", "\"r\"") ","
-                     PT("b4", "contrast", "\"b3\""), "\"o\": \"b4\""),
-                101, 77);
+    p = planned(
+        PIPE(PT("b1", "brightness", "\"x\"") "," PT(
+                 "b2", "invert",
+                 "\"b1\"") ","
+                           "{\"id\": \"r\", \"op\": \"resize\", \"inputs\": [\"b2\"], \"params\": "
+                           "{\"width\": 50, \"height\": 20}}," PT("b3", "gamma", "\"r\"") "," PT(
+                               "b4", "contrast", "\"b3\""),
+             "\"o\": \"b4\""),
+        101, 77);
     if (p) {
         CHECKF(pf_pipeline_unit_count(p) == 3, "%d units", pf_pipeline_unit_count(p));
         pf_unit_info u0 = unit(p, 0), u1 = unit(p, 1), u2 = unit(p, 2);
@@ -209,8 +219,9 @@ static void test_kinds(void)
 /* A stage that reaches no output is in no unit, and the plan says so. */
 static void test_unused(void)
 {
-    pf_pipeline *p = planned(PIPE(PT("a", "brightness", "\"x\"") "," PT("lost", "gaussian", "\"a\"")
-                                  "," PT("b", "invert", "\"a\""), "\"o\": \"b\""),
+    pf_pipeline *p = planned(PIPE(PT("a", "brightness", "\"x\"") "," PT(
+                                      "lost", "gaussian", "\"a\"") "," PT("b", "invert", "\"a\""),
+                                  "\"o\": \"b\""),
                              16, 16);
     if (!p)
         return;
@@ -252,8 +263,8 @@ static void test_shape_mismatch(void)
     s = (pf_shape){8, 8};
     rc = pf_pipeline_plan(p, &s, 1);
     msg = pf_pipeline_errmsg(p);
-    CHECKF(rc == PF_SHAPE && strstr(msg, "cut") && strstr(msg, "8x8"), "%s: %s",
-           pf_status_name(rc), msg);
+    CHECKF(rc == PF_SHAPE && strstr(msg, "cut") && strstr(msg, "8x8"), "%s: %s", pf_status_name(rc),
+           msg);
 
     /* wrong number of shapes, empty shapes */
     pf_shape two[2] = {{40, 30}, {40, 30}};
@@ -267,8 +278,9 @@ static void test_shape_mismatch(void)
 
 static void test_streams(void)
 {
-    pf_pipeline *p = planned(PIPE(PT("g1", "gaussian", "\"x\"") "," PT("g2", "box", "\"x\"") ","
-                                  PT("j", "blend", "\"g1\", \"g2\""), "\"o\": \"j\""),
+    pf_pipeline *p = planned(PIPE(PT("g1", "gaussian", "\"x\"") "," PT("g2", "box", "\"x\"") "," PT(
+                                      "j", "blend", "\"g1\", \"g2\""),
+                                  "\"o\": \"j\""),
                              64, 48);
     if (!p)
         return;
@@ -309,22 +321,30 @@ static void test_streams(void)
 
 static void test_print(void)
 {
-    static const char json[] = PIPE(
-        PT("bright", "brightness", "\"x\"") "," PT("punch", "contrast", "\"bright\"") ","
-        PT("glow", "gaussian", "\"punch\"") "," PT("soft", "blend", "\"punch\", \"glow\"") ","
-        PT("hist", "histogram", "\"soft\""),
-        "\"result\": \"soft\", \"histogram\": \"hist\"");
+    static const char json[] =
+        PIPE(PT("bright", "brightness", "\"x\"") "," PT("punch", "contrast", "\"bright\"") "," PT(
+                 "glow", "gaussian",
+                 "\"punch\"") "," PT("soft", "blend",
+                                     "\"punch\", \"glow\"") "," PT("hist", "histogram", "\"soft\""),
+             "\"result\": \"soft\", \"histogram\": \"hist\"");
     pf_pipeline *p = planned(json, 120, 80);
     if (!p)
         return;
     char *txt = plan_text(p, 0);
-    const char *want[] = {"pipeline test",   "inputs (1)",
-                          "x",               "120x80",
-                          "fusion groups (2)", "G0: bright + punch",
-                          "G1: soft",        "launch units per frame: 4 (5 without fusion)",
-                          "outputs (2)",     "histogram",
-                          "table 256 rows x 4 columns", "image 120x80",
-                          "sigma=",          "memory:"};
+    const char *want[] = {"pipeline test",
+                          "inputs (1)",
+                          "x",
+                          "120x80",
+                          "fusion groups (2)",
+                          "G0: bright + punch",
+                          "G1: soft",
+                          "launch units per frame: 4 (5 without fusion)",
+                          "outputs (2)",
+                          "histogram",
+                          "table 256 rows x 4 columns",
+                          "image 120x80",
+                          "sigma=",
+                          "memory:"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         CHECKF(strstr(txt, want[i]), "plan lacks '%s':\n%s", want[i], txt);
     free(txt);
@@ -341,11 +361,14 @@ static void test_print(void)
         depth -= *c == '}';
         min = depth < min ? depth : min;
     }
-    CHECKF(depth == 0 && min == 0 && quotes % 2 == 0, "unbalanced dot: depth %d, quotes %d",
-           depth, quotes);
-    const char *dwant[] = {"\"bright\" -> \"punch\"", "\"punch\" -> \"soft\"",
-                           "\"glow\" -> \"soft\"",    "cluster_u0",
-                           "lightblue",              "\"out:result\"",
+    CHECKF(depth == 0 && min == 0 && quotes % 2 == 0, "unbalanced dot: depth %d, quotes %d", depth,
+           quotes);
+    const char *dwant[] = {"\"bright\" -> \"punch\"",
+                           "\"punch\" -> \"soft\"",
+                           "\"glow\" -> \"soft\"",
+                           "cluster_u0",
+                           "lightblue",
+                           "\"out:result\"",
                            "\"hist\" -> \"out:histogram\""};
     for (size_t i = 0; i < sizeof dwant / sizeof dwant[0]; i++)
         CHECKF(strstr(txt, dwant[i]), "dot lacks '%s':\n%s", dwant[i], txt);
@@ -381,11 +404,11 @@ static void test_repeated_producer(void)
     }
     pf_engine *saved = eng;
     eng = e;
-    pf_pipeline *p = planned(
-        PIPE(PT("a", "brightness", "\"x\"") ","
-             PT("s", "tp_sum8", "\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\""),
-             "\"o\": \"s\""),
-        9, 4);
+    pf_pipeline *p =
+        planned(PIPE(PT("a", "brightness", "\"x\"") "," PT(
+                         "s", "tp_sum8", "\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\""),
+                     "\"o\": \"s\""),
+                9, 4);
     if (p) {
         CHECK(pf_pipeline_unit_count(p) == 1 && unit(p, 0).n_stages == 2);
         float in[9 * 4 * 4], out[9 * 4 * 4];

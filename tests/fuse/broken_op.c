@@ -2,7 +2,9 @@
  * NVRTC has an error, to test how a failed fused compile is reported. */
 #include "pipefuse/plugin.h"
 
-typedef struct broken_params { float k; } broken_params;
+typedef struct broken_params {
+    float k;
+} broken_params;
 
 static inline pf_float4 broken_scale(const broken_params *p, const pf_float4 *in, pf_pos pos)
 {
@@ -18,8 +20,9 @@ static const char broken_source[] =
 static const pf_param_desc broken_table[] = {
     {"k", "scale", PF_OFFSET(broken_params, k), PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 2}};
 static const pf_stage_desc broken_desc = {PF_POINT_DESC(broken_scale, broken_params, broken_source),
-                                          .name = "broken_scale", .doc = "scales RGB (its "
-                                          "NVRTC source is broken on purpose)",
+                                          .name = "broken_scale",
+                                          .doc = "scales RGB (its "
+                                                 "NVRTC source is broken on purpose)",
                                           .n_inputs = 1, PF_PARAMS(broken_table)};
 static const pf_stage_desc *const stages[] = {&broken_desc};
 PF_DEFINE_PLUGIN("broken", "1.0", "a plugin for testing NVRTC errors", stages)

@@ -59,7 +59,9 @@ int main(void)
                  "{\"pipefuse\":1,\"inputs\":[\"a\",\"b\",\"c\"],\"stages\":[{\"id\":\"s\","
                  "\"op\":\"%s\",\"inputs\":[%s]}],\"outputs\":{\"o\":\"s\"}}",
                  d->name,
-                 d->n_inputs == 1 ? "\"a\"" : d->n_inputs == 2 ? "\"a\",\"b\"" : "\"a\",\"b\",\"c\"");
+                 d->n_inputs == 1   ? "\"a\""
+                 : d->n_inputs == 2 ? "\"a\",\"b\""
+                                    : "\"a\",\"b\",\"c\"");
         n = 0;
         int rc = build(json, d->name, &n, err, sizeof err);
         CHECKF(rc == PF_OK && n == 1, "%s: %s", d->name, err);
@@ -68,8 +70,8 @@ int main(void)
     CHECKF(ops >= 17, "only %d point stages found", ops);
 
     /* Random DAGs of point stages: one kernel each, reading several inputs. */
-    static const char *const one[] = {"brightness", "gamma", "saturation", "vignette", "levels",
-                                      "color_matrix", "threshold", "linear"};
+    static const char *const one[] = {"brightness", "gamma",        "saturation", "vignette",
+                                      "levels",     "color_matrix", "threshold",  "linear"};
     static const char *const two[] = {"blend", "alpha_over", "difference", "add", "multiply"};
     pf_rng r;
     pf_rng_seed(&r, 4242);
@@ -91,8 +93,8 @@ int main(void)
                                       "%s{\"id\":\"s%d\",\"op\":\"%s\",\"inputs\":[\"%s\",\"%s\"]}",
                                       i ? "," : "", i, two[pf_rng_u32(&r) % 5], x, y);
         }
-        snprintf(json + o, sizeof json - o, "],\"outputs\":{\"o\":\"s%d\",\"mid\":\"s%d\"}}",
-                 k - 1, k / 2);
+        snprintf(json + o, sizeof json - o, "],\"outputs\":{\"o\":\"s%d\",\"mid\":\"s%d\"}}", k - 1,
+                 k / 2);
         n = 0;
         int rc = build(json, "random", &n, err, sizeof err);
         CHECKF(rc == PF_OK && n == 1, "case %d (seed 4242): %s\n%s", t, err, json);
@@ -111,10 +113,11 @@ int main(void)
     cfg.plugin_path = BROKEN_PLUGIN_DIR;
     CHECK(pf_engine_create(&cfg, &eng) == PF_OK);
     dump = NULL;
-    int rc = build("{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["
-                   "{\"id\":\"warm\",\"op\":\"brightness\"},{\"id\":\"bad\",\"op\":\"broken_scale\"}],"
-                   "\"outputs\":{\"o\":\"bad\"}}",
-                   "broken.json", &n, err, sizeof err);
+    int rc =
+        build("{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["
+              "{\"id\":\"warm\",\"op\":\"brightness\"},{\"id\":\"bad\",\"op\":\"broken_scale\"}],"
+              "\"outputs\":{\"o\":\"bad\"}}",
+              "broken.json", &n, err, sizeof err);
     CHECKF(rc == PF_STAGE, "status %d", rc);
     CHECKF(strstr(err, "NVRTC") && strstr(err, "warm, bad") && strstr(err, "undefined_symbol") &&
                strstr(err, ".cu"),

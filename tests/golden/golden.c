@@ -29,7 +29,7 @@
 #include "testutil.h"
 
 #define MAX_LINES 256
-#define MAX_IO 8
+#define MAX_IO    8
 
 typedef struct line {
     char pipeline[256], inputs[512], output[128], sum[32];
@@ -51,14 +51,17 @@ static void fnv_add(fnv *f, const void *data, size_t n)
         f->h = (f->h ^ p[i]) * 0x100000001b3ull;
 }
 
-static void fnv_str(fnv *f, const char *s) { fnv_add(f, s, strlen(s)); }
+static void fnv_str(fnv *f, const char *s)
+{
+    fnv_add(f, s, strlen(s));
+}
 
 /* ---- Running one pipeline ------------------------------------------------------------ */
 
 /* Runs pipeline over the comma-separated inputs and writes the checksum of every output
    into sums[o] (names[o] its name); returns the number of outputs, or -1. */
-static int run_pipeline(pf_engine *e, const char *pipeline, const char *inputs,
-                        char sums[][32], const char **names, pf_pipeline **pp)
+static int run_pipeline(pf_engine *e, const char *pipeline, const char *inputs, char sums[][32],
+                        const char **names, pf_pipeline **pp)
 {
     char path[4096], err[1024];
     snprintf(path, sizeof path, "%s/pipelines/%s", PF_SOURCE_DIR, pipeline);
@@ -112,8 +115,7 @@ static int run_pipeline(pf_engine *e, const char *pipeline, const char *inputs,
         char buf[64];
         pf_table t;
         if (out[o].data) {
-            snprintf(buf, sizeof buf, "%dx%dx%d\n", out[o].width, out[o].height,
-                     out[o].channels);
+            snprintf(buf, sizeof buf, "%dx%dx%d\n", out[o].width, out[o].height, out[o].channels);
             fnv_str(&f, buf);
             for (int y = 0; y < out[o].height; y++)
                 fnv_add(&f, (char *)out[o].data + (size_t)y * out[o].pitch,
@@ -216,8 +218,8 @@ static int update(pf_engine *e, const char *file)
             pf_pipeline *p = NULL;
             char path[4096];
             snprintf(path, sizeof path, "%s/pipelines/%s", PF_SOURCE_DIR, pipes[i]);
-            int two = pf_pipeline_load_file(e, path, &p) == PF_OK &&
-                      pf_pipeline_input_count(p) == 2;
+            int two =
+                pf_pipeline_load_file(e, path, &p) == PF_OK && pf_pipeline_input_count(p) == 2;
             pf_pipeline_destroy(p);
             snprintf(guess, sizeof guess, "%s", two ? "astronaut.png,camera.png" : "astronaut.png");
             inputs = guess;
@@ -259,8 +261,7 @@ static void verify(pf_engine *e)
         int o = 0;
         while (o < n_out && strcmp(names[o], lines[k].output) != 0)
             o++;
-        CHECKF(n_out < 0 || o < n_out, "%s has no output '%s'", lines[k].pipeline,
-               lines[k].output);
+        CHECKF(n_out < 0 || o < n_out, "%s has no output '%s'", lines[k].pipeline, lines[k].output);
         if (n_out >= 0 && o < n_out) {
             int same = strcmp(sums[o], lines[k].sum) == 0;
             CHECKF(same, "%s %s %s: checksum %s, expected %s; new line:\n%s %s %s %s",

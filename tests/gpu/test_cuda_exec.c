@@ -60,7 +60,9 @@ static double frame_diff(const pf_frame *a, const pf_frame *b)
             if (a->sample == PF_U8)
                 d = fabs((double)((const unsigned char *)ra)[i] - ((const unsigned char *)rb)[i]);
             else if (a->sample == PF_U16)
-                d = fabs((double)((const unsigned short *)ra)[i] - ((const unsigned short *)rb)[i]) / 257.0;
+                d = fabs((double)((const unsigned short *)ra)[i] -
+                         ((const unsigned short *)rb)[i]) /
+                    257.0;
             else
                 d = fabs((double)((const float *)ra)[i] - ((const float *)rb)[i]) * 255.0;
             if (isnan(d))
@@ -83,7 +85,8 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
     pf_frame ref[8], got[8];
     double *ref_tab[8] = {0};
     CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
-    int rc = pf_pipeline_plan(p, (pf_shape[]){{in[0].width, in[0].height}, {in[0].width, in[0].height}}, n_in);
+    int rc = pf_pipeline_plan(
+        p, (pf_shape[]){{in[0].width, in[0].height}, {in[0].width, in[0].height}}, n_in);
     CHECKF(rc == PF_OK, "%s: plan: %s", what, pf_pipeline_errmsg(p));
     if (rc != PF_OK)
         return;
@@ -122,12 +125,12 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
                         double d = fabs(t.data[k] - ref_tab[o][k]) / (fabs(ref_tab[o][k]) + 1.0);
                         worst = d > worst ? d : worst;
                     }
-                    CHECKF(worst < 1e-4, "%s: table %d differs by %g (graph=%s fusion=%s)", what,
-                           o, worst, modes[m][0], modes[m][1]);
+                    CHECKF(worst < 1e-4, "%s: table %d differs by %g (graph=%s fusion=%s)", what, o,
+                           worst, modes[m][0], modes[m][1]);
                 } else {
                     double d = frame_diff(&ref[o], &got[o]);
-                    CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s fusion=%s)",
-                           what, o, d, modes[m][0], modes[m][1]);
+                    CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s fusion=%s)", what,
+                           o, d, modes[m][0], modes[m][1]);
                 }
             }
         }
@@ -143,7 +146,7 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
 
 static void test_examples(pf_rng *r)
 {
-    static const char *const files[] = {"demo", "article", "sharpen", "edges", "thumbnail",
+    static const char *const files[] = {"demo",     "article", "sharpen",   "edges",   "thumbnail",
                                         "analysis", "duotone", "crossfade", "geometry"};
     static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
@@ -169,8 +172,9 @@ static void test_examples(pf_rng *r)
 /* Random chains and diamonds of point stages with random params. */
 static void test_random_points(pf_rng *r)
 {
-    static const char *const ops1[] = {"brightness", "contrast", "gamma", "invert", "grayscale",
-                                       "saturation", "linear", "vignette", "threshold"};
+    static const char *const ops1[] = {"brightness", "contrast",  "gamma",
+                                       "invert",     "grayscale", "saturation",
+                                       "linear",     "vignette",  "threshold"};
     static const char *const ops2[] = {"blend", "add", "multiply", "difference", "alpha_over"};
     static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
     int cases = getenv("PF_TEST_QUICK") ? 12 : 300; /* quick: under compute-sanitizer */
@@ -272,8 +276,8 @@ static void test_steady_state(pf_rng *r)
                         like(&in, 640, 360, PF_U8, 4)};
     int tickets[3];
     for (int i = 0; i < 3; i++)
-        CHECKF(pf_pipeline_submit(p, &in, 1, &outs[i], 1, &tickets[i]) == PF_OK, "submit %d: %s",
-               i, pf_pipeline_errmsg(p));
+        CHECKF(pf_pipeline_submit(p, &in, 1, &outs[i], 1, &tickets[i]) == PF_OK, "submit %d: %s", i,
+               pf_pipeline_errmsg(p));
     int extra;
     CHECK(pf_pipeline_submit(p, &in, 1, &out2, 1, &extra) == PF_UNSUPPORTED); /* all busy */
     for (int i = 2; i >= 0; i--) {
@@ -289,7 +293,8 @@ static void test_steady_state(pf_rng *r)
     CHECK(cudaMalloc(&din.data, in.pitch * (size_t)in.height) == cudaSuccess);
     dout.pitch = 640 * 4 + 64;
     CHECK(cudaMalloc(&dout.data, dout.pitch * 360) == cudaSuccess);
-    CHECK(cudaMemcpy(din.data, in.data, in.pitch * (size_t)in.height, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemcpy(din.data, in.data, in.pitch * (size_t)in.height, cudaMemcpyHostToDevice) ==
+          cudaSuccess);
     CHECK(cudaMemset(dout.data, 0, dout.pitch * 360) == cudaSuccess);
     int ticket;
     for (int i = 0; i < 4; i++)
@@ -335,7 +340,8 @@ static void test_streams(pf_rng *r)
     pf_frame in = random_frame(r, 517, 311, PF_U8, 4);
     pf_frame out[4][2];
     double hist[4][256 * 4];
-    static const char *const cfg[4][2] = {{"0", "true"}, {"1", "true"}, {"0", "false"}, {"1", "false"}};
+    static const char *const cfg[4][2] = {
+        {"0", "true"}, {"1", "true"}, {"0", "false"}, {"1", "false"}};
     CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
     for (int m = 0; m < 4; m++) {
         CHECK(pf_pipeline_set_option(p, "streams", cfg[m][0]) == PF_OK);

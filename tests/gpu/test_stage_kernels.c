@@ -35,21 +35,20 @@
 #include "geometry.h"
 #include "harness.h"
 
-#define CK(call)                                                                          \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess) {                                                          \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                 \
-                    cudaGetErrorString(e_));                                              \
-            exit(1);                                                                      \
-        }                                                                                 \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static cudaStream_t stream;
 
 static const pf_shape sizes[] = {{1, 1}, {13, 7}, {97, 61}, {1037, 519}};
 static int quick; /* PF_TEST_QUICK set (for slow sanitizers): no 1037x519, fewer bands */
-#define N_SIZES (PF_COUNTOF(sizes) - quick)
+#define N_SIZES  (PF_COUNTOF(sizes) - quick)
 #define LARGE(s) ((s).width > 500)
 
 /* ---- What was measured, per stage ---------------------------------------------------- */
@@ -175,8 +174,8 @@ static int g_run_rows(const pf_stage_desc *d, const void *params, const void *dp
         size_t ss = d->cuda_scratch_bytes ? d->cuda_scratch_bytes(params, width, b1 - b0) : 0;
         void *scratch = dev_scratch(ss);
         char err[512] = "";
-        pf_stage_args a = {sizeof a, dparams, din, 1, *dout, {b0, b1}, scratch, ss, NULL,
-                           stream, err, sizeof err};
+        pf_stage_args a = {sizeof a, dparams, din,  1,      *dout, {b0, b1},
+                           scratch,  ss,      NULL, stream, err,   sizeof err};
         int rc = d->run_cuda(&a);
         CK(cudaStreamSynchronize(stream));
         cudaFree(scratch);
@@ -209,8 +208,8 @@ static double *g_reduce(const pf_stage_desc *d, const void *params, const void *
         void *scratch = dev_scratch(ss);
         CK(cudaMemset(dpart, 0, sizeof(double) * plen));
         char err[512] = "";
-        pf_stage_args a = {sizeof a, dparams, din, 1, {0}, {y0, y1}, scratch, ss, dpart,
-                           stream, err, sizeof err};
+        pf_stage_args a = {sizeof a, dparams, din,   1,      {0}, {y0, y1},
+                           scratch,  ss,      dpart, stream, err, sizeof err};
         int rc = d->run_cuda(&a);
         CK(cudaStreamSynchronize(stream));
         cudaFree(scratch);
@@ -248,8 +247,8 @@ static int poisoned(const pf_image *im, int y, size_t i0, size_t i1)
 
 /* Where a GPU value may differ from the CPU's beyond the tolerance (unsharp near its
    threshold): return 1 to accept. */
-typedef int (*accept_fn)(const void *params, const pf_image *in, int x, int y, int c,
-                         float got, double tol);
+typedef int (*accept_fn)(const void *params, const pf_image *in, int x, int y, int c, float got,
+                         double tol);
 
 /* The image stage `stage` of plugin on in: every check of the file header. */
 static void check_image(const char *plugin, const char *stage, const void *params,
@@ -289,8 +288,7 @@ static void check_image(const char *plugin, const char *stage, const void *param
             if (r <= tol || (accept && accept(params, in, i / 4, y, i % 4, g[i], tol)))
                 r = r <= tol ? r : 0;
             else if (bad++ < 3)
-                CHECKF(0, "%s: (%d, %d)[%d] = %.9g, CPU %.9g", label, i / 4, y, i % 4, g[i],
-                       e[i]);
+                CHECKF(0, "%s: (%d, %d)[%d] = %.9g, CPU %.9g", label, i / 4, y, i % 4, g[i], e[i]);
             if (r > m->worst)
                 m->worst = r;
         }
@@ -362,8 +360,8 @@ static void check_reduce(const char *stage, const void *params, const pf_image *
     /* the CPU's partial for one band over every row, and its table */
     double *cpu_part = calloc(plen, sizeof(double));
     char err[256] = "";
-    pf_stage_args a = {sizeof a, params, in, 1, {0}, {0, s.height}, NULL, 0, cpu_part, NULL,
-                       err, sizeof err};
+    pf_stage_args a = {sizeof a, params, in,       1,    {0}, {0, s.height},
+                       NULL,     0,      cpu_part, NULL, err, sizeof err};
     CHECKF(d->run_cpu(&a) == 0, "%s: CPU run: %s", label, err);
     double *cpu_tab = NULL;
     int rows = 0, cols = 0;
@@ -418,8 +416,8 @@ static void check_reduce(const char *stage, const void *params, const pf_image *
         d->combine(params, &s, parts, nb, tab);
         int ok = 1;
         for (size_t i = 0; i < tlen; i++)
-            ok &= exact ? same_double_bits(tab[i], gpu_tab[i])
-                        : rel_diff(tab[i], gpu_tab[i]) <= tol;
+            ok &=
+                exact ? same_double_bits(tab[i], gpu_tab[i]) : rel_diff(tab[i], gpu_tab[i]) <= tol;
         CHECKF(ok, "%s: bands of %d rows combine to another table", label, bands[b]);
         free(parts);
         free(tab);
@@ -455,8 +453,8 @@ static pf_image test_input(pf_rng *r, pf_shape s, int nan_every)
 
 /* unsharp's branch may tip where |in - blur| is within rounding of the threshold: there
    either branch is right. */
-static int unsharp_accept(const void *params, const pf_image *in, int x, int y, int c,
-                          float got, double tol)
+static int unsharp_accept(const void *params, const pf_image *in, int x, int y, int c, float got,
+                          double tol)
 {
     const pf_unsharp_params *p = params;
     if (c == 3)
@@ -465,8 +463,8 @@ static int unsharp_accept(const void *params, const pf_image *in, int x, int y, 
     static pf_image blur;
     static const void *blur_of;
     static float blur_sigma;
-    if (!blur.data || blur_of != in->data || blur_sigma != p->sigma ||
-        blur.width != in->width || blur.height != in->height) {
+    if (!blur.data || blur_of != in->data || blur_sigma != p->sigma || blur.width != in->width ||
+        blur.height != in->height) {
         pf_test_image_free(&blur);
         blur = pf_test_image_poisoned(in->width, in->height);
         h_run(h_stage("filter", "gaussian"), &(pf_gaussian_params){p->sigma}, in, 1, &blur, 0);
@@ -505,8 +503,12 @@ static void test_filter(pf_rng *r)
             check_image("filter", "sobel", &(pf_sobel_params){scales[i]}, &in, 0, NULL, label);
         }
         pf_unsharp_params cases[] = {
-            {1, 1, 0},   {0, 1, 0},  {2, 0, 0},
-            {1.5f, 10, 0.1f}, {1, 1, 1}, {0.3f, 10, 0},
+            {1, 1, 0},
+            {0, 1, 0},
+            {2, 0, 0},
+            {1.5f, 10, 0.1f},
+            {1, 1, 1},
+            {0.3f, 10, 0},
             {PF_GAUSSIAN_MAX_SIGMA, 2, 0.05f},
             {3 * pf_rng_float(r), 10 * pf_rng_float(r), 0.2f * pf_rng_float(r)},
         };
@@ -533,8 +535,8 @@ static void test_filter(pf_rng *r)
     pf_image din = dev_upload(&in), dout = dev_alloc(13, 7);
     void *scratch = dev_scratch(256);
     char err[256] = "";
-    pf_stage_args a = {sizeof a, dp, &din, 1, dout, {0, 7}, scratch, 256, NULL, stream, err,
-                       sizeof err};
+    pf_stage_args a = {sizeof a, dp,  &din, 1,      dout, {0, 7},
+                       scratch,  256, NULL, stream, err,  sizeof err};
     CHECKF(d->run_cuda(&a) != 0 && strstr(err, "scratch"), "too little scratch: \"%s\"", err);
     a.scratch = NULL;
     a.scratch_size = 0;
@@ -612,8 +614,8 @@ static void test_geometry(pf_rng *r)
                     label);
         snprintf(label, sizeof label, "resize nearest with NaNs on %dx%d", w, h);
         check_image("geometry", "resize",
-                    &(pf_resize_params){w + 3, h > 1 ? h - 1 : 1, 1, PF_RESIZE_NEAREST}, &nan_in,
-                    0, NULL, label);
+                    &(pf_resize_params){w + 3, h > 1 ? h - 1 : 1, 1, PF_RESIZE_NEAREST}, &nan_in, 0,
+                    NULL, label);
         pf_test_image_free(&nan_in);
         pf_test_image_free(&in);
     }
@@ -632,8 +634,8 @@ static void test_analysis(pf_rng *r)
             /* plain; with NaNs; with NaNs, infinities and huge values (histogram only) */
             pf_image in = test_input(r, s, variant == 0 ? 0 : 9);
             if (variant == 2) {
-                static const float special[] = {INFINITY, -INFINITY, 1e30f, -1e30f, 0.0f,
-                                                -0.0f, 1.0f, 0.999999940f};
+                static const float special[] = {INFINITY, -INFINITY, 1e30f, -1e30f,
+                                                0.0f,     -0.0f,     1.0f,  0.999999940f};
                 for (int y = 0; y < s.height; y++) {
                     float *f = (float *)pf_image_row(&in, y);
                     for (int i = 0; i < s.width * 4; i += 3)
@@ -678,8 +680,8 @@ static void test_analysis(pf_rng *r)
 /* Captures one whole run of d (params p1) into a graph; replaying it must give the eager
    bits for p1, and, after p2 is copied over the device params with no re-capture, the
    eager bits for p2. Scratch is sized for p1: p2 must not need more. */
-static void check_capture(const char *plugin, const char *stage, const void *p1,
-                          const void *p2, pf_shape s, pf_rng *r)
+static void check_capture(const char *plugin, const char *stage, const void *p1, const void *p2,
+                          pf_shape s, pf_rng *r)
 {
     const pf_stage_desc *d = h_stage(plugin, stage);
     if (!d->run_cuda)
@@ -700,8 +702,8 @@ static void check_capture(const char *plugin, const char *stage, const void *p1,
     if (reduce)
         CK(cudaMalloc((void **)&dpart, sizeof(double) * plen));
     char err[256] = "";
-    pf_stage_args a = {sizeof a, dp, &din, 1, dout, {0, reduce ? s.height : os.height},
-                       scratch, ss, dpart, stream, err, sizeof err};
+    pf_stage_args a = {sizeof a, dp, &din,  1,      dout, {0, reduce ? s.height : os.height},
+                       scratch,  ss, dpart, stream, err,  sizeof err};
     size_t bytes = reduce ? sizeof(double) * plen : dout.pitch * (size_t)dout.height;
     void *out_ptr = reduce ? (void *)dpart : (void *)dout.data;
     unsigned char *eager[2] = {malloc(bytes), malloc(bytes)}, *replay = malloc(bytes);
@@ -763,8 +765,7 @@ static void test_capture(pf_rng *r)
                   &(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}, s, r);
     check_capture("filter", "gaussian", &(pf_gaussian_params){0}, &(pf_gaussian_params){2.5f},
                   quick ? s : (pf_shape){1037, 519}, r);
-    check_capture("filter", "box", &(pf_box_params){1}, &(pf_box_params){PF_BOX_MAX_RADIUS}, s,
-                  r);
+    check_capture("filter", "box", &(pf_box_params){1}, &(pf_box_params){PF_BOX_MAX_RADIUS}, s, r);
     check_capture("filter", "sobel", &(pf_sobel_params){1}, &(pf_sobel_params){3}, s, r);
     check_capture("filter", "unsharp", &(pf_unsharp_params){1, 1, 0},
                   &(pf_unsharp_params){20, 3, 0.01f}, s, r);
@@ -780,8 +781,8 @@ static void test_capture(pf_rng *r)
                   &(pf_rotate_params){PF_ROTATE_180}, sq, r);
     check_capture("geometry", "pad", &(pf_pad_params){1, 2, 3, 4, {0, 0, 0, 1}},
                   &(pf_pad_params){3, 0, 7, 0, {1, 1, 1, 1}}, s, r);
-    check_capture("analysis", "histogram", &(pf_histogram_params){256},
-                  &(pf_histogram_params){256}, s, r);
+    check_capture("analysis", "histogram", &(pf_histogram_params){256}, &(pf_histogram_params){256},
+                  s, r);
     check_capture("analysis", "colsum", NULL, NULL, s, r);
     check_capture("analysis", "rowsum", NULL, NULL, s, r);
     check_capture("analysis", "stats", NULL, NULL, (pf_shape){1037, 519}, r);

@@ -35,8 +35,8 @@ static const pf_param_desc table[] = {
     {"free_i", "", offsetof(tparams, free_i), PF_PARAM_INT, 0, 1, 0, NULL, 0, NULL},
     {"angle", "", offsetof(tparams, mode), PF_PARAM_ENUM, 0, 1, 0, angles, 0, NULL},
 };
-static const pf_stage_desc desc = {.name = "test", .params_size = sizeof(tparams),
-                                   PF_PARAMS(table)};
+static const pf_stage_desc desc = {
+    .name = "test", .params_size = sizeof(tparams), PF_PARAMS(table)};
 
 static tparams P;
 static char err[1024];
@@ -155,9 +155,14 @@ static void test_format(void)
     pf_params_init(&desc, &P);
     char buf[256];
     static const char *const cases[][2] = {
-        {"sigma", "0.1"},       {"sigma", "1.5"},  {"sigma", "33.333332"},
-        {"radius", "7"},        {"on", "false"},   {"mode", "\"area\""},
-        {"color", "[0.1, 0.2, 0.3, 1]"},           {"free_f", "-1e+30"},
+        {"sigma", "0.1"},
+        {"sigma", "1.5"},
+        {"sigma", "33.333332"},
+        {"radius", "7"},
+        {"on", "false"},
+        {"mode", "\"area\""},
+        {"color", "[0.1, 0.2, 0.3, 1]"},
+        {"free_f", "-1e+30"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         good(cases[i][0], cases[i][1]);
@@ -167,8 +172,7 @@ static void test_format(void)
                cases[i][1]);
         tparams before = P;
         good(cases[i][0], buf);
-        CHECKF(memcmp(&before, &P, sizeof P) == 0, "%s: %s does not read back", cases[i][0],
-               buf);
+        CHECKF(memcmp(&before, &P, sizeof P) == 0, "%s: %s does not read back", cases[i][0], buf);
     }
     /* a short buffer is cut, and terminated */
     pf_param_format(pf_param_find(&desc, "color"), &P, buf, 6);

@@ -21,7 +21,9 @@ typedef struct bad_case {
 static const bad_case cases[] = {
     /* malformed JSON, with line and column */
     {"syntax_missing_comma.json", PF_PARSE, ":4:10: ", {"'}' expected near '\"stages\"'"}},
-    {"syntax_trailing_comma.json", PF_PARSE, ":6:3: ",
+    {"syntax_trailing_comma.json",
+     PF_PARSE,
+     ":6:3: ",
      {"unexpected token near ']'", "no comma before it"}},
     {"syntax_duplicate_key.json", PF_PARSE, ":5:36: ", {"duplicate object key", "\"op\""}},
     {"syntax_unterminated.json", PF_PARSE, ":6:0: ", {"expected near end of file"}},
@@ -29,116 +31,188 @@ static const bad_case cases[] = {
 
     /* the document */
     {"missing_version.json", PF_PIPELINE, ": pipefuse: ", {"missing", "\"pipefuse\": 1"}},
-    {"wrong_version.json", PF_PIPELINE, ": pipefuse: ",
+    {"wrong_version.json",
+     PF_PIPELINE,
+     ": pipefuse: ",
      {"format version 2 is not supported", "reads version 1"}},
     {"version_string.json", PF_PIPELINE, ": pipefuse: ", {"got the string \"1\""}},
-    {"unknown_top_key.json", PF_PIPELINE, ": optoins: ",
+    {"unknown_top_key.json",
+     PF_PIPELINE,
+     ": optoins: ",
      {"unknown key 'optoins'", "did you mean 'options'?"}},
-    {"misspelt_required_key.json", PF_PIPELINE, ": ouputs: ",
+    {"misspelt_required_key.json",
+     PF_PIPELINE,
+     ": ouputs: ",
      {"unknown key 'ouputs'", "did you mean 'outputs'?"}},
-    {"plugin_key.json", PF_PIPELINE, ": plugin: ",
+    {"plugin_key.json",
+     PF_PIPELINE,
+     ": plugin: ",
      {"cannot name a library", "configured search path"}},
-    {"stage_library_key.json", PF_PIPELINE, ": stages[0].library: ",
+    {"stage_library_key.json",
+     PF_PIPELINE,
+     ": stages[0].library: ",
      {"cannot name a library", "configured search path"}},
-    {"options_plugin_path.json", PF_PIPELINE, ": options.plugin_path: ",
-     {"cannot name a library"}},
+    {"options_plugin_path.json", PF_PIPELINE, ": options.plugin_path: ", {"cannot name a library"}},
 
     /* inputs */
-    {"inputs_not_list.json", PF_PIPELINE, ": inputs: ",
+    {"inputs_not_list.json",
+     PF_PIPELINE,
+     ": inputs: ",
      {"expected an array of input names", "got the string \"src\""}},
     {"inputs_empty.json", PF_PIPELINE, ": inputs: ", {"at least one input"}},
-    {"duplicate_input.json", PF_PIPELINE, ": inputs[1].name: ",
+    {"duplicate_input.json",
+     PF_PIPELINE,
+     ": inputs[1].name: ",
      {"duplicate input name 'src'", "inputs[0]"}},
 
     /* stages */
     {"empty_stages.json", PF_PIPELINE, ": stages: ", {"empty", "at least one stage"}},
     {"stages_not_list.json", PF_PIPELINE, ": stages: ", {"expected an array of stages"}},
-    {"stage_not_object.json", PF_PIPELINE, ": stages[0]: ",
+    {"stage_not_object.json",
+     PF_PIPELINE,
+     ": stages[0]: ",
      {"expected a stage object", "got the string \"invert\""}},
-    {"unknown_stage_key.json", PF_PIPELINE, ": stages[0].parms: ",
+    {"unknown_stage_key.json",
+     PF_PIPELINE,
+     ": stages[0].parms: ",
      {"unknown key 'parms'", "did you mean 'params'?"}},
     {"missing_id.json", PF_PIPELINE, ": stages[0].id: ", {"missing"}},
-    {"duplicate_id.json", PF_PIPELINE, ": stages[2].id: ",
-     {"duplicate stage id 'a'", "stages[0]"}},
-    {"id_is_input.json", PF_PIPELINE, ": stages[0].id: ",
-     {"'src' is also the name of an input"}},
+    {"duplicate_id.json", PF_PIPELINE, ": stages[2].id: ", {"duplicate stage id 'a'", "stages[0]"}},
+    {"id_is_input.json", PF_PIPELINE, ": stages[0].id: ", {"'src' is also the name of an input"}},
     {"bad_id_chars.json", PF_PIPELINE, ": stages[0].id: ", {"'my-blur' is not an identifier"}},
-    {"unknown_op.json", PF_PIPELINE, ": stages[0].op: ",
+    {"unknown_op.json",
+     PF_PIPELINE,
+     ": stages[0].op: ",
      {"unknown op 'gausian'", "did you mean 'gaussian'?"}},
-    {"unknown_op_far.json", PF_PIPELINE, ": stages[0].op: ",
+    {"unknown_op_far.json",
+     PF_PIPELINE,
+     ": stages[0].op: ",
      {"unknown op 'frobnicate'", "pipefuse stages"}},
 
     /* params */
-    {"unknown_param.json", PF_PARAM, ": stages[0].params.sigam: ",
+    {"unknown_param.json",
+     PF_PARAM,
+     ": stages[0].params.sigam: ",
      {"unknown parameter 'sigam' of gaussian", "did you mean 'sigma'?"}},
-    {"unknown_param_none.json", PF_PARAM, ": stages[0].params.size: ",
+    {"unknown_param_none.json",
+     PF_PARAM,
+     ": stages[0].params.size: ",
      {"median3 takes no parameters"}},
-    {"param_not_object.json", PF_PIPELINE, ": stages[0].params: ",
+    {"param_not_object.json",
+     PF_PIPELINE,
+     ": stages[0].params: ",
      {"expected an object of parameters"}},
-    {"param_string_for_float.json", PF_PARAM, ": stages[0].params.sigma: ",
+    {"param_string_for_float.json",
+     PF_PARAM,
+     ": stages[0].params.sigma: ",
      {"expected a number, got \"2\"", "(gaussian.sigma)"}},
-    {"param_real_for_int.json", PF_PARAM, ": stages[0].params.radius: ",
+    {"param_real_for_int.json",
+     PF_PARAM,
+     ": stages[0].params.radius: ",
      {"expected an integer, got 2.5", "(box.radius)"}},
-    {"param_number_for_bool.json", PF_PARAM, ": stages[0].params.alpha: ",
+    {"param_number_for_bool.json",
+     PF_PARAM,
+     ": stages[0].params.alpha: ",
      {"expected true or false, got 1"}},
-    {"param_bad_enum.json", PF_PARAM, ": stages[0].params.mode: ",
+    {"param_bad_enum.json",
+     PF_PARAM,
+     ": stages[0].params.mode: ",
      {"unknown value 'nearst'", "'bilinear', 'nearest', 'area'", "did you mean 'nearest'?"}},
-    {"param_enum_number.json", PF_PARAM, ": stages[0].params.angle: ",
+    {"param_enum_number.json",
+     PF_PARAM,
+     ": stages[0].params.angle: ",
      {"'90', '180', '270'", "write \"90\""}},
-    {"param_out_of_range.json", PF_PARAM, ": stages[1].params.sigma: ",
+    {"param_out_of_range.json",
+     PF_PARAM,
+     ": stages[1].params.sigma: ",
      {"-2 is out of range [0, 64] (gaussian.sigma)"}},
-    {"param_int_out_of_range.json", PF_PARAM, ": stages[0].params.bins: ",
+    {"param_int_out_of_range.json",
+     PF_PARAM,
+     ": stages[0].params.bins: ",
      {"1 is out of range [2, 65536]"}},
-    {"param_array_length.json", PF_PARAM, ": stages[0].params.matrix: ",
+    {"param_array_length.json",
+     PF_PARAM,
+     ": stages[0].params.matrix: ",
      {"expected an array of 16 numbers, got 3"}},
-    {"param_array_element.json", PF_PARAM, ": stages[0].params.color: ",
+    {"param_array_element.json",
+     PF_PARAM,
+     ": stages[0].params.color: ",
      {"element [2]", "expected a number, got \"red\""}},
-    {"levels_check.json", PF_PARAM, ": stages[0].params: ",
+    {"levels_check.json",
+     PF_PARAM,
+     ": stages[0].params: ",
      {"in_low (0.8) must be less than in_high (0.2)", "(levels)"}},
-    {"first_error_wins.json", PF_PARAM, ": stages[0].params.gamma: ",
-     {"100 is out of range"}},
+    {"first_error_wins.json", PF_PARAM, ": stages[0].params.gamma: ", {"100 is out of range"}},
 
     /* the graph */
-    {"dangling_input.json", PF_PIPELINE, ": stages[1].inputs[0]: ",
+    {"dangling_input.json",
+     PF_PIPELINE,
+     ": stages[1].inputs[0]: ",
      {"'wram' names no input or stage", "did you mean 'warm'?"}},
     {"cycle2.json", PF_PIPELINE, ": stages[0]: ", {"cycle: a -> b -> a"}},
     {"cycle3.json", PF_PIPELINE, ": stages[1]: ", {"cycle: a -> b -> c -> a"}},
     {"self_loop.json", PF_PIPELINE, ": stages[0].inputs[0]: ", {"cycle: a -> a"}},
-    {"wrong_input_count.json", PF_PIPELINE, ": stages[0].inputs: ",
+    {"wrong_input_count.json",
+     PF_PIPELINE,
+     ": stages[0].inputs: ",
      {"blend takes 2 inputs, got 1"}},
-    {"chain_needs_inputs.json", PF_PIPELINE, ": stages[1]: ",
+    {"chain_needs_inputs.json",
+     PF_PIPELINE,
+     ": stages[1]: ",
      {"\"inputs\" is missing", "mask takes 3 inputs"}},
     {"both_input_and_inputs.json", PF_PIPELINE, ": stages[0].input: ", {"not both"}},
-    {"reduce_as_input.json", PF_PIPELINE, ": stages[1].inputs[0]: ",
+    {"reduce_as_input.json",
+     PF_PIPELINE,
+     ": stages[1].inputs[0]: ",
      {"'h' is a reduce stage (histogram)", "not a stage's input"}},
-    {"chain_after_reduce.json", PF_PIPELINE, ": stages[1]: ",
+    {"chain_after_reduce.json",
+     PF_PIPELINE,
+     ": stages[1]: ",
      {"previous stage 'h'", "reduce stage"}},
 
     /* outputs */
     {"missing_outputs.json", PF_PIPELINE, ": outputs: ", {"missing"}},
     {"no_outputs.json", PF_PIPELINE, ": outputs: ", {"at least one output"}},
-    {"output_names_nothing.json", PF_PIPELINE, ": outputs.out: ",
+    {"output_names_nothing.json",
+     PF_PIPELINE,
+     ": outputs.out: ",
      {"'mixx' names no input or stage", "did you mean 'mix'?"}},
     {"output_missing_from.json", PF_PIPELINE, ": outputs.out.from: ", {"missing"}},
-    {"output_bad_format.json", PF_PIPELINE, ": outputs.out.format: ",
+    {"output_bad_format.json",
+     PF_PIPELINE,
+     ": outputs.out.format: ",
      {"unknown format 'rgba'", "did you mean 'rgba8'?"}},
-    {"table_format_on_image.json", PF_PIPELINE, ": outputs.out.format: ",
+    {"table_format_on_image.json",
+     PF_PIPELINE,
+     ": outputs.out.format: ",
      {"'csv' is a table format", "'blur' makes an image"}},
-    {"image_format_on_table.json", PF_PIPELINE, ": outputs.hist.format: ",
+    {"image_format_on_table.json",
+     PF_PIPELINE,
+     ": outputs.hist.format: ",
      {"'rgb8' is an image format", "reduce stage (histogram)"}},
     {"output_case_collision.json", PF_PIPELINE, ": outputs.Out: ", {"only in case"}},
     {"output_bad_name.json", PF_PIPELINE, ": outputs[\"my out\"]: ", {"not an identifier"}},
 
     /* options */
-    {"backend_unknown.json", PF_PIPELINE, ": options.backend: ",
+    {"backend_unknown.json",
+     PF_PIPELINE,
+     ": options.backend: ",
      {"unknown value 'cdua'", "'auto', 'cpu', 'cuda'", "did you mean 'cuda'?"}},
-    {"streams_out_of_range.json", PF_PIPELINE, ": options.streams: ",
+    {"streams_out_of_range.json",
+     PF_PIPELINE,
+     ": options.streams: ",
      {"65 is out of range [0, 64]"}},
-    {"threads_wrong_type.json", PF_PIPELINE, ": options.threads: ",
+    {"threads_wrong_type.json",
+     PF_PIPELINE,
+     ": options.threads: ",
      {"expected an integer, got \"many\""}},
-    {"max_launch_negative.json", PF_PIPELINE, ": options.max_launch_ms: ",
+    {"max_launch_negative.json",
+     PF_PIPELINE,
+     ": options.max_launch_ms: ",
      {">= 0", "got the number -5"}},
-    {"unknown_option.json", PF_PIPELINE, ": options.fusoin: ",
+    {"unknown_option.json",
+     PF_PIPELINE,
+     ": options.fusoin: ",
      {"unknown key 'fusoin'", "did you mean 'fusion'?"}},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
@@ -159,13 +233,12 @@ static void check_case(pf_engine *e, const bad_case *c)
     CHECKF(st == c->status, "%s: status %s, expected %s (%s)", c->file, pf_status_name(st),
            pf_status_name(c->status), msg);
     size_t n = strlen(path);
-    CHECKF(strncmp(msg, path, n) == 0, "%s: message does not start with the file: %s",
-           c->file, msg);
+    CHECKF(strncmp(msg, path, n) == 0, "%s: message does not start with the file: %s", c->file,
+           msg);
     CHECKF(strncmp(msg + (strncmp(msg, path, n) == 0 ? n : 0), c->where, strlen(c->where)) == 0,
            "%s: expected '%s' after the file name: %s", c->file, c->where, msg);
     for (int i = 0; i < 3 && c->frag[i]; i++)
-        CHECKF(strstr(msg, c->frag[i]) != NULL, "%s: no '%s' in: %s", c->file, c->frag[i],
-               msg);
+        CHECKF(strstr(msg, c->frag[i]) != NULL, "%s: no '%s' in: %s", c->file, c->frag[i], msg);
     if (getenv("PF_TEST_VERBOSE"))
         printf("%s\n", msg);
 }
@@ -250,12 +323,11 @@ static void check_mutations(void)
                 failed++;
                 CHECKF(p == NULL && strncmp(pf_engine_errmsg(e), "mutant", 6) == 0,
                        "status %s, message '%s'", pf_status_name(st), pf_engine_errmsg(e));
-                CHECKF(st == PF_PARSE || st == PF_PIPELINE || st == PF_PARAM,
-                       "status %s: %s", pf_status_name(st), pf_engine_errmsg(e));
+                CHECKF(st == PF_PARSE || st == PF_PIPELINE || st == PF_PARAM, "status %s: %s",
+                       pf_status_name(st), pf_engine_errmsg(e));
             }
         }
-        CHECKF(failed > (int)n && loaded > 0, "%s: %d loaded, %d failed", files[f], loaded,
-               failed);
+        CHECKF(failed > (int)n && loaded > 0, "%s: %d loaded, %d failed", files[f], loaded, failed);
     }
     pf_engine_destroy(e);
 }
@@ -270,16 +342,16 @@ int main(void)
 
     /* load_string names the text with the name given */
     pf_pipeline *p = NULL;
-    int st = pf_pipeline_load_string(e, "{\"pipefuse\": 1, \"inputs\": [\"src\"], \"stages\": "
-                                        "[{\"id\": \"a\", \"op\": \"invrt\"}], \"outputs\": "
-                                        "{\"out\": \"a\"}}",
+    int st = pf_pipeline_load_string(e,
+                                     "{\"pipefuse\": 1, \"inputs\": [\"src\"], \"stages\": "
+                                     "[{\"id\": \"a\", \"op\": \"invrt\"}], \"outputs\": "
+                                     "{\"out\": \"a\"}}",
                                      "inline", &p);
     CHECK(st == PF_PIPELINE && p == NULL);
     CHECKF(strcmp(pf_engine_errmsg(e),
                   "inline: stages[0].op: unknown op 'invrt'; did you mean 'invert'?") == 0,
            "%s", pf_engine_errmsg(e));
-    st = pf_pipeline_load_string(e, "{\n  \"pipefuse\": 1,\n  \"inputs\": [\"src\"],,\n}", "s",
-                                 &p);
+    st = pf_pipeline_load_string(e, "{\n  \"pipefuse\": 1,\n  \"inputs\": [\"src\"],,\n}", "s", &p);
     CHECK(st == PF_PARSE);
     CHECKF(strncmp(pf_engine_errmsg(e), "s:3:21: ", 8) == 0, "%s", pf_engine_errmsg(e));
 

@@ -97,8 +97,7 @@ static void check_ir(const pf_pipeline *p)
         CHECK((i < p->n_inputs) == (n->desc == NULL));
         CHECK(i < p->n_inputs ? n->params == NULL && n->plugin == -1 : n->params != NULL);
         for (int k = 0; k < n->n_in; k++)
-            CHECKF(n->in[k] >= 0 && n->in[k] < i, "%s: input %d is node %d", n->id, k,
-                   n->in[k]);
+            CHECKF(n->in[k] >= 0 && n->in[k] < i, "%s: input %d is node %d", n->id, k, n->in[k]);
         if (n->desc)
             CHECK(n->n_in == n->desc->n_inputs);
     }
@@ -199,8 +198,7 @@ static void test_order(pf_engine *e)
         return;
     check_ir(p);
     /* ready first, and among the ready the first in the file */
-    static const char *const order[] = {"src", "overlay", "base", "right", "left", "mix",
-                                        "other"};
+    static const char *const order[] = {"src", "overlay", "base", "right", "left", "mix", "other"};
     CHECK(p->n_nodes == 7 && p->n_inputs == 2);
     for (int i = 0; i < 7 && i < p->n_nodes; i++)
         CHECKF(strcmp(p->nodes[i].id, order[i]) == 0, "node %d is %s, expected %s", i,
@@ -241,12 +239,10 @@ static void test_full(pf_engine *e)
         const char *name, *stage;
         pf_output_kind kind;
         int channels, bits;
-    } outs[] = {{"out", "turned", PF_OUTPUT_IMAGE, 0, 0},
-                {"wide", "turned", PF_OUTPUT_IMAGE, 4, 16},
-                {"gray", "boxed", PF_OUTPUT_IMAGE, 1, 8},
-                {"same", "src", PF_OUTPUT_IMAGE, 0, 0},
-                {"hist", "hist", PF_OUTPUT_TABLE, 0, 0},
-                {"hist_auto", "hist", PF_OUTPUT_TABLE, 0, 0}};
+    } outs[] = {
+        {"out", "turned", PF_OUTPUT_IMAGE, 0, 0}, {"wide", "turned", PF_OUTPUT_IMAGE, 4, 16},
+        {"gray", "boxed", PF_OUTPUT_IMAGE, 1, 8}, {"same", "src", PF_OUTPUT_IMAGE, 0, 0},
+        {"hist", "hist", PF_OUTPUT_TABLE, 0, 0},  {"hist_auto", "hist", PF_OUTPUT_TABLE, 0, 0}};
     CHECK(pf_pipeline_output_count(p) == 6);
     for (int i = 0; i < 6 && i < pf_pipeline_output_count(p); i++) {
         pf_output_info info;
@@ -305,8 +301,7 @@ static void test_many_stages(pf_engine *e)
     for (int i = 1; i < p->n_nodes; i++) {
         char id[32];
         snprintf(id, sizeof id, "s%d", i - 1);
-        bad += p->nodes[i].in[0] != i - 1 || strcmp(p->nodes[i].id, id) != 0 ||
-               !p->nodes[i].used;
+        bad += p->nodes[i].in[0] != i - 1 || strcmp(p->nodes[i].id, id) != 0 || !p->nodes[i].used;
     }
     CHECKF(bad == 0, "%d stages out of place", bad);
     pf_pipeline_destroy(p);
@@ -338,8 +333,7 @@ static void test_set_param(pf_engine *e)
     expect_param_error(p, "boxed.radius", "2.5", "expected an integer, got 2.5", NULL);
     expect_param_error(p, "neg.alpha", "1", "expected true or false", NULL);
     expect_param_error(p, "small.mode", "\"nearst\"", "did you mean 'nearest'?", NULL);
-    expect_param_error(p, "tint.offset", "[1, 2]", "expected an array of 4 numbers, got 2",
-                       NULL);
+    expect_param_error(p, "tint.offset", "[1, 2]", "expected an array of 4 numbers, got 2", NULL);
     expect_param_error(p, "tint.offset", "[0, 0, 0, \"x\"]", "element [3]", NULL);
     expect_param_error(p, "src.sigma", "1", "no stage 'src'", NULL);
     CHECK(fparam(node(p, "unused_blur"), "sigma") == 1); /* rejected values changed nothing */
@@ -392,9 +386,8 @@ static void test_schema_and_examples(pf_engine *e)
             pf_pipeline_destroy(p);
         }
     }
-    json_t *opts = json_object_get(json_object_get(json_object_get(schema, "properties"),
-                                                   "options"),
-                                   "properties");
+    json_t *opts = json_object_get(
+        json_object_get(json_object_get(schema, "properties"), "options"), "properties");
     CHECK(json_object_size(opts) == 6);
     const char *key;
     json_t *v;
@@ -410,8 +403,7 @@ static void test_schema_and_examples(pf_engine *e)
                  key, dv ? dv : "0");
         free(dv);
         pf_pipeline *p = NULL;
-        CHECKF(pf_pipeline_load_string(e, text, "schema", &p) == PF_OK, "%s",
-               pf_engine_errmsg(e));
+        CHECKF(pf_pipeline_load_string(e, text, "schema", &p) == PF_OK, "%s", pf_engine_errmsg(e));
         pf_pipeline_destroy(p);
     }
     json_decref(schema);

@@ -58,12 +58,23 @@ static int parse_name(const char *name, expect *e)
     e->depth = (p[3] - '0') * 10 + (p[4] - '0');
     e->bits = e->depth == 16 ? 16 : 8;
     switch (e->color_type) {
-    case 0: e->channels = 1 + e->trns; break;
-    case 2: e->channels = 3 + e->trns; break;
-    case 3: e->channels = 3 + e->trns; break;
-    case 4: e->channels = 2; break;
-    case 6: e->channels = 4; break;
-    default: return 0;
+    case 0:
+        e->channels = 1 + e->trns;
+        break;
+    case 2:
+        e->channels = 3 + e->trns;
+        break;
+    case 3:
+        e->channels = 3 + e->trns;
+        break;
+    case 4:
+        e->channels = 2;
+        break;
+    case 6:
+        e->channels = 4;
+        break;
+    default:
+        return 0;
     }
     return 1;
 }

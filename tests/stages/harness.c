@@ -59,8 +59,8 @@ pf_shape h_out_shape(const pf_stage_desc *d, const void *params, pf_shape in)
     return out;
 }
 
-int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_in,
-          pf_image *out, int band_rows)
+int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_in, pf_image *out,
+          int band_rows)
 {
     if (band_rows <= 0)
         band_rows = out->height;
@@ -69,8 +69,8 @@ int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_
         for (int y = 0; y < out->height; y++) {
             for (int k = 0; k < n_in; k++)
                 rows[k] = pf_image_row(&in[k], y);
-            d->point_row(params, rows, n_in, pf_image_row(out, y), 0, out->width, y,
-                         out->width, out->height);
+            d->point_row(params, rows, n_in, pf_image_row(out, y), 0, out->width, y, out->width,
+                         out->height);
         }
         return 0;
     }
@@ -79,8 +79,8 @@ int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_
         int y1 = y0 + band_rows < out->height ? y0 + band_rows : out->height;
         size_t ss = d->scratch_bytes ? d->scratch_bytes(params, out->width, y1 - y0) : 0;
         void *scratch = ss ? malloc(ss) : NULL;
-        pf_stage_args a = {sizeof a, params, in, n_in, *out, {y0, y1}, scratch, ss,
-                           NULL, NULL, err, sizeof err};
+        pf_stage_args a = {sizeof a, params, in,   n_in, *out, {y0, y1},
+                           scratch,  ss,     NULL, NULL, err,  sizeof err};
         int rc = d->run_cpu(&a);
         free(scratch);
         if (rc != 0) {
@@ -107,8 +107,9 @@ int h_reduce(const pf_stage_desc *d, const void *params, const pf_image *in, int
     char err[512] = "";
     for (int b = 0; b < nb; b++) {
         int y0 = b * band_rows, y1 = y0 + band_rows < s.height ? y0 + band_rows : s.height;
-        pf_stage_args a = {sizeof a, params, in, n_in, {0}, {y0, y1}, NULL, 0,
-                           partials + (size_t)b * plen, NULL, err, sizeof err};
+        pf_stage_args a = {
+            sizeof a, params, in,        n_in, {0}, {y0, y1}, NULL, 0, partials + (size_t)b * plen,
+            NULL,     err,    sizeof err};
         int rc = d->run_cpu(&a);
         if (rc != 0) {
             fprintf(stderr, "%s: %s\n", d->name, err);

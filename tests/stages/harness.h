@@ -17,8 +17,8 @@ pf_shape h_out_shape(const pf_stage_desc *d, const void *params, pf_shape in);
 /* Runs a point, stencil or resample stage over the whole output in bands of
    band_rows rows (0: one band), into out (allocated by the caller at h_out_shape).
    Returns the stage's status. */
-int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_in,
-          pf_image *out, int band_rows);
+int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_in, pf_image *out,
+          int band_rows);
 
 /* Runs a reduce stage in bands of band_rows input rows (0: one band) and combines.
    *result is malloc'd rows*cols doubles (free with free()). */

@@ -35,8 +35,8 @@ static void check_reduce(const char *name, const void *params, const pf_image *i
     const pf_stage_desc *d = h_stage("analysis", name);
     pf_shape s = {in->width, in->height};
     pf_shape t = h_out_shape(d, params, s);
-    CHECKF(t.width == 4 && t.height == rows, "%s (%s): table %dx%d, want 4x%d", name, what,
-           t.width, t.height, rows);
+    CHECKF(t.width == 4 && t.height == rows, "%s (%s): table %dx%d, want 4x%d", name, what, t.width,
+           t.height, rows);
     if (t.width != 4 || t.height != rows)
         return;
     size_t len = d->partial_len(params, &s), cells = (size_t)rows * 4;
@@ -44,8 +44,8 @@ static void check_reduce(const char *name, const void *params, const pf_image *i
     for (size_t i = 0; i < cells; i++)
         table[i] = NAN;
     char err[256] = "";
-    pf_stage_args a = {sizeof a, params, in, 1, {0}, {0, in->height}, NULL, 0, partial, NULL,
-                       err, sizeof err};
+    pf_stage_args a = {sizeof a, params, in,      1,    {0}, {0, in->height},
+                       NULL,     0,      partial, NULL, err, sizeof err};
     CHECKF(d->run_cpu(&a) == 0, "%s: %s", name, err);
     d->combine(params, &s, partial, 1, table);
 
@@ -54,13 +54,12 @@ static void check_reduce(const char *name, const void *params, const pf_image *i
         double *got = table;
         int r = rows, c = 4, bad = 0;
         if (b >= 0)
-            CHECK(h_reduce(d, params, in, 1, bands[b], &got, &r, &c) == 0 && r == rows &&
-                  c == 4);
+            CHECK(h_reduce(d, params, in, 1, bands[b], &got, &r, &c) == 0 && r == rows && c == 4);
         for (size_t i = 0; i < cells; i++)
             if (!agrees(got[i], want[i], tol) && bad++ < 3)
-                CHECKF(0, "%s (%s) on %dx%d, bands of %d: [%zu][%zu] = %.17g, want %.17g",
-                       name, what, in->width, in->height, b >= 0 ? bands[b] : in->height, i / 4,
-                       i % 4, got[i], want[i]);
+                CHECKF(0, "%s (%s) on %dx%d, bands of %d: [%zu][%zu] = %.17g, want %.17g", name,
+                       what, in->width, in->height, b >= 0 ? bands[b] : in->height, i / 4, i % 4,
+                       got[i], want[i]);
         if (b >= 0)
             free(got);
     }
@@ -71,8 +70,8 @@ static void check_reduce(const char *name, const void *params, const pf_image *i
 /* Random values in [-0.25, 1.25), then a few that sit on bin edges or are not finite. */
 static pf_image test_input(pf_rng *r, int w, int h, int specials)
 {
-    static const float special[] = {NAN, INFINITY, -INFINITY, 1.0f, 0.0f, -0.0f, 0.5f,
-                                    0.25f, 1e30f, -1e-30f, 0.999999940f};
+    static const float special[] = {NAN,  INFINITY, -INFINITY, 1.0f,    0.0f,        -0.0f,
+                                    0.5f, 0.25f,    1e30f,     -1e-30f, 0.999999940f};
     pf_image im = pf_test_image(r, w, h, -0.25f, 1.25f);
     for (int k = 0; specials && k < (w * h + 3) / 4; k++) {
         pf_float4 *px = pf_image_row(&im, pf_rng_range(r, 0, h - 1)) + pf_rng_range(r, 0, w - 1);
@@ -181,13 +180,19 @@ static void test_stats(pf_rng *r)
     CHECK(d->row_name(NULL, PF_STATS_ROWS) == NULL);
 }
 
-static void test_colsum(pf_rng *r) { test_sums(r, 0); }
-static void test_rowsum(pf_rng *r) { test_sums(r, 1); }
+static void test_colsum(pf_rng *r)
+{
+    test_sums(r, 0);
+}
+static void test_rowsum(pf_rng *r)
+{
+    test_sums(r, 1);
+}
 
 int main(void)
 {
     static const char *const names[] = {"histogram", "colsum", "rowsum", "stats"};
     static const fd_test_fn tests[] = {test_histogram, test_colsum, test_rowsum, test_stats};
-    return fd_main("test_analysis", "analysis", PF_STAGE_REDUCE, names, PF_COUNTOF(names),
-                   tests, PF_COUNTOF(tests));
+    return fd_main("test_analysis", "analysis", PF_STAGE_REDUCE, names, PF_COUNTOF(names), tests,
+                   PF_COUNTOF(tests));
 }

@@ -39,7 +39,10 @@ struct pt_stage {
     const pf_stage_desc *d;
     void *params;
 };
-#define PT_STAGE(name, n_inputs, ref, tol, ident) {name, n_inputs, ref, tol, ident, NULL, NULL}
+#define PT_STAGE(name, n_inputs, ref, tol, ident)                                                  \
+    {                                                                                              \
+        name, n_inputs, ref, tol, ident, NULL, NULL                                                \
+    }
 
 /* Input values, all four channels, are uniform in [PT_LO, PT_HI): beyond [0, 1], as
    nothing clamps unless it says so. */
@@ -64,7 +67,10 @@ static double pt_geti(const pt_stage *s, const char *name, int i)
         return ((const float *)base)[i];
     return *(const int *)base;
 }
-static double pt_get(const pt_stage *s, const char *name) { return pt_geti(s, name, 0); }
+static double pt_get(const pt_stage *s, const char *name)
+{
+    return pt_geti(s, name, 0);
+}
 
 static void pt_set(const pt_stage *s, const pf_param_desc *p, int i, double v)
 {
@@ -143,8 +149,8 @@ static void pt_check_table(const pt_stage *s)
         for (int j = 0; j < i; j++)
             CHECKF(strcmp(p->name, d->params[j].name) != 0, "%s.%s twice", s->name, p->name);
         size_t size = p->type == PF_PARAM_FLOAT_ARRAY ? sizeof(float) * (size_t)p->count : 4;
-        CHECKF(p->offset % 4 == 0 && p->offset + size <= d->params_size, "%s.%s offset",
-               s->name, p->name);
+        CHECKF(p->offset % 4 == 0 && p->offset + size <= d->params_size, "%s.%s offset", s->name,
+               p->name);
         CHECKF(p->min <= p->max, "%s.%s: unbounded", s->name, p->name);
         if (p->type == PF_PARAM_BOOL)
             CHECKF(p->min == 0 && p->max == 1, "%s.%s", s->name, p->name);
@@ -152,8 +158,8 @@ static void pt_check_table(const pt_stage *s)
             CHECKF(p->count > 0 && p->def_array, "%s.%s", s->name, p->name);
         for (int k = 0; k < pt_count(p); k++)
             CHECKF(pt_default(p, k) >= p->min && pt_default(p, k) <= p->max,
-                   "%s.%s[%d]: default %g outside [%g, %g]", s->name, p->name, k,
-                   pt_default(p, k), p->min, p->max);
+                   "%s.%s[%d]: default %g outside [%g, %g]", s->name, p->name, k, pt_default(p, k),
+                   p->min, p->max);
     }
 }
 
@@ -228,8 +234,8 @@ static void pt_compare(const pt_stage *s, pt_images *im, const char *what)
                 double lim = s->tol * fmax(fmax(1.0, fabs(want[c])), mag[c]);
                 if (fabs(got[c] - want[c]) <= lim || bad++)
                     continue;
-                CHECKF(0, "%s (%s) %dx%d at (%d,%d) channel %d: got %.9g, want %.9g (%s)",
-                       s->name, what, w, h, x, y, c, got[c], want[c], pt_params_str(s));
+                CHECKF(0, "%s (%s) %dx%d at (%d,%d) channel %d: got %.9g, want %.9g (%s)", s->name,
+                       what, w, h, x, y, c, got[c], want[c], pt_params_str(s));
             }
         }
 }
@@ -280,14 +286,17 @@ static void pt_check_identity(pt_stage *s, pf_rng *r)
     pt_apply(s, s->ident);
     pt_images im = pt_images_new(s, r, 37, 11, 0.0f, 1.0f);
     CHECKF(h_run(s->d, s->params, im.in, im.n, &im.out, 0) == 0, "%s", s->name);
-    CHECKF(pf_test_image_maxdiff(&im.out, &im.in[0]) == 0, "%s: not the identity with %s",
-           s->name, pt_params_str(s));
+    CHECKF(pf_test_image_maxdiff(&im.out, &im.in[0]) == 0, "%s: not the identity with %s", s->name,
+           pt_params_str(s));
     pt_images_free(&im);
 }
 
 /* For pt_hand: a channel left as it is. */
 #define KEEP NAN
-#define KEEP4 {KEEP, KEEP, KEEP, KEEP}
+#define KEEP4                                                                                      \
+    {                                                                                              \
+        KEEP, KEEP, KEEP, KEEP                                                                     \
+    }
 
 /* A hand-made case: inputs random in [0, 1) but for the channels of ov[k] that are not
    NaN; params the defaults and then `set`. The output must be input want_in with the
@@ -309,8 +318,8 @@ static void pt_hand(pt_stage *s, const char *set, const float ov[][4], int want_
     double m = 0;
     for (int y = 0; y < 3; y++)
         for (int i = 0; i < 7 * 4; i++) {
-            double e = isnan(want[i % 4]) ? ((float *)pf_image_row(&im.in[want_in], y))[i]
-                                          : want[i % 4];
+            double e =
+                isnan(want[i % 4]) ? ((float *)pf_image_row(&im.in[want_in], y))[i] : want[i % 4];
             double d = fabs(((float *)pf_image_row(&im.out, y))[i] - e);
             if (!(d <= m))
                 m = isnan(d) ? INFINITY : d;
@@ -399,7 +408,10 @@ static void pt_free_family(pt_stage *stages, int n)
 }
 
 /* Rec. 709 luma, again. */
-static double pt_luma(const double c[4]) { return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; }
+static double pt_luma(const double c[4])
+{
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+}
 
 #endif /* PT_DRIVER */
 
@@ -474,7 +486,8 @@ static int ref_levels(const pt_stage *s, const double in[][4], pf_pos pos, doubl
 {
     double lo = pt_get(s, "in_low"), hi = pt_get(s, "in_high"), e = 1.0 / pt_get(s, "gamma");
     double olo = pt_get(s, "out_low"), ohi = pt_get(s, "out_high");
-    RGB {
+    RGB
+    {
         double t = (in[0][c] - lo) / (hi - lo);
         t = t < 0 ? 0 : (t > 1 ? 1 : t);
         o[c] = olo + pow(t, e) * (ohi - olo);
@@ -567,16 +580,16 @@ static void check_hand(pt_stage *st, int n)
     pt_hand(inv, "alpha=1", px, 0, (const float[4]){0.75f, 0.5f, 0, 0.25f}, 0, "alpha too");
     /* threshold: white reaches level 1 (the luma weights sum to exactly 1 in float) and
        black reaches level 0. */
-    pt_hand(thr, "level=1", (const float[][4]){{1, 1, 1, KEEP}}, 0,
-            (const float[4]){1, 1, 1, KEEP}, 0, "white at 1");
-    pt_hand(thr, "level=0", (const float[][4]){{0, 0, 0, KEEP}}, 0,
-            (const float[4]){1, 1, 1, KEEP}, 0, "black at 0");
-    pt_hand(pt_find(st, n, "gamma"), "gamma=2", (const float[][4]){{0.25f, 0.04f, -1, KEEP}},
-            0, (const float[4]){0.5f, 0.2f, 0, KEEP}, 1e-6, "square root");
+    pt_hand(thr, "level=1", (const float[][4]){{1, 1, 1, KEEP}}, 0, (const float[4]){1, 1, 1, KEEP},
+            0, "white at 1");
+    pt_hand(thr, "level=0", (const float[][4]){{0, 0, 0, KEEP}}, 0, (const float[4]){1, 1, 1, KEEP},
+            0, "black at 0");
+    pt_hand(pt_find(st, n, "gamma"), "gamma=2", (const float[][4]){{0.25f, 0.04f, -1, KEEP}}, 0,
+            (const float[4]){0.5f, 0.2f, 0, KEEP}, 1e-6, "square root");
     pt_hand(pt_find(st, n, "grayscale"), NULL, (const float[][4]){{1, 0, 0, KEEP}}, 0,
             (const float[4]){0.2126f, 0.2126f, 0.2126f, KEEP}, 1e-7, "red");
-    pt_hand(pt_find(st, n, "levels"), "in_low=0.25", (const float[][4]){{0.1f, 0.625f, 2, KEEP}},
-            0, (const float[4]){0, 0.5f, 1, KEEP}, 1e-6, "clips");
+    pt_hand(pt_find(st, n, "levels"), "in_low=0.25", (const float[][4]){{0.1f, 0.625f, 2, KEEP}}, 0,
+            (const float[4]){0, 0.5f, 1, KEEP}, 1e-6, "clips");
 }
 
 int main(void)

@@ -14,8 +14,7 @@ static int ref_blend(const pt_stage *s, const double in[][4], pf_pos pos, double
     return 1;
 }
 
-static int ref_add(const pt_stage *s, const double in[][4], pf_pos pos, double o[4],
-                   double mag[4])
+static int ref_add(const pt_stage *s, const double in[][4], pf_pos pos, double o[4], double mag[4])
 {
     double k = pt_get(s, "scale");
     for (int c = 0; c < 3; c++) {
@@ -44,7 +43,10 @@ static int ref_difference(const pt_stage *s, const double in[][4], pf_pos pos, d
     return 1;
 }
 
-static double clamp01(double v) { return v < 0 ? 0 : (v > 1 ? 1 : v); }
+static double clamp01(double v)
+{
+    return v < 0 ? 0 : (v > 1 ? 1 : v);
+}
 
 /* Porter and Duff's OVER with straight colours: premultiply, add, divide back. */
 static int ref_alpha_over(const pt_stage *s, const double in[][4], pf_pos pos, double o[4],
@@ -57,8 +59,7 @@ static int ref_alpha_over(const pt_stage *s, const double in[][4], pf_pos pos, d
     return 1;
 }
 
-static int ref_mask(const pt_stage *s, const double in[][4], pf_pos pos, double o[4],
-                    double mag[4])
+static int ref_mask(const pt_stage *s, const double in[][4], pf_pos pos, double o[4], double mag[4])
 {
     double l = pt_luma(in[2]), t = clamp01(pt_get(s, "invert") ? 1.0 - l : l);
     for (int c = 0; c < 4; c++)
@@ -75,8 +76,8 @@ static void check_hand(pt_stage *st, int n)
     /* alpha_over: an opaque other hides the base; a transparent one shows it; nothing
        over nothing is (0, 0, 0, 0), not NaN; alphas outside [0, 1] count as clamped. */
     pt_hand(over, NULL, (const float[][4]){KEEP4, {KEEP, KEEP, KEEP, 1}}, 1, keep, 0, "opaque");
-    pt_hand(over, NULL, (const float[][4]){{KEEP, KEEP, KEEP, 0.75f}, {KEEP, KEEP, KEEP, 0}},
-            0, keep, 1e-6, "transparent other");
+    pt_hand(over, NULL, (const float[][4]){{KEEP, KEEP, KEEP, 0.75f}, {KEEP, KEEP, KEEP, 0}}, 0,
+            keep, 1e-6, "transparent other");
     pt_hand(over, NULL, (const float[][4]){{KEEP, KEEP, KEEP, -1}, {KEEP, KEEP, KEEP, 0}}, 0,
             (const float[4]){0, 0, 0, 0}, 0, "both transparent");
     pt_hand(over, NULL, (const float[][4]){KEEP4, {KEEP, KEEP, KEEP, 2}}, 1,
@@ -89,8 +90,8 @@ static void check_hand(pt_stage *st, int n)
     pt_hand(mask, "invert=1", black, 1, keep, 1e-6, "inverted black mask");
     pt_hand(mask, "invert=1", bright, 0, keep, 0, "inverted bright mask");
     /* multiply by white and difference from itself. */
-    pt_hand(pt_find(st, n, "multiply"), NULL, (const float[][4]){KEEP4, {1, 1, 1, KEEP}}, 0,
-            keep, 0, "times white");
+    pt_hand(pt_find(st, n, "multiply"), NULL, (const float[][4]){KEEP4, {1, 1, 1, KEEP}}, 0, keep,
+            0, "times white");
     pt_hand(pt_find(st, n, "difference"), NULL,
             (const float[][4]){{0.25f, 0.5f, 2, KEEP}, {0.25f, 0.5f, 2, KEEP}}, 0,
             (const float[4]){0, 0, 0, KEEP}, 0, "from itself");

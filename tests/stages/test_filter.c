@@ -62,14 +62,14 @@ static void fd_check_param(const pf_stage_desc *d, const pf_param_desc *p)
     case PF_PARAM_FLOAT_ARRAY:
         CHECKF(p->count > 0 && p->def_array, "%s.%s: count and defaults", d->name, n);
         for (int i = 0; p->def_array && i < p->count; i++)
-            CHECKF(fd_in_range(p, p->def_array[i]), "%s.%s[%d]: default out of range",
-                   d->name, n, i);
+            CHECKF(fd_in_range(p, p->def_array[i]), "%s.%s[%d]: default out of range", d->name, n,
+                   i);
         break;
     default:
-        CHECKF(fd_in_range(p, p->def), "%s.%s: default %g outside [%g, %g]", d->name, n,
-               p->def, p->min, p->max);
-        CHECKF(p->type == PF_PARAM_FLOAT || p->def == floor(p->def),
-               "%s.%s: integer default %g", d->name, n, p->def);
+        CHECKF(fd_in_range(p, p->def), "%s.%s: default %g outside [%g, %g]", d->name, n, p->def,
+               p->min, p->max);
+        CHECKF(p->type == PF_PARAM_FLOAT || p->def == floor(p->def), "%s.%s: integer default %g",
+               d->name, n, p->def);
         break;
     }
 }
@@ -78,14 +78,13 @@ static void fd_check_desc(const pf_stage_desc *d, pf_stage_kind kind)
 {
     CHECKF(d->size == PF_STAGE_DESC_SIZE && d->name && d->doc && *d->doc, "%s: header",
            d->name ? d->name : "(null)");
-    CHECKF(d->kind == kind && d->n_inputs == 1 && d->run_cpu, "%s: kind, inputs, run_cpu",
-           d->name);
+    CHECKF(d->kind == kind && d->n_inputs == 1 && d->run_cpu, "%s: kind, inputs, run_cpu", d->name);
     CHECKF(d->n_params == 0 || d->params, "%s: params table", d->name);
     for (int i = 0; i < d->n_params; i++) {
         fd_check_param(d, &d->params[i]);
         for (int j = 0; j < i; j++)
-            CHECKF(strcmp(d->params[i].name, d->params[j].name) != 0, "%s: param %s twice",
-                   d->name, d->params[i].name);
+            CHECKF(strcmp(d->params[i].name, d->params[j].name) != 0, "%s: param %s twice", d->name,
+                   d->params[i].name);
     }
     if (kind == PF_STAGE_STENCIL)
         CHECKF(d->radius != NULL, "%s: stencil without radius", d->name);
@@ -113,8 +112,8 @@ static void fd_check_family(const char *plugin, pf_stage_kind kind, const char *
                pd->n_stages == n_names,
            "%s: plugin descriptor", path);
     for (int i = 0; i < pd->n_stages && i < n_names; i++) {
-        CHECKF(strcmp(pd->stages[i]->name, names[i]) == 0, "%s: stage %d is %s, not %s",
-               plugin, i, pd->stages[i]->name, names[i]);
+        CHECKF(strcmp(pd->stages[i]->name, names[i]) == 0, "%s: stage %d is %s, not %s", plugin, i,
+               pd->stages[i]->name, names[i]);
         fd_check_desc(pd->stages[i], kind);
     }
 
@@ -141,8 +140,7 @@ typedef void (*fd_test_fn)(pf_rng *r);
 
 /* A family test's main: the family's descriptors, then each test with a seed of its own. */
 static int fd_main(const char *test, const char *plugin, pf_stage_kind kind,
-                   const char *const *names, int n_names, const fd_test_fn *tests,
-                   int n_tests)
+                   const char *const *names, int n_names, const fd_test_fn *tests, int n_tests)
 {
     fd_check_family(plugin, kind, names, n_names);
     for (int i = 0; i < n_tests; i++) {
@@ -160,8 +158,7 @@ static int fd_main(const char *test, const char *plugin, pf_stage_kind kind,
 static int fd_same_bits(const pf_image *a, const pf_image *b)
 {
     for (int y = 0; y < a->height; y++)
-        if (memcmp(pf_image_row(a, y), pf_image_row(b, y),
-                   sizeof(pf_float4) * (size_t)a->width))
+        if (memcmp(pf_image_row(a, y), pf_image_row(b, y), sizeof(pf_float4) * (size_t)a->width))
             return 0;
     return 1;
 }
@@ -178,16 +175,15 @@ static int fd_poisoned(const pf_image *im, int y, size_t i0, size_t i1)
 
 /* Runs only output rows [y0, y1) into a poisoned w x h image and checks that exactly
    those rows' pixels were written, and nothing past the width. */
-static void fd_check_band_alone(const pf_stage_desc *d, const void *params,
-                                const pf_image *in, int w, int h, int y0, int y1,
-                                const char *label)
+static void fd_check_band_alone(const pf_stage_desc *d, const void *params, const pf_image *in,
+                                int w, int h, int y0, int y1, const char *label)
 {
     pf_image out = pf_test_image_poisoned(w, h);
     size_t ss = d->scratch_bytes ? d->scratch_bytes(params, w, y1 - y0) : 0;
     void *scratch = ss ? malloc(ss) : NULL;
     char err[256] = "";
-    pf_stage_args a = {sizeof a, params, in, 1, out, {y0, y1}, scratch, ss, NULL, NULL,
-                       err, sizeof err};
+    pf_stage_args a = {sizeof a, params, in,   1,    out, {y0, y1},
+                       scratch,  ss,     NULL, NULL, err, sizeof err};
     CHECKF(d->run_cpu(&a) == 0, "%s: %s", label, err);
     size_t row = (size_t)w * 4, pitch = out.pitch / sizeof(float);
     for (int y = 0; y < h; y++) {
@@ -209,14 +205,14 @@ static int fd_close(double got, double want, double tol)
 
 /* Runs d on in every way (see the file header). The whole run must match want, or alt
    where a pixel may round either way across a threshold (alt NULL: none). */
-static void fd_check_image_stage(const pf_stage_desc *d, const void *params,
-                                 const pf_image *in, const pf_image *want,
-                                 const pf_image *alt, double tol, const char *label)
+static void fd_check_image_stage(const pf_stage_desc *d, const void *params, const pf_image *in,
+                                 const pf_image *want, const pf_image *alt, double tol,
+                                 const char *label)
 {
     const int w = want->width, h = want->height;
     pf_shape s = h_out_shape(d, params, (pf_shape){in->width, in->height});
-    CHECKF(s.width == w && s.height == h, "%s: shape %dx%d, want %dx%d", label, s.width,
-           s.height, w, h);
+    CHECKF(s.width == w && s.height == h, "%s: shape %dx%d, want %dx%d", label, s.width, s.height,
+           w, h);
     if (s.width != w || s.height != h)
         return;
     pf_image whole = pf_test_image_poisoned(w, h);
@@ -228,8 +224,7 @@ static void fd_check_image_stage(const pf_stage_desc *d, const void *params,
         const float *e2 = (const float *)pf_image_row(alt ? alt : want, y);
         for (int i = 0; i < w * 4; i++)
             if (!fd_close(g[i], e[i], tol) && !fd_close(g[i], e2[i], tol) && bad++ < 3)
-                CHECKF(0, "%s: (%d, %d)[%d] = %.9g, want %.9g", label, i / 4, y, i % 4, g[i],
-                       e[i]);
+                CHECKF(0, "%s: (%d, %d)[%d] = %.9g, want %.9g", label, i / 4, y, i % 4, g[i], e[i]);
         CHECKF(fd_poisoned(&whole, y, (size_t)w * 4, whole.pitch / sizeof(float)),
                "%s: row %d written past the width", label, y);
     }
@@ -365,8 +360,8 @@ static void ref_median3(const void *params, const pf_image *in, int x, int y, do
 }
 
 /* Every test size up to max_side wide (the 2D references are slow for large radii). */
-static void check_stage(const char *name, const void *params, ref_fn ref, double tol,
-                        int max_side, pf_rng *rng)
+static void check_stage(const char *name, const void *params, ref_fn ref, double tol, int max_side,
+                        pf_rng *rng)
 {
     const pf_stage_desc *d = h_stage("filter", name);
     for (int si = 0; si < PF_COUNTOF(sizes); si++) {
@@ -405,8 +400,8 @@ static void test_gaussian(pf_rng *r)
         sigmas[i] = 4 * pf_rng_float(r);
     for (int i = 0; i < PF_COUNTOF(sigmas); i++)
         check_stage("gaussian", &(pf_gaussian_params){sigmas[i]}, ref_gaussian, BLUR_TOL, 97, r);
-    check_stage("gaussian", &(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}, ref_gaussian,
-                BLUR_TOL, 13, r);
+    check_stage("gaussian", &(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}, ref_gaussian, BLUR_TOL,
+                13, r);
 
     /* sigma 0 is the identity, to the bit; the radius is ceil(3 sigma). */
     const pf_stage_desc *d = h_stage("filter", "gaussian");
@@ -420,8 +415,12 @@ static void test_gaussian(pf_rng *r)
     /* Too little scratch is an error with a message, not a crash. */
     char err[256] = "";
     pf_float4 small[4];
-    pf_stage_args a = {sizeof a, &(pf_gaussian_params){2}, &in, 1, out, {0, 7}, small,
-                       sizeof small, NULL, NULL, err, sizeof err};
+    pf_stage_args a = {sizeof a, &(pf_gaussian_params){2},
+                       &in,      1,
+                       out,      {0, 7},
+                       small,    sizeof small,
+                       NULL,     NULL,
+                       err,      sizeof err};
     CHECKF(d->run_cpu(&a) != 0 && strstr(err, "scratch"), "too little scratch: \"%s\"", err);
     pf_test_image_free(&in);
     pf_test_image_free(&out);
@@ -442,8 +441,8 @@ static void test_sobel(pf_rng *r)
 {
     float scales[] = {1, 0, 0.5f, 1000, 10 * pf_rng_float(r), 10 * pf_rng_float(r)};
     for (int i = 0; i < PF_COUNTOF(scales); i++) /* float sums of 6 terms, times scale */
-        check_stage("sobel", &(pf_sobel_params){scales[i]}, ref_sobel, 4e-6 * (1 + scales[i]),
-                    97, r);
+        check_stage("sobel", &(pf_sobel_params){scales[i]}, ref_sobel, 4e-6 * (1 + scales[i]), 97,
+                    r);
     CHECK(h_stage("filter", "sobel")->radius(&(pf_sobel_params){1}) == 1);
 }
 
@@ -453,8 +452,8 @@ static void test_unsharp(pf_rng *r)
         {1, 1, 0}, {0, 1, 0}, {2, 0, 0}, {1.5f, 10, 0.1f}, {1, 1, 1}, {0.3f, 10, 0},
     };
     for (int i = 6; i < PF_COUNTOF(cases); i++)
-        cases[i] = (pf_unsharp_params){3 * pf_rng_float(r), 10 * pf_rng_float(r),
-                                       0.2f * pf_rng_float(r)};
+        cases[i] =
+            (pf_unsharp_params){3 * pf_rng_float(r), 10 * pf_rng_float(r), 0.2f * pf_rng_float(r)};
     for (int i = 0; i < PF_COUNTOF(cases); i++) /* amount up to 10 scales the blur's error */
         check_stage("unsharp", &cases[i], ref_unsharp, BLUR_TOL * (1 + cases[i].amount), 97, r);
 }

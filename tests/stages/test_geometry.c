@@ -120,10 +120,10 @@ static void test_resize(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         for (int m = 0; m < 3; m++) {
             pf_resize_params cases[] = {
-                {w, h, 1, m},                                   /* same size */
-                {0, 0, 1, m},                                   /* scale 1 */
-                {pf_rng_range(r, 1, 2 * w + 3), 0, 1, m},       /* width, keep aspect */
-                {0, pf_rng_range(r, 1, 2 * h + 3), 1, m},       /* height, keep aspect */
+                {w, h, 1, m},                             /* same size */
+                {0, 0, 1, m},                             /* scale 1 */
+                {pf_rng_range(r, 1, 2 * w + 3), 0, 1, m}, /* width, keep aspect */
+                {0, pf_rng_range(r, 1, 2 * h + 3), 1, m}, /* height, keep aspect */
                 {pf_rng_range(r, 1, w + 2), pf_rng_range(r, 1, 2 * h), 1, m},
                 {pf_rng_range(r, 1, w), pf_rng_range(r, 1, h), 1, m}, /* shrink */
                 {0, 0, 0.1f + 2.9f * pf_rng_float(r), m},
@@ -167,12 +167,12 @@ static void test_crop(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         int x = pf_rng_range(r, 0, w - 1), y = pf_rng_range(r, 0, h - 1);
         pf_crop_params cases[] = {
-            {0, 0, 0, 0},                                                    /* all */
-            {0, 0, w, h},                                                    /* all */
-            {x, y, 1, 1},                                                    /* a pixel */
-            {x, y, 0, 0},                                                    /* to the edges */
-            {x, y, pf_rng_range(r, 1, w - x), pf_rng_range(r, 1, h - y)},   /* random */
-            {w - 1, h - 1, 1, 1},                                            /* last pixel */
+            {0, 0, 0, 0},                                                 /* all */
+            {0, 0, w, h},                                                 /* all */
+            {x, y, 1, 1},                                                 /* a pixel */
+            {x, y, 0, 0},                                                 /* to the edges */
+            {x, y, pf_rng_range(r, 1, w - x), pf_rng_range(r, 1, h - y)}, /* random */
+            {w - 1, h - 1, 1, 1},                                         /* last pixel */
         };
         for (int c = 0; c < PF_COUNTOF(cases); c++) {
             const pf_crop_params *p = &cases[c];
@@ -191,7 +191,7 @@ static void test_crop(pf_rng *r)
         }
         /* Outside the input: an error that names both sizes. */
         pf_crop_params bad[] = {
-            {w, 0, 0, 0}, {0, h, 0, 0}, {0, 0, w + 1, h}, {0, 0, w, h + 1},
+            {w, 0, 0, 0}, {0, h, 0, 0},     {0, 0, w + 1, h},     {0, 0, w, h + 1},
             {1, 0, w, h}, {0, h - 1, 1, 2}, {x, y, w - x + 1, 1},
         };
         for (int c = 0; c < PF_COUNTOF(bad); c++) {
@@ -282,8 +282,11 @@ static void test_pad(pf_rng *r)
             {0, 0, 0, 0, {0, 0, 0, 1}},
             {1, 2, 3, 4, {0, 0, 0, 1}},
             {40, 0, 0, 33, {0.25f, -1, 7, 0.5f}},
-            {pf_rng_range(r, 0, 9), pf_rng_range(r, 0, 9), pf_rng_range(r, 0, 9),
-             pf_rng_range(r, 0, 9), {pf_rng_float(r), pf_rng_float(r), pf_rng_float(r), 1}},
+            {pf_rng_range(r, 0, 9),
+             pf_rng_range(r, 0, 9),
+             pf_rng_range(r, 0, 9),
+             pf_rng_range(r, 0, 9),
+             {pf_rng_float(r), pf_rng_float(r), pf_rng_float(r), 1}},
         };
         for (int c = 0; c < PF_COUNTOF(cases); c++) {
             const pf_pad_params *p = &cases[c];
@@ -311,8 +314,7 @@ static void test_pad(pf_rng *r)
     free(def);
     char err[256];
     pf_pad_params big = {PF_GEOMETRY_MAX_SIDE, 0, 0, 0, {0, 0, 0, 1}};
-    CHECKF(shape_error("pad", &big, (pf_shape){13, 7}, err, sizeof err) != 0 &&
-               strstr(err, "13x7"),
+    CHECKF(shape_error("pad", &big, (pf_shape){13, 7}, err, sizeof err) != 0 && strstr(err, "13x7"),
            "pad past the largest side: \"%s\"", err);
 }
 
@@ -320,6 +322,6 @@ int main(void)
 {
     static const char *const names[] = {"resize", "crop", "flip", "rotate", "pad"};
     static const fd_test_fn tests[] = {test_resize, test_crop, test_flip_rotate, test_pad};
-    return fd_main("test_geometry", "geometry", PF_STAGE_RESAMPLE, names, PF_COUNTOF(names),
-                   tests, PF_COUNTOF(tests));
+    return fd_main("test_geometry", "geometry", PF_STAGE_RESAMPLE, names, PF_COUNTOF(names), tests,
+                   PF_COUNTOF(tests));
 }

@@ -9,14 +9,19 @@
 
 extern const char pf_src_spin_ops[];
 
-#define ITERS_ROW                                                                         \
-    {"iters", "multiply-adds spun per pixel", PF_OFFSET(spin_params, iters), PF_PARAM_INT, \
-     .def = 0, .min = 0, .max = 1000000}
+#define ITERS_ROW                                                                                  \
+    {                                                                                              \
+        "iters", "multiply-adds spun per pixel", PF_OFFSET(spin_params, iters), PF_PARAM_INT,      \
+            .def = 0, .min = 0, .max = 1000000                                                     \
+    }
 static const pf_param_desc spin_table[] = {ITERS_ROW};
 
 PF_POINT_ROW(spin_point, spin_params)
 
-static int radius1(const void *params) { return 1; }
+static int radius1(const void *params)
+{
+    return 1;
+}
 
 static int same_shape(const void *params, const pf_shape *in, pf_shape *out, char *err, size_t n)
 {
@@ -57,7 +62,10 @@ static int col_shape(const void *params, const pf_shape *in, pf_shape *out, char
     return 0;
 }
 
-static size_t col_partial(const void *params, const pf_shape *in) { return (size_t)in->width * 4; }
+static size_t col_partial(const void *params, const pf_shape *in)
+{
+    return (size_t)in->width * 4;
+}
 
 static int reduce_cpu(const pf_stage_args *a)
 {
@@ -83,14 +91,16 @@ static void col_combine(const void *params, const pf_shape *in, const double *pa
 
 static const char *const rgba[] = {"r", "g", "b", "a", NULL};
 
-#define SPIN_COMMON(sname, skind, sdoc)                                                   \
-    .size = PF_STAGE_DESC_SIZE, .name = sname, .doc = sdoc, .kind = skind, .n_inputs = 1,   \
+#define SPIN_COMMON(sname, skind, sdoc)                                                            \
+    .size = PF_STAGE_DESC_SIZE, .name = sname, .doc = sdoc, .kind = skind, .n_inputs = 1,          \
     .params_size = sizeof(spin_params), PF_PARAMS(spin_table), .cost = 1
 
-static const pf_stage_desc point_desc = {
-    PF_POINT_DESC(spin_point, spin_params, pf_src_spin_ops), .name = "spin_point",
-    .doc = "returns its input after spinning", .n_inputs = 1, PF_PARAMS(spin_table),
-    .point_cuda = PF_CUDA(spin_point_cuda)};
+static const pf_stage_desc point_desc = {PF_POINT_DESC(spin_point, spin_params, pf_src_spin_ops),
+                                         .name = "spin_point",
+                                         .doc = "returns its input after spinning",
+                                         .n_inputs = 1,
+                                         PF_PARAMS(spin_table),
+                                         .point_cuda = PF_CUDA(spin_point_cuda)};
 static const pf_stage_desc stencil_desc = {
     SPIN_COMMON("spin_stencil", PF_STAGE_STENCIL, "mean of the pixels above and below"),
     .radius = radius1, .run_cpu = stencil_cpu, .run_cuda = PF_CUDA(spin_stencil_cuda)};
@@ -98,9 +108,13 @@ static const pf_stage_desc resample_desc = {
     SPIN_COMMON("spin_resample", PF_STAGE_RESAMPLE, "vertical flip"), .shape = same_shape,
     .run_cpu = resample_cpu, .run_cuda = PF_CUDA(spin_resample_cuda)};
 static const pf_stage_desc reduce_desc = {
-    SPIN_COMMON("spin_reduce", PF_STAGE_REDUCE, "column sums"), .shape = col_shape,
-    .partial_len = col_partial, .combine = col_combine, .columns = rgba,
-    .run_cpu = reduce_cpu, .run_cuda = PF_CUDA(spin_reduce_cuda)};
+    SPIN_COMMON("spin_reduce", PF_STAGE_REDUCE, "column sums"),
+    .shape = col_shape,
+    .partial_len = col_partial,
+    .combine = col_combine,
+    .columns = rgba,
+    .run_cpu = reduce_cpu,
+    .run_cuda = PF_CUDA(spin_reduce_cuda)};
 
 static const pf_stage_desc *const stages[] = {&point_desc, &stencil_desc, &resample_desc,
                                               &reduce_desc};

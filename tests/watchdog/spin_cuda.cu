@@ -13,13 +13,13 @@ __global__ void spin_stencil_kernel(const spin_params *p, pf_image in, pf_image 
         return;
     pf_float4 u = pf_at_clamped_d(in, x, y - 1), d = pf_at_clamped_d(in, x, y + 1);
     float z = spin_zero(p->iters, u.x);
-    pf_row_d(out, y)[x] = pf_f4(__fadd_rn(__fmul_rn(__fadd_rn(u.x, d.x), 0.5f), z),
-                                __fmul_rn(__fadd_rn(u.y, d.y), 0.5f),
-                                __fmul_rn(__fadd_rn(u.z, d.z), 0.5f),
-                                __fmul_rn(__fadd_rn(u.w, d.w), 0.5f));
+    pf_row_d(out, y)[x] = pf_f4(
+        __fadd_rn(__fmul_rn(__fadd_rn(u.x, d.x), 0.5f), z), __fmul_rn(__fadd_rn(u.y, d.y), 0.5f),
+        __fmul_rn(__fadd_rn(u.z, d.z), 0.5f), __fmul_rn(__fadd_rn(u.w, d.w), 0.5f));
 }
 
-__global__ void spin_resample_kernel(const spin_params *p, pf_image in, pf_image out, int y0, int y1)
+__global__ void spin_resample_kernel(const spin_params *p, pf_image in, pf_image out, int y0,
+                                     int y1)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = y0 + blockIdx.y;
     if (x >= out.width || y >= y1)
@@ -29,7 +29,8 @@ __global__ void spin_resample_kernel(const spin_params *p, pf_image in, pf_image
     pf_row_d(out, y)[x] = v;
 }
 
-__global__ void spin_reduce_kernel(const spin_params *p, pf_image in, double *partial, int y0, int y1)
+__global__ void spin_reduce_kernel(const spin_params *p, pf_image in, double *partial, int y0,
+                                   int y1)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= in.width)
@@ -43,17 +44,17 @@ __global__ void spin_reduce_kernel(const spin_params *p, pf_image in, double *pa
         partial[4 * (size_t)x + k] = s[k];
 }
 
-#define LAUNCH_ROWS(kernel, ...)                                                          \
-    dim3 block(256), grid(PF_CEIL_DIV(a->out.width, 256), a->region.y1 - a->region.y0);  \
-    if (a->region.y1 <= a->region.y0)                                                     \
-        return 0;                                                                         \
-    kernel<<<grid, block, 0, (cudaStream_t)a->stream>>>(__VA_ARGS__);                     \
+#define LAUNCH_ROWS(kernel, ...)                                                                   \
+    dim3 block(256), grid(PF_CEIL_DIV(a->out.width, 256), a->region.y1 - a->region.y0);            \
+    if (a->region.y1 <= a->region.y0)                                                              \
+        return 0;                                                                                  \
+    kernel<<<grid, block, 0, (cudaStream_t)a->stream>>>(__VA_ARGS__);                              \
     return pf_cuda_check(a, #kernel);
 
 extern "C" int spin_stencil_cuda(const pf_stage_args *a)
 {
-    LAUNCH_ROWS(spin_stencil_kernel, (const spin_params *)a->params, a->in[0], a->out,
-                a->region.y0, a->region.y1)
+    LAUNCH_ROWS(spin_stencil_kernel, (const spin_params *)a->params, a->in[0], a->out, a->region.y0,
+                a->region.y1)
 }
 
 extern "C" int spin_resample_cuda(const pf_stage_args *a)

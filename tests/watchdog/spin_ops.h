@@ -7,7 +7,9 @@
 
 #include "pipefuse/point.h"
 
-typedef struct spin_params { int iters; } spin_params;
+typedef struct spin_params {
+    int iters;
+} spin_params;
 
 PF_POINT_FN float spin_zero(int iters, float seed)
 {

@@ -18,7 +18,7 @@
 static pf_engine *eng;
 
 #define BUDGET_MS 5.0
-#define MARGIN 1.25
+#define MARGIN    1.25
 
 /* point (spin fused with brightness), stencil, resample and reduce, in one pipeline. */
 static const char *pipeline_json(int iters, char *buf, size_t n)
@@ -115,8 +115,8 @@ static void part_plan(void)
         pf_pipeline_unit(p, i, &u);
         CHECKF(u.bands > 1, "unit %d (%s) not split at 8192x8192 with a 1 ms budget", i,
                u.stages[0]);
-        CHECKF(u.predicted_ms / u.bands <= 1.0 * 0.5 + 1e-9,
-               "unit %d: %.2f ms per band predicted", i, u.predicted_ms / u.bands);
+        CHECKF(u.predicted_ms / u.bands <= 1.0 * 0.5 + 1e-9, "unit %d: %.2f ms per band predicted",
+               i, u.predicted_ms / u.bands);
         kinds |= 1 << u.kind;
     }
     CHECKF(kinds == 0xF, "not every unit kind present (mask %x)", kinds);
@@ -174,8 +174,8 @@ static void part_gpu(void)
         printf("unsplit unit %d (%s): %.2f ms\n", i, u.stages[0], u.measured_ms);
         longest = u.measured_ms > longest ? u.measured_ms : longest;
     }
-    CHECKF(quick || longest > BUDGET_MS,
-           "the spin stages are too fast to test splitting (%.2f ms)", longest);
+    CHECKF(quick || longest > BUDGET_MS, "the spin stages are too fast to test splitting (%.2f ms)",
+           longest);
 
     CHECK(pf_pipeline_set_option(p, "max_launch_ms", quick ? "0.01" : "5") == PF_OK);
     for (int frame = 0; frame < 8; frame++) /* measure, refine, re-plan, measure again */
@@ -186,8 +186,8 @@ static void part_gpu(void)
         printf("split unit %d (%s): %d bands, longest %.2f ms, all %.2f ms (predicted %.2f)\n", i,
                u.stages[0], u.bands, u.measured_band_ms, u.measured_ms, u.predicted_ms);
         CHECKF(u.bands > 1, "unit %d not split", i);
-        CHECKF(quick || u.measured_band_ms <= BUDGET_MS * MARGIN,
-               "unit %d: a launch took %.2f ms", i, u.measured_band_ms);
+        CHECKF(quick || u.measured_band_ms <= BUDGET_MS * MARGIN, "unit %d: a launch took %.2f ms",
+               i, u.measured_band_ms);
     }
     CHECKF(same(&whole, &split), "split output differs from unsplit (eager)");
     pf_stats s;

@@ -12,7 +12,7 @@
 
 #include "pipefuse/plugin.h"
 
-#define PF_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+#define PF_CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 
 /* Row y of a device image. */
 static __device__ __forceinline__ pf_float4 *pf_row_d(const pf_image &im, int y)
@@ -50,33 +50,33 @@ typedef struct pf_point_io {
 /* A precompiled one-stage kernel and its launcher `int fn##_cuda(const pf_stage_args *)`
    for the point op fn with params struct T (both from the op header): one thread per
    pixel, 16-byte loads and stores, rows [region.y0, region.y1). */
-#define PF_POINT_CUDA(fn, T)                                                              \
-    __global__ void fn##_kernel(const T *__restrict__ p, pf_point_io io)                   \
-    {                                                                                     \
-        int x = blockIdx.x * blockDim.x + threadIdx.x;                                    \
-        int y = io.y0 + blockIdx.y;                                                       \
-        if (x >= io.out.width || y >= io.y1)                                              \
-            return;                                                                       \
-        pf_float4 v[PF_MAX_INPUTS];                                                       \
-        _Pragma("unroll") for (int k = 0; k < PF_MAX_INPUTS; k++) if (k < io.n_in) v[k] = \
-            pf_row_d(io.in[k], y)[x];                                                     \
-        pf_pos pos = {x, y, io.out.width, io.out.height};                                 \
-        pf_row_d(io.out, y)[x] = fn(p, v, pos);                                           \
-    }                                                                                     \
-    extern "C" int fn##_cuda(const pf_stage_args *a)                                      \
-    {                                                                                     \
-        pf_point_io io;                                                                   \
-        for (int k = 0; k < a->n_in && k < PF_MAX_INPUTS; k++)                            \
-            io.in[k] = a->in[k];                                                          \
-        io.n_in = a->n_in;                                                                \
-        io.out = a->out;                                                                  \
-        io.y0 = a->region.y0;                                                             \
-        io.y1 = a->region.y1;                                                             \
-        if (io.y1 <= io.y0)                                                               \
-            return 0;                                                                     \
-        dim3 block(256, 1), grid(PF_CEIL_DIV(a->out.width, 256), io.y1 - io.y0);          \
-        fn##_kernel<<<grid, block, 0, (cudaStream_t)a->stream>>>((const T *)a->params, io); \
-        return pf_cuda_check(a, #fn "_kernel");                                           \
+#define PF_POINT_CUDA(fn, T)                                                                       \
+    __global__ void fn##_kernel(const T *__restrict__ p, pf_point_io io)                           \
+    {                                                                                              \
+        int x = blockIdx.x * blockDim.x + threadIdx.x;                                             \
+        int y = io.y0 + blockIdx.y;                                                                \
+        if (x >= io.out.width || y >= io.y1)                                                       \
+            return;                                                                                \
+        pf_float4 v[PF_MAX_INPUTS];                                                                \
+        _Pragma("unroll") for (int k = 0; k < PF_MAX_INPUTS; k++) if (k < io.n_in) v[k] =          \
+            pf_row_d(io.in[k], y)[x];                                                              \
+        pf_pos pos = {x, y, io.out.width, io.out.height};                                          \
+        pf_row_d(io.out, y)[x] = fn(p, v, pos);                                                    \
+    }                                                                                              \
+    extern "C" int fn##_cuda(const pf_stage_args *a)                                               \
+    {                                                                                              \
+        pf_point_io io;                                                                            \
+        for (int k = 0; k < a->n_in && k < PF_MAX_INPUTS; k++)                                     \
+            io.in[k] = a->in[k];                                                                   \
+        io.n_in = a->n_in;                                                                         \
+        io.out = a->out;                                                                           \
+        io.y0 = a->region.y0;                                                                      \
+        io.y1 = a->region.y1;                                                                      \
+        if (io.y1 <= io.y0)                                                                        \
+            return 0;                                                                              \
+        dim3 block(256, 1), grid(PF_CEIL_DIV(a->out.width, 256), io.y1 - io.y0);                   \
+        fn##_kernel<<<grid, block, 0, (cudaStream_t)a->stream>>>((const T *)a->params, io);        \
+        return pf_cuda_check(a, #fn "_kernel");                                                    \
     }
 
 #endif /* PIPEFUSE_CUDA_CUH */

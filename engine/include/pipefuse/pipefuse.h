@@ -23,9 +23,9 @@
 extern "C" {
 #endif
 
-#define PF_VERSION_MAJOR 0
-#define PF_VERSION_MINOR 1
-#define PF_VERSION_PATCH 0
+#define PF_VERSION_MAJOR  0
+#define PF_VERSION_MINOR  1
+#define PF_VERSION_PATCH  0
 #define PF_VERSION_STRING "0.1.0"
 #define PF_VERSION_NUMBER (PF_VERSION_MAJOR * 10000 + PF_VERSION_MINOR * 100 + PF_VERSION_PATCH)
 
@@ -35,23 +35,23 @@ const char *pf_version_string(void);
 
 /* ---- Status codes ------------------------------------------------------------------ */
 
-#define PF_STATUS_MAP(X)                                                                  \
-    X(OK, "success")                                                                      \
-    X(INVALID_ARGUMENT, "invalid argument")                                               \
-    X(NO_MEMORY, "out of memory")                                                         \
-    X(IO, "input/output error")                                                           \
-    X(PARSE, "malformed pipeline file")                                                   \
-    X(PIPELINE, "invalid pipeline")                                                       \
-    X(PARAM, "invalid parameter")                                                         \
-    X(PLUGIN, "plugin error")                                                             \
-    X(IMAGE, "bad image")                                                                 \
-    X(TOO_LARGE, "image too large")                                                       \
-    X(SHAPE, "shape mismatch")                                                            \
-    X(NOT_PLANNED, "pipeline not planned for this shape")                                 \
-    X(STAGE, "stage failed")                                                              \
-    X(UNSUPPORTED, "not supported")                                                       \
-    X(NO_DEVICE, "no CUDA device")                                                        \
-    X(CUDA, "CUDA error")                                                                 \
+#define PF_STATUS_MAP(X)                                                                           \
+    X(OK, "success")                                                                               \
+    X(INVALID_ARGUMENT, "invalid argument")                                                        \
+    X(NO_MEMORY, "out of memory")                                                                  \
+    X(IO, "input/output error")                                                                    \
+    X(PARSE, "malformed pipeline file")                                                            \
+    X(PIPELINE, "invalid pipeline")                                                                \
+    X(PARAM, "invalid parameter")                                                                  \
+    X(PLUGIN, "plugin error")                                                                      \
+    X(IMAGE, "bad image")                                                                          \
+    X(TOO_LARGE, "image too large")                                                                \
+    X(SHAPE, "shape mismatch")                                                                     \
+    X(NOT_PLANNED, "pipeline not planned for this shape")                                          \
+    X(STAGE, "stage failed")                                                                       \
+    X(UNSUPPORTED, "not supported")                                                                \
+    X(NO_DEVICE, "no CUDA device")                                                                 \
+    X(CUDA, "CUDA error")                                                                          \
     X(INTERNAL, "internal error")
 
 typedef enum pf_status {
@@ -66,11 +66,7 @@ const char *pf_status_str(int status);  /* "malformed pipeline file" */
 
 /* ---- Frames ------------------------------------------------------------------------ */
 
-typedef enum pf_sample {
-    PF_U8 = 0,
-    PF_U16,
-    PF_F32
-} pf_sample;
+typedef enum pf_sample { PF_U8 = 0, PF_U16, PF_F32 } pf_sample;
 
 /* An image in an application's or a file's own format: 1 (gray), 2 (gray+alpha),
    3 (RGB) or 4 (RGBA) interleaved channels of u8, u16 (host order) or f32. Integer
@@ -128,8 +124,7 @@ typedef struct pf_pipeline pf_pipeline;
    message (with the file, line/column or JSON path) is in pf_engine_errmsg(e). The
    engine must outlive the pipeline. name labels messages for load_string. */
 int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **out);
-int pf_pipeline_load_string(pf_engine *e, const char *json, const char *name,
-                            pf_pipeline **out);
+int pf_pipeline_load_string(pf_engine *e, const char *json, const char *name, pf_pipeline **out);
 void pf_pipeline_destroy(pf_pipeline *p);
 const char *pf_pipeline_errmsg(const pf_pipeline *p);
 
@@ -146,19 +141,16 @@ int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
    The next run plans again. */
 int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value);
 
-typedef enum pf_output_kind {
-    PF_OUTPUT_IMAGE = 0,
-    PF_OUTPUT_TABLE
-} pf_output_kind;
+typedef enum pf_output_kind { PF_OUTPUT_IMAGE = 0, PF_OUTPUT_TABLE } pf_output_kind;
 
 typedef struct pf_output_info {
     const char *name;
-    const char *stage;     /* the stage id (or input name) it comes from */
+    const char *stage; /* the stage id (or input name) it comes from */
     pf_output_kind kind;
-    int channels;          /* requested channels for images, 0 = like the input */
-    int bits;              /* requested bits (8, 16, 32 = float), 0 = like the input */
-    int table_format;      /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
-    pf_shape shape;        /* after pf_pipeline_plan: image size or table columns x rows */
+    int channels;     /* requested channels for images, 0 = like the input */
+    int bits;         /* requested bits (8, 16, 32 = float), 0 = like the input */
+    int table_format; /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
+    pf_shape shape;   /* after pf_pipeline_plan: image size or table columns x rows */
 } pf_output_info;
 
 int pf_pipeline_input_count(const pf_pipeline *p);
@@ -174,8 +166,7 @@ int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
 /* Runs one frame synchronously on host frames. inputs in input order; outputs in
    output order, NULL entries (or n_out smaller than the count) skip an output; table
    outputs are read with pf_pipeline_table. Image outputs must have the planned size. */
-int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
-                    int n_out);
+int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out);
 
 /* A table output of the last run: rows x cols doubles, row-major, owned by p. */
 typedef struct pf_table {
@@ -207,8 +198,8 @@ int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_fram
    the last ones write the outputs in place. Synchronise the stream, or call
    pf_pipeline_wait(ticket), before reading outputs; call wait before reading tables.
    PF_UNSUPPORTED on the CPU backend. */
-int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in,
-                              pf_frame *outputs, int n_out, void *stream, int *ticket);
+int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                              int n_out, void *stream, int *ticket);
 
 /* Waits for a submitted frame; its outputs and tables are then ready. */
 int pf_pipeline_wait(pf_pipeline *p, int ticket);
@@ -219,18 +210,18 @@ int pf_pipeline_slots(const pf_pipeline *p);
 /* ---- Statistics -------------------------------------------------------------------------- */
 
 typedef struct pf_stats {
-    uint32_t size;                  /* set to sizeof(pf_stats) before the call */
-    const char *backend;            /* "cpu", "cuda-graph" or "cuda-eager" */
+    uint32_t size;       /* set to sizeof(pf_stats) before the call */
+    const char *backend; /* "cpu", "cuda-graph" or "cuda-eager" */
     unsigned long long frames;
-    int launches_per_frame;         /* kernel launches (CUDA) or launch units (CPU) */
+    int launches_per_frame; /* kernel launches (CUDA) or launch units (CPU) */
     int units_per_frame;
     int streams;
     unsigned long long allocations; /* device, pinned and plan buffers, since load */
     unsigned long long allocations_last_frame;
     unsigned long long device_syncs; /* cudaDeviceSynchronize: never in the frame loop */
     unsigned long long device_syncs_last_frame;
-    unsigned long long frame_waits;  /* host waits on one frame's completion event */
-    unsigned long long plans;        /* plans built (first frame of each size, changes) */
+    unsigned long long frame_waits; /* host waits on one frame's completion event */
+    unsigned long long plans;       /* plans built (first frame of each size, changes) */
     unsigned long long graph_captures, graph_instantiations, graph_updates, graph_launches;
     unsigned long long device_bytes, pinned_bytes, host_bytes;
     /* Launch times measured with CUDA events (first frames of a plan, and every frame
@@ -238,7 +229,7 @@ typedef struct pf_stats {
        watchdog budget. */
     unsigned long long timed_launches, launches_over_budget;
     double max_launch_ms;
-    double budget_ms;      /* the plan's watchdog budget per launch, 0 for none */
+    double budget_ms; /* the plan's watchdog budget per launch, 0 for none */
 } pf_stats;
 
 int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);

@@ -33,11 +33,11 @@
 extern "C" {
 #endif
 
-#define PF_ABI_MAJOR 1
-#define PF_ABI_MINOR 0
-#define PF_ABI_VERSION ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
+#define PF_ABI_MAJOR         1
+#define PF_ABI_MINOR         0
+#define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
-#define PF_MAX_INPUTS 8
+#define PF_MAX_INPUTS        8
 
 #if defined(_WIN32)
 #define PF_PLUGIN_EXPORT __declspec(dllexport)
@@ -103,8 +103,8 @@ typedef struct pf_param_desc {
 } pf_param_desc;
 
 #define PF_OFFSET(T, field) offsetof(T, field)
-#define PF_COUNTOF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-#define PF_PARAMS(table) .params = (table), .n_params = PF_COUNTOF(table)
+#define PF_COUNTOF(a)       ((int)(sizeof(a) / sizeof((a)[0])))
+#define PF_PARAMS(table)    .params = (table), .n_params = PF_COUNTOF(table)
 
 /* ---- Calls into a stage ----------------------------------------------------------- */
 
@@ -112,17 +112,17 @@ typedef struct pf_param_desc {
    On the CPU, data pointers are host memory and stream is NULL; on CUDA they are
    device memory and stream is the cudaStream_t to launch on (never synchronise it). */
 typedef struct pf_stage_args {
-    uint32_t size;        /* sizeof(pf_stage_args) at the engine's build */
-    const void *params;   /* the stage's params struct (device memory on CUDA) */
-    const pf_image *in;   /* n_in whole input images */
+    uint32_t size;      /* sizeof(pf_stage_args) at the engine's build */
+    const void *params; /* the stage's params struct (device memory on CUDA) */
+    const pf_image *in; /* n_in whole input images */
     int n_in;
-    pf_image out;         /* whole output image; write only the rows of region */
-    pf_region region;     /* output rows (input rows for reduce) to compute */
-    void *scratch;        /* scratch_bytes(params, width, rows) bytes, or NULL */
+    pf_image out;     /* whole output image; write only the rows of region */
+    pf_region region; /* output rows (input rows for reduce) to compute */
+    void *scratch;    /* scratch_bytes(params, width, rows) bytes, or NULL */
     size_t scratch_size;
-    double *partial;      /* reduce: partial_len doubles to fill for region */
-    void *stream;         /* CUDA stream, NULL on the CPU */
-    char *err;            /* on failure, a message here */
+    double *partial; /* reduce: partial_len doubles to fill for region */
+    void *stream;    /* CUDA stream, NULL on the CPU */
+    char *err;       /* on failure, a message here */
     size_t err_size;
 } pf_stage_args;
 
@@ -155,9 +155,9 @@ typedef struct pf_stage_desc {
 
     /* point */
     pf_point_row_fn point_row;
-    const char *point_fn;     /* the op's function name in point_source */
-    const char *params_type;  /* the params struct's name in point_source */
-    const char *point_source; /* the op header as text, for NVRTC; NULL: not fusable */
+    const char *point_fn;       /* the op's function name in point_source */
+    const char *params_type;    /* the params struct's name in point_source */
+    const char *point_source;   /* the op header as text, for NVRTC; NULL: not fusable */
     pf_stage_run_fn point_cuda; /* precompiled one-stage kernel launcher, or NULL */
 
     /* stencil: halo needed around each output pixel, in pixels */
@@ -165,8 +165,7 @@ typedef struct pf_stage_desc {
 
     /* resample: output shape; reduce: table shape (width = columns, height = rows).
        Returns 0, or non-zero with a message (a crop outside the image, say). */
-    int (*shape)(const void *params, const pf_shape *in, pf_shape *out, char *err,
-                 size_t err_size);
+    int (*shape)(const void *params, const pf_shape *in, pf_shape *out, char *err, size_t err_size);
 
     /* stencil, resample: scratch needed for a band of rows of an image this wide */
     size_t (*scratch_bytes)(const void *params, int width, int rows);
@@ -185,9 +184,9 @@ typedef struct pf_stage_desc {
        order, into the result table (rows x columns, row-major). The result must
        not depend on how the rows were banded beyond floating-point rounding. */
     size_t (*partial_len)(const void *params, const pf_shape *in);
-    void (*combine)(const void *params, const pf_shape *in, const double *partials,
-                    int n_partials, double *result);
-    const char *const *columns;                   /* NULL-terminated column names */
+    void (*combine)(const void *params, const pf_shape *in, const double *partials, int n_partials,
+                    double *result);
+    const char *const *columns;                           /* NULL-terminated column names */
     const char *(*row_name)(const void *params, int row); /* optional row labels */
 
     /* Device scratch that run_cuda needs for a band of rows of an image this wide
@@ -220,18 +219,18 @@ typedef const pf_plugin_desc *(*pf_plugin_entry_fn)(const pf_host_api *host);
 /* ---- Helpers for writing stages ----------------------------------------------------- */
 
 /* CPU row function for a point op `fn` with params struct T, named fn##_row. */
-#define PF_POINT_ROW(fn, T)                                                              \
-    static void fn##_row(const void *params, const pf_float4 *const *in, int n_in,        \
-                         pf_float4 *out, int x0, int n, int y, int width, int height)     \
-    {                                                                                     \
-        const T *p_ = (const T *)params;                                                  \
-        pf_float4 v_[PF_MAX_INPUTS];                                                      \
-        pf_pos pos_ = {x0, y, width, height};                                             \
-        for (int i_ = 0; i_ < n; i_++, pos_.x++) {                                        \
-            for (int k_ = 0; k_ < n_in; k_++)                                             \
-                v_[k_] = in[k_][i_];                                                      \
-            out[i_] = fn(p_, v_, pos_);                                                   \
-        }                                                                                 \
+#define PF_POINT_ROW(fn, T)                                                                        \
+    static void fn##_row(const void *params, const pf_float4 *const *in, int n_in, pf_float4 *out, \
+                         int x0, int n, int y, int width, int height)                              \
+    {                                                                                              \
+        const T *p_ = (const T *)params;                                                           \
+        pf_float4 v_[PF_MAX_INPUTS];                                                               \
+        pf_pos pos_ = {x0, y, width, height};                                                      \
+        for (int i_ = 0; i_ < n; i_++, pos_.x++) {                                                 \
+            for (int k_ = 0; k_ < n_in; k_++)                                                      \
+                v_[k_] = in[k_][i_];                                                               \
+            out[i_] = fn(p_, v_, pos_);                                                            \
+        }                                                                                          \
     }
 
 /* A CUDA launcher when the plugin is built with CUDA (pf_add_plugin defines
@@ -243,20 +242,20 @@ typedef const pf_plugin_desc *(*pf_plugin_entry_fn)(const pf_host_api *host);
 #endif
 
 /* The point-specific fields of a stage descriptor; src is the op header's text. */
-#define PF_POINT_DESC(fn, T, src)                                                        \
-    .size = PF_STAGE_DESC_SIZE, .kind = PF_STAGE_POINT, .params_size = sizeof(T),          \
+#define PF_POINT_DESC(fn, T, src)                                                                  \
+    .size = PF_STAGE_DESC_SIZE, .kind = PF_STAGE_POINT, .params_size = sizeof(T),                  \
     .point_row = fn##_row, .point_fn = #fn, .params_type = #T, .point_source = (src)
 
 /* Defines the entry symbol for a plugin whose stages are in the array `stage_list`. */
-#define PF_DEFINE_PLUGIN(pname, pversion, pdoc, stage_list)                               \
-    PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);      \
-    PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)       \
-    {                                                                                     \
-        static const pf_plugin_desc d = {sizeof(pf_plugin_desc), PF_ABI_VERSION, pname,   \
-                                         pversion, pdoc, stage_list,                      \
-                                         PF_COUNTOF(stage_list)};                         \
-        (void)host;                                                                       \
-        return &d;                                                                        \
+#define PF_DEFINE_PLUGIN(pname, pversion, pdoc, stage_list)                                        \
+    PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);               \
+    PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)                \
+    {                                                                                              \
+        static const pf_plugin_desc d = {                                                          \
+            sizeof(pf_plugin_desc), PF_ABI_VERSION, pname, pversion, pdoc, stage_list,             \
+            PF_COUNTOF(stage_list)};                                                               \
+        (void)host;                                                                                \
+        return &d;                                                                                 \
     }
 
 #ifdef __cplusplus

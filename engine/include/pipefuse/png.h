@@ -40,14 +40,14 @@ typedef struct pf_png_info {
    PNG, corrupt, truncated: libpng's reason in the message), PF_TOO_LARGE or
    PF_NO_MEMORY, with a message naming the file in err, and out left empty (data
    NULL). Warnings are not printed. Safe to call from several threads at once. */
-int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out,
-                pf_png_info *info, char *err, size_t err_size);
+int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out, pf_png_info *info,
+                char *err, size_t err_size);
 
 /* The same from memory. name labels messages (NULL: "<memory>"); a truncated buffer
    is PF_IMAGE like a truncated file. */
 int pf_png_read_memory(const void *data, size_t size, const char *name,
-                       unsigned long long max_pixels, pf_frame *out, pf_png_info *info,
-                       char *err, size_t err_size);
+                       unsigned long long max_pixels, pf_frame *out, pf_png_info *info, char *err,
+                       size_t err_size);
 
 /* Writes a u8 or u16 frame of 1-4 channels (gray, gray+alpha, RGB, RGBA; any pitch);
    zlib_level 0-9, or -1 for libpng's default. The file is written as
@@ -56,8 +56,7 @@ int pf_png_read_memory(const void *data, size_t size, const char *name,
    Returns PF_OK, PF_INVALID_ARGUMENT (format, level, NULL; nothing is created), PF_IO
    or (rarely) PF_NO_MEMORY, message in err; on failure no temporary file remains and
    a file already at path is untouched. */
-int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
-                 size_t err_size);
+int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err, size_t err_size);
 
 /* Allocates a frame (rows 16-byte aligned, pitch a multiple of 16); free with
    pf_frame_free. Returns PF_OK, PF_INVALID_ARGUMENT or PF_NO_MEMORY. */

@@ -17,36 +17,58 @@
 #pragma nv_diag_suppress 177 /* helpers below that an op does not use */
 #define PF_POINT_FN static __device__ __forceinline__
 typedef float4 pf_float4;
-#define PF_SQRTF sqrtf
-#define PF_POWF __powf
-#define PF_EXPF __expf
+#define PF_SQRTF  sqrtf
+#define PF_POWF   __powf
+#define PF_EXPF   __expf
 #define PF_FLOORF floorf
-#define PF_FABSF fabsf
+#define PF_FABSF  fabsf
 #else
 #include <math.h>
 #define PF_POINT_FN static inline
-typedef struct pf_float4 { float x, y, z, w; } pf_float4;
-#define PF_SQRTF sqrtf
-#define PF_POWF powf
-#define PF_EXPF expf
-#define PF_FLOORF floorf
-#define PF_FABSF fabsf
+typedef struct pf_float4 {
+    float x, y, z, w;
+} pf_float4;
+#define PF_SQRTF    sqrtf
+#define PF_POWF     powf
+#define PF_EXPF     expf
+#define PF_FLOORF   floorf
+#define PF_FABSF    fabsf
 #endif
 
 /* Where the pixel being computed is, and the size of the image it belongs to. */
-typedef struct pf_pos { int x, y, width, height; } pf_pos;
+typedef struct pf_pos {
+    int x, y, width, height;
+} pf_pos;
 
 PF_POINT_FN pf_float4 pf_f4(float x, float y, float z, float w)
 {
     pf_float4 r;
-    r.x = x; r.y = y; r.z = z; r.w = w;
+    r.x = x;
+    r.y = y;
+    r.z = z;
+    r.w = w;
     return r;
 }
-PF_POINT_FN float pf_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
-PF_POINT_FN float pf_minf(float a, float b) { return a < b ? a : b; }
-PF_POINT_FN float pf_maxf(float a, float b) { return a > b ? a : b; }
-PF_POINT_FN float pf_lerpf(float a, float b, float t) { return a + (b - a) * t; }
+PF_POINT_FN float pf_clampf(float v, float lo, float hi)
+{
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+PF_POINT_FN float pf_minf(float a, float b)
+{
+    return a < b ? a : b;
+}
+PF_POINT_FN float pf_maxf(float a, float b)
+{
+    return a > b ? a : b;
+}
+PF_POINT_FN float pf_lerpf(float a, float b, float t)
+{
+    return a + (b - a) * t;
+}
 /* Rec. 709 luma of linear-coded RGB: the weights pipefuse uses everywhere. */
-PF_POINT_FN float pf_luma(pf_float4 c) { return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z; }
+PF_POINT_FN float pf_luma(pf_float4 c)
+{
+    return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z;
+}
 
 #endif /* PIPEFUSE_POINT_H */

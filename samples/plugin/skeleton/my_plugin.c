@@ -6,13 +6,13 @@
 
 /* ---- my_gain: a point stage ------------------------------------------------------------ */
 
-extern const char pf_src_my_ops[]; /* my_ops.h's text (pipefuse_add_plugin POINT_OPS) */
-PF_POINT_ROW(my_gain, my_gain_params) /* defines my_gain_row, the CPU version */
+extern const char pf_src_my_ops[];        /* my_ops.h's text (pipefuse_add_plugin POINT_OPS) */
+PF_POINT_ROW(my_gain, my_gain_params)     /* defines my_gain_row, the CPU version */
 int my_gain_cuda(const pf_stage_args *a); /* my_plugin_cuda.cu */
 
 static const pf_param_desc my_gain_table[] = {
-    {"gain", "factor on R, G and B", PF_OFFSET(my_gain_params, gain), PF_PARAM_FLOAT,
-     .def = 1, .min = 0, .max = 8},
+    {"gain", "factor on R, G and B", PF_OFFSET(my_gain_params, gain), PF_PARAM_FLOAT, .def = 1,
+     .min = 0, .max = 8},
 };
 
 static const pf_stage_desc my_gain_desc = {
@@ -26,7 +26,10 @@ static const pf_stage_desc my_gain_desc = {
 
 /* ---- my_blur3: a stencil stage ---------------------------------------------------------- */
 
-static int my_blur3_radius(const void *params) { return 1; }
+static int my_blur3_radius(const void *params)
+{
+    return 1;
+}
 
 /* Writes exactly the output rows [region.y0, region.y1), all of each row, nothing else. */
 static int my_blur3_run(const pf_stage_args *a)

@@ -6,8 +6,8 @@
 
 PF_POINT_CUDA(my_gain, my_gain_params) /* defines my_gain_cuda */
 
-__global__ void my_blur3_kernel(const my_blur3_params *__restrict__ p, pf_image in,
-                                pf_image out, int y0, int y1)
+__global__ void my_blur3_kernel(const my_blur3_params *__restrict__ p, pf_image in, pf_image out,
+                                int y0, int y1)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = y0 + blockIdx.y;
     if (x >= out.width || y >= y1)

@@ -11,19 +11,19 @@
 #include "pipefuse/plugin.h"
 
 /* The cases, as numbers so that #if can tell them apart. */
-#define TP_GOOD 1         /* a point stage with a param, and an 8-input point stage */
-#define TP_OLDER_MINOR 2  /* ABI minor below the engine's (or equal when that is 0) */
-#define TP_ABI_MAJOR 3    /* built for ABI 2.0 */
-#define TP_NEWER_MINOR 4  /* built for ABI 1.(engine minor + 1) */
-#define TP_NO_ENTRY 5     /* exports no pf_plugin_entry */
-#define TP_NULL_ENTRY 6   /* pf_plugin_entry returns NULL */
-#define TP_DUP 7          /* built twice: both define stage tp_dup */
-#define TP_BAD_DEFAULT 8  /* a default outside its declared range */
-#define TP_BAD_OFFSET 9   /* a param field beyond params_size */
+#define TP_GOOD         1 /* a point stage with a param, and an 8-input point stage */
+#define TP_OLDER_MINOR  2 /* ABI minor below the engine's (or equal when that is 0) */
+#define TP_ABI_MAJOR    3 /* built for ABI 2.0 */
+#define TP_NEWER_MINOR  4 /* built for ABI 1.(engine minor + 1) */
+#define TP_NO_ENTRY     5 /* exports no pf_plugin_entry */
+#define TP_NULL_ENTRY   6 /* pf_plugin_entry returns NULL */
+#define TP_DUP          7 /* built twice: both define stage tp_dup */
+#define TP_BAD_DEFAULT  8 /* a default outside its declared range */
+#define TP_BAD_OFFSET   9 /* a param field beyond params_size */
 #define TP_NO_POINT_ROW 10
-#define TP_NO_RADIUS 11
-#define TP_SHORT 12       /* stage structs from an older SDK: size ends before some fields */
-#define TP_TINY 13        /* a stage struct too small to hold even the common fields */
+#define TP_NO_RADIUS    11
+#define TP_SHORT        12 /* stage structs from an older SDK: size ends before some fields */
+#define TP_TINY         13 /* a stage struct too small to hold even the common fields */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -60,8 +60,8 @@ PF_POINT_ROW(tp_sum8, tp_gain_params)
 #endif
 
 static const pf_param_desc tp_gain_table[] = {
-    {"gain", "factor on all four channels", TP_OFFSET, PF_PARAM_FLOAT, .def = TP_DEFAULT,
-     .min = 0, .max = 10},
+    {"gain", "factor on all four channels", TP_OFFSET, PF_PARAM_FLOAT, .def = TP_DEFAULT, .min = 0,
+     .max = 10},
 };
 
 #ifndef TP_STAGE_NAME
@@ -70,8 +70,8 @@ static const pf_param_desc tp_gain_table[] = {
 
 /* A point stage without NVRTC source (CPU only, which is all these tests need): struct
    size, stage name, n_in inputs and row function (NULL or fn##_row). */
-#define TP_POINT(size_, sname, n_in, row)                                                   \
-    .size = size_, .name = sname, .kind = PF_STAGE_POINT, .n_inputs = n_in,                 \
+#define TP_POINT(size_, sname, n_in, row)                                                          \
+    .size = size_, .name = sname, .kind = PF_STAGE_POINT, .n_inputs = n_in,                        \
     .params_size = sizeof(tp_gain_params), PF_PARAMS(tp_gain_table), .point_row = row
 
 /* ---- Reduce and stencil pieces (TP_SHORT, TP_NO_RADIUS) ------------------------------ */
@@ -92,21 +92,30 @@ static int tp_count_shape(const void *params, const pf_shape *in, pf_shape *out,
     out->height = 1;
     return 0;
 }
-static size_t tp_count_len(const void *params, const pf_shape *in) { return 1; }
+static size_t tp_count_len(const void *params, const pf_shape *in)
+{
+    return 1;
+}
 static int tp_count_run(const pf_stage_args *a)
 {
     a->partial[0] += (double)(a->region.y1 - a->region.y0) * a->in[0].width;
     return 0;
 }
-static void tp_count_combine(const void *params, const pf_shape *in, const double *partials,
-                             int n, double *result)
+static void tp_count_combine(const void *params, const pf_shape *in, const double *partials, int n,
+                             double *result)
 {
     result[0] = 0;
     for (int b = 0; b < n; b++)
         result[0] += partials[b];
 }
-static int tp_radius(const void *params) { return 7; }
-static const char *tp_row_name(const void *params, int row) { return "garbage"; }
+static int tp_radius(const void *params)
+{
+    return 7;
+}
+static const char *tp_row_name(const void *params, int row)
+{
+    return "garbage";
+}
 static const char *const tp_columns[] = {"garbage", NULL};
 
 /* ---- The cases ----------------------------------------------------------------------- */
@@ -114,7 +123,10 @@ static const char *const tp_columns[] = {"garbage", NULL};
 #if TP_CASE == TP_NO_ENTRY
 
 PF_PLUGIN_EXPORT int tp_not_an_entry(void);
-PF_PLUGIN_EXPORT int tp_not_an_entry(void) { return 42; }
+PF_PLUGIN_EXPORT int tp_not_an_entry(void)
+{
+    return 42;
+}
 
 #elif TP_CASE == TP_NULL_ENTRY
 
@@ -127,10 +139,9 @@ PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
 
 #else
 
-#if TP_CASE == TP_GOOD || TP_CASE == TP_OLDER_MINOR || TP_CASE == TP_ABI_MAJOR ||           \
+#if TP_CASE == TP_GOOD || TP_CASE == TP_OLDER_MINOR || TP_CASE == TP_ABI_MAJOR ||                  \
     TP_CASE == TP_NEWER_MINOR || TP_CASE == TP_BAD_DEFAULT || TP_CASE == TP_BAD_OFFSET
-static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME, 1,
-                                                tp_gain_row),
+static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME, 1, tp_gain_row),
                                        .doc = "multiplies by gain"};
 #if TP_CASE == TP_GOOD
 static const pf_stage_desc tp_stage8 = {TP_POINT(PF_STAGE_DESC_SIZE, "tp_sum8", 8, tp_sum8_row),
@@ -149,8 +160,10 @@ static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, "tp_norow", 
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 
 #elif TP_CASE == TP_NO_RADIUS
-static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE, .name = "tp_noradius",
-                                       .kind = PF_STAGE_STENCIL, .n_inputs = 1,
+static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE,
+                                       .name = "tp_noradius",
+                                       .kind = PF_STAGE_STENCIL,
+                                       .n_inputs = 1,
                                        .run_cpu = tp_copy_run};
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 
@@ -162,11 +175,16 @@ static const pf_stage_desc tp_short_point = {
     TP_POINT(offsetof(pf_stage_desc, point_cuda), "tp_short_point", 1, tp_gain_row),
     .point_cuda = tp_copy_run, .radius = tp_radius, .run_cpu = tp_copy_run,
     .run_cuda = tp_copy_run};
-static const pf_stage_desc tp_short_reduce = {
-    .size = offsetof(pf_stage_desc, columns), .name = "tp_short_reduce",
-    .kind = PF_STAGE_REDUCE, .n_inputs = 1, .shape = tp_count_shape, .run_cpu = tp_count_run,
-    .partial_len = tp_count_len, .combine = tp_count_combine, .columns = tp_columns,
-    .row_name = tp_row_name};
+static const pf_stage_desc tp_short_reduce = {.size = offsetof(pf_stage_desc, columns),
+                                              .name = "tp_short_reduce",
+                                              .kind = PF_STAGE_REDUCE,
+                                              .n_inputs = 1,
+                                              .shape = tp_count_shape,
+                                              .run_cpu = tp_count_run,
+                                              .partial_len = tp_count_len,
+                                              .combine = tp_count_combine,
+                                              .columns = tp_columns,
+                                              .row_name = tp_row_name};
 static const pf_stage_desc *const tp_stages[] = {&tp_short_point, &tp_short_reduce};
 
 #elif TP_CASE == TP_TINY
@@ -192,8 +210,9 @@ static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);
 PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
 {
-    static const pf_plugin_desc d = {sizeof(pf_plugin_desc), TP_ABI, "testplug", "0.0.1",
-                                     "test plugin", tp_stages, PF_COUNTOF(tp_stages)};
+    static const pf_plugin_desc d = {
+        sizeof(pf_plugin_desc), TP_ABI,    "testplug",           "0.0.1",
+        "test plugin",          tp_stages, PF_COUNTOF(tp_stages)};
     (void)host;
     return &d;
 }

@@ -27,7 +27,10 @@ static inline pf_float4 mean3x3(const pf_stage_args *a, int x, int y)
     return pf_f4(s.x / 9, s.y / 9, s.z / 9, s.w / 9);
 }
 
-static inline int radius_one(const void *params) { return 1; }
+static inline int radius_one(const void *params)
+{
+    return 1;
+}
 
 /* Rows [y0, y1) of a->out: the 3x3 mean of input 0. */
 static inline void mean_rows(const pf_stage_args *a, int y0, int y1)
@@ -41,13 +44,13 @@ static inline void mean_rows(const pf_stage_args *a, int y0, int y1)
 
 /* `static const pf_stage_desc gain`, a point stage of broken_gain (CPU only) whose one
    parameter has this default, range [0, 10] and doc; and the stage list `stages`. */
-#define GAIN_STAGE(sname, sdoc, def_, pdoc)                                                 \
-    PF_POINT_ROW(broken_gain, gain_params)                                                  \
-    static const pf_param_desc table[] = {{"gain", pdoc, PF_OFFSET(gain_params, gain),      \
-                                           PF_PARAM_FLOAT, .def = def_, .min = 0, .max = 10}}; \
-    static const pf_stage_desc gain = {PF_POINT_DESC(broken_gain, gain_params, NULL),       \
-                                       .name = sname, .doc = sdoc, .n_inputs = 1,           \
-                                       PF_PARAMS(table)};                                   \
+#define GAIN_STAGE(sname, sdoc, def_, pdoc)                                                        \
+    PF_POINT_ROW(broken_gain, gain_params)                                                         \
+    static const pf_param_desc table[] = {{"gain", pdoc, PF_OFFSET(gain_params, gain),             \
+                                           PF_PARAM_FLOAT, .def = def_, .min = 0, .max = 10}};     \
+    static const pf_stage_desc gain = {PF_POINT_DESC(broken_gain, gain_params, NULL),              \
+                                       .name = sname, .doc = sdoc, .n_inputs = 1,                  \
+                                       PF_PARAMS(table)};                                          \
     static const pf_stage_desc *const stages[] = {&gain};
 
 #endif

@@ -9,9 +9,12 @@ static int crash_run(const pf_stage_args *a)
     return 0;
 }
 
-static const pf_stage_desc crasher = {.size = PF_STAGE_DESC_SIZE, .name = "sdk_crasher",
+static const pf_stage_desc crasher = {.size = PF_STAGE_DESC_SIZE,
+                                      .name = "sdk_crasher",
                                       .doc = "3x3 mean that crashes on the last row",
-                                      .kind = PF_STAGE_STENCIL, .n_inputs = 1,
-                                      .radius = radius_one, .run_cpu = crash_run};
+                                      .kind = PF_STAGE_STENCIL,
+                                      .n_inputs = 1,
+                                      .radius = radius_one,
+                                      .run_cpu = crash_run};
 static const pf_stage_desc *const stages[] = {&crasher};
 PF_DEFINE_PLUGIN("crasher", "1.0", "a stage that crashes", stages)

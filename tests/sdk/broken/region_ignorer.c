@@ -8,9 +8,12 @@ static int ignorer_run(const pf_stage_args *a)
     return 0;
 }
 
-static const pf_stage_desc ignorer = {.size = PF_STAGE_DESC_SIZE, .name = "sdk_region_ignorer",
+static const pf_stage_desc ignorer = {.size = PF_STAGE_DESC_SIZE,
+                                      .name = "sdk_region_ignorer",
                                       .doc = "3x3 mean, written to every row whatever the region",
-                                      .kind = PF_STAGE_STENCIL, .n_inputs = 1,
-                                      .radius = radius_one, .run_cpu = ignorer_run};
+                                      .kind = PF_STAGE_STENCIL,
+                                      .n_inputs = 1,
+                                      .radius = radius_one,
+                                      .run_cpu = ignorer_run};
 static const pf_stage_desc *const stages[] = {&ignorer};
 PF_DEFINE_PLUGIN("region_ignorer", "1.0", "a stencil that ignores its region", stages)

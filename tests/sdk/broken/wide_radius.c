@@ -14,9 +14,12 @@ static int wide_run(const pf_stage_args *a)
     return 0;
 }
 
-static const pf_stage_desc wide = {.size = PF_STAGE_DESC_SIZE, .name = "sdk_wide_radius",
+static const pf_stage_desc wide = {.size = PF_STAGE_DESC_SIZE,
+                                   .name = "sdk_wide_radius",
                                    .doc = "3x3 mean, R mixed with a pixel 3 away (radius says 1)",
-                                   .kind = PF_STAGE_STENCIL, .n_inputs = 1, .radius = radius_one,
+                                   .kind = PF_STAGE_STENCIL,
+                                   .n_inputs = 1,
+                                   .radius = radius_one,
                                    .run_cpu = wide_run};
 static const pf_stage_desc *const stages[] = {&wide};
 PF_DEFINE_PLUGIN("wide_radius", "1.0", "a stencil reading beyond its radius", stages)
