@@ -259,14 +259,15 @@ __global__ void __launch_bounds__(V_TX *V_TY)
             const float amount = p->amount, thr = p->threshold;
             const float4 s = pf_row_d(in, y)[x];
 #define SHARPEN(c)                                                                                 \
-    {                                                                                              \
+    do {                                                                                           \
         const float d_ = __fsub_rn(s.c, o.c);                                                      \
         o.c = fabsf(d_) > thr ? __fadd_rn(s.c, __fmul_rn(amount, d_)) : s.c;                       \
-    }
-            SHARPEN(x)
-            SHARPEN(y) SHARPEN(z)
+    } while (0)
+            SHARPEN(x);
+            SHARPEN(y);
+            SHARPEN(z);
 #undef SHARPEN
-                o.w = s.w;
+            o.w = s.w;
         }
         pf_row_d(out, y)[x] = o;
     }
@@ -338,18 +339,34 @@ static __device__ __forceinline__ float median9(float p0, float p1, float p2, fl
 {
     float p[9] = {p0, p1, p2, p3, p4, p5, p6, p7, p8};
 #define SORT2(i, j)                                                                                \
-    {                                                                                              \
+    do {                                                                                           \
         const float a_ = p[i], b_ = p[j];                                                          \
         const bool s_ = a_ > b_;                                                                   \
         p[i] = s_ ? b_ : a_;                                                                       \
         p[j] = s_ ? a_ : b_;                                                                       \
-    }
-    SORT2(1, 2)
-    SORT2(4, 5) SORT2(7, 8) SORT2(0, 1) SORT2(3, 4) SORT2(6, 7) SORT2(1, 2) SORT2(4, 5) SORT2(7, 8)
-        SORT2(0, 3) SORT2(5, 8) SORT2(4, 7) SORT2(3, 6) SORT2(1, 4) SORT2(2, 5) SORT2(4, 7)
-            SORT2(4, 2) SORT2(6, 4) SORT2(4, 2)
+    } while (0)
+    /* a sorting network: 19 compare-exchanges */
+    SORT2(1, 2);
+    SORT2(4, 5);
+    SORT2(7, 8);
+    SORT2(0, 1);
+    SORT2(3, 4);
+    SORT2(6, 7);
+    SORT2(1, 2);
+    SORT2(4, 5);
+    SORT2(7, 8);
+    SORT2(0, 3);
+    SORT2(5, 8);
+    SORT2(4, 7);
+    SORT2(3, 6);
+    SORT2(1, 4);
+    SORT2(2, 5);
+    SORT2(4, 7);
+    SORT2(4, 2);
+    SORT2(6, 4);
+    SORT2(4, 2);
 #undef SORT2
-                return p[4];
+    return p[4];
 }
 
 template <int OP>
