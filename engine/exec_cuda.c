@@ -1278,6 +1278,8 @@ int pf_cuda_wait(pf_pipeline *p, int ticket)
     for (int s = 0; c && s < c->n_slots; s++)
         if (c->slots[s].busy && c->slots[s].ticket == ticket)
             return finish(p, c, &c->slots[s]);
+    if (c && ticket > 0 && ticket <= c->next_ticket)
+        return PF_OK; /* already retired (a later device submit reused its slot) */
     pf_errf(p->errmsg, "%s: no frame in flight has ticket %d", p->source, ticket);
     return PF_INVALID_ARGUMENT;
 }

@@ -201,7 +201,9 @@ int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_fram
 int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                               int n_out, void *stream, int *ticket);
 
-/* Waits for a submitted frame; its outputs and tables are then ready. */
+/* Waits for a submitted frame; its outputs and tables are then ready. A frame already
+   waited for (or retired when a later device submit needed its slot) returns PF_OK at
+   once; a ticket never issued is PF_INVALID_ARGUMENT. */
 int pf_pipeline_wait(pf_pipeline *p, int ticket);
 
 /* Frames that can be in flight at once (CUDA: the "slots" option, default 3). */
