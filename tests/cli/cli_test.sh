@@ -411,8 +411,37 @@ section_pipelines() {
     [ "$n" -ge 9 ] || fail "only $n pipelines found in $P"
 }
 
+# bench: the comparison table, and the same numbers as JSON. Without a device only the
+# CPU mode runs and the CUDA modes say why; with one, every mode runs.
+section_bench() {
+    P=$SRC/pipelines
+    pf bench "$P/duotone.json" --size 67x45 --frames 5
+    expect 0 "bench table"
+    says "$W/stdout" "a frame must move" "bench header"
+    grep -qE '^cpu +1 ' "$W/stdout" || fail "bench: no cpu row with 1 launch: $(cat "$W/stdout")"
+    for m in cuda-eager-unfused cuda-eager-fused cuda-graph-unfused cuda-graph-fused; do
+        grep -qE "^$m +([0-9]|\(not run: no CUDA device\))" "$W/stdout" ||
+            fail "bench: mode $m neither ran nor said why"
+    done
+    if grep -q "not run: no CUDA device" "$W/stdout"; then
+        says "$W/stdout" "the CPU executor" "bench verdict on the CPU"
+    else
+        grep -qE "launch-bound|memory-bound|compute-bound" "$W/stdout" ||
+            fail "bench: no verdict for the CUDA modes"
+    fi
+    pf bench "$P/duotone.json" --size 67x45 --frames 5 --json
+    expect 0 "bench --json"
+    cp "$W/stdout" "$W/bench.json"
+    "$HELPER" json "$W/bench.json" || fail "bench --json is not valid JSON"
+    says "$W/bench.json" '"mode": "cpu", "launches_per_frame": 1' "bench JSON cpu mode"
+    pf bench "$P/duotone.json" --frames 1
+    expect 2 "bench --frames 1"
+    pf bench
+    expect 2 "bench without a pipeline"
+}
+
 case $SECTION in
-run | batch | tables | collisions | args | errors | commands | pipelines) "section_$SECTION" ;;
+run | batch | tables | collisions | args | errors | commands | pipelines | bench) "section_$SECTION" ;;
 *) echo "cli_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
 if [ "$failures" -gt 0 ]; then
