@@ -136,9 +136,11 @@ int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
 
 /* Sets a pipeline option as in the file's "options" (backend auto|cpu|cuda, fusion
    true|false, graph true|false, streams, threads, max_launch_ms), value as text, and
-   the API-only ones: slots (CUDA frames in flight, 1-8) and dump_kernels (a directory
-   where the sources of fused kernels are written as they are generated; "" for none).
-   The next run plans again. */
+   the API-only ones: slots (CUDA frames in flight, 1-8), profile (true: time every
+   launch with CUDA events; read them with pf_pipeline_unit) and dump_kernels (a
+   directory where the sources of fused kernels are written as they are generated; ""
+   for none). backend, fusion, streams, slots and max_launch_ms make the next frame plan
+   again; graph, threads, profile and dump_kernels do not. */
 int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value);
 
 typedef enum pf_output_kind { PF_OUTPUT_IMAGE = 0, PF_OUTPUT_TABLE } pf_output_kind;
@@ -164,7 +166,8 @@ int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *info);
 int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
 
 /* Runs one frame synchronously on host frames. inputs in input order; outputs in
-   output order, NULL entries (or n_out smaller than the count) skip an output; table
+   output order, entries with NULL data (or n_out smaller than the count) skip an
+   output; table
    outputs are read with pf_pipeline_table. Image outputs must have the planned size. */
 int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out);
 
