@@ -143,15 +143,8 @@ static int plan_still_fits(const pf_pipeline *p, int i)
         return 0;
     if (n->desc->partial_len && n->desc->partial_len(n->params, in) != u->partial_len)
         return 0;
-    if (plan->cuda && n->desc->cuda_scratch_bytes) {
-        int width = plan->shapes[n->in[0]].width > plan->shapes[i].width
-                        ? plan->shapes[n->in[0]].width
-                        : plan->shapes[i].width;
-        int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[i].height;
-        if (!pf_cuda_scratch_fits(plan->cu, plan->unit_of[i],
-                                  n->desc->cuda_scratch_bytes(n->params, width, rows)))
-            return 0; /* the device scratch is too small for the new params */
-    }
+    if (plan->cuda && n->desc->cuda_scratch_bytes && !pf_cuda_scratch_fits(p, plan->unit_of[i]))
+        return 0; /* the device scratch is too small for the new params */
     return 1;
 }
 

@@ -49,7 +49,7 @@ int pf_cuda_busy(const struct pf_cuda_plan *c)
 {
     return 0;
 }
-int pf_cuda_scratch_fits(const struct pf_cuda_plan *c, int u, size_t bytes)
+int pf_cuda_scratch_fits(const pf_pipeline *p, int u)
 {
     return 0;
 }
@@ -331,12 +331,11 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
     const pf_plan *plan = p->plan;
     int nn = p->n_nodes, nu = plan->n_units, words = (nu + 63) / 64 + 1;
     unsigned long long *hb = happens_before(plan, words);
-    int *last = malloc(sizeof(int) * (size_t)nn);   /* last unit reading a node */
-    int *holder = malloc(sizeof(int) * (size_t)nn); /* per buffer: node in it now */
+    int *last = malloc(sizeof(int) * (size_t)nn); /* last unit reading a node */
     size_t *cap = malloc(sizeof(size_t) * (size_t)nn), *boff = malloc(sizeof(size_t) * (size_t)nn);
     int *bnode = malloc(sizeof(int) * (size_t)nn);
     int nb = 0, rc = PF_OK;
-    if (!hb || !last || !holder || !cap || !boff || !bnode) {
+    if (!hb || !last || !cap || !boff || !bnode) {
         rc = PF_NO_MEMORY;
         goto out;
     }
@@ -380,11 +379,24 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
         }
         bnode[pick] = i;
         c->img_off[i] = boff[pick];
-        (void)holder;
     }
 out:
-    free(hb), free(last), free(holder), free(cap), free(boff), free(bnode);
+    free(hb), free(last), free(cap), free(boff), free(bnode);
     return rc;
+}
+
+/* Device scratch unit u's stage asks for with its current params: for the widest of its
+   input and output, and all its rows (input rows for a reduce). */
+static size_t scratch_need(const pf_pipeline *p, int u)
+{
+    const pf_plan *plan = p->plan;
+    const pf_unit *un = &plan->units[u];
+    const pf_node *n0 = &p->nodes[un->nodes[0]];
+    if (!n0->desc->cuda_scratch_bytes)
+        return 0;
+    int win = plan->shapes[n0->in[0]].width, wout = plan->shapes[un->nodes[0]].width;
+    int rows = un->kind == PF_UNIT_REDUCE ? un->shape.height : plan->shapes[un->nodes[0]].height;
+    return n0->desc->cuda_scratch_bytes(n0->params, win > wout ? win : wout, rows);
 }
 
 /* Bytes of the largest frame format (f32 RGBA) for a shape: staging is sized for it. */
@@ -414,7 +426,6 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     ALLOC_OFFS(partial_off, nn)
     ALLOC_OFFS(partial_host_off, nn)
 #undef ALLOC_OFFS
-    (void)nu;
     size_t dev = 0, host = 0;
     /* First in both pools, at the same offsets: the parameter block (every stage's
        struct, 16-byte aligned) and the frame descriptors, so one copy refreshes both. */
@@ -448,19 +459,11 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     }
     for (int u = 0; u < nu; u++) {
         const pf_unit *un = &plan->units[u];
-        const pf_node *n0 = &p->nodes[un->nodes[0]];
         c->scratch_off[u] = SIZE_MAX;
-        if (n0->desc->cuda_scratch_bytes) {
-            int width = plan->shapes[n0->in[0]].width > plan->shapes[un->nodes[0]].width
-                            ? plan->shapes[n0->in[0]].width
-                            : plan->shapes[un->nodes[0]].width;
-            int rows =
-                un->kind == PF_UNIT_REDUCE ? un->shape.height : plan->shapes[un->nodes[0]].height;
-            size_t s = n0->desc->cuda_scratch_bytes(n0->params, width, rows);
-            if (s) {
-                c->scratch_off[u] = take(&dev, s);
-                c->scratch_size[u] = s;
-            }
+        size_t s = scratch_need(p, u);
+        if (s) {
+            c->scratch_off[u] = take(&dev, s);
+            c->scratch_size[u] = s;
         }
         if (un->kind == PF_UNIT_REDUCE) {
             size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) *
@@ -692,9 +695,10 @@ int pf_cuda_launches(const pf_cuda_plan *c)
     return c ? c->launches : 0;
 }
 
-int pf_cuda_scratch_fits(const pf_cuda_plan *c, int u, size_t bytes)
+int pf_cuda_scratch_fits(const pf_pipeline *p, int u)
 {
-    return c && u >= 0 && u < c->n_units && c->scratch_size[u] >= bytes;
+    const pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
+    return c && u >= 0 && u < c->n_units && c->scratch_size[u] >= scratch_need(p, u);
 }
 
 int pf_cuda_busy(const pf_cuda_plan *c)

@@ -30,7 +30,8 @@ int pf_cuda_wait(pf_pipeline *p, int ticket);
 /* Kernel launches one frame takes; whether any slot holds a frame in flight. */
 int pf_cuda_launches(const struct pf_cuda_plan *c);
 int pf_cuda_busy(const struct pf_cuda_plan *c);
-/* Whether unit u's device scratch holds bytes (so new params need no new plan). */
-int pf_cuda_scratch_fits(const struct pf_cuda_plan *c, int u, size_t bytes);
+/* Whether unit u's device scratch holds what its stage asks for with its current
+   params (so a parameter change needs no new plan). */
+int pf_cuda_scratch_fits(const pf_pipeline *p, int u);
 
 #endif

@@ -194,12 +194,8 @@ static int colsum_launch(const pf_stage_args *a)
     int chunk_rows, chunks;
     col_chunks(y1 - y0, &chunk_rows, &chunks);
     const size_t need = (size_t)chunks * (size_t)in.width * sizeof(sum4);
-    if (!a->scratch || (a->scratch_size && a->scratch_size < need)) {
-        if (a->err && a->err_size)
-            snprintf(a->err, a->err_size, "colsum: scratch too small: %zu bytes needed, %zu given",
-                     need, a->scratch_size);
+    if (pf_cuda_scratch_short(a, "colsum", need))
         return 1;
-    }
     cudaStream_t st = (cudaStream_t)a->stream;
     sum4 *part = (sum4 *)a->scratch;
     dim3 g(PF_CEIL_DIV(in.width, COL_TX), chunks);
@@ -406,12 +402,8 @@ static int stats_launch(const pf_stage_args *a)
     int chunk_rows, blocks;
     st_blocks(y1 - y0, &chunk_rows, &blocks);
     const size_t need = sizeof(st_part) * (size_t)blocks;
-    if (!a->scratch || (a->scratch_size && a->scratch_size < need)) {
-        if (a->err && a->err_size)
-            snprintf(a->err, a->err_size, "stats: scratch too small: %zu bytes needed, %zu given",
-                     need, a->scratch_size);
+    if (pf_cuda_scratch_short(a, "stats", need))
         return 1;
-    }
     cudaStream_t st = (cudaStream_t)a->stream;
     st_part *part = (st_part *)a->scratch;
     stats_block_kernel<<<blocks, NT, 0, st>>>(in, y0, y1, chunk_rows, part);

@@ -241,26 +241,7 @@ static float median9(float *p)
             p[j] = t_;                                                                             \
         }                                                                                          \
     } while (0)
-    /* a sorting network: 19 compare-exchanges */
-    SORT2(1, 2);
-    SORT2(4, 5);
-    SORT2(7, 8);
-    SORT2(0, 1);
-    SORT2(3, 4);
-    SORT2(6, 7);
-    SORT2(1, 2);
-    SORT2(4, 5);
-    SORT2(7, 8);
-    SORT2(0, 3);
-    SORT2(5, 8);
-    SORT2(4, 7);
-    SORT2(3, 6);
-    SORT2(1, 4);
-    SORT2(2, 5);
-    SORT2(4, 7);
-    SORT2(4, 2);
-    SORT2(6, 4);
-    SORT2(4, 2);
+    FILTER_MEDIAN9_NETWORK(SORT2);
 #undef SORT2
     return p[4];
 }

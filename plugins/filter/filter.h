@@ -24,6 +24,29 @@ typedef struct pf_unsharp_params {
     float threshold; /* only where |in - blurred| > threshold */
 } pf_unsharp_params;
 
+/* The 19 compare-exchanges of Paeth's median-of-9 network, in order, shared by the CPU
+   and CUDA median3: SORT2(i, j) leaves the smaller of p[i], p[j] in p[i]. */
+#define FILTER_MEDIAN9_NETWORK(SORT2)                                                              \
+    SORT2(1, 2);                                                                                   \
+    SORT2(4, 5);                                                                                   \
+    SORT2(7, 8);                                                                                   \
+    SORT2(0, 1);                                                                                   \
+    SORT2(3, 4);                                                                                   \
+    SORT2(6, 7);                                                                                   \
+    SORT2(1, 2);                                                                                   \
+    SORT2(4, 5);                                                                                   \
+    SORT2(7, 8);                                                                                   \
+    SORT2(0, 3);                                                                                   \
+    SORT2(5, 8);                                                                                   \
+    SORT2(4, 7);                                                                                   \
+    SORT2(3, 6);                                                                                   \
+    SORT2(1, 4);                                                                                   \
+    SORT2(2, 5);                                                                                   \
+    SORT2(4, 7);                                                                                   \
+    SORT2(4, 2);                                                                                   \
+    SORT2(6, 4);                                                                                   \
+    SORT2(4, 2)
+
 /* median3 takes no params. */
 
 #endif /* PF_PLUGIN_FILTER_H */

@@ -290,9 +290,8 @@ template <int KIND, int EPI> static int separable_launch(const pf_stage_args *a,
     /* Rows the horizontal pass may write for any radius up to RMAX. */
     const int s0 = max(y0 - RMAX, 0), s1 = min(y1 + RMAX, in.height);
     const size_t need = (size_t)in.width * (size_t)(s1 - s0) * sizeof(float4);
-    if (!a->scratch || (a->scratch_size && a->scratch_size < need))
-        return fail(a, what, "scratch too small: %zu bytes needed, %zu given", need,
-                    a->scratch_size);
+    if (pf_cuda_scratch_short(a, what, need))
+        return 1;
     const int hrows = s1 - s0;
     int rpb = 4; /* rows per horizontal block; more when the grid would be too tall */
     while (PF_CEIL_DIV(hrows, rpb) > 65535)
@@ -345,26 +344,7 @@ static __device__ __forceinline__ float median9(float p0, float p1, float p2, fl
         p[i] = s_ ? b_ : a_;                                                                       \
         p[j] = s_ ? a_ : b_;                                                                       \
     } while (0)
-    /* a sorting network: 19 compare-exchanges */
-    SORT2(1, 2);
-    SORT2(4, 5);
-    SORT2(7, 8);
-    SORT2(0, 1);
-    SORT2(3, 4);
-    SORT2(6, 7);
-    SORT2(1, 2);
-    SORT2(4, 5);
-    SORT2(7, 8);
-    SORT2(0, 3);
-    SORT2(5, 8);
-    SORT2(4, 7);
-    SORT2(3, 6);
-    SORT2(1, 4);
-    SORT2(2, 5);
-    SORT2(4, 7);
-    SORT2(4, 2);
-    SORT2(6, 4);
-    SORT2(4, 2);
+    FILTER_MEDIAN9_NETWORK(SORT2);
 #undef SORT2
     return p[4];
 }

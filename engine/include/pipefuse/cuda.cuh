@@ -39,6 +39,18 @@ static inline int pf_cuda_check(const pf_stage_args *a, const char *what)
     return 1;
 }
 
+/* Whether a->scratch holds need bytes: 0, or 1 with "<what>: scratch too small: ..." in
+   a->err. A scratch_size of 0 means "sized by cuda_scratch_bytes" and is trusted. */
+static inline int pf_cuda_scratch_short(const pf_stage_args *a, const char *what, size_t need)
+{
+    if (a->scratch && (!a->scratch_size || a->scratch_size >= need))
+        return 0;
+    if (a->err && a->err_size)
+        snprintf(a->err, a->err_size, "%s: scratch too small: %zu bytes needed, %zu given", what,
+                 need, a->scratch_size);
+    return 1;
+}
+
 /* Inputs of a one-stage point kernel, passed by value. */
 typedef struct pf_point_io {
     pf_image in[PF_MAX_INPUTS];
