@@ -1022,6 +1022,11 @@ static void take_measurements(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
         p->refines[first]++;
         p->band_scale[first] *= factor < 8 ? factor : 8;
         p->replan = 1;
+        pf_log(p->eng, 0,
+               "%s: unit #%d (%s): a launch took %.2f ms of the %.1f ms budget (%.2f ms "
+               "predicted, %d bands); re-planning with more bands",
+               p->source, u, un->ids[0], un->measured_band_ms, plan->budget_ms, predicted_band,
+               un->bands);
     }
 }
 

@@ -243,10 +243,11 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             }
         }
         int ns = source_index(p, un, a);
-        sb_printf(&b,
-                  "};\n        pf_float4 v%d = pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), a%d, "
-                  "pos); // %s\n",
-                  a, ns, n->desc->point_fn, ns, n->desc->params_type, param_off[m], a, n->id);
+        sb_printf(
+            &b,
+            "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
+            "a%d, pos)); // %s\n",
+            a, ns, n->desc->point_fn, ns, n->desc->params_type, param_off[m], a, n->id);
         for (int k = 0; k < io->n_out; k++)
             if (io->out[k].node == m)
                 sb_printf(&b, "        out%d[i] = v%d;\n", k, a);

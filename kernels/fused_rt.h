@@ -88,20 +88,34 @@ static __device__ __forceinline__ void pf_store_words(unsigned char *p, const un
     }
 }
 
+/* Integer samples move in and out of floats through the mantissa of 2^23 + v (exact for
+   v < 2^23): a byte permute and an add each way, where int/float conversions would run
+   at a quarter of the FP32 rate on sm_90 and bound the fused kernels. Both give exactly
+   the CPU's values (engine/frame.c): (float)v * (1 / max) in, and out
+   trunc(v * max + 0.5) clamped to [0, max] with NaN as 0. */
+
 /* Sample j (0-based, in samples) out of packed words. */
 template <int S> static __device__ __forceinline__ float pf_unpack(const unsigned int *w, int j)
 {
-    if (S == 0)
-        return (float)((w[j >> 2] >> ((j & 3) * 8)) & 0xffu) * (1.0f / 255.0f);
-    if (S == 1)
-        return (float)((w[j >> 1] >> ((j & 1) * 16)) & 0xffffu) * (1.0f / 65535.0f);
+    if (S == 0) { /* bytes: 0x4B0000vv */
+        float f = __uint_as_float(__byte_perm(w[j >> 2], 0x4B000000u, 0x7540u | (j & 3)));
+        return __fmul_rn(__fsub_rn(f, 8388608.0f), 1.0f / 255.0f);
+    }
+    if (S == 1) { /* halves: 0x4B00vvvv */
+        float f = __uint_as_float(__byte_perm(w[j >> 1], 0x4B000000u, (j & 1) ? 0x7532u : 0x7510u));
+        return __fmul_rn(__fsub_rn(f, 8388608.0f), 1.0f / 65535.0f);
+    }
     return __uint_as_float(w[j]);
 }
 
+/* trunc(v * scale + 0.5) clamped to [0, max], NaN as 0. v is saturated to [0, 1] first
+   (NaN becomes 0): the same result for every float, one instruction where clamping t
+   took two. Adding 2^23 rounding toward zero leaves the truncated integer in the low
+   mantissa bits. */
 static __device__ __forceinline__ unsigned int pf_quant(float v, float scale, unsigned int max)
 {
-    float t = __fadd_rn(__fmul_rn(v, scale), 0.5f); /* no FMA: round as the CPU does */
-    return t >= (float)max ? max : (t > 0.0f ? (unsigned int)(int)t : 0u);
+    float t = __fadd_rn(__fmul_rn(__saturatef(v), scale), 0.5f); /* no FMA: as the CPU */
+    return __float_as_uint(__fadd_rz(t, 8388608.0f)) & max;
 }
 
 template <int S> static __device__ __forceinline__ void pf_pack(unsigned int *w, int j, float v)
@@ -215,6 +229,19 @@ static __device__ __forceinline__ void pf_store_chunk(const pf_frame_desc &d, in
                 *(unsigned int *)s = w[j];
         }
     }
+}
+
+/* Each op's result passes through here: an empty asm that NVVM cannot see through, so
+   values are not folded across op boundaries (ptxas removes the moves). NVVM of CUDA
+   13.0 otherwise treated a value carried through several inlined ops (the alpha kept by
+   grayscale and difference, then blended with itself) as undefined and stored garbage. */
+static __device__ __forceinline__ pf_float4 pf_opaque(pf_float4 v)
+{
+    pf_float4 r;
+    asm("mov.b32 %0, %4;\n\tmov.b32 %1, %5;\n\tmov.b32 %2, %6;\n\tmov.b32 %3, %7;"
+        : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+        : "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w));
+    return r;
 }
 
 /* The x of pixel i (of PF_PPT) of this thread, with chunks of VP pixels: chunk c of a

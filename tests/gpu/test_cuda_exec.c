@@ -9,8 +9,10 @@
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "pipefuse/png.h"
 #include "testutil.h"
 
 static pf_engine *eng;
@@ -74,6 +76,18 @@ static double frame_diff(const pf_frame *a, const pf_frame *b)
     return m;
 }
 
+/* The first bytes of two frames' first row, for a replayed failing case. */
+static void print_head(const pf_frame *a, const pf_frame *b)
+{
+    size_t n = pf_frame_pixel_bytes(a->sample, a->channels) * (size_t)(a->width < 4 ? a->width : 4);
+    for (int f = 0; f < 2; f++) {
+        printf("  %s:", f ? "got" : "cpu");
+        for (size_t i = 0; i < n; i++)
+            printf(" %02x", ((const unsigned char *)(f ? b : a)->data)[i]);
+        printf("\n");
+    }
+}
+
 /* Runs p once per backend mode and compares every output with the CPU's. */
 static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *in, int n_in,
                              pf_sample out_sample, int out_ch)
@@ -131,6 +145,8 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
                     double d = frame_diff(&ref[o], &got[o]);
                     CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s fusion=%s)", what,
                            o, d, modes[m][0], modes[m][1]);
+                    if (d > 1.0 && getenv("PF_TEST_REPLAY"))
+                        print_head(&ref[o], &got[o]);
                 }
             }
         }
@@ -178,6 +194,11 @@ static void test_random_points(pf_rng *r)
     static const char *const ops2[] = {"blend", "add", "multiply", "difference", "alpha_over"};
     static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
     int cases = getenv("PF_TEST_QUICK") ? 12 : 300; /* quick: under compute-sanitizer */
+    const char *replay = getenv("PF_TEST_REPLAY");  /* a failing case's rng state */
+    if (replay) {
+        r->s = strtoull(replay, NULL, 10);
+        cases = 1;
+    }
     for (int t = 0; t < cases; t++) {
         uint64_t seed = r->s; /* replay a failing case from this state */
         char json[8192];
@@ -206,6 +227,8 @@ static void test_random_points(pf_rng *r)
             CHECKF(0, "case %d: %s\n%s", t, pf_engine_errmsg(eng), json);
             continue;
         }
+        if (getenv("PF_TEST_DUMP"))
+            pf_pipeline_set_option(p, "dump_kernels", getenv("PF_TEST_DUMP"));
         char key[64];
         snprintf(key, sizeof key, "s%d.amount", 0);
         pf_pipeline_set_float(p, key, pf_rng_float(r) * 0.5); /* where s0 has an amount */
@@ -321,6 +344,90 @@ static void test_steady_state(pf_rng *r)
 
 /* Independent branches on several streams give the same bytes as on one stream, and
    graph replay the same bytes as eager launches. */
+/* Sample conversion in fused kernels is exact, not merely within a step: float inputs
+   around every rounding tie of u8 and u16 outputs (and NaN, infinities, signed zeros,
+   huge and tiny values) store the CPU's very bytes, and every u8 and u16 value loads as
+   the CPU's float. */
+static void test_conversions(void)
+{
+    const char *json = "{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":[{\"id\":\"s\","
+                       "\"op\":\"brightness\",\"params\":{\"amount\":0}}],"
+                       "\"outputs\":{\"o\":\"s\"}}";
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(eng, json, "conversions", &p) == PF_OK);
+    if (!p)
+        return;
+    static const float special[] = {NAN,   -NAN,   INFINITY, -INFINITY, 0.0f,   -0.0f,
+                                    1.0f,  -1.0f,  2.0f,     1e30f,     -1e30f, 1e-40f,
+                                    1e-7f, -1e-7f, 0.5f,     0.999999f};
+    const int w = 1024, h = 580; /* 2,375,680 floats: the specials, then every tie +- 4 ulps */
+    pf_frame in;
+    CHECK(pf_frame_alloc(&in, w, h, PF_F32, 4) == PF_OK);
+    size_t n = 0, cap = (size_t)w * h * 4;
+    float *v = malloc(sizeof(float) * cap);
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        v[n++] = special[i];
+    for (int s = 0; s < 2; s++) {
+        float scale = s ? 65535.0f : 255.0f;
+        for (int k = -1; k <= (int)scale; k++) {
+            float tie = ((float)k + 0.5f) / scale;
+            uint32_t b;
+            memcpy(&b, &tie, 4);
+            for (int d = -4; d <= 4 && n < cap; d++) {
+                uint32_t u = b + (uint32_t)d;
+                memcpy(&v[n++], &u, 4);
+            }
+        }
+    }
+    for (size_t i = n; i < cap; i++)
+        v[i] = (float)(i % 1000) / 999.0f * 1.2f - 0.1f;
+    for (int y = 0; y < h; y++)
+        memcpy((char *)in.data + (size_t)y * in.pitch, v + (size_t)y * w * 4,
+               sizeof(float) * w * 4);
+    free(v);
+    pf_sample outs[] = {PF_U8, PF_U16};
+    for (int o = 0; o < 2; o++) {
+        pf_frame ref, got;
+        CHECK(pf_frame_alloc(&ref, w, h, outs[o], 4) == PF_OK);
+        CHECK(pf_frame_alloc(&got, w, h, outs[o], 4) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+        CHECK(pf_pipeline_run(p, &in, 1, &ref, 1) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "fusion", "true") == PF_OK);
+        CHECKF(pf_pipeline_run(p, &in, 1, &got, 1) == PF_OK, "%s", pf_pipeline_errmsg(p));
+        long bad = 0;
+        for (int y = 0; y < h; y++)
+            bad += memcmp((char *)ref.data + (size_t)y * ref.pitch,
+                          (char *)got.data + (size_t)y * got.pitch,
+                          pf_frame_pixel_bytes(outs[o], 4) * (size_t)w) != 0;
+        CHECKF(bad == 0, "f32 -> %s: %ld rows differ from the CPU", o ? "u16" : "u8", bad);
+        /* And back: every value of that format loads as the CPU's float. */
+        for (size_t i = 0; i < (size_t)w * h * 4; i++) {
+            size_t y = i / ((size_t)w * 4), x = i % ((size_t)w * 4);
+            if (outs[o] == PF_U8)
+                ((unsigned char *)ref.data + y * ref.pitch)[x] = (unsigned char)i;
+            else
+                ((unsigned short *)((char *)ref.data + y * ref.pitch))[x] = (unsigned short)i;
+        }
+        pf_frame fr, fg;
+        CHECK(pf_frame_alloc(&fr, w, h, PF_F32, 4) == PF_OK);
+        CHECK(pf_frame_alloc(&fg, w, h, PF_F32, 4) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+        CHECK(pf_pipeline_run(p, &ref, 1, &fr, 1) == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        CHECK(pf_pipeline_run(p, &ref, 1, &fg, 1) == PF_OK);
+        bad = 0;
+        for (int y = 0; y < h; y++)
+            bad +=
+                memcmp((char *)fr.data + (size_t)y * fr.pitch,
+                       (char *)fg.data + (size_t)y * fg.pitch, sizeof(float) * 4 * (size_t)w) != 0;
+        CHECKF(bad == 0, "%s -> f32: %ld rows differ from the CPU", o ? "u16" : "u8", bad);
+        pf_frame_free(&ref), pf_frame_free(&got), pf_frame_free(&fr), pf_frame_free(&fg);
+    }
+    pf_frame_free(&in);
+    pf_pipeline_destroy(p);
+}
+
 static void test_streams(pf_rng *r)
 {
     static const char json[] =
@@ -383,6 +490,12 @@ int main(void)
     eng = pf_test_engine();
     pf_rng r;
     pf_rng_seed(&r, 20261129);
+    if (getenv("PF_TEST_REPLAY")) { /* one random case, from its printed rng state */
+        test_random_points(&r);
+        pf_engine_destroy(eng);
+        return pf_test_done("test_cuda_exec");
+    }
+    test_conversions();
     test_examples(&r);
     test_random_points(&r);
     test_steady_state(&r);

@@ -2,7 +2,8 @@
  * pixel is tunable (`iters`), for watchdog splitting tests: spin_point (point),
  * spin_stencil (out = mean of the pixels above and below: reads halo rows),
  * spin_resample (a vertical flip: reads rows of other bands) and spin_reduce (column
- * sums). Each returns exactly what it would without the spinning. */
+ * sums). Each returns exactly what it would without the spinning. And spin_fault, a
+ * copy that traps on the GPU when asked, for the lost-context test. */
 #include <string.h>
 
 #include "spin.h"
@@ -55,6 +56,14 @@ static int resample_cpu(const pf_stage_args *a)
     return 0;
 }
 
+static int fault_cpu(const pf_stage_args *a)
+{
+    for (int y = a->region.y0; y < a->region.y1; y++)
+        memcpy(pf_image_row(&a->out, y), pf_image_row(&a->in[0], y),
+               sizeof(pf_float4) * (size_t)a->out.width);
+    return 0;
+}
+
 static int col_shape(const void *params, const pf_shape *in, pf_shape *out, char *err, size_t n)
 {
     out->width = 4;
@@ -89,6 +98,10 @@ static void col_combine(const void *params, const pf_shape *in, const double *pa
             result[i] += partials[(size_t)b * len + i];
 }
 
+static const pf_param_desc fault_table[] = {{"trap", "trap on the GPU (ends the CUDA context)",
+                                             PF_OFFSET(spin_fault_params, trap), PF_PARAM_BOOL,
+                                             .def = 0, .min = 0, .max = 1}};
+
 static const char *const rgba[] = {"r", "g", "b", "a", NULL};
 
 #define SPIN_COMMON(sname, skind, sdoc)                                                            \
@@ -116,6 +129,18 @@ static const pf_stage_desc reduce_desc = {
     .run_cpu = reduce_cpu,
     .run_cuda = PF_CUDA(spin_reduce_cuda)};
 
+static const pf_stage_desc fault_desc = {.size = PF_STAGE_DESC_SIZE,
+                                         .name = "spin_fault",
+                                         .doc = "a copy; traps on the GPU when asked",
+                                         .kind = PF_STAGE_RESAMPLE,
+                                         .n_inputs = 1,
+                                         .params_size = sizeof(spin_fault_params),
+                                         PF_PARAMS(fault_table),
+                                         .cost = 1,
+                                         .shape = same_shape,
+                                         .run_cpu = fault_cpu,
+                                         .run_cuda = PF_CUDA(spin_fault_cuda)};
+
 static const pf_stage_desc *const stages[] = {&point_desc, &stencil_desc, &resample_desc,
-                                              &reduce_desc};
+                                              &reduce_desc, &fault_desc};
 PF_DEFINE_PLUGIN("spin", "1.0", "tunable-cost stages for watchdog tests", stages)

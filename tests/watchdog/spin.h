@@ -12,6 +12,7 @@ int spin_point_cuda(const pf_stage_args *a);
 int spin_stencil_cuda(const pf_stage_args *a);
 int spin_resample_cuda(const pf_stage_args *a);
 int spin_reduce_cuda(const pf_stage_args *a);
+int spin_fault_cuda(const pf_stage_args *a);
 #ifdef __cplusplus
 }
 #endif

@@ -44,6 +44,17 @@ __global__ void spin_reduce_kernel(const spin_params *p, pf_image in, double *pa
         partial[4 * (size_t)x + k] = s[k];
 }
 
+__global__ void spin_fault_kernel(const spin_fault_params *p, pf_image in, pf_image out, int y0,
+                                  int y1)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = y0 + blockIdx.y;
+    if (x >= out.width || y >= y1)
+        return;
+    if (p->trap)
+        __trap();
+    pf_row_d(out, y)[x] = pf_row_d(in, y)[x];
+}
+
 #define LAUNCH_ROWS(kernel, ...)                                                                   \
     dim3 block(256), grid(PF_CEIL_DIV(a->out.width, 256), a->region.y1 - a->region.y0);            \
     if (a->region.y1 <= a->region.y0)                                                              \
@@ -60,6 +71,12 @@ extern "C" int spin_stencil_cuda(const pf_stage_args *a)
 extern "C" int spin_resample_cuda(const pf_stage_args *a)
 {
     LAUNCH_ROWS(spin_resample_kernel, (const spin_params *)a->params, a->in[0], a->out,
+                a->region.y0, a->region.y1)
+}
+
+extern "C" int spin_fault_cuda(const pf_stage_args *a)
+{
+    LAUNCH_ROWS(spin_fault_kernel, (const spin_fault_params *)a->params, a->in[0], a->out,
                 a->region.y0, a->region.y1)
 }
 

@@ -11,6 +11,12 @@ typedef struct spin_params {
     int iters;
 } spin_params;
 
+/* spin_fault: a copy on the CPU; on the GPU, with `trap` set, the kernel traps, which
+   ends the CUDA context (a sticky error), for the lost-engine test. */
+typedef struct spin_fault_params {
+    int trap;
+} spin_fault_params;
+
 PF_POINT_FN float spin_zero(int iters, float seed)
 {
     float a = seed;

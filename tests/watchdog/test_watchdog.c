@@ -7,6 +7,9 @@
  * budget (a 25% margin for timing noise), bands are more than one, and the output of
  * point (fused with a built-in), stencil, resample and reduce units is identical to
  * the unsplit run, in eager and in graph mode. Exits 77 without a device.
+ * PF_WATCHDOG_PART=lost: a kernel that traps ends the CUDA context; the run reports it,
+ * and every later call, on that pipeline or a new one, fails at once with the reason
+ * instead of touching the dead context. Exits 77 without a device.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -212,6 +215,44 @@ static void part_gpu(void)
     pf_pipeline_destroy(p);
 }
 
+static void part_lost(void)
+{
+    const char *json = "{\"pipefuse\":1,\"inputs\":[\"src\"],\"stages\":["
+                       "{\"id\":\"f\",\"op\":\"spin_fault\"}],\"outputs\":{\"o\":\"f\"}}";
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(eng, json, "fault.json", &p) == PF_OK);
+    if (!p)
+        return;
+    CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+    pf_frame in = random_input(67, 31);
+    pf_frame out;
+    CHECK(pf_frame_alloc(&out, 67, 31, PF_U8, 4) == PF_OK);
+    CHECKF(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK, "%s", pf_pipeline_errmsg(p));
+    CHECK(pf_pipeline_set_param(p, "f.trap", "true") == PF_OK);
+    int rc = pf_pipeline_run(p, &in, 1, &out, 1);
+    printf("trap: %s\n", pf_pipeline_errmsg(p));
+    CHECKF(rc == PF_CUDA, "a trapping kernel returned %d", rc);
+    CHECKF(strstr(pf_pipeline_errmsg(p), "lost") != NULL, "not reported as lost: %s",
+           pf_pipeline_errmsg(p));
+    /* Later calls fail at once, with the first error's reason. */
+    CHECK(pf_pipeline_set_param(p, "f.trap", "false") == PF_OK);
+    rc = pf_pipeline_run(p, &in, 1, &out, 1);
+    printf("after: %s\n", pf_pipeline_errmsg(p));
+    CHECKF(rc == PF_CUDA && strstr(pf_pipeline_errmsg(p), "lost earlier") != NULL,
+           "a run after the loss returned %d: %s", rc, pf_pipeline_errmsg(p));
+    pf_pipeline *q = NULL;
+    CHECK(pf_pipeline_load_string(eng, json, "fault2.json", &q) == PF_OK);
+    if (q) {
+        CHECK(pf_pipeline_set_option(q, "backend", "cuda") == PF_OK);
+        rc = pf_pipeline_run(q, &in, 1, &out, 1);
+        CHECKF(rc == PF_CUDA && strstr(pf_pipeline_errmsg(q), "lost earlier") != NULL,
+               "a new pipeline after the loss returned %d: %s", rc, pf_pipeline_errmsg(q));
+        pf_pipeline_destroy(q);
+    }
+    pf_pipeline_destroy(p); /* and the engine's destruction below: no hang, no crash */
+    pf_frame_free(&in), pf_frame_free(&out);
+}
+
 int main(void)
 {
     const char *part = getenv("PF_WATCHDOG_PART");
@@ -223,7 +264,7 @@ int main(void)
         fprintf(stderr, "%s\n", pf_engine_errmsg(eng));
         return 1;
     }
-    if (part && strcmp(part, "gpu") == 0) {
+    if (part && (strcmp(part, "gpu") == 0 || strcmp(part, "lost") == 0)) {
         pf_pipeline *probe = load(0);
         pf_pipeline_set_option(probe, "backend", "cuda");
         pf_shape s = {8, 8};
@@ -234,7 +275,10 @@ int main(void)
             pf_engine_destroy(eng);
             return 77;
         }
-        part_gpu();
+        if (strcmp(part, "gpu") == 0)
+            part_gpu();
+        else
+            part_lost();
     } else {
         part_plan();
     }

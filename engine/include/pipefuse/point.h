@@ -61,9 +61,17 @@ PF_POINT_FN float pf_maxf(float a, float b)
 {
     return a > b ? a : b;
 }
+/* a + (b - a) * t. On the GPU written as the fmaf that contraction makes of it anyway
+   (same value): NVVM of CUDA 13.0 folded the contracted form to a constant NaN in some
+   fused kernels where a == b reached it through inlined ops (the alpha of a blend of
+   two results of one source). */
 PF_POINT_FN float pf_lerpf(float a, float b, float t)
 {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+    return fmaf(b - a, t, a);
+#else
     return a + (b - a) * t;
+#endif
 }
 /* Rec. 709 luma of linear-coded RGB: the weights pipefuse uses everywhere. */
 PF_POINT_FN float pf_luma(pf_float4 c)
