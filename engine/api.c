@@ -617,14 +617,19 @@ PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_
     fusion_view v;
     if (fusion_view_make(p, &v) != PF_OK)
         return PF_NO_MEMORY;
-    int rc = PF_OK, n = 0;
+    /* Pixels per thread as the CUDA executor picks them: for this device, or without
+       one for a 132-multiprocessor device (H100, H200), so a cache filled here serves
+       those. */
+    int sms = pf_cuda_sm_count(p->eng), rc = PF_OK, n = 0;
     for (int u = 0; u < p->plan->n_units && rc == PF_OK; u++) {
         if (!v.fused[u])
             continue;
         pf_fuse_unit io;
         void *cubin = NULL;
         size_t size = 0;
-        rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, dump_dir, &io, &cubin, &size);
+        const pf_unit *un = &p->plan->units[u];
+        int ppt = pf_fuse_ppt(un->shape.width, un->shape.height, sms > 0 ? sms : 132);
+        rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, ppt, dump_dir, &io, &cubin, &size);
         free(cubin);
         n += rc == PF_OK;
     }

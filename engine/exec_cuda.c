@@ -65,6 +65,10 @@ int pf_cuda_watchdog(const pf_engine *e)
 {
     return 0;
 }
+int pf_cuda_sm_count(pf_engine *e)
+{
+    return 0;
+}
 
 #else /* PF_HAVE_CUDA */
 
@@ -81,6 +85,7 @@ typedef struct pf_cuda_dev {
     int state; /* 0 not tried, 1 usable, -1 not */
     int device;
     int watchdog;     /* cudaDevAttrKernelExecTimeout */
+    int sm_count;     /* multiprocessors */
     double bandwidth; /* device-to-device copy, bytes/s counting read + write */
     char why[512];
     char lost[1024]; /* a sticky error ended the context: why; every later call fails */
@@ -181,6 +186,9 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
             if (cudaDeviceGetAttribute(&d->watchdog, cudaDevAttrKernelExecTimeout, 0) !=
                 cudaSuccess)
                 d->watchdog = 0;
+            if (cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, 0) !=
+                cudaSuccess)
+                d->sm_count = 1;
             d->bandwidth = measure_bandwidth();
         }
     }
@@ -213,6 +221,11 @@ double pf_cuda_bandwidth(const pf_engine *e)
 int pf_cuda_watchdog(const pf_engine *e)
 {
     return e->cuda ? e->cuda->watchdog : 0;
+}
+int pf_cuda_sm_count(pf_engine *e)
+{
+    char why[512];
+    return pf_cuda_available(e, why, sizeof why) ? e->cuda->sm_count : 0;
 }
 
 void pf_cuda_engine_free(pf_engine *e)
@@ -763,7 +776,7 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
             rc = timed(p, c, sl, u, st, 1);
             if (rc == PF_OK)
                 rc = pf_fuse_launch(k->function, un->shape.width, un->shape.height, y0, y1,
-                                    sl->dev + c->params_off,
+                                    c->fio[u].ppt, sl->dev + c->params_off,
                                     sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u],
                                     st, err, sizeof err);
             if (rc == PF_OK)
@@ -1097,8 +1110,10 @@ static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_fram
             memset(&kv[v], 0, sizeof kv[v]);
             void *cubin = NULL;
             size_t size = 0;
-            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, p->dump_dir, io, &cubin,
-                                   &size);
+            const pf_unit *un = &p->plan->units[u];
+            int ppt = pf_fuse_ppt(un->shape.width, un->shape.height, p->eng->cuda->sm_count);
+            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, ppt, p->dump_dir, io,
+                                   &cubin, &size);
             if (rc == PF_OK) {
                 char name[64], err[512];
                 snprintf(name, sizeof name, "pf_fused_u%d", u);

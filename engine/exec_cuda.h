@@ -16,6 +16,8 @@ double pf_cuda_bandwidth(const pf_engine *e);
    engine's GPU is unusable from then on and every CUDA call fails with it. NULL else. */
 const char *pf_cuda_lost(const pf_engine *e);
 int pf_cuda_watchdog(const pf_engine *e);
+/* Multiprocessors of the device, probing it if need be; 0 without one. */
+int pf_cuda_sm_count(pf_engine *e);
 
 /* Builds the CUDA side of p->plan (streams, pools, pinned staging, graphs are made on
    first use). Errors in p->errmsg: PF_NO_DEVICE, PF_UNSUPPORTED (a stage without a

@@ -63,6 +63,7 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
 {
     const pf_unit *un = &p->plan->units[u];
     io->n_in = io->n_out = 0;
+    io->ppt = 8;
     for (int k = 0; k < un->n_inputs; k++) {
         int q = un->inputs[k];
         if (io->n_in >= 64)
@@ -129,6 +130,15 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
     return 1;
 }
 
+int pf_fuse_ppt(int width, int height, int sm_count)
+{
+    double px = (double)width * height, want = (double)(sm_count > 0 ? sm_count : 1) * 2048.0;
+    int ppt = 8;
+    while (ppt > 1 && px / ppt < want)
+        ppt /= 2;
+    return ppt;
+}
+
 /* ---- Source generation ---------------------------------------------------------------------- */
 
 typedef struct sb {
@@ -185,7 +195,11 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     sb_printf(&b, "// pipefuse fused kernel %s: %s", name, p->source);
     for (int a = 0; a < un->n_nodes; a++)
         sb_printf(&b, "%s%s", a ? " + " : " [", un->ids[a]);
-    sb_printf(&b, "]\n#include \"pipefuse/point.h\"\n#include \"pipefuse/fused_rt.h\"\n\n");
+    int ppt = io->ppt >= 1 && io->ppt <= 8 ? io->ppt : 8;
+    sb_printf(
+        &b,
+        "]\n#define PF_PPT %d\n#include \"pipefuse/point.h\"\n#include \"pipefuse/fused_rt.h\"\n\n",
+        ppt);
     for (int a = 0; a < un->n_nodes; a++) {
         if (source_index(p, un, a) != a)
             continue;
@@ -193,8 +207,9 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
         sb_printf(&b, "namespace pf_ns%d { // %s\n%s\n} // namespace pf_ns%d\n\n", a, n->desc->name,
                   n->desc->point_source, a);
     }
-    /* Pixels per chunk: the widest format's chunk is at most 16 bytes (PF_PPT is 8). */
-    int vp = 8;
+    /* Pixels per chunk: the widest format's chunk is at most 16 bytes, and at most
+       PF_PPT pixels. */
+    int vp = ppt;
     for (int k = 0; k < io->n_in + io->n_out; k++) {
         const pf_fuse_io *e = k < io->n_in ? &io->in[k] : &io->out[k - io->n_in];
         int bpp = (int)pf_frame_pixel_bytes((pf_sample)e->sample, e->channels), v = 1;
@@ -206,7 +221,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
               "extern \"C\" __global__ void __launch_bounds__(256)\n"
               "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
               "   int W, int H, int y0, int y1)\n{\n"
-              "    const int y = y0 + blockIdx.y;\n"
+              "    const int y = y0 + blockIdx.y * blockDim.y + threadIdx.y;\n"
               "    if (y >= y1 || PF_PX_X(%d, 0) >= W)\n        return;\n",
               name, vp);
     for (int k = 0; k < io->n_in; k++)
@@ -270,7 +285,8 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
 }
 
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
-                  int arch, const char *dump_dir, pf_fuse_unit *io, void **cubin, size_t *size)
+                  int arch, int ppt, const char *dump_dir, pf_fuse_unit *io, void **cubin,
+                  size_t *size)
 {
     const pf_unit *un = &p->plan->units[u];
     char name[64], ids[1024] = "";
@@ -282,6 +298,7 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
                 u, ids);
         return PF_UNSUPPORTED;
     }
+    io->ppt = ppt;
     size_t *off = malloc(sizeof(size_t) * (size_t)p->n_nodes);
     if (!off)
         return PF_NO_MEMORY;
@@ -542,15 +559,20 @@ void pf_fuse_unload(void *module)
         drv.unload((CUmodule)module);
 }
 
-int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
-                   const void *io, void *stream, char *err, size_t err_size)
+int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int ppt,
+                   const void *params, const void *io, void *stream, char *err, size_t err_size)
 {
     if (y1 <= y0)
         return PF_OK;
+    /* 256 threads: a row's threads (whole warps, at most 256) times as many rows as fit. */
     void *args[] = {(void *)&params, (void *)&io, &width, &height, &y0, &y1};
-    unsigned gx = (unsigned)((width + 256 * 8 - 1) / (256 * 8));
-    CUresult r = drv.launch((CUfunction)function, gx, (unsigned)(y1 - y0), 1, 256, 1, 1, 0,
-                            (CUstream)stream, args, NULL);
+    unsigned row_threads = (unsigned)((width + ppt - 1) / ppt);
+    unsigned tx = (row_threads + 31) / 32 * 32;
+    tx = tx < 256 ? tx : 256;
+    unsigned ty = 256 / tx;
+    unsigned gx = (row_threads + tx - 1) / tx, gy = ((unsigned)(y1 - y0) + ty - 1) / ty;
+    CUresult r =
+        drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
     if (r != CUDA_SUCCESS) {
         snprintf(err, err_size, "cuLaunchKernel: %s", drv_err(r));
         return PF_CUDA;
@@ -567,8 +589,8 @@ int pf_fuse_load(const void *cubin, const char *name, void **module, void **func
     return PF_UNSUPPORTED;
 }
 void pf_fuse_unload(void *module) {}
-int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
-                   const void *io, void *stream, char *err, size_t err_size)
+int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int ppt,
+                   const void *params, const void *io, void *stream, char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
 }

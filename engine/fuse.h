@@ -22,6 +22,7 @@ typedef struct pf_fuse_io {
 
 typedef struct pf_fuse_unit {
     int n_in, n_out;
+    int ppt; /* pixels per thread (8, 4, 2 or 1): fewer on small images, for parallelism */
     pf_fuse_io in[64], out[64];
 } pf_fuse_unit;
 
@@ -62,15 +63,21 @@ int pf_nvrtc_version(void); /* major * 1000 + minor * 10, or 0 */
 int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
                  size_t err_size);
 void pf_fuse_unload(void *module);
-int pf_fuse_launch(void *function, int width, int height, int y0, int y1, const void *params,
-                   const void *io, void *stream, char *err, size_t err_size);
+int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int ppt,
+                   const void *params, const void *io, void *stream, char *err, size_t err_size);
+
+/* Pixels per thread for a fused kernel over width x height on a device of sm_count
+   multiprocessors: 8 (long runs of coalesced 16-byte accesses) unless that leaves
+   fewer than 2048 threads per multiprocessor, then halved down to 1. */
+int pf_fuse_ppt(int width, int height, int sm_count);
 
 /* Generates, optionally dumps (dump_dir non-NULL: DIR/name.cu), and compiles fused
    unit u for sm_<arch>, with the unit's IO from f4/in_fmt/out_fmt. The kernel is named
    pf_fused_u<u>. On failure p->errmsg names the stages, holds NVRTC's log and where
    the source was written. */
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
-                  int arch, const char *dump_dir, pf_fuse_unit *io, void **cubin, size_t *size);
+                  int arch, int ppt, const char *dump_dir, pf_fuse_unit *io, void **cubin,
+                  size_t *size);
 
 /* Writes source to DIR/name.cu (for --dump-kernels); 0 on success. */
 int pf_fuse_dump(const char *dir, const char *name, const char *source);

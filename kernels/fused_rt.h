@@ -15,7 +15,9 @@
 #ifndef PIPEFUSE_FUSED_RT_H
 #define PIPEFUSE_FUSED_RT_H
 
-#define PF_PPT 8 /* pixels per thread */
+#ifndef PF_PPT
+#define PF_PPT 8 /* pixels per thread; a generated kernel defines its own */
+#endif
 
 typedef struct pf_frame_desc {
     void *data;

@@ -428,6 +428,33 @@ static void test_conversions(void)
     pf_pipeline_destroy(p);
 }
 
+/* Large frames: fused kernels give each thread 8, 4 or 2 pixels there (1 on the small
+   random frames), with 16-byte chunks; odd widths leave a ragged last chunk. */
+static void test_large(pf_rng *r)
+{
+    const char *json = "{\"pipefuse\":1,\"inputs\":[\"a\",\"b\"],\"stages\":["
+                       "{\"id\":\"s0\",\"op\":\"saturation\",\"inputs\":[\"a\"]},"
+                       "{\"id\":\"s1\",\"op\":\"vignette\",\"inputs\":[\"s0\"]},"
+                       "{\"id\":\"s2\",\"op\":\"alpha_over\",\"inputs\":[\"s1\",\"b\"]}],"
+                       "\"outputs\":{\"out\":\"s2\",\"mid\":\"s0\"}}";
+    static const int sizes[][2] = {{3001, 1013}, {1921, 1081}, {1023, 577}};
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(eng, json, "large", &p) == PF_OK);
+    if (!p)
+        return;
+    for (int i = 0; i < 3; i++) {
+        pf_frame in[2];
+        in[0] = random_frame(r, sizes[i][0], sizes[i][1], PF_U8, 4);
+        in[1] = random_frame(r, sizes[i][0], sizes[i][1], PF_U16, 2);
+        char what[64];
+        snprintf(what, sizeof what, "large %dx%d", sizes[i][0], sizes[i][1]);
+        compare_backends(what, p, in, 2, PF_U8, 4);
+        free(in[0].data);
+        free(in[1].data);
+    }
+    pf_pipeline_destroy(p);
+}
+
 static void test_streams(pf_rng *r)
 {
     static const char json[] =
@@ -498,6 +525,7 @@ int main(void)
     test_conversions();
     test_examples(&r);
     test_random_points(&r);
+    test_large(&r);
     test_steady_state(&r);
     test_streams(&r);
     pf_engine_destroy(eng);
