@@ -362,6 +362,11 @@ static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
             pf_log(p->eng, 0, "running on the CPU: %s", why);
             p->notified_cpu = 1;
         }
+    } else if (cuda) {
+        /* Probe the device now: the cost model needs its measured bandwidth (an
+           unusable device is reported when the CUDA side is built). */
+        char why[512];
+        (void)pf_cuda_available(p->eng, why, sizeof why);
     }
     return pf_plan_build(p, inputs, n_inputs, cuda);
 }

@@ -153,8 +153,41 @@ static void part_plan(void)
     pf_pipeline_destroy(p);
 }
 
+/* A fresh engine whose first plan is for the CUDA backend (no earlier probe of the
+   device): the cost model has the device's bandwidth, so bands are few, not one per
+   row as an unknown (zero) bandwidth made them. */
+static void first_plan_bands(void)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    cfg.plugin_path = SPIN_DIR;
+    pf_engine *e = NULL;
+    CHECK(pf_engine_create(&cfg, &e) == PF_OK);
+    char json[2048];
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(e, pipeline_json(0, json, sizeof json), "fresh.json", &p) ==
+          PF_OK);
+    if (p) {
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        CHECK(pf_pipeline_set_option(p, "max_launch_ms", "1000") == PF_OK);
+        pf_shape s = {2048, 2048};
+        CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+        for (int i = 0; i < pf_pipeline_unit_count(p); i++) {
+            pf_unit_info u;
+            pf_pipeline_unit(p, i, &u);
+            CHECKF(isfinite(u.predicted_ms) && u.bands == 1,
+                   "first plan, unit %d: %.3g ms predicted, %d bands under a 1 s budget", i,
+                   u.predicted_ms, u.bands);
+        }
+        pf_pipeline_destroy(p);
+    }
+    pf_engine_destroy(e);
+}
+
 static void part_gpu(void)
 {
+    first_plan_bands();
     /* Quick (under compute-sanitizer, where times mean nothing): correctness only. */
     int quick = getenv("PF_TEST_QUICK") != NULL;
     /* On an H200 12000 iterations take about 9 ms per 4096x4096 unit. */
