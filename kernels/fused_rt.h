@@ -3,8 +3,11 @@
  *
  * Each thread of a fused kernel owns PF_PPT pixels of one row, as PF_PPT / VP chunks of
  * VP consecutive pixels; consecutive threads own consecutive chunks, so each load or
- * store instruction of a warp covers one contiguous span (coalesced). VP is chosen per
- * kernel so that a chunk of its widest format is at most 16 bytes. Chunks move as
+ * store instruction of a warp covers one contiguous span (coalesced). The generator
+ * picks PF_PPT by image size (8, or fewer where 8 would leave the device short of
+ * threads: pf_fuse_ppt) and VP so that a chunk of the widest format is at most 16 bytes
+ * and at most PF_PPT pixels; a block of 256 threads covers rows: blockDim.x threads along
+ * a row, blockDim.y rows (engine/fuse.c, pf_fuse_launch). Chunks move as
  * whole words: 16-byte vectors where the address allows (always for the engine's own
  * buffers and for tight RGBA8 rows), 8 or 4 bytes otherwise, single bytes as the last
  * resort, and per-sample accesses at the row's ragged end. Sample
