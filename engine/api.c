@@ -632,9 +632,8 @@ PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_
         pf_fuse_unit io;
         void *cubin = NULL;
         size_t size = 0;
-        const pf_unit *un = &p->plan->units[u];
-        int ppt = pf_fuse_ppt(un->shape.width, un->shape.height, sms > 0 ? sms : 132);
-        rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, ppt, dump_dir, &io, &cubin, &size);
+        rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, sms > 0 ? sms : 132, dump_dir, &io,
+                           &cubin, &size);
         free(cubin);
         n += rc == PF_OK;
     }

@@ -1110,10 +1110,8 @@ static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_fram
             memset(&kv[v], 0, sizeof kv[v]);
             void *cubin = NULL;
             size_t size = 0;
-            const pf_unit *un = &p->plan->units[u];
-            int ppt = pf_fuse_ppt(un->shape.width, un->shape.height, p->eng->cuda->sm_count);
-            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, ppt, p->dump_dir, io,
-                                   &cubin, &size);
+            int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, p->eng->cuda->sm_count,
+                                   p->dump_dir, io, &cubin, &size);
             if (rc == PF_OK) {
                 char name[64], err[512];
                 snprintf(name, sizeof name, "pf_fused_u%d", u);

@@ -195,7 +195,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     sb_printf(&b, "// pipefuse fused kernel %s: %s", name, p->source);
     for (int a = 0; a < un->n_nodes; a++)
         sb_printf(&b, "%s%s", a ? " + " : " [", un->ids[a]);
-    int ppt = io->ppt >= 1 && io->ppt <= 8 ? io->ppt : 8;
+    int ppt = io->ppt;
     sb_printf(
         &b,
         "]\n#define PF_PPT %d\n#include \"pipefuse/point.h\"\n#include \"pipefuse/fused_rt.h\"\n\n",
@@ -285,7 +285,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
 }
 
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
-                  int arch, int ppt, const char *dump_dir, pf_fuse_unit *io, void **cubin,
+                  int arch, int sm_count, const char *dump_dir, pf_fuse_unit *io, void **cubin,
                   size_t *size)
 {
     const pf_unit *un = &p->plan->units[u];
@@ -298,7 +298,7 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
                 u, ids);
         return PF_UNSUPPORTED;
     }
-    io->ppt = ppt;
+    io->ppt = pf_fuse_ppt(un->shape.width, un->shape.height, sm_count);
     size_t *off = malloc(sizeof(size_t) * (size_t)p->n_nodes);
     if (!off)
         return PF_NO_MEMORY;

@@ -72,11 +72,12 @@ int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int pp
 int pf_fuse_ppt(int width, int height, int sm_count);
 
 /* Generates, optionally dumps (dump_dir non-NULL: DIR/name.cu), and compiles fused
-   unit u for sm_<arch>, with the unit's IO from f4/in_fmt/out_fmt. The kernel is named
+   unit u for sm_<arch> (pixels per thread from pf_fuse_ppt for a device of sm_count
+   multiprocessors: io->ppt), with the unit's IO from f4/in_fmt/out_fmt. The kernel is named
    pf_fused_u<u>. On failure p->errmsg names the stages, holds NVRTC's log and where
    the source was written. */
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
-                  int arch, int ppt, const char *dump_dir, pf_fuse_unit *io, void **cubin,
+                  int arch, int sm_count, const char *dump_dir, pf_fuse_unit *io, void **cubin,
                   size_t *size);
 
 /* Writes source to DIR/name.cu (for --dump-kernels); 0 on success. */

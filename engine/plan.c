@@ -429,12 +429,14 @@ static void plan_bands(pf_pipeline *p, pf_plan *plan)
 {
     int watchdog = 0;
     plan->bandwidth = PF_ASSUMED_BANDWIDTH;
-    if (plan->cuda && pf_cuda_bandwidth(p->eng) > 0) {
-        plan->bandwidth = pf_cuda_bandwidth(p->eng);
-        plan->bandwidth_measured = 1;
-    }
-    if (plan->cuda)
+    if (plan->cuda) {
+        double bw = pf_cuda_bandwidth(p->eng);
+        if (bw > 0) {
+            plan->bandwidth = bw;
+            plan->bandwidth_measured = 1;
+        }
         watchdog = pf_cuda_watchdog(p->eng);
+    }
     plan->budget_ms =
         p->opts.max_launch_ms > 0 ? p->opts.max_launch_ms : (watchdog ? PF_DEFAULT_BUDGET_MS : 0);
     for (int ui = 0; ui < plan->n_units; ui++) {

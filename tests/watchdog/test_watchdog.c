@@ -20,6 +20,23 @@
 
 static pf_engine *eng;
 
+/* An engine that loads the spin plugin (and the built-ins), nothing from the environment;
+   NULL, with the reason on stderr, when it cannot be made. */
+static pf_engine *spin_engine(void)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    cfg.plugin_path = SPIN_DIR;
+    pf_engine *e = NULL;
+    if (pf_engine_create(&cfg, &e) != PF_OK) {
+        fprintf(stderr, "%s\n", pf_engine_errmsg(e));
+        pf_engine_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
 #define BUDGET_MS 5.0
 #define MARGIN    1.25
 
@@ -158,12 +175,10 @@ static void part_plan(void)
    row as an unknown (zero) bandwidth made them. */
 static void first_plan_bands(void)
 {
-    pf_engine_config cfg;
-    pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
-    cfg.plugin_path = SPIN_DIR;
-    pf_engine *e = NULL;
-    CHECK(pf_engine_create(&cfg, &e) == PF_OK);
+    pf_engine *e = spin_engine();
+    CHECK(e != NULL);
+    if (!e)
+        return;
     char json[2048];
     pf_pipeline *p = NULL;
     CHECK(pf_pipeline_load_string(e, pipeline_json(0, json, sizeof json), "fresh.json", &p) ==
@@ -289,14 +304,8 @@ static void part_lost(void)
 int main(void)
 {
     const char *part = getenv("PF_WATCHDOG_PART");
-    pf_engine_config cfg;
-    pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
-    cfg.plugin_path = SPIN_DIR;
-    if (pf_engine_create(&cfg, &eng) != PF_OK) {
-        fprintf(stderr, "%s\n", pf_engine_errmsg(eng));
+    if (!(eng = spin_engine()))
         return 1;
-    }
     if (part && (strcmp(part, "gpu") == 0 || strcmp(part, "lost") == 0)) {
         pf_pipeline *probe = load(0);
         pf_pipeline_set_option(probe, "backend", "cuda");
