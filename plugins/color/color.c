@@ -11,15 +11,8 @@ extern const char pf_src_color_ops[];
 
 /* ---- Declaring a stage -------------------------------------------------------- */
 
-/* Param rows, named after the field they fill, so the name and the field cannot drift. */
-#define FLOAT(T, f, d, lo, hi, doc)                                                                \
-    {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                         \
-    }
-#define BOOL(T, f, d, doc)                                                                         \
-    {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                            \
-    }
+/* Param rows: PF_FLOAT_PARAM and PF_BOOL_PARAM (pipefuse/plugin.h), and FLOATS for a
+   float array with its defaults. */
 #define FLOATS(T, f, defs, lo, hi, doc)                                                            \
     {                                                                                              \
 #f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT_ARRAY, 0, lo, hi, NULL, PF_COUNTOF(defs), defs    \
@@ -44,32 +37,36 @@ extern const char pf_src_color_ops[];
 
 COLOR_STAGE("brightness", color_brightness, color_amount_params, NULL,
             "Adds a constant to R, G and B; alpha kept",
-            FLOAT(color_amount_params, amount, 0, -1, 1, "added to R, G and B"))
+            PF_FLOAT_PARAM(color_amount_params, amount, 0, -1, 1, "added to R, G and B"))
 
 COLOR_STAGE("contrast", color_contrast, color_contrast_params, NULL,
             "Scales R, G and B about a pivot: (x - pivot) * amount + pivot; alpha kept",
-            FLOAT(color_contrast_params, amount, 1, 0, 4, "contrast factor (1: unchanged)"),
-            FLOAT(color_contrast_params, pivot, 0.5, 0, 1, "value that stays fixed"))
+            PF_FLOAT_PARAM(color_contrast_params, amount, 1, 0, 4,
+                           "contrast factor (1: unchanged)"),
+            PF_FLOAT_PARAM(color_contrast_params, pivot, 0.5, 0, 1, "value that stays fixed"))
 
 COLOR_STAGE("gamma", color_gamma, color_gamma_params, NULL,
             "Gamma on R, G and B: max(x, 0)^(1 / gamma); alpha kept",
-            FLOAT(color_gamma_params, gamma, 1, 0.01, 10, "gamma (> 1 brightens midtones)"))
+            PF_FLOAT_PARAM(color_gamma_params, gamma, 1, 0.01, 10,
+                           "gamma (> 1 brightens midtones)"))
 
 COLOR_STAGE("invert", color_invert, color_invert_params, NULL,
             "Negative: 1 - x on R, G and B, and on alpha when asked",
-            BOOL(color_invert_params, alpha, 0, "also invert alpha"))
+            PF_BOOL_PARAM(color_invert_params, alpha, 0, "also invert alpha"))
 
 COLOR_STAGE("grayscale", color_grayscale, color_amount_params, NULL,
             "Mixes R, G and B towards their Rec. 709 luma; alpha kept",
-            FLOAT(color_amount_params, amount, 1, 0, 1, "how far towards gray (1: fully gray)"))
+            PF_FLOAT_PARAM(color_amount_params, amount, 1, 0, 1,
+                           "how far towards gray (1: fully gray)"))
 
 COLOR_STAGE("threshold", color_threshold, color_threshold_params, NULL,
             "R, G and B become 1 where Rec. 709 luma >= level, else 0; alpha kept",
-            FLOAT(color_threshold_params, level, 0.5, 0, 1, "luma at and above which white"))
+            PF_FLOAT_PARAM(color_threshold_params, level, 0.5, 0, 1,
+                           "luma at and above which white"))
 
 COLOR_STAGE("saturation", color_saturation, color_amount_params, NULL,
             "Scales R, G and B away from their Rec. 709 luma; alpha kept",
-            FLOAT(color_amount_params, amount, 1, 0, 4, "factor (0: gray, 1: unchanged)"))
+            PF_FLOAT_PARAM(color_amount_params, amount, 1, 0, 4, "factor (0: gray, 1: unchanged)"))
 
 static int levels_check(const void *params, char *err, size_t err_size)
 {
@@ -84,16 +81,18 @@ static int levels_check(const void *params, char *err, size_t err_size)
 COLOR_STAGE("levels", color_levels, color_levels_params, levels_check,
             "Maps [in_low, in_high] to [out_low, out_high] with a gamma, clipping, on R, G "
             "and B; alpha kept",
-            FLOAT(color_levels_params, in_low, 0, 0, 1, "input black point, below in_high"),
-            FLOAT(color_levels_params, in_high, 1, 0, 1, "input white point"),
-            FLOAT(color_levels_params, gamma, 1, 0.01, 10, "gamma applied between the points"),
-            FLOAT(color_levels_params, out_low, 0, 0, 1, "output for in_low and below"),
-            FLOAT(color_levels_params, out_high, 1, 0, 1, "output for in_high and above"))
+            PF_FLOAT_PARAM(color_levels_params, in_low, 0, 0, 1,
+                           "input black point, below in_high"),
+            PF_FLOAT_PARAM(color_levels_params, in_high, 1, 0, 1, "input white point"),
+            PF_FLOAT_PARAM(color_levels_params, gamma, 1, 0.01, 10,
+                           "gamma applied between the points"),
+            PF_FLOAT_PARAM(color_levels_params, out_low, 0, 0, 1, "output for in_low and below"),
+            PF_FLOAT_PARAM(color_levels_params, out_high, 1, 0, 1, "output for in_high and above"))
 
 COLOR_STAGE("linear", color_linear, color_linear_params, NULL,
             "a * x + b on all four channels (the multiply-add of the article's case)",
-            FLOAT(color_linear_params, a, 1, -1e6, 1e6, "factor"),
-            FLOAT(color_linear_params, b, 0, -1e6, 1e6, "offset"))
+            PF_FLOAT_PARAM(color_linear_params, a, 1, -1e6, 1e6, "factor"),
+            PF_FLOAT_PARAM(color_linear_params, b, 0, -1e6, 1e6, "offset"))
 
 static const float color_identity44[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 static const float color_zero4[4] = {0, 0, 0, 0};
@@ -107,9 +106,10 @@ COLOR_STAGE("color_matrix", color_matrix, color_matrix_params, NULL,
 
 COLOR_STAGE("vignette", color_vignette, color_vignette_params, NULL,
             "Darkens R, G and B smoothly from the centre towards the corners; alpha kept",
-            FLOAT(color_vignette_params, strength, 0.5, 0, 1, "darkening at and past radius"),
-            FLOAT(color_vignette_params, radius, 1, 0.01, 2,
-                  "distance of full darkening, in half-diagonals"))
+            PF_FLOAT_PARAM(color_vignette_params, strength, 0.5, 0, 1,
+                           "darkening at and past radius"),
+            PF_FLOAT_PARAM(color_vignette_params, radius, 1, 0.01, 2,
+                           "distance of full darkening, in half-diagonals"))
 
 /* The array sizes of the FLOATS rows' defaults must match their fields. */
 _Static_assert(sizeof color_identity44 == sizeof(((color_matrix_params *)0)->matrix), "matrix");

@@ -10,15 +10,7 @@ extern const char pf_src_composite_ops[];
 
 /* ---- Declaring a stage -------------------------------------------------------- */
 
-/* Param rows, named after the field they fill, so the name and the field cannot drift. */
-#define FLOAT(T, f, d, lo, hi, doc)                                                                \
-    {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                         \
-    }
-#define BOOL(T, f, d, doc)                                                                         \
-    {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                            \
-    }
+/* Param rows: PF_FLOAT_PARAM and PF_BOOL_PARAM (pipefuse/plugin.h). */
 
 /* The descriptor fields of an n_in-input point stage running op fn with params T. Its
    precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T) in a .cu of this plugin,
@@ -44,12 +36,12 @@ extern const char pf_src_composite_ops[];
 
 COMPOSITE_STAGE("blend", composite_blend, composite_blend_params, 2,
                 "Cross-fade: lerp(base, other, opacity) on all four channels",
-                FLOAT(composite_blend_params, opacity, 0.5, 0, 1,
-                      "weight of other (0: base, 1: other)"))
+                PF_FLOAT_PARAM(composite_blend_params, opacity, 0.5, 0, 1,
+                               "weight of other (0: base, 1: other)"))
 
 COMPOSITE_STAGE("add", composite_add, composite_add_params, 2,
                 "base + scale * other on R, G and B; alpha of base",
-                FLOAT(composite_add_params, scale, 1, -100, 100, "factor on other"))
+                PF_FLOAT_PARAM(composite_add_params, scale, 1, -100, 100, "factor on other"))
 
 COMPOSITE_STAGE0("multiply", composite_multiply, "base * other on R, G and B; alpha of base")
 
@@ -61,7 +53,7 @@ COMPOSITE_STAGE0("alpha_over", composite_alpha_over,
 COMPOSITE_STAGE("mask", composite_mask, composite_mask_params, 3,
                 "lerp(base, other, luma(mask)) on all four channels, weight clamped to "
                 "[0, 1]; inputs base, other, mask",
-                BOOL(composite_mask_params, invert, 0, "use 1 - luma(mask) as the weight"))
+                PF_BOOL_PARAM(composite_mask_params, invert, 0, "use 1 - luma(mask) as the weight"))
 
 static const pf_stage_desc *const composite_stages[] = {
     &composite_blend_desc,      &composite_add_desc,        &composite_multiply_desc,

@@ -261,11 +261,8 @@ static int median3_run(const pf_stage_args *a)
 
 /* ---- Descriptors ----------------------------------------------------------------------- */
 
-#define FLOAT_ROW(T, f, doc, d, lo, hi)                                                            \
-    {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, .def = d, .min = lo, .max = hi                   \
-    }
-#define SIGMA_ROW(T, doc) FLOAT_ROW(T, sigma, doc, 1, 0, PF_GAUSSIAN_MAX_SIGMA)
+#define FLOAT_ROW(T, f, doc, d, lo, hi) PF_FLOAT_PARAM(T, f, d, lo, hi, doc)
+#define SIGMA_ROW(T, doc)               FLOAT_ROW(T, sigma, doc, 1, 0, PF_GAUSSIAN_MAX_SIGMA)
 
 static const pf_param_desc gaussian_params[] = {
     SIGMA_ROW(pf_gaussian_params, "standard deviation in pixels; the radius is ceil(3 sigma), "

@@ -259,10 +259,7 @@ static int resize_run(const pf_stage_args *a)
 
 /* ---- Descriptors ------------------------------------------------------------------------- */
 
-#define INT_ROW(T, f, doc, d, hi)                                                                  \
-    {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_INT, .def = d, .min = 0, .max = hi                      \
-    }
+#define INT_ROW(T, f, doc, d, hi) PF_INT_PARAM(T, f, d, 0, hi, doc)
 #define ENUM_ROW(T, f, doc, names)                                                                 \
     {                                                                                              \
 #f, doc, PF_OFFSET(T, f), PF_PARAM_ENUM, .enum_names = names                               \

@@ -10,12 +10,8 @@
 
 extern const char pf_src_spin_ops[];
 
-#define ITERS_ROW                                                                                  \
-    {                                                                                              \
-        "iters", "multiply-adds spun per pixel", PF_OFFSET(spin_params, iters), PF_PARAM_INT,      \
-            .def = 0, .min = 0, .max = 1000000                                                     \
-    }
-static const pf_param_desc spin_table[] = {ITERS_ROW};
+static const pf_param_desc spin_table[] = {
+    PF_INT_PARAM(spin_params, iters, 0, 0, 1000000, "multiply-adds spun per pixel")};
 
 PF_POINT_ROW(spin_point, spin_params)
 
@@ -98,9 +94,8 @@ static void col_combine(const void *params, const pf_shape *in, const double *pa
             result[i] += partials[(size_t)b * len + i];
 }
 
-static const pf_param_desc fault_table[] = {{"trap", "trap on the GPU (ends the CUDA context)",
-                                             PF_OFFSET(spin_fault_params, trap), PF_PARAM_BOOL,
-                                             .def = 0, .min = 0, .max = 1}};
+static const pf_param_desc fault_table[] = {
+    PF_BOOL_PARAM(spin_fault_params, trap, 0, "trap on the GPU (ends the CUDA context)")};
 
 static const char *const rgba[] = {"r", "g", "b", "a", NULL};
 

@@ -106,6 +106,21 @@ typedef struct pf_param_desc {
 #define PF_COUNTOF(a)       ((int)(sizeof(a) / sizeof((a)[0])))
 #define PF_PARAMS(table)    .params = (table), .n_params = PF_COUNTOF(table)
 
+/* Rows named after the field they fill (of params struct T), so that the name and the
+   field cannot drift: PF_FLOAT_PARAM(my_params, gain, 1, 0, 4, "factor on RGB"). */
+#define PF_FLOAT_PARAM(T, f, d, lo, hi, doc)                                                       \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                         \
+    }
+#define PF_INT_PARAM(T, f, d, lo, hi, doc)                                                         \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_INT, d, lo, hi, NULL, 0, NULL                           \
+    }
+#define PF_BOOL_PARAM(T, f, d, doc)                                                                \
+    {                                                                                              \
+#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                            \
+    }
+
 /* ---- Calls into a stage ----------------------------------------------------------- */
 
 /* What a stencil, resample or reduce stage (or a precompiled point kernel) is given.
