@@ -2,6 +2,7 @@
  * the printable plan. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -389,6 +390,16 @@ static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, cons
         f->pitch < (size_t)f->width * bpp) {
         pf_errf(p->errmsg, "%s: %s '%s': not a valid frame (data, size, pitch or format)",
                 p->source, what, name);
+        return PF_INVALID_ARGUMENT;
+    }
+    /* Samples are read as whole u16 or f32 values (on the GPU too, where a misaligned
+       access is a fault): the data and every row start on a sample boundary. */
+    size_t sb = bpp / (size_t)f->channels;
+    if ((uintptr_t)f->data % sb || f->pitch % sb) {
+        pf_errf(p->errmsg,
+                "%s: %s '%s': data and pitch must be multiples of the sample size (%zu bytes); "
+                "pitch is %zu",
+                p->source, what, name, sb, f->pitch);
         return PF_INVALID_ARGUMENT;
     }
     return PF_OK;

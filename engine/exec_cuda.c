@@ -246,7 +246,7 @@ typedef struct cuda_slot {
     unsigned char *dev;          /* device pool */
     unsigned char *host;         /* pinned pool */
     cudaGraphExec_t exec[2];     /* host mode, device mode */
-    unsigned long long key[2];   /* the frame formats each exec was captured for */
+    unsigned char *key[2];       /* the frame formats each exec was captured for (io_fmt) */
     int busy;                    /* holds a frame not yet waited for */
     unsigned long param_version; /* of the params in this slot's pinned block */
     int params_copied;
@@ -256,13 +256,13 @@ typedef struct cuda_slot {
     int *timed_unit;
     int ticket;
     int device_mode;
-    pf_frame *out[64]; /* host mode: where wait puts the outputs */
+    pf_frame **out; /* host mode, per output: where wait puts it */
 } cuda_slot;
 
 #define PF_KERNEL_VARIANTS 4 /* compiled formats kept per fused unit */
 
 typedef struct fused_kernel {
-    unsigned long long key; /* formats of the unit's native inputs and outputs; 0 empty */
+    unsigned char *fmts; /* formats of the unit's native inputs, then outputs; NULL: empty */
     void *module, *function;
 } fused_kernel;
 
@@ -276,6 +276,10 @@ struct pf_cuda_plan {
     size_t *fio_off;    /* per unit: index of its first descriptor in the desc area */
     fused_kernel *kern; /* per unit: PF_KERNEL_VARIANTS compiled variants */
     int *cur;           /* per unit: the variant this frame uses */
+    int *in_fmt;        /* per pipeline input, then output: this frame's format codes */
+    int *out_fmt;
+    unsigned char *io_fmt;      /* the same as one key: inputs, then outputs (0 for tables) */
+    unsigned char *fmt_scratch; /* a unit's native formats while looking up its variant */
     int n_streams;
     int launches;
     int graph_failed; /* capture failed once: eager from then on */
@@ -546,14 +550,18 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
                 cudaEventDestroy(sl->tev[k]);
         free(sl->tev);
         free(sl->timed_unit);
+        free(sl->key[0]), free(sl->key[1]), free(sl->out);
         free(sl->streams);
         free(sl->joined);
         free(sl->unit_done);
         cudaFree(sl->dev);
         cudaFreeHost(sl->host);
     }
-    for (int k = 0; c->kern && k < c->n_units * PF_KERNEL_VARIANTS; k++)
+    for (int k = 0; c->kern && k < c->n_units * PF_KERNEL_VARIANTS; k++) {
         pf_fuse_unload(c->kern[k].module);
+        free(c->kern[k].fmts);
+    }
+    free(c->in_fmt), free(c->out_fmt), free(c->io_fmt), free(c->fmt_scratch);
     free(c->kern), free(c->cur), free(c->fused), free(c->fio), free(c->fio_off), free(c->f4);
     free(c->img_off), free(c->param_off), free(c->pitch);
     free(c->in_dev_off), free(c->in_host_off), free(c->in_bytes);
@@ -569,7 +577,11 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     sl->streams = calloc((size_t)c->n_streams, sizeof(cudaStream_t));
     sl->joined = calloc((size_t)c->n_streams, sizeof(cudaEvent_t));
     sl->unit_done = calloc((size_t)nu + 1, sizeof(cudaEvent_t));
-    if (!sl->streams || !sl->joined || !sl->unit_done)
+    size_t n_io = (size_t)p->n_inputs + (size_t)p->n_outputs;
+    sl->key[0] = calloc(n_io + 1, 1);
+    sl->key[1] = calloc(n_io + 1, 1);
+    sl->out = calloc((size_t)p->n_outputs + 1, sizeof(pf_frame *));
+    if (!sl->streams || !sl->joined || !sl->unit_done || !sl->key[0] || !sl->key[1] || !sl->out)
         return PF_NO_MEMORY;
     sl->unit_done[nu] = (cudaEvent_t)-1; /* end marker for pf_cuda_plan_free */
     for (int k = 0; k < c->n_streams; k++) {
@@ -625,7 +637,13 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
     c->kern = calloc((size_t)(nu + 1) * PF_KERNEL_VARIANTS, sizeof(fused_kernel));
     c->cur = calloc((size_t)nu + 1, sizeof(int));
     c->f4 = calloc((size_t)p->n_nodes, 1);
-    if (!c->fused || !c->fio || !c->fio_off || !c->kern || !c->cur || !c->f4)
+    size_t n_io = (size_t)p->n_inputs + (size_t)p->n_outputs;
+    c->in_fmt = calloc(n_io + 1, sizeof(int));
+    c->out_fmt = c->in_fmt ? calloc(n_io + 1, sizeof(int)) : NULL;
+    c->io_fmt = calloc(n_io + 1, 1);
+    c->fmt_scratch = calloc(n_io + 1, 1);
+    if (!c->fused || !c->fio || !c->fio_off || !c->kern || !c->cur || !c->f4 || !c->in_fmt ||
+        !c->out_fmt || !c->io_fmt || !c->fmt_scratch)
         return PF_NO_MEMORY;
     struct cudaDeviceProp prop;
     CU(p, cudaGetDeviceProperties(&prop, p->eng->cuda->device));
@@ -651,11 +669,10 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
         }
     pf_fuse_buffers(p, c->fused, c->f4);
     /* IO lists with placeholder formats: their length does not depend on formats. */
-    int fmt[64];
-    for (int i = 0; i < 64; i++)
-        fmt[i] = PF_U8 * 8 + 4;
+    for (size_t i = 0; i < n_io; i++)
+        c->in_fmt[i] = c->out_fmt[i] = pf_format_code(PF_U8, 4);
     for (int u = 0; u < nu; u++)
-        if (c->fused[u] && pf_fuse_unit_io(p, u, c->f4, fmt, fmt, &c->fio[u]) != 0)
+        if (c->fused[u] && pf_fuse_unit_io(p, u, c->f4, c->in_fmt, c->out_fmt, &c->fio[u]) != 0)
             c->fused[u] = 0; /* too many edges for one kernel */
     pf_fuse_buffers(p, c->fused, c->f4);
     return PF_OK;
@@ -1079,34 +1096,67 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
 /* For every fused unit: the kernel variant for this frame's formats (generated and
    compiled on first sight, from the disk cache when it has it) and its descriptors:
    pipeline inputs and outputs as this frame has them, float images of this slot. */
+/* Every slot's captured graphs, after a fused variant they may launch was unloaded:
+   frames still running them finish first (their own events, not a device sync). */
+static void drop_graphs(pf_cuda_plan *c)
+{
+    for (int s = 0; s < c->n_slots; s++) {
+        cuda_slot *sl = &c->slots[s];
+        if (sl->busy && sl->done)
+            cudaEventSynchronize(sl->done);
+        for (int m = 0; m < 2; m++)
+            if (sl->exec[m]) {
+                cudaGraphExecDestroy(sl->exec[m]);
+                sl->exec[m] = NULL;
+            }
+    }
+}
+
+/* The variant of unit u compiled for the formats in fmts[0..n), or -1. */
+static int find_variant(const fused_kernel *kv, const unsigned char *fmts, int n)
+{
+    for (int v = 0; v < PF_KERNEL_VARIANTS; v++)
+        if (kv[v].fmts && (n == 0 || memcmp(kv[v].fmts, fmts, (size_t)n) == 0))
+            return v;
+    return -1;
+}
+
 static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_frame_desc *h_desc)
 {
     int ni = p->n_inputs, no = p->n_outputs;
-    int in_fmt[64], out_fmt[64];
-    for (int i = 0; i < ni && i < 64; i++)
-        in_fmt[i] = h_desc[i].sample * 8 + h_desc[i].channels;
-    for (int o = 0; o < no && o < 64; o++)
-        out_fmt[o] = h_desc[ni + o].sample * 8 + h_desc[ni + o].channels;
+    int *in_fmt = c->in_fmt, *out_fmt = c->out_fmt;
+    for (int i = 0; i < ni; i++)
+        in_fmt[i] = pf_format_code(h_desc[i].sample, h_desc[i].channels);
+    for (int o = 0; o < no; o++)
+        out_fmt[o] = pf_format_code(h_desc[ni + o].sample, h_desc[ni + o].channels);
     for (int u = 0; u < c->n_units; u++) {
         if (!c->fused[u])
             continue;
         pf_fuse_unit *io = &c->fio[u];
-        unsigned long long key = 1;
+        /* The variant is keyed by every native format the unit reads and writes: the
+           whole list, compared exactly (a packed integer overflowed past ten). */
+        unsigned char *fmts = c->fmt_scratch;
+        int n = 0;
         for (int k = 0; k < io->n_in; k++)
             if (io->in[k].native >= 0)
-                key = key * 64 + (unsigned long long)in_fmt[io->in[k].native];
+                fmts[n++] = (unsigned char)in_fmt[io->in[k].native];
         for (int k = 0; k < io->n_out; k++)
             if (io->out[k].native >= 0)
-                key = key * 64 + (unsigned long long)out_fmt[io->out[k].native];
+                fmts[n++] = (unsigned char)out_fmt[io->out[k].native];
         fused_kernel *kv = &c->kern[u * PF_KERNEL_VARIANTS];
-        int v = 0;
-        while (v < PF_KERNEL_VARIANTS && kv[v].key != key)
-            v++;
-        if (v == PF_KERNEL_VARIANTS) {
-            v = 0; /* a new variant; replace the first slot when all are taken */
-            while (v < PF_KERNEL_VARIANTS - 1 && kv[v].key)
+        int v = find_variant(kv, fmts, n);
+        if (v < 0) {
+            v = 0; /* a new variant; replace the last slot when all are taken */
+            while (v < PF_KERNEL_VARIANTS - 1 && kv[v].fmts)
                 v++;
-            pf_fuse_unload(kv[v].module);
+            if (kv[v].module) {
+                /* Graphs captured with the old variant launch its function: they go
+                   before its module does (this was the PngSuite fault: a graph kept for
+                   an earlier format ran a kernel of an unloaded module). */
+                drop_graphs(c);
+                pf_fuse_unload(kv[v].module);
+            }
+            free(kv[v].fmts);
             memset(&kv[v], 0, sizeof kv[v]);
             void *cubin = NULL;
             size_t size = 0;
@@ -1120,9 +1170,15 @@ static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_fram
                     pf_errf(p->errmsg, "%s: %s", p->source, err);
             }
             free(cubin);
+            if (rc == PF_OK && !(kv[v].fmts = malloc((size_t)n + 1))) {
+                pf_fuse_unload(kv[v].module);
+                memset(&kv[v], 0, sizeof kv[v]);
+                pf_errf(p->errmsg, "%s: out of host memory", p->source);
+                rc = PF_NO_MEMORY;
+            }
             if (rc != PF_OK)
                 return rc;
-            kv[v].key = key;
+            memcpy(kv[v].fmts, fmts, (size_t)n);
         }
         c->cur[u] = v;
         pf_frame_desc *d = h_desc + c->fio_off[u];
@@ -1191,7 +1247,7 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
         sl->params_copied = 1;
     }
     pf_frame_desc *h_desc = (pf_frame_desc *)(sl->host + c->desc_off);
-    unsigned long long key = 0;
+    unsigned char *key = c->io_fmt; /* formats decide the kernel variants a graph holds */
     for (int i = 0; i < ni; i++) {
         size_t row = pf_frame_pixel_bytes(in[i].sample, in[i].channels) * (size_t)in[i].width;
         if (device) {
@@ -1201,10 +1257,11 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
             copy_rows(sl->host + c->in_host_off[i], row, in[i].data, in[i].pitch, row,
                       in[i].height);
         }
-        key = key * 31 + (unsigned long long)(in[i].sample * 8 + in[i].channels);
+        key[i] = (unsigned char)pf_format_code(in[i].sample, in[i].channels);
     }
     for (int o = 0; o < no; o++) {
         sl->out[o] = out[o];
+        key[ni + o] = 0;
         if (plan->tables[p->outputs[o].node].data || !out[o]) {
             pf_frame none;
             memset(&none, 0, sizeof none);
@@ -1217,6 +1274,7 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
                 none.channels = 4;
                 fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o], (size_t)none.width * 4,
                           &none);
+                key[ni + o] = (unsigned char)pf_format_code(none.sample, none.channels);
             } else {
                 fill_desc(&h_desc[ni + o], NULL, 0, &none);
             }
@@ -1227,9 +1285,8 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
             fill_desc(&h_desc[ni + o], out[o]->data, out[o]->pitch, out[o]);
         else
             fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o], row, out[o]);
-        key = key * 31 + (unsigned long long)(out[o]->sample * 8 + out[o]->channels);
+        key[ni + o] = (unsigned char)pf_format_code(out[o]->sample, out[o]->channels);
     }
-    key = key * 2 + (unsigned long long)device;
     int rc = prepare_fused(p, c, sl, h_desc);
     if (rc != PF_OK) {
         nvtxRangePop();
@@ -1247,10 +1304,11 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
         c->measure_frames--;
     c->frames_planned++;
     int use_graph = p->opts.graph && !c->graph_failed && !sl->measuring;
-    if (use_graph && (!sl->exec[device] || sl->key[device] != key)) {
+    size_t n_io = (size_t)(ni + no);
+    if (use_graph && (!sl->exec[device] || memcmp(sl->key[device], key, n_io) != 0)) {
         rc = capture(p, c, sl, device);
         if (rc == PF_OK) {
-            sl->key[device] = key;
+            memcpy(sl->key[device], key, n_io);
         } else if (rc == PF_CUDA) {
             pf_log(p->eng, 0, "%s: CUDA Graph capture failed (%s); running eagerly", p->source,
                    p->errmsg);

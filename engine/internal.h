@@ -33,6 +33,13 @@ int pf_is_identifier(const char *s);
 /* malloc/calloc/strdup that never return NULL silently: callers still check. */
 char *pf_strdup(const char *s);
 
+/* One small integer naming a frame format (sample type and channels, 1..20), for keys
+   of compiled kernel variants and captured graphs; 0 is free for "no frame". */
+static inline int pf_format_code(int sample, int channels)
+{
+    return sample * 8 + channels;
+}
+
 /* ---- Engine ------------------------------------------------------------------------------ */
 
 typedef struct pf_plugin {

@@ -74,7 +74,8 @@ typedef enum pf_sample { PF_U8 = 0, PF_U16, PF_F32 } pf_sample;
 typedef struct pf_frame {
     void *data;
     int width, height;
-    size_t pitch; /* bytes between rows */
+    size_t pitch; /* bytes between rows: at least width * pixel bytes; data and pitch are
+                     multiples of the sample size (1, 2 or 4 bytes) */
     pf_sample sample;
     int channels;
 } pf_frame;
