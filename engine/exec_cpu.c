@@ -68,12 +68,12 @@ static int point_task(void *ctx, int band, int worker)
                     int src = u->member_in[a * PF_MAX_INPUTS + k];
                     int sn = src >= 0 ? u->nodes[src] : -src - 1;
                     if (src >= 0 && !plan->stored[sn])
-                        in[k] = chunks + (size_t)src * (size_t)chunk;
+                        in[k] = chunks + (size_t)u->slot[src] * (size_t)chunk;
                     else
                         in[k] = pf_image_row(&plan->buf[sn], y) + x0;
                 }
                 pf_float4 *out = plan->stored[id] ? pf_image_row(&plan->buf[id], y) + x0
-                                                  : chunks + (size_t)a * (size_t)chunk;
+                                                  : chunks + (size_t)u->slot[a] * (size_t)chunk;
                 node->desc->point_row(node->params, in, node->n_in, out, x0, n, y, w, h);
             }
         }

@@ -29,14 +29,6 @@ size_t pf_param_layout(const pf_pipeline *p, size_t *off)
     return top ? top : 16;
 }
 
-static int is_output(const pf_pipeline *p, int node)
-{
-    for (int o = 0; o < p->n_outputs; o++)
-        if (p->outputs[o].node == node)
-            return 1;
-    return 0;
-}
-
 void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
 {
     const pf_plan *plan = p->plan;
@@ -46,13 +38,10 @@ void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
             f4[i] = 0; /* unused, or a table */
             continue;
         }
-        int need = u < 0 ? is_output(p, i) : !fused_unit[u];
-        for (int c = i + 1; c < p->n_nodes && !need; c++) {
-            int cu = plan->unit_of[c];
-            if (cu < 0)
-                continue;
-            for (int k = 0; k < p->nodes[c].n_in && !need; k++)
-                need = p->nodes[c].in[k] == i && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]);
+        int need = u < 0 ? plan->is_out[i] : !fused_unit[u];
+        for (int e = plan->cons_first[i]; e < plan->cons_first[i + 1] && !need; e++) {
+            int cu = plan->unit_of[plan->cons[e]];
+            need = cu >= 0 && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]);
         }
         f4[i] = (char)need;
     }

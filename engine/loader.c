@@ -21,6 +21,14 @@
 #define PATH_SIZE 320
 #define ID_MAX    64 /* longest input name, stage id or output name */
 
+/* Limits of one pipeline (docs/pipeline-format.md, "Limits"). Inputs and outputs are
+   frames of one pf_pipeline_run call; stages keep load and plan within a second or so
+   and their memory within a few hundred MB. */
+#define MAX_INPUTS  64
+#define MAX_OUTPUTS 64
+#define MAX_STAGES  200000
+#define MAX_TEXT    (16u << 20) /* bytes of pipeline text, as for files */
+
 /* ---- Loader state ------------------------------------------------------------------- */
 
 /* One entry of "stages" as validated so far. A producer reference ("ref") counts
@@ -427,6 +435,9 @@ static int walk_inputs(loader *L, const char *key, json_t *v)
                           "an array of input names such as [\"src\"] (or \"input\": \"src\")");
     if (json_array_size(v) == 0)
         return fail(L, PF_PIPELINE, key, "empty; a pipeline needs at least one input");
+    if (json_array_size(v) > MAX_INPUTS)
+        return fail(L, PF_PIPELINE, key, "%zu inputs; a pipeline takes at most %d",
+                    json_array_size(v), MAX_INPUTS);
     for (int i = 0; i < L->n_inputs; i++) {
         char path[PATH_SIZE], npath[PATH_SIZE];
         json_t *e = json_array_get(v, (size_t)i);
@@ -810,6 +821,9 @@ static int walk_stages(loader *L, json_t *v)
         return wrong_type(L, "stages", v, "an array of stages");
     if (json_array_size(v) == 0)
         return fail(L, PF_PIPELINE, "stages", "empty; a pipeline needs at least one stage");
+    if (json_array_size(v) > MAX_STAGES)
+        return fail(L, PF_PIPELINE, "stages", "%zu stages; a pipeline has at most %d",
+                    json_array_size(v), MAX_STAGES);
     for (int k = 0; k < L->n_stages; k++) {
         int st = walk_stage(L, v, k);
         if (st)
@@ -923,6 +937,9 @@ static int walk_outputs(loader *L, json_t *v)
                           "an object of output names to stage ids, such as {\"out\": \"blur\"}");
     if (json_object_size(v) == 0)
         return fail(L, PF_PIPELINE, "outputs", "empty; a pipeline needs at least one output");
+    if (json_object_size(v) > MAX_OUTPUTS)
+        return fail(L, PF_PIPELINE, "outputs", "%zu outputs; a pipeline has at most %d",
+                    json_object_size(v), MAX_OUTPUTS);
     L->outs = calloc(json_object_size(v), sizeof *L->outs);
     name_index *names = index_new((int)json_object_size(v), 1);
     if (!L->outs || !names) {
@@ -1218,6 +1235,9 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
     L.opts.graph = 1;
     if (!text)
         return fail(&L, PF_INVALID_ARGUMENT, NULL, "no pipeline text");
+    if (strnlen(text, MAX_TEXT + 1) > MAX_TEXT)
+        return fail(&L, PF_INVALID_ARGUMENT, NULL, "larger than %u MiB; not a pipeline",
+                    MAX_TEXT >> 20);
 
     json_error_t jerr;
     L.root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);

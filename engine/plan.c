@@ -36,6 +36,7 @@ void pf_plan_free(pf_plan *plan)
         free(u->inputs);
         free(u->stores);
         free(u->member_in);
+        free(u->slot);
         free(u->waits);
     }
     free(plan->units);
@@ -54,6 +55,9 @@ void pf_plan_free(pf_plan *plan)
     free(plan->shapes);
     free(plan->unit_of);
     free(plan->stored);
+    free(plan->cons_first);
+    free(plan->cons);
+    free(plan->is_out);
     free(plan->scratch);
     free(plan);
 }
@@ -98,39 +102,121 @@ static int infer_shapes(pf_pipeline *p, pf_plan *plan)
     return PF_OK;
 }
 
-/* ---- Fusion --------------------------------------------------------------------------------- */
+/* ---- Fusion ---------------------------------------------------------------------------------
 
-typedef struct bitset {
-    int words;
-    unsigned long long *bits; /* n_nodes rows of `words` words */
-} bitset;
+   Groups are kept in a union-find over nodes (a root holds its group's smallest member
+   and its outside inputs). Node i, the newest, starts a group of its own and tries the
+   candidate groups in turn. Merging two groups that are each valid keeps the rule when
+   no outside input of the union is reached from the union: a backward search from each
+   outside input, over nodes no earlier than the union's first member. Each node's tries
+   share a budget of search steps; a merge whose check would exceed it is not made (the
+   groups stay apart, which is always correct), so planning stays linear in stages
+   however the graph is shaped. Ordinary graphs never come near the budget. */
 
-#define BS_ROW(bs, i)   ((bs)->bits + (size_t)(i) * (size_t)(bs)->words)
-#define BS_TEST(row, j) (((row)[(j) >> 6] >> ((j)&63)) & 1ull)
-#define BS_SET(row, j)  ((row)[(j) >> 6] |= 1ull << ((j)&63))
+#define PF_FUSE_BUDGET 4096 /* search steps per node for its merge checks */
+#define PF_FUSE_CANDS  64   /* candidate groups tried per node */
+
+typedef struct fuse_state {
+    const pf_pipeline *p;
+    const pf_plan *plan;
+    int *parent; /* union-find over nodes */
+    int *lo;     /* per root: its smallest member */
+    int **ext;   /* per root: outside inputs (may hold members and repeats: filtered) */
+    int *n_ext, *cap_ext;
+    int *mark;  /* per node: the check that visited it */
+    int *stack; /* the backward search */
+    int *tmp;   /* a merged outside-input list */
+    int gen;
+    long budget;
+} fuse_state;
 
 static int is_point(const pf_pipeline *p, int i)
 {
     return i >= p->n_inputs && p->nodes[i].used && p->nodes[i].desc->kind == PF_STAGE_POINT;
 }
 
-/* May the node set M (flags in inset) form one unit? Not when a member reads a node
-   outside M that some member reaches. */
-static int group_ok(const pf_pipeline *p, const bitset *reach, const int *members, int n,
-                    const char *inset)
+static int uf_find(int *parent, int i)
 {
-    for (int a = 0; a < n; a++) {
-        const pf_node *m = &p->nodes[members[a]];
-        for (int k = 0; k < m->n_in; k++) {
-            int q = m->in[k];
-            if (inset[q])
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    return i;
+}
+
+/* Whether the union of the groups of roots a and b may form one unit: none of its
+   outside inputs is reached from a member. 0 also when the budget runs out. */
+static int merge_ok(fuse_state *f, int a, int b)
+{
+    const pf_pipeline *p = f->p;
+    int lo = f->lo[a] < f->lo[b] ? f->lo[a] : f->lo[b];
+    f->gen++;
+    for (int side = 0; side < 2; side++) {
+        int r = side ? b : a;
+        for (int e = 0; e < f->n_ext[r]; e++) {
+            int q = f->ext[r][e];
+            if (--f->budget < 0)
+                return 0;
+            if (q <= lo || f->mark[q] == f->gen)
+                continue; /* nothing at or before the first member is reached from it */
+            int rq = uf_find(f->parent, q);
+            if (rq == a || rq == b)
                 continue;
-            for (int b = 0; b < n; b++)
-                if (BS_TEST(BS_ROW(reach, members[b]), q))
-                    return 0;
+            int top = 0;
+            f->mark[q] = f->gen;
+            f->stack[top++] = q;
+            while (top > 0) {
+                const pf_node *n = &p->nodes[f->stack[--top]];
+                for (int k = 0; k < n->n_in; k++) {
+                    int v = n->in[k];
+                    if (v < lo || f->mark[v] == f->gen)
+                        continue;
+                    if (--f->budget < 0)
+                        return 0;
+                    int rv = uf_find(f->parent, v);
+                    if (rv == a || rv == b)
+                        return 0; /* a member reaches q, which a member reads */
+                    f->mark[v] = f->gen;
+                    f->stack[top++] = v;
+                }
+            }
         }
     }
     return 1;
+}
+
+/* Joins the groups of roots a and b; the outside inputs of the union replace theirs. */
+static int merge(fuse_state *f, int a, int b)
+{
+    int big = f->n_ext[a] >= f->n_ext[b] ? a : b, small = big == a ? b : a;
+    f->parent[small] = big;
+    if (f->lo[small] < f->lo[big])
+        f->lo[big] = f->lo[small];
+    int n = 0;
+    f->gen++;
+    for (int side = 0; side < 2; side++) {
+        int r = side ? small : big;
+        for (int e = 0; e < f->n_ext[r]; e++) {
+            int q = f->ext[r][e];
+            if (f->mark[q] != f->gen && uf_find(f->parent, q) != big) {
+                f->mark[q] = f->gen;
+                f->tmp[n++] = q;
+            }
+        }
+    }
+    if (n > f->cap_ext[big]) {
+        int *grown = realloc(f->ext[big], sizeof(int) * (size_t)n);
+        if (!grown)
+            return -1;
+        f->ext[big] = grown;
+        f->cap_ext[big] = n;
+    }
+    memcpy(f->ext[big], f->tmp, sizeof(int) * (size_t)n);
+    f->n_ext[big] = n;
+    free(f->ext[small]);
+    f->ext[small] = NULL;
+    f->n_ext[small] = f->cap_ext[small] = 0;
+    return 0;
 }
 
 static void add_candidate(int *cand, int *n, int g)
@@ -138,11 +224,46 @@ static void add_candidate(int *cand, int *n, int g)
     for (int i = 0; i < *n; i++)
         if (cand[i] == g)
             return;
-    cand[(*n)++] = g;
+    if (*n < PF_FUSE_CANDS)
+        cand[(*n)++] = g;
 }
 
-/* Fills group[] (per node: group id, or -1) and returns the number of groups. */
-static int form_groups(const pf_pipeline *p, int *group, int fuse)
+/* Candidates of point node i: the groups of its point producers, then those of earlier
+   point stages reading one of the same inputs (siblings share their loads), in node
+   order. */
+static int candidates(fuse_state *f, int i, int *cand)
+{
+    const pf_pipeline *p = f->p;
+    const pf_plan *plan = f->plan;
+    const pf_node *node = &p->nodes[i];
+    int n = 0, pos[PF_MAX_INPUTS];
+    for (int k = 0; k < node->n_in; k++) {
+        if (is_point(p, node->in[k]))
+            add_candidate(cand, &n, uf_find(f->parent, node->in[k]));
+        pos[k] = plan->cons_first[node->in[k]];
+    }
+    /* merge the consumer lists of i's inputs (each ascending), up to i */
+    for (;;) {
+        int best = -1, bk = -1;
+        for (int k = 0; k < node->n_in; k++) {
+            if (pos[k] >= plan->cons_first[node->in[k] + 1])
+                continue;
+            int j = plan->cons[pos[k]];
+            if (j < i && (best < 0 || j < best))
+                best = j, bk = k;
+        }
+        if (best < 0 || n >= PF_FUSE_CANDS || --f->budget < 0)
+            break;
+        pos[bk]++;
+        if (is_point(p, best))
+            add_candidate(cand, &n, uf_find(f->parent, best));
+    }
+    return n;
+}
+
+/* Fills group[] (per node: group id, or -1) and returns the number of groups, numbered
+   in order of their first member; -1 when out of memory. */
+static int form_groups(const pf_pipeline *p, const pf_plan *plan, int *group, int fuse)
 {
     int nn = p->n_nodes, ngroups = 0;
     for (int i = 0; i < nn; i++)
@@ -153,97 +274,63 @@ static int form_groups(const pf_pipeline *p, int *group, int fuse)
                 group[i] = ngroups++;
         return ngroups;
     }
-    bitset reach = {(nn + 63) / 64, NULL};
-    reach.bits = calloc((size_t)nn * (size_t)reach.words, sizeof(unsigned long long));
-    int *members = malloc(sizeof(int) * (size_t)nn);
-    int *trial = malloc(sizeof(int) * (size_t)nn);
-    char *inset = calloc((size_t)nn, 1);
-    int *cand = malloc(sizeof(int) * (size_t)nn);
-    if (!reach.bits || !members || !trial || !inset || !cand) {
-        free(reach.bits), free(members), free(trial), free(inset), free(cand);
-        return -1;
-    }
-    /* reach[i]: the nodes that depend on i, transitively (consumers come later). */
-    for (int i = nn - 1; i >= 0; i--) {
-        for (int c = i + 1; c < nn; c++) {
-            const pf_node *cn = &p->nodes[c];
-            for (int k = 0; k < cn->n_in; k++) {
-                if (cn->in[k] != i)
-                    continue;
-                unsigned long long *ri = BS_ROW(&reach, i), *rc = BS_ROW(&reach, c);
-                BS_SET(ri, c);
-                for (int w = 0; w < reach.words; w++)
-                    ri[w] |= rc[w];
-                break;
-            }
-        }
-    }
-    for (int i = p->n_inputs; i < nn; i++) {
+    fuse_state f;
+    memset(&f, 0, sizeof f);
+    f.p = p;
+    f.plan = plan;
+    size_t n = (size_t)nn;
+    f.parent = malloc(sizeof(int) * n);
+    f.lo = malloc(sizeof(int) * n);
+    f.ext = calloc(n, sizeof(int *));
+    f.n_ext = calloc(n, sizeof(int));
+    f.cap_ext = calloc(n, sizeof(int));
+    f.mark = calloc(n, sizeof(int));
+    f.stack = malloc(sizeof(int) * n);
+    f.tmp = malloc(sizeof(int) * n);
+    int cand[PF_FUSE_CANDS], rc = 0;
+    if (!f.parent || !f.lo || !f.ext || !f.n_ext || !f.cap_ext || !f.mark || !f.stack || !f.tmp)
+        rc = -1;
+    for (int i = 0; i < nn && rc == 0; i++) {
+        f.parent[i] = i;
+        f.lo[i] = i;
         if (!is_point(p, i))
             continue;
-        int n = 0;
-        members[n++] = i;
-        inset[i] = 1;
         const pf_node *node = &p->nodes[i];
-        /* Candidates: the groups of point producers, then of earlier point stages
-           reading one of the same inputs (siblings share their loads). */
-        int ncand = 0; /* distinct groups, so at most one per earlier node */
+        f.ext[i] = malloc(sizeof(int) * PF_MAX_INPUTS);
+        if (!f.ext[i]) {
+            rc = -1;
+            break;
+        }
+        f.cap_ext[i] = PF_MAX_INPUTS;
         for (int k = 0; k < node->n_in; k++)
-            if (group[node->in[k]] >= 0)
-                add_candidate(cand, &ncand, group[node->in[k]]);
-        for (int j = p->n_inputs; j < i; j++) {
-            if (group[j] < 0)
-                continue;
-            for (int k = 0; k < node->n_in; k++)
-                for (int kk = 0; kk < p->nodes[j].n_in; kk++)
-                    if (p->nodes[j].in[kk] == node->in[k])
-                        add_candidate(cand, &ncand, group[j]);
-        }
-        for (int c = 0; c < ncand; c++) {
-            int g = cand[c];
-            int taken = 0;
-            for (int j = 0; j < n && !taken; j++)
-                taken = group[members[j]] == g;
-            if (taken)
-                continue;
-            /* Try adding the whole group g. */
-            int t = n;
-            memcpy(trial, members, sizeof(int) * (size_t)n);
-            for (int j = 0; j < i; j++)
-                if (group[j] == g)
-                    trial[t++] = j;
-            for (int j = n; j < t; j++)
-                inset[trial[j]] = 1;
-            if (group_ok(p, &reach, trial, t, inset)) {
-                memcpy(members, trial, sizeof(int) * (size_t)t);
-                n = t;
-            } else {
-                for (int j = n; j < t; j++)
-                    inset[trial[j]] = 0;
-            }
-        }
-        int gid = ngroups++;
-        for (int j = 0; j < n; j++) {
-            group[members[j]] = gid;
-            inset[members[j]] = 0;
+            f.ext[i][f.n_ext[i]++] = node->in[k];
+        f.budget = PF_FUSE_BUDGET;
+        int nc = candidates(&f, i, cand);
+        for (int c = 0; c < nc && f.budget >= 0 && rc == 0; c++) {
+            int a = uf_find(f.parent, i), b = uf_find(f.parent, cand[c]);
+            if (a != b && merge_ok(&f, a, b))
+                rc = merge(&f, a, b);
         }
     }
-    free(reach.bits), free(members), free(trial), free(inset), free(cand);
-    /* Renumber densely in order of first member. */
-    int *map = malloc(sizeof(int) * (size_t)(ngroups ? ngroups : 1));
-    if (!map)
-        return -1;
-    for (int g = 0; g < ngroups; g++)
-        map[g] = -1;
-    int next = 0;
-    for (int i = 0; i < nn; i++)
-        if (group[i] >= 0 && map[group[i]] < 0)
-            map[group[i]] = next++;
-    for (int i = 0; i < nn; i++)
-        if (group[i] >= 0)
-            group[i] = map[group[i]];
-    free(map);
-    return next;
+    if (rc == 0) {
+        /* number the groups densely in order of their first member */
+        int *map = f.lo; /* reused: per root, its group id */
+        for (int i = 0; i < nn; i++)
+            map[i] = -1;
+        for (int i = 0; i < nn; i++) {
+            if (!is_point(p, i))
+                continue;
+            int r = uf_find(f.parent, i);
+            if (map[r] < 0)
+                map[r] = ngroups++;
+            group[i] = map[r];
+        }
+    }
+    for (int i = 0; f.ext && i < nn; i++)
+        free(f.ext[i]);
+    free(f.parent), free(f.lo), free(f.ext), free(f.n_ext), free(f.cap_ext), free(f.mark);
+    free(f.stack), free(f.tmp);
+    return rc == 0 ? ngroups : -1;
 }
 
 /* ---- Units ---------------------------------------------------------------------------------- */
@@ -261,28 +348,76 @@ static int append(int **arr, int *n, int v)
     return 0;
 }
 
-static int is_output(const pf_pipeline *p, int node)
+/* Consumers of every node (an edge list sorted by consumer) and which nodes are outputs. */
+static int index_graph(const pf_pipeline *p, pf_plan *plan)
 {
+    int nn = p->n_nodes;
+    size_t edges = 0;
+    for (int i = 0; i < nn; i++)
+        edges += (size_t)p->nodes[i].n_in;
+    plan->cons_first = calloc((size_t)nn + 2, sizeof(int));
+    plan->cons = malloc(sizeof(int) * (edges ? edges : 1));
+    plan->is_out = calloc((size_t)nn, 1);
+    if (!plan->cons_first || !plan->cons || !plan->is_out)
+        return PF_NO_MEMORY;
+    for (int c = 0; c < nn; c++)
+        for (int k = 0; k < p->nodes[c].n_in; k++)
+            plan->cons_first[p->nodes[c].in[k] + 2]++;
+    for (int i = 0; i < nn; i++)
+        plan->cons_first[i + 2] += plan->cons_first[i + 1];
+    /* cons_first[i + 1] is node i's fill cursor; after the fill it is node i+1's start */
+    for (int c = 0; c < nn; c++)
+        for (int k = 0; k < p->nodes[c].n_in; k++)
+            plan->cons[plan->cons_first[p->nodes[c].in[k] + 1]++] = c;
     for (int o = 0; o < p->n_outputs; o++)
-        if (p->outputs[o].node == node)
-            return 1;
-    return 0;
+        plan->is_out[p->outputs[o].node] = 1;
+    return PF_OK;
+}
+
+/* A min-heap of ints. */
+static void heap_push(int *h, int *n, int v)
+{
+    int i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = v;
+}
+
+static int heap_pop(int *h, int *n)
+{
+    int top = h[0], v = h[--*n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+    return top;
 }
 
 static int make_units(pf_pipeline *p, pf_plan *plan)
 {
     int nn = p->n_nodes;
-    int *group = malloc(sizeof(int) * (size_t)nn);
-    int *first_unit = malloc(sizeof(int) * (size_t)nn); /* raw unit id per node */
-    if (!group || !first_unit) {
-        free(group), free(first_unit);
-        return PF_NO_MEMORY;
-    }
-    int ngroups = form_groups(p, group, p->opts.fusion);
-    if (ngroups < 0) {
-        free(group), free(first_unit);
-        return PF_NO_MEMORY;
-    }
+    size_t n1 = (size_t)nn + 1;
+    int *group = malloc(sizeof(int) * n1);
+    int *first_unit = malloc(sizeof(int) * n1); /* raw unit id per node */
+    int *head = malloc(sizeof(int) * n1);       /* raw unit: its first node */
+    int *pending = calloc(n1, sizeof(int));     /* raw unit: producer edges not placed */
+    int *order = malloc(sizeof(int) * n1);      /* raw unit -> unit index */
+    int *heap = malloc(sizeof(int) * n1);
+    int *next = malloc(sizeof(int) * n1); /* node -> the next node of its raw unit */
+    int rc = PF_NO_MEMORY;
+    if (!group || !first_unit || !head || !pending || !order || !heap || !next)
+        goto out;
+    int ngroups = form_groups(p, plan, group, p->opts.fusion);
+    if (ngroups < 0)
+        goto out;
     /* Raw units: groups 0..ngroups-1, then each used non-point stage. */
     int nraw = ngroups;
     for (int i = 0; i < nn; i++) {
@@ -292,108 +427,183 @@ static int make_units(pf_pipeline *p, pf_plan *plan)
         else if (i >= p->n_inputs && p->nodes[i].used)
             first_unit[i] = nraw++;
     }
-    free(group);
-    /* Order raw units topologically, the one holding the earliest node first. */
-    int *order = malloc(sizeof(int) * (size_t)(nraw ? nraw : 1));
-    char *done = calloc((size_t)(nraw ? nraw : 1), 1);
-    plan->units = calloc((size_t)(nraw ? nraw : 1), sizeof(pf_unit));
-    if (!order || !done || !plan->units) {
-        free(order), free(done), free(first_unit);
-        return PF_NO_MEMORY;
+    for (int u = 0; u < nraw; u++)
+        head[u] = -1;
+    for (int i = nn - 1; i >= 0; i--) {
+        if (first_unit[i] >= 0) {
+            next[i] = head[first_unit[i]];
+            head[first_unit[i]] = i;
+        }
     }
-    int placed = 0;
-    while (placed < nraw) {
-        int pick = -1;
-        for (int i = p->n_inputs; i < nn && pick < 0; i++) {
-            int u = first_unit[i];
-            if (u < 0 || done[u])
-                continue;
-            int ready = 1; /* every member's producers already placed or inside u */
-            for (int j = p->n_inputs; j < nn && ready; j++) {
-                if (first_unit[j] != u)
-                    continue;
-                for (int k = 0; k < p->nodes[j].n_in; k++) {
-                    int pu = first_unit[p->nodes[j].in[k]];
-                    if (pu >= 0 && pu != u && !done[pu])
-                        ready = 0;
-                }
+    /* Order raw units topologically, of those ready the one holding the earliest node
+       first (Kahn's algorithm over a heap of first nodes). */
+    for (int j = p->n_inputs; j < nn; j++) {
+        int u = first_unit[j];
+        for (int k = 0; u >= 0 && k < p->nodes[j].n_in; k++) {
+            int pu = first_unit[p->nodes[j].in[k]];
+            pending[u] += pu >= 0 && pu != u;
+        }
+    }
+    int nh = 0, placed = 0;
+    for (int u = 0; u < nraw; u++)
+        if (!pending[u])
+            heap_push(heap, &nh, head[u]);
+    while (nh > 0) {
+        int u = first_unit[heap_pop(heap, &nh)];
+        order[u] = placed++;
+        for (int j = head[u]; j >= 0; j = next[j]) {
+            for (int c = plan->cons_first[j]; c < plan->cons_first[j + 1]; c++) {
+                int cu = first_unit[plan->cons[c]];
+                if (cu >= 0 && cu != u && --pending[cu] == 0)
+                    heap_push(heap, &nh, head[cu]);
             }
-            if (ready)
-                pick = u;
         }
-        if (pick < 0) { /* cannot happen: groups are formed acyclic */
-            free(order), free(done), free(first_unit);
-            pf_errf(p->errmsg, "%s: internal error: launch units form a cycle", p->source);
-            return PF_INTERNAL;
-        }
-        done[pick] = 1;
-        order[pick] = placed++;
     }
-    free(done);
+    if (placed < nraw) { /* cannot happen: groups are formed acyclic */
+        pf_errf(p->errmsg, "%s: internal error: launch units form a cycle", p->source);
+        rc = PF_INTERNAL;
+        goto out;
+    }
+    plan->units = calloc((size_t)(nraw ? nraw : 1), sizeof(pf_unit));
+    if (!plan->units)
+        goto out;
     plan->n_units = nraw;
-    int rc = PF_OK;
-    for (int i = p->n_inputs; i < nn && rc == PF_OK; i++) {
+    for (int i = p->n_inputs; i < nn; i++)
+        if (first_unit[i] >= 0)
+            plan->units[order[first_unit[i]]].n_nodes++;
+    for (int ui = 0; ui < nraw; ui++) {
+        pf_unit *u = &plan->units[ui];
+        u->nodes = malloc(sizeof(int) * (size_t)u->n_nodes);
+        u->ids = malloc(sizeof(char *) * (size_t)u->n_nodes);
+        if (!u->nodes || !u->ids)
+            goto out;
+        u->n_nodes = 0;
+    }
+    for (int i = p->n_inputs; i < nn; i++) {
         if (first_unit[i] < 0)
             continue;
         int ui = order[first_unit[i]];
         pf_unit *u = &plan->units[ui];
         plan->unit_of[i] = ui;
         u->kind = (pf_unit_kind)p->nodes[i].desc->kind; /* same numbering */
-        const char **ids = realloc(u->ids, sizeof(char *) * (size_t)(u->n_nodes + 1));
-        if (!ids || append(&u->nodes, &u->n_nodes, i) != 0) {
-            free(ids ? ids : NULL);
-            rc = PF_NO_MEMORY;
-            break;
-        }
-        u->ids = ids;
-        u->ids[u->n_nodes - 1] = p->nodes[i].id;
+        u->ids[u->n_nodes] = p->nodes[i].id;
+        u->nodes[u->n_nodes++] = i;
         u->shape = u->kind == PF_UNIT_REDUCE ? plan->shapes[p->nodes[i].in[0]] : plan->shapes[i];
     }
-    free(order);
-    free(first_unit);
+    rc = PF_OK;
+out:
+    free(group), free(first_unit), free(head), free(pending), free(order), free(heap);
+    free(next);
     return rc;
 }
 
-/* Inputs, stores and CPU sizing of every unit. */
+/* Chunk slots of point unit u's members for the CPU executor: a member that is not
+   stored takes a free slot, which returns to the free list once its last reader in
+   the unit has run (a chain needs two whatever its length). */
+static int assign_slots(const pf_pipeline *p, pf_plan *plan, pf_unit *u)
+{
+    u->slot = malloc(sizeof(int) * (size_t)u->n_nodes);
+    int *last = malloc(sizeof(int) * (size_t)u->n_nodes);
+    int *free_slots = malloc(sizeof(int) * (size_t)u->n_nodes);
+    int *release = malloc(sizeof(int) * (size_t)u->n_nodes); /* members by last reader */
+    int *rfirst = calloc((size_t)u->n_nodes + 1, sizeof(int));
+    if (!u->slot || !last || !free_slots || !release || !rfirst) {
+        free(last), free(free_slots), free(release), free(rfirst);
+        return PF_NO_MEMORY;
+    }
+    /* last[a]: the last member reading member a (a itself when none does) */
+    for (int a = 0; a < u->n_nodes; a++)
+        last[a] = a;
+    for (int a = 0; a < u->n_nodes; a++)
+        for (int k = 0; k < p->nodes[u->nodes[a]].n_in; k++) {
+            int src = u->member_in[a * PF_MAX_INPUTS + k];
+            if (src >= 0 && last[src] < a)
+                last[src] = a;
+        }
+    for (int a = 0; a < u->n_nodes; a++)
+        rfirst[last[a] + 1]++;
+    for (int a = 0; a < u->n_nodes; a++)
+        rfirst[a + 1] += rfirst[a];
+    for (int a = 0; a < u->n_nodes; a++)
+        release[rfirst[last[a]]++] = a;
+    /* rfirst[r] is now the end of reader r's list; its start is rfirst[r - 1] (0) */
+    int nfree = 0;
+    u->n_slots = 0;
+    for (int a = 0; a < u->n_nodes; a++) {
+        /* slots read last by earlier members are free: their readers have run */
+        if (a > 0)
+            for (int r = a > 1 ? rfirst[a - 2] : 0; r < rfirst[a - 1]; r++)
+                if (u->slot[release[r]] >= 0)
+                    free_slots[nfree++] = u->slot[release[r]];
+        if (plan->stored[u->nodes[a]])
+            u->slot[a] = -1;
+        else
+            u->slot[a] = nfree > 0 ? free_slots[--nfree] : u->n_slots++;
+    }
+    free(last), free(free_slots), free(release), free(rfirst);
+    return PF_OK;
+}
+
+/* Inputs, stores, chunk slots and CPU sizing of every unit. */
 static int unit_io(pf_pipeline *p, pf_plan *plan)
 {
+    int nn = p->n_nodes;
+    int *seen = malloc(sizeof(int) * (size_t)nn); /* per node: last unit + 1 that listed it */
+    int *pos = malloc(sizeof(int) * (size_t)nn);  /* per node: its index in its unit */
+    int rc = PF_NO_MEMORY;
+    if (!seen || !pos)
+        goto out;
+    for (int i = 0; i < nn; i++)
+        seen[i] = 0;
     for (int ui = 0; ui < plan->n_units; ui++) {
         pf_unit *u = &plan->units[ui];
+        int cap_in = 0;
         for (int a = 0; a < u->n_nodes; a++) {
             int i = u->nodes[a];
             const pf_node *n = &p->nodes[i];
-            for (int k = 0; k < n->n_in; k++)
-                if (plan->unit_of[n->in[k]] != ui && append(&u->inputs, &u->n_inputs, n->in[k]))
-                    return PF_NO_MEMORY;
-            int keep = u->kind != PF_UNIT_REDUCE && (u->kind != PF_UNIT_POINT || is_output(p, i));
-            for (int c = i + 1; c < p->n_nodes && !keep && u->kind == PF_UNIT_POINT; c++) {
-                const pf_node *cn = &p->nodes[c];
-                if (!cn->used || plan->unit_of[c] == ui)
+            pos[i] = a;
+            for (int k = 0; k < n->n_in; k++) {
+                int q = n->in[k];
+                if (plan->unit_of[q] == ui || seen[q] == ui + 1)
                     continue;
-                for (int k = 0; k < cn->n_in; k++)
-                    if (cn->in[k] == i)
-                        keep = 1;
+                seen[q] = ui + 1;
+                if (u->n_inputs == cap_in) {
+                    cap_in = cap_in ? 2 * cap_in : 4;
+                    int *grown = realloc(u->inputs, sizeof(int) * (size_t)cap_in);
+                    if (!grown)
+                        goto out;
+                    u->inputs = grown;
+                }
+                u->inputs[u->n_inputs++] = q;
+            }
+            int keep = u->kind != PF_UNIT_REDUCE && (u->kind != PF_UNIT_POINT || plan->is_out[i]);
+            for (int c = plan->cons_first[i]; c < plan->cons_first[i + 1] && !keep; c++) {
+                int cn = plan->cons[c];
+                keep = p->nodes[cn].used && plan->unit_of[cn] != ui;
             }
             if (keep) {
                 plan->stored[i] = 1;
-                if (append(&u->stores, &u->n_stores, i))
-                    return PF_NO_MEMORY;
+                int *grown = realloc(u->stores, sizeof(int) * (size_t)(u->n_stores + 1));
+                if (!grown)
+                    goto out;
+                u->stores = grown;
+                u->stores[u->n_stores++] = i;
             }
         }
         if (u->kind == PF_UNIT_POINT) {
             u->member_in = malloc(sizeof(int) * PF_MAX_INPUTS * (size_t)u->n_nodes);
             if (!u->member_in)
-                return PF_NO_MEMORY;
+                goto out;
             for (int a = 0; a < u->n_nodes; a++) {
                 const pf_node *n = &p->nodes[u->nodes[a]];
-                for (int k = 0; k < n->n_in; k++) {
-                    int src = -(n->in[k] + 1);
-                    for (int b = 0; b < a; b++)
-                        if (u->nodes[b] == n->in[k])
-                            src = b;
-                    u->member_in[a * PF_MAX_INPUTS + k] = src;
+                for (int k = 0; k < PF_MAX_INPUTS; k++) {
+                    int q = k < n->n_in ? n->in[k] : 0;
+                    u->member_in[a * PF_MAX_INPUTS + k] =
+                        k < n->n_in && plan->unit_of[q] == ui ? pos[q] : -(q + 1);
                 }
             }
+            if (assign_slots(p, plan, u) != PF_OK)
+                goto out;
         }
         const pf_node *n0 = &p->nodes[u->nodes[0]];
         int width = u->kind == PF_UNIT_REDUCE ? u->shape.width : plan->shapes[u->nodes[0]].width;
@@ -402,13 +612,17 @@ static int unit_io(pf_pipeline *p, pf_plan *plan)
             u->cpu_band_rows = 1;
         u->bands = 1;
         if (u->kind == PF_UNIT_POINT)
-            u->scratch = align_up((size_t)u->n_nodes * PF_CPU_CHUNK * sizeof(pf_float4));
+            u->scratch = align_up((size_t)u->n_slots * PF_CPU_CHUNK * sizeof(pf_float4));
         else if (n0->desc->scratch_bytes)
             u->scratch = align_up(n0->desc->scratch_bytes(n0->params, width, u->cpu_band_rows));
         if (u->kind == PF_UNIT_REDUCE)
             u->partial_len = n0->desc->partial_len(n0->params, &u->shape);
     }
-    return PF_OK;
+    rc = PF_OK;
+out:
+    free(seen);
+    free(pos);
+    return rc;
 }
 
 /* ---- Watchdog bands --------------------------------------------------------------------------
@@ -446,7 +660,7 @@ static void plan_bands(pf_pipeline *p, pf_plan *plan)
         for (int a = 0; a < u->n_nodes; a++) {
             const pf_node *n = &p->nodes[u->nodes[a]];
             weight += n->desc->cost > 0 ? n->desc->cost : 1.0;
-            if (is_output(p, u->nodes[a]) && u->kind == PF_UNIT_POINT && !plan->stored[u->nodes[a]])
+            if (plan->is_out[u->nodes[a]] && u->kind == PF_UNIT_POINT && !plan->stored[u->nodes[a]])
                 images += 1;
         }
         if (u->kind == PF_UNIT_RESAMPLE) /* output shape differs from the input's */
@@ -490,13 +704,15 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
         if (depth[ui] > maxdepth)
             maxdepth = depth[ui];
     }
-    for (int d = 0; d <= maxdepth; d++) {
-        int count = 0;
-        for (int ui = 0; ui < nu; ui++)
-            count += depth[ui] == d;
-        if (count > width)
-            width = count;
+    int *count = calloc((size_t)maxdepth + 1, sizeof(int)); /* units per depth */
+    if (!count) {
+        free(depth), free(continued);
+        return PF_NO_MEMORY;
     }
+    for (int ui = 0; ui < nu; ui++)
+        if (++count[depth[ui]] > width)
+            width = count[depth[ui]];
+    free(count);
     int ns = p->opts.streams > 0 ? p->opts.streams : (width < 8 ? width : 8);
     plan->n_streams = ns;
     int next = 0, rc = PF_OK;
@@ -622,7 +838,9 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
         memcpy(plan->shapes, in, sizeof(pf_shape) * (size_t)n_in);
         for (int i = 0; i < nn; i++)
             plan->unit_of[i] = -1;
-        rc = infer_shapes(p, plan);
+        rc = index_graph(p, plan);
+        if (rc == PF_OK)
+            rc = infer_shapes(p, plan);
         if (rc == PF_OK)
             rc = make_units(p, plan);
         if (rc == PF_OK)

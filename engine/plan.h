@@ -17,6 +17,10 @@ typedef struct pf_unit {
     int *stores;    /* members whose whole image is kept (read later or output) */
     int *member_in; /* point units: per member, PF_MAX_INPUTS sources: >= 0 is a
                            member index, < 0 is -(node + 1) of an outside buffer */
+    int *slot;      /* point units: per member, its chunk buffer in the CPU scratch
+                       (-1: a stored member, written to its image); a slot is reused
+                       once the member last reading it has run */
+    int n_slots;
     pf_shape shape; /* output shape (input shape for reduce) */
     int stream;
     int n_waits;
@@ -47,6 +51,9 @@ typedef struct pf_plan {
     pf_shape *shapes;        /* per node: image shape, or table cols x rows for reduce */
     int *unit_of;            /* per node: unit index, -1 for inputs and unused stages */
     int *stored;             /* per node: 1 when it has a whole-image buffer */
+    int *cons_first;         /* consumers of node i: cons[cons_first[i] .. cons_first[i + 1]) */
+    int *cons;               /* ... ascending, one entry per (consumer, input) edge */
+    char *is_out;            /* per node: a pipeline output reads it */
     pf_image *buf;           /* per node buffer (stored nodes and inputs) */
     pf_table_buf *tables;    /* per node, reduce stages */
     double **partials;       /* per node, reduce stages: bands * partial_len */
