@@ -1,0 +1,437 @@
+"""pipefuse: fused image-processing pipelines on CUDA and the CPU, from Python.
+
+    import numpy as np, pipefuse
+    engine = pipefuse.Engine()
+    demo = engine.load("pipelines/demo.json", backend="cpu")
+    out = demo.run(np.zeros((1080, 1920, 3), np.uint8))
+    out["result"]      # HxWx3 uint8, like the input
+    out["histogram"]   # a NumPy structured array: row, then one float64 field per column
+
+Images are NumPy-shaped: HxW (gray) or HxWxC (C = 1..4) of uint8, uint16 or float32.
+Host arrays (NumPy, anything with the buffer protocol, PyTorch CPU tensors) and CUDA
+arrays (PyTorch, CuPy, DLPack, __cuda_array_interface__) are read and written where they
+are; device frames run on the caller's CUDA stream. docs/python.md is the guide.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _pipefuse as _c
+from ._pipefuse import STATUS, Error, Ticket
+
+__version__ = _c.__version__
+__all__ = ["Engine", "Pipeline", "Stage", "Param", "OutputInfo", "Ticket", "Error", "STATUS",
+           "version"]
+
+# One exception class per status (ParseError, ParamError, ShapeError, ...), all
+# subclasses of Error.
+for _name in dir(_c):
+    if _name.endswith("Error") and _name != "Error":
+        globals()[_name] = getattr(_c, _name)
+        __all__.append(_name)
+del _name
+
+_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.float32}
+
+
+def version() -> str:
+    """The library's version string."""
+    return _c.version()
+
+
+@dataclass(frozen=True)
+class Param:
+    """A stage parameter as its plugin declares it."""
+    name: str
+    type: str  # float, int, bool, enum, float_array
+    doc: str
+    default: Any
+    min: Optional[float]  # None: unbounded
+    max: Optional[float]
+    choices: Optional[Tuple[str, ...]]  # enum names
+    count: int  # floats in a float_array, else 1
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A registered stage (pipefuse stages)."""
+    name: str
+    kind: str  # point, stencil, resample, reduce
+    doc: str
+    inputs: int
+    plugin: str
+    file: str
+    params: Tuple[Param, ...]
+    columns: Optional[Tuple[str, ...]]  # reduce stages: the table's columns
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    """A pipeline output. shape: (height, width) of an image or (rows, columns) of a
+    table once planned, (0, 0) before."""
+    name: str
+    stage: str
+    kind: str  # image or table
+    channels: int  # 0: like the first input
+    bits: int  # 8, 16, 32 (float), 0: like the first input
+    table_format: str  # csv, json or "" (the caller's choice)
+    shape: Tuple[int, int]
+
+
+class Engine:
+    """The loaded plugins. Shared freely between threads; pipelines hold it alive.
+
+    plugin_path: extra plugin directories (a ':'-separated str or a list of paths);
+    use_env_path: also search PIPEFUSE_PLUGIN_PATH; builtin: load the built-in stages;
+    threads: CPU worker threads (0: one per core); log: callable(level, message) for the
+    engine's notices (0 info, 1 warning, 2 error; None: stderr).
+    """
+
+    def __init__(self, plugin_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]],
+                                          None] = None, *, use_env_path: bool = True,
+                 builtin: bool = True, threads: int = 0, log=None) -> None:
+        if plugin_path is not None and not isinstance(plugin_path, (str, os.PathLike)):
+            plugin_path = ":".join(os.fspath(p) for p in plugin_path)
+        elif plugin_path is not None:
+            plugin_path = os.fspath(plugin_path)
+        self._c = _c.Engine(plugin_path, use_env_path, builtin, threads, log)
+
+    def stages(self) -> List[Stage]:
+        """Every registered stage with its parameters, in plugin load order."""
+        out = []
+        for s in self._c.stages():
+            params = tuple(Param(**p) for p in s.pop("params"))
+            out.append(Stage(params=params, **s))
+        return out
+
+    def stage(self, name: str) -> Stage:
+        """One stage by name (KeyError when no plugin registers it)."""
+        for s in self.stages():
+            if s.name == name:
+                return s
+        raise KeyError(f"no stage named {name!r}")
+
+    def load(self, source: Union[str, os.PathLike, Mapping[str, Any]], *,
+             name: Optional[str] = None, **options: Any) -> "Pipeline":
+        """Loads a pipeline: a file path, JSON text (a str starting with '{') or a dict.
+        Keyword arguments are options (backend="cpu", fusion=False, threads=4, slots=2,
+        graph=..., streams=..., max_launch_ms=..., profile=..., dump_kernels=...)."""
+        if isinstance(source, Mapping):
+            c = self._c.load_string(json.dumps(source), name or "<dict>")
+        elif isinstance(source, str) and source.lstrip().startswith("{"):
+            c = self._c.load_string(source, name or "<string>")
+        else:
+            c = self._c.load_file(os.fspath(source))
+        p = Pipeline(c, self)
+        p.configure(**options)
+        return p
+
+    def info(self) -> str:
+        """Versions, plugins and CUDA devices, as `pipefuse info` prints them."""
+        return self._c.info()
+
+
+def _stream_int(stream: Any) -> int:
+    """A cudaStream_t as an int from an int, a torch.cuda.Stream or a cupy Stream."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr", "handle"):
+        v = getattr(stream, attr, None)
+        if isinstance(v, int):
+            return v
+    raise TypeError(f"stream must be an int, a torch.cuda.Stream or a cupy Stream, "
+                    f"not {type(stream).__name__}")
+
+
+def _framework(a: Any) -> str:
+    return type(a).__module__.split(".", 1)[0]
+
+
+def _is_device(a: Any) -> bool:
+    if _framework(a) == "torch":
+        return bool(a.is_cuda)
+    if hasattr(a, "__cuda_array_interface__"):
+        return True
+    dev = getattr(a, "__dlpack_device__", None)
+    if dev is not None and not hasattr(a, "__array_interface__"):
+        return dev()[0] in (2, 13)
+    return False
+
+
+def _default_stream(a: Any) -> int:
+    """The stream a device frame runs on when none is given: the framework's current
+    stream (PyTorch, CuPy), the array's own (__cuda_array_interface__), else the legacy
+    default stream."""
+    fw = _framework(a)
+    if fw == "torch":
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        index = a.device.index or 0
+        return raw(index) if raw else torch.cuda.current_stream(a.device).cuda_stream
+    if fw == "cupy":
+        import cupy
+        return cupy.cuda.get_current_stream().ptr
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai and cai.get("stream") not in (None, 1):
+        return int(cai["stream"])
+    return 0
+
+
+def _shape_of(a: Any) -> Optional[Tuple[int, ...]]:
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        cai = getattr(a, "__cuda_array_interface__", None)
+        shape = cai.get("shape") if isinstance(cai, dict) else None
+    try:
+        return tuple(int(d) for d in shape) if shape is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _dtype_name(a: Any) -> str:
+    d = getattr(a, "dtype", None)
+    if d is None:
+        cai = getattr(a, "__cuda_array_interface__", None)
+        return np.dtype(cai["typestr"]).name if isinstance(cai, dict) else np.asarray(a).dtype.name
+    s = str(d)
+    return s.rsplit(".", 1)[-1] if _framework(a) == "torch" else np.dtype(d).name
+
+
+def _table(cols: Tuple[str, ...], rows: Optional[Tuple[str, ...]], data: bytes) -> np.ndarray:
+    """A table output as a structured array: a 'row' field (the stage's row names, or
+    the row index), then one float64 field per column, in the stage's order."""
+    values = np.frombuffer(data, dtype=np.float64)
+    n_cols = len(cols)
+    values = values.reshape(-1, n_cols) if n_cols else values.reshape(0, 0)
+    names, seen = [], {"row"}
+    for i, c in enumerate(cols):
+        c = c if c and c not in seen else f"col{i}"
+        seen.add(c)
+        names.append(c)
+    if rows is not None:
+        row_type = f"U{max([1] + [len(r) for r in rows])}"
+    else:
+        row_type = np.int64
+    t = np.empty(values.shape[0], dtype=[("row", row_type)] + [(c, np.float64) for c in names])
+    t["row"] = rows if rows is not None else np.arange(values.shape[0])
+    for i, c in enumerate(names):
+        t[c] = values[:, i]
+    return t
+
+
+class Pipeline:
+    """A loaded pipeline. One thread at a time (a second thread calling in while a
+    frame runs gets RuntimeError); load one pipeline per thread."""
+
+    __slots__ = ("_c", "engine", "_names", "_kinds")
+
+    def __init__(self, c: Any, engine: Engine) -> None:
+        self._c = c
+        self.engine = engine
+        info = c.output_info()
+        self._names = tuple(o["name"] for o in info)
+        self._kinds = tuple(o["kind"] for o in info)
+
+    # ---- description ----
+    @property
+    def inputs(self) -> Tuple[str, ...]:
+        """Input names, in order."""
+        return self._c.inputs
+
+    @property
+    def outputs(self) -> List[OutputInfo]:
+        """Output descriptions, in order (shapes once planned)."""
+        return [OutputInfo(**o) for o in self._c.output_info()]
+
+    @property
+    def slots(self) -> int:
+        """Frames that can be in flight at once."""
+        return self._c.slots
+
+    # ---- parameters and options ----
+    def set(self, key: str, value: Any) -> None:
+        """Sets 'stage_id.param' between frames (no re-planning unless an output shape
+        changes): numbers, bools, lists of numbers, or a str for an enum ("nearest")."""
+        self._c.set(key, value)
+
+    def set_json(self, key: str, text: str) -> None:
+        """Sets 'stage_id.param' from JSON text, as `pipefuse run --set` takes it."""
+        self._c.set_json(key, text)
+
+    def configure(self, **options: Any) -> None:
+        """Sets options: backend="auto"|"cpu"|"cuda", fusion, graph, streams, threads,
+        slots, max_launch_ms, profile, dump_kernels."""
+        for k, v in options.items():
+            self._c.set_option(k, v)
+
+    # ---- planning ----
+    def plan(self, shapes: Any) -> None:
+        """Plans for input shapes (NumPy order: (height, width[, channels])): one shape
+        for a one-input pipeline, a list in input order, a dict by input name, or the
+        arrays themselves."""
+        self._c.plan(self._shapes(shapes))
+
+    def _shapes(self, shapes: Any) -> List[Tuple[int, ...]]:
+        if isinstance(shapes, Mapping):
+            shapes = [shapes[n] for n in self._need(shapes)]
+        elif hasattr(shapes, "shape") or (isinstance(shapes, Sequence) and shapes and
+                                          isinstance(shapes[0], int)):
+            shapes = [shapes]
+        return [_shape_of(s) or tuple(s) for s in shapes]
+
+    def _need(self, d: Mapping[str, Any]) -> Tuple[str, ...]:
+        names = self._c.inputs
+        extra = set(d) - set(names)
+        missing = [n for n in names if n not in d]
+        if extra or missing:
+            raise KeyError(f"the pipeline's inputs are {list(names)}"
+                           + (f"; missing {missing}" if missing else "")
+                           + (f"; unknown {sorted(extra)}" if extra else ""))
+        return names
+
+    def plan_text(self) -> str:
+        """The plan as `pipefuse check` prints it."""
+        return self._c.plan_text()
+
+    def dot_text(self) -> str:
+        """The plan as a Graphviz digraph."""
+        return self._c.dot_text()
+
+    def units(self) -> List[Dict[str, Any]]:
+        """The plan's launch units: kind, stages, shape, stream, bands, fused, times."""
+        return self._c.units()
+
+    def stats(self) -> Dict[str, Any]:
+        """Counters: backend, frames, launches_per_frame, allocations, device_syncs, ..."""
+        return self._c.stats()
+
+    def build_kernels(self, arch: int, dump_dir: Optional[Union[str, os.PathLike]] = None) -> int:
+        """Compiles the fused kernels of the current plan for sm_<arch> with NVRTC."""
+        return self._c.build_kernels(arch, dump_dir) if dump_dir is not None \
+            else self._c.build_kernels(arch)
+
+    # ---- frames ----
+    def _in_list(self, inputs: Any) -> Sequence[Any]:
+        if isinstance(inputs, Mapping):
+            return [inputs[n] for n in self._need(inputs)]
+        if isinstance(inputs, (list, tuple)):
+            return inputs
+        return (inputs,)
+
+    def _out_list(self, ins: Sequence[Any], outputs: Any, device: bool) -> List[Any]:
+        """Output arrays in output order: the caller's, and new ones for the images not
+        given (None in a dict or list: not computed)."""
+        given: Dict[str, Any] = {}
+        if isinstance(outputs, Mapping):
+            unknown = set(outputs) - set(self._names)
+            if unknown:
+                raise KeyError(f"the pipeline's outputs are {list(self._names)}; "
+                               f"unknown {sorted(unknown)}")
+            given = dict(outputs)
+        shapes = [_shape_of(a) for a in ins]
+        if len(ins) != len(self._c.inputs) or not all(
+                s is not None and len(s) in (2, 3) and min(s) > 0 for s in shapes):
+            # Not frames the engine takes: submit says what is wrong with them.
+            return [None] * len(self._kinds)
+        self._c.plan(shapes)
+        first = ins[0]
+        in_dtype = _dtype_name(first)
+        in_shape = shapes[0]
+        in_ch = in_shape[2] if len(in_shape) == 3 else 1
+        out: List[Any] = []
+        for info in self._c.output_info():
+            name = info["name"]
+            if info["kind"] == "table" or (name in given and given[name] is None):
+                out.append(None)
+                continue
+            if name in given:
+                out.append(given[name])
+                continue
+            ch = info["channels"] or in_ch
+            dtype = np.dtype(_DTYPES[info["bits"]]).name if info["bits"] in _DTYPES else in_dtype
+            h, w = info["shape"]
+            shape = (h, w) if ch == 1 and len(in_shape) == 2 else (h, w, ch)
+            out.append(self._alloc(first, shape, dtype, device))
+        return out
+
+    @staticmethod
+    def _alloc(like: Any, shape: Tuple[int, ...], dtype: str, device: bool) -> Any:
+        if not device:
+            return np.empty(shape, dtype=dtype)
+        fw = _framework(like)
+        if fw == "torch":
+            import torch
+            return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+        if fw == "cupy":
+            import cupy
+            with cupy.cuda.Device(like.device.id):
+                return cupy.empty(shape, dtype=dtype)
+        raise TypeError(f"cannot allocate device outputs like a {type(like).__name__}; pass "
+                        f"outputs= (PyTorch and CuPy arrays are allocated for you)")
+
+    def submit(self, inputs: Any, outputs: Any = None, *, stream: Any = None) -> Ticket:
+        """Submits a frame and returns its Ticket; wait(ticket) returns its outputs.
+
+        inputs: one array (one-input pipelines), a list in input order, or a dict by
+        name. outputs: None (new arrays for every image output), a dict by name (others
+        allocated; None skips one), or a list in output order (None skips; nothing is
+        allocated: the fastest form). Host frames: inputs are copied before submit
+        returns; outputs are written by wait. Device frames (PyTorch, CuPy, DLPack,
+        __cuda_array_interface__) run on `stream` (an int cudaStream_t, a torch or cupy
+        stream; None: the arrays' framework's current stream) and are written in place,
+        ordered on that stream."""
+        ins = self._in_list(inputs)
+        if isinstance(outputs, (list, tuple)) and stream is not None:
+            return self._c.submit(ins, outputs, stream if isinstance(stream, int)
+                                  else _stream_int(stream))
+        device = bool(ins) and _is_device(ins[0])
+        if not isinstance(outputs, (list, tuple)):
+            outputs = self._out_list(ins, outputs, device)
+        if stream is None:
+            stream = _default_stream(ins[0]) if device else 0
+        return self._c.submit(ins, outputs, _stream_int(stream))
+
+    def wait(self, ticket: Ticket) -> Dict[str, Any]:
+        """Waits for a submitted frame; returns its outputs by name: image arrays (those
+        written) and tables as structured arrays."""
+        self._c.wait(ticket)
+        result: Dict[str, Any] = {}
+        arrays = ticket.outputs or ()
+        tables = ticket.tables or {}
+        for k, name in enumerate(self._names):
+            if self._kinds[k] == "table":
+                if name in tables:
+                    result[name] = _table(*tables[name])
+            elif k < len(arrays) and arrays[k] is not None:
+                result[name] = arrays[k]
+        return result
+
+    def poll(self, ticket: Ticket) -> bool:
+        """True when the frame is complete (wait would not block)."""
+        if ticket.done:
+            return True
+        poll = getattr(self._c, "poll", None)
+        if poll is None:
+            raise NotImplementedError("this pipefuse library has no pf_pipeline_poll")
+        return poll(ticket)
+
+    def run(self, inputs: Any, outputs: Any = None, *, stream: Any = None) -> Dict[str, Any]:
+        """Runs one frame and returns its outputs by name (submit, then wait)."""
+        return self.wait(self.submit(inputs, outputs, stream=stream))
+
+    __call__ = run
+
+    def close(self) -> None:
+        """Waits for frames in flight and frees the pipeline (also done when collected)."""
+        self._c.close()
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,1779 @@
+/* _pipefuse.c: the CPython extension behind `import pipefuse`.
+ *
+ * A thin layer over the public C API (pipefuse/pipefuse.h): it owns the handles, turns
+ * Python arrays into pf_frame descriptors without copying, releases the GIL while the
+ * engine works and turns a failed status into a pipefuse.Error subclass that carries
+ * the status and the handle's message. The friendlier surface (dicts of inputs,
+ * outputs allocated for the caller, tables as NumPy arrays) is pipefuse/__init__.py.
+ *
+ * Arrays reach the engine in four ways, tried in this order:
+ *   - torch.Tensor: read through its own accessors (data_ptr, shape, stride), the
+ *     cheapest way per frame; CPU tensors through .numpy() (no copy);
+ *   - the buffer protocol (NumPy and anything like it): host frames;
+ *   - __dlpack__ / __dlpack_device__ (CuPy, JAX, ...): device frames, asked for on the
+ *     stream the frame runs on, so the producer orders its work before ours;
+ *   - __cuda_array_interface__ (Numba, ...): device frames.
+ * An image is HxW (one channel) or HxWxC (C = 1..4) of uint8, uint16 or float32, with
+ * the channels and pixels of a row packed and any row stride the C API accepts.
+ *
+ * Frames in flight: a Ticket holds what the engine may still read or write (output
+ * buffers of host frames, every array of device frames) until the frame is known to be
+ * complete: waited for, retired by a later device submit that reused its slot, or
+ * ended by a new plan. The pipeline keeps its unfinished tickets, so dropping one
+ * never frees memory under the GPU.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipefuse/pipefuse.h"
+
+#define MAX_FRAMES 64 /* inputs or outputs per frame; the engine's own limit is lower */
+
+/* ---- Errors ----------------------------------------------------------------------------- */
+
+static PyObject *Error;                           /* pipefuse.Error */
+static PyObject *status_errors[PF_STATUS_COUNT_]; /* one subclass per status */
+
+/* "INVALID_ARGUMENT" -> "InvalidArgumentError" */
+static void class_name(const char *status, char *buf, size_t size)
+{
+    size_t n = 0;
+    int upper = 1;
+    for (const char *s = status; *s && n + 6 < size; s++) {
+        if (*s == '_') {
+            upper = 1;
+            continue;
+        }
+        buf[n++] = upper ? *s : (char)(*s - 'A' + 'a');
+        upper = 0;
+    }
+    memcpy(buf + n, "Error", 6);
+}
+
+/* Raises the error class of status with msg (the status' own text when msg is empty). */
+static PyObject *raise_status(int status, const char *msg)
+{
+    PyObject *cls = status > 0 && status < PF_STATUS_COUNT_ ? status_errors[status] : Error;
+    PyObject *exc = PyObject_CallFunction(cls, "s", msg && *msg ? msg : pf_status_str(status));
+    if (!exc)
+        return NULL;
+    PyObject *code = PyLong_FromLong(status);
+    PyObject *name = PyUnicode_FromString(pf_status_name(status));
+    if (code && name && PyObject_SetAttrString(exc, "status", code) == 0 &&
+        PyObject_SetAttrString(exc, "status_name", name) == 0)
+        PyErr_SetObject(cls, exc);
+    Py_XDECREF(code);
+    Py_XDECREF(name);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+/* ---- Lazily found modules and types ------------------------------------------------------ */
+
+static PyObject *json_dumps;      /* json.dumps */
+static PyObject *np_asarray;      /* numpy.asarray, for host inputs without a buffer */
+static PyObject *torch_tensor;    /* torch.Tensor once torch is imported, else NULL */
+static PyObject *torch_dtypes[3]; /* torch.uint8, torch.uint16 (newer torch), torch.float32 */
+
+/* torch.Tensor, when the program imported torch; never imports it. */
+static PyObject *torch_tensor_type(void)
+{
+    if (torch_tensor)
+        return torch_tensor;
+    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch"); /* borrowed */
+    if (!torch)
+        return NULL;
+    PyObject *t = PyObject_GetAttrString(torch, "Tensor");
+    if (!t || !PyType_Check(t)) {
+        Py_XDECREF(t);
+        PyErr_Clear();
+        return NULL;
+    }
+    static const char *const names[3] = {"uint8", "uint16", "float32"};
+    for (int i = 0; i < 3; i++) {
+        torch_dtypes[i] = PyObject_GetAttrString(torch, names[i]);
+        if (!torch_dtypes[i])
+            PyErr_Clear(); /* torch before 2.3 has no uint16 */
+    }
+    torch_tensor = t;
+    return torch_tensor;
+}
+
+static int is_torch_tensor(PyObject *obj)
+{
+    PyObject *t = torch_tensor_type();
+    return t && PyObject_TypeCheck(obj, (PyTypeObject *)t);
+}
+
+/* ---- Array layouts -> pf_frame ------------------------------------------------------------ */
+
+/* A layout as every protocol describes it: dims, strides in bytes, sample type. */
+typedef struct layout {
+    char *data;
+    int ndim;
+    Py_ssize_t shape[3];
+    Py_ssize_t strides[3];
+    pf_sample sample;
+} layout;
+
+static size_t sample_bytes(pf_sample s)
+{
+    return s == PF_U8 ? 1 : s == PF_U16 ? 2 : 4;
+}
+
+/* Checks a layout against what pf_frame can describe and fills f. what/name label the
+   message: "input 'photo'". Raises ValueError and returns -1 when it cannot. */
+static int frame_from_layout(const layout *l, const char *what, const char *name, pf_frame *f)
+{
+    if (l->ndim != 2 && l->ndim != 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': an image is HxW or HxWxC (C = 1..4); got %d dimension(s)", what,
+                     name, l->ndim);
+        return -1;
+    }
+    Py_ssize_t h = l->shape[0], w = l->shape[1], c = l->ndim == 3 ? l->shape[2] : 1;
+    if (c < 1 || c > 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': %zd channels; an image has 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 "
+                     "(RGBA)",
+                     what, name, c);
+        return -1;
+    }
+    if (h < 1 || w < 1 || h > INT_MAX || w > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s '%s': an image of %zdx%zd pixels (WxH) is not supported",
+                     what, name, w, h);
+        return -1;
+    }
+    Py_ssize_t item = (Py_ssize_t)sample_bytes(l->sample);
+    Py_ssize_t px = item * c;
+    /* A dimension of extent 1 has no meaningful stride (NumPy and PyTorch may report any). */
+    if (l->ndim == 3 && c > 1 && l->strides[2] != item) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': the channels of a pixel must be adjacent (channel stride %zd bytes, "
+                     "expected %zd); make it contiguous first",
+                     what, name, l->strides[2], item);
+        return -1;
+    }
+    if (w > 1 && l->strides[1] != px) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': the pixels of a row must be packed (pixel stride %zd bytes, "
+                     "expected %zd); make it contiguous first",
+                     what, name, l->strides[1], px);
+        return -1;
+    }
+    Py_ssize_t row = px * w;
+    Py_ssize_t pitch = h > 1 ? l->strides[0] : row;
+    if (pitch < row || pitch % item != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': a row stride of %zd bytes is not supported (rows must not overlap, "
+                     "run top to bottom and be at least %zd bytes apart, a multiple of %zd)",
+                     what, name, pitch, row, item);
+        return -1;
+    }
+    if ((uintptr_t)l->data % (uintptr_t)item != 0) {
+        PyErr_Format(PyExc_ValueError, "%s '%s': the data is not aligned to its %zd-byte samples",
+                     what, name, item);
+        return -1;
+    }
+    f->data = l->data;
+    f->width = (int)w;
+    f->height = (int)h;
+    f->pitch = (size_t)pitch;
+    f->sample = l->sample;
+    f->channels = (int)c;
+    return 0;
+}
+
+static int dtype_error(const char *what, const char *name, const char *got)
+{
+    PyErr_Format(PyExc_TypeError, "%s '%s': dtype must be uint8, uint16 or float32, not %s", what,
+                 name, got);
+    return -1;
+}
+
+/* Host frame through the buffer protocol. On success the caller owns *view. */
+static int frame_from_buffer(PyObject *obj, int writable, const char *what, const char *name,
+                             pf_frame *f, Py_buffer *view)
+{
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) != 0) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_Format(PyExc_TypeError, "%s '%s': %s; got %.200s (%S)", what, name,
+                     writable ? "expected a writable array (a NumPy array, C order rows)"
+                              : "expected an array (NumPy, PyTorch, CuPy, or a buffer)",
+                     Py_TYPE(obj)->tp_name, v ? v : Py_None);
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    const char *fmt = view->format ? view->format : "B";
+    int little = 1;
+    little = *(const char *)&little == 1;
+    if (*fmt == '@' || *fmt == '=' || (*fmt == '<' && little) || (*fmt == '>' && !little) ||
+        (*fmt == '!' && !little))
+        fmt++;
+    layout l;
+    memset(&l, 0, sizeof l);
+    if (strcmp(fmt, "B") == 0 && view->itemsize == 1)
+        l.sample = PF_U8;
+    else if (strcmp(fmt, "H") == 0 && view->itemsize == 2)
+        l.sample = PF_U16;
+    else if (strcmp(fmt, "f") == 0 && view->itemsize == 4)
+        l.sample = PF_F32;
+    else {
+        static const char *const known[][2] = {
+            {"d", "float64"}, {"e", "float16"}, {"b", "int8"},  {"h", "int16"},
+            {"i", "int32"},   {"l", "int64"},   {"q", "int64"}, {"I", "uint32"},
+            {"L", "uint64"},  {"Q", "uint64"},  {"?", "bool"},  {"g", "float128"}};
+        char got[64];
+        snprintf(got, sizeof got, "buffer format '%.20s' (%zd-byte items)", view->format,
+                 view->itemsize);
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (strcmp(fmt, known[i][0]) == 0)
+                snprintf(got, sizeof got, "%s", known[i][1]);
+        PyBuffer_Release(view);
+        return dtype_error(what, name, got);
+    }
+    l.data = view->buf;
+    l.ndim = view->ndim;
+    for (int i = 0; i < view->ndim && i < 3; i++) {
+        l.shape[i] = view->shape[i];
+        l.strides[i] = view->strides ? view->strides[i] : 0;
+    }
+    if (!view->strides && view->ndim >= 2) { /* C-contiguous */
+        Py_ssize_t s = view->itemsize;
+        for (int i = view->ndim - 1; i >= 0 && i < 3; i--) {
+            l.strides[i] = s;
+            s *= view->shape[i];
+        }
+    }
+    if (frame_from_layout(&l, what, name, f) != 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Device arrays ------------------------------------------------------------------------ */
+
+/* DLPack, as its header (dlpack.h, v0.8+) lays it out: a stable ABI. */
+typedef struct {
+    int32_t device_type, device_id;
+} dl_device;
+typedef struct {
+    uint8_t code, bits;
+    uint16_t lanes;
+} dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides; /* in elements; NULL: compact row-major */
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct dl_managed {
+    dl_tensor t;
+    void *manager_ctx;
+    void (*deleter)(struct dl_managed *self);
+} dl_managed;
+
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13 };
+
+/* The device the engine runs on (pipefuse uses CUDA device 0). */
+#define PF_CUDA_DEVICE 0
+
+static int check_device(int type, int id, const char *what, const char *name)
+{
+    if (type != DL_CUDA && type != DL_CUDA_MANAGED) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': not CUDA device memory (DLPack device type %d); pass host arrays "
+                     "for every frame, or device arrays for every frame",
+                     what, name, type);
+        return -1;
+    }
+    if (id != PF_CUDA_DEVICE) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s '%s': the array is on CUDA device %d; pipefuse runs on device %d", what,
+                     name, id, PF_CUDA_DEVICE);
+        return -1;
+    }
+    return 0;
+}
+
+/* Integer attribute or method result as a C value; -1 with an exception on failure. */
+static int get_ssize(PyObject *o, Py_ssize_t *v)
+{
+    *v = PyLong_AsSsize_t(o);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int seq_to_ssize(PyObject *seq, Py_ssize_t *out, int max, int *n)
+{
+    PyObject *fast = PySequence_Fast(seq, "expected a sequence of integers");
+    if (!fast)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+    *n = (int)(len > max ? max + 1 : len);
+    for (Py_ssize_t i = 0; i < len && i < max; i++)
+        if (get_ssize(PySequence_Fast_GET_ITEM(fast, i), &out[i]) != 0) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    Py_DECREF(fast);
+    return 0;
+}
+
+/* torch.Tensor on a CUDA device: its accessors, no protocol objects. */
+static int frame_from_torch(PyObject *t, int writable, const char *what, const char *name,
+                            pf_frame *f)
+{
+    layout l;
+    memset(&l, 0, sizeof l);
+    PyObject *dtype = PyObject_GetAttrString(t, "dtype");
+    if (!dtype)
+        return -1;
+    int s = -1;
+    for (int i = 0; i < 3; i++)
+        if (torch_dtypes[i] && dtype == torch_dtypes[i])
+            s = i;
+    if (s < 0) {
+        PyObject *str = PyObject_Str(dtype);
+        Py_DECREF(dtype);
+        dtype_error(what, name, str ? PyUnicode_AsUTF8(str) : "that");
+        Py_XDECREF(str);
+        return -1;
+    }
+    Py_DECREF(dtype);
+    l.sample = (pf_sample)s;
+    Py_ssize_t v, item = (Py_ssize_t)sample_bytes(l.sample);
+    PyObject *dev = PyObject_CallMethod(t, "get_device", NULL);
+    if (!dev || get_ssize(dev, &v) != 0) {
+        Py_XDECREF(dev);
+        return -1;
+    }
+    Py_DECREF(dev);
+    if (check_device(DL_CUDA, (int)v, what, name) != 0)
+        return -1;
+    PyObject *shape = PyObject_GetAttrString(t, "shape");
+    PyObject *strides = shape ? PyObject_CallMethod(t, "stride", NULL) : NULL;
+    PyObject *ptr = strides ? PyObject_CallMethod(t, "data_ptr", NULL) : NULL;
+    int n = 0, ns = 0, rc = -1;
+    if (ptr && seq_to_ssize(shape, l.shape, 3, &n) == 0 &&
+        seq_to_ssize(strides, l.strides, 3, &ns) == 0) {
+        l.ndim = n;
+        for (int i = 0; i < 3; i++)
+            l.strides[i] *= item;
+        l.data = (char *)PyLong_AsVoidPtr(ptr);
+        rc = PyErr_Occurred() ? -1 : frame_from_layout(&l, what, name, f);
+    }
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(ptr);
+    if (rc == 0 && writable) { /* a tensor that autograd tracks must not be written */
+        PyObject *rg = PyObject_GetAttrString(t, "requires_grad");
+        if (!rg)
+            return -1;
+        int bad = PyObject_IsTrue(rg);
+        Py_DECREF(rg);
+        if (bad) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s '%s': the tensor requires grad; pipefuse writes outputs in place "
+                         "(pass a tensor that does not, e.g. torch.empty(...))",
+                         what, name);
+            return -1;
+        }
+    }
+    return rc;
+}
+
+/* DLPack: asks the producer for a capsule on `stream` (so it orders its work before
+   ours), reads the tensor. *keep receives the capsule, which owns the memory's
+   reference until released. */
+static int frame_from_dlpack(PyObject *obj, Py_ssize_t stream, const char *what, const char *name,
+                             pf_frame *f, PyObject **keep)
+{
+    /* DLPack's stream convention for CUDA: 1 is the legacy default stream (0 is not
+       allowed), anything else is the cudaStream_t. */
+    PyObject *meth = PyObject_GetAttrString(obj, "__dlpack__");
+    if (!meth)
+        return -1;
+    PyObject *args = PyTuple_New(0);
+    PyObject *kw = Py_BuildValue("{s:n}", "stream", stream ? stream : (Py_ssize_t)1);
+    PyObject *cap = args && kw ? PyObject_Call(meth, args, kw) : NULL;
+    if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) { /* a producer without streams */
+        PyErr_Clear();
+        cap = PyObject_Call(meth, args, NULL);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_DECREF(meth);
+    if (!cap)
+        return -1;
+    dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
+    if (!m) {
+        Py_DECREF(cap);
+        return -1;
+    }
+    *keep = cap;
+    const dl_tensor *t = &m->t;
+    if (check_device(t->device.device_type, t->device.device_id, what, name) != 0)
+        return -1;
+    layout l;
+    memset(&l, 0, sizeof l);
+    if (t->dtype.lanes != 1 ||
+        !((t->dtype.code == 1 && (t->dtype.bits == 8 || t->dtype.bits == 16)) ||
+          (t->dtype.code == 2 && t->dtype.bits == 32))) {
+        char got[64];
+        snprintf(got, sizeof got, "DLPack type code %d, %d bits x %d", t->dtype.code, t->dtype.bits,
+                 t->dtype.lanes);
+        return dtype_error(what, name, got);
+    }
+    l.sample = t->dtype.code == 2 ? PF_F32 : t->dtype.bits == 8 ? PF_U8 : PF_U16;
+    Py_ssize_t item = (Py_ssize_t)sample_bytes(l.sample);
+    l.ndim = t->ndim;
+    if (t->ndim < 2 || t->ndim > 3)
+        return frame_from_layout(&l, what, name, f); /* says what is wrong */
+    Py_ssize_t s = item;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        l.shape[i] = (Py_ssize_t)t->shape[i];
+        l.strides[i] = t->strides ? (Py_ssize_t)t->strides[i] * item : s;
+        s *= l.shape[i];
+    }
+    l.data = (char *)t->data + t->byte_offset;
+    return frame_from_layout(&l, what, name, f);
+}
+
+/* __cuda_array_interface__ (v2/v3). A producer's stream other than ours is refused:
+   the interface gives no way to order its work before ours without a CUDA runtime. */
+static int frame_from_cai(PyObject *obj, int writable, Py_ssize_t stream, const char *what,
+                          const char *name, pf_frame *f)
+{
+    PyObject *d = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+    if (!d)
+        return -1;
+    int rc = -1;
+    layout l;
+    memset(&l, 0, sizeof l);
+    PyObject *shape, *typestr, *data, *strides, *mask, *pstream;
+    if (!PyDict_Check(d)) {
+        PyErr_Format(PyExc_TypeError, "%s '%s': __cuda_array_interface__ is not a dict", what,
+                     name);
+        goto done;
+    }
+    shape = PyDict_GetItemString(d, "shape");
+    typestr = PyDict_GetItemString(d, "typestr");
+    data = PyDict_GetItemString(d, "data");
+    strides = PyDict_GetItemString(d, "strides");
+    mask = PyDict_GetItemString(d, "mask");
+    pstream = PyDict_GetItemString(d, "stream");
+    if (!shape || !typestr || !PyUnicode_Check(typestr) || !data || !PyTuple_Check(data) ||
+        PyTuple_GET_SIZE(data) != 2) {
+        PyErr_Format(PyExc_TypeError, "%s '%s': malformed __cuda_array_interface__", what, name);
+        goto done;
+    }
+    if (mask && mask != Py_None) {
+        PyErr_Format(PyExc_ValueError, "%s '%s': masked arrays are not supported", what, name);
+        goto done;
+    }
+    const char *ts = PyUnicode_AsUTF8(typestr);
+    if (!ts)
+        goto done;
+    if (strcmp(ts, "|u1") == 0 || strcmp(ts, "<u1") == 0)
+        l.sample = PF_U8;
+    else if (strcmp(ts, "<u2") == 0)
+        l.sample = PF_U16;
+    else if (strcmp(ts, "<f4") == 0)
+        l.sample = PF_F32;
+    else {
+        dtype_error(what, name, ts);
+        goto done;
+    }
+    if (writable && PyObject_IsTrue(PyTuple_GET_ITEM(data, 1))) {
+        PyErr_Format(PyExc_ValueError, "%s '%s': the array is read-only", what, name);
+        goto done;
+    }
+    if (pstream && pstream != Py_None) {
+        Py_ssize_t ps;
+        if (get_ssize(pstream, &ps) != 0)
+            goto done;
+        if (ps != stream && !(ps == 1 && stream == 0)) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s '%s': the array's producer works on CUDA stream %zd and this frame "
+                         "runs on %zd; pass stream=%zd or synchronise first",
+                         what, name, ps, stream, ps);
+            goto done;
+        }
+    }
+    int n = 0, ns = 0;
+    if (seq_to_ssize(shape, l.shape, 3, &n) != 0)
+        goto done;
+    l.ndim = n;
+    Py_ssize_t item = (Py_ssize_t)sample_bytes(l.sample);
+    if (strides && strides != Py_None) {
+        if (seq_to_ssize(strides, l.strides, 3, &ns) != 0)
+            goto done;
+    } else if (n >= 2 && n <= 3) {
+        Py_ssize_t s = item;
+        for (int i = n - 1; i >= 0; i--) {
+            l.strides[i] = s;
+            s *= l.shape[i];
+        }
+    }
+    l.data = (char *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    if (PyErr_Occurred())
+        goto done;
+    rc = frame_from_layout(&l, what, name, f);
+done:
+    Py_DECREF(d);
+    return rc;
+}
+
+/* What kind of array obj is: 1 device, 0 host, -1 error. */
+static int is_device_array(PyObject *obj)
+{
+    if (is_torch_tensor(obj)) {
+        PyObject *c = PyObject_GetAttrString(obj, "is_cuda");
+        if (!c)
+            return -1;
+        int r = PyObject_IsTrue(c);
+        Py_DECREF(c);
+        return r;
+    }
+    if (PyObject_CheckBuffer(obj))
+        return 0;
+    if (PyObject_HasAttrString(obj, "__cuda_array_interface__"))
+        return 1;
+    if (PyObject_HasAttrString(obj, "__dlpack_device__")) {
+        PyObject *d = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+        if (!d)
+            return -1;
+        Py_ssize_t type = 0;
+        int ok = PyTuple_Check(d) && PyTuple_GET_SIZE(d) == 2 &&
+                 get_ssize(PyTuple_GET_ITEM(d, 0), &type) == 0;
+        Py_DECREF(d);
+        if (!ok) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "__dlpack_device__ did not return (type, id)");
+            return -1;
+        }
+        return type == DL_CUDA || type == DL_CUDA_MANAGED;
+    }
+    return 0;
+}
+
+/* ---- Engine ------------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD pf_engine *e;
+    PyObject *log; /* callable(level, message) or NULL */
+} EngineObject;
+
+static PyTypeObject EngineType, PipelineType, TicketType;
+
+/* The engine's log hook: may run on any thread, with or without the GIL. */
+static void engine_log(void *user, int level, const char *msg)
+{
+    EngineObject *self = user;
+    if (!Py_IsInitialized() || !self->log) {
+        fprintf(stderr, "pipefuse: %s\n", msg);
+        return;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyObject *r = PyObject_CallFunction(self->log, "is", level, msg);
+    if (!r)
+        PyErr_WriteUnraisable(self->log);
+    Py_XDECREF(r);
+    PyErr_Restore(t, v, tb);
+    PyGILState_Release(g);
+}
+
+static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"plugin_path", "use_env_path", "builtin", "threads", "log", NULL};
+    const char *path = NULL;
+    int use_env = 1, builtin = 1, threads = 0;
+    PyObject *log = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|zppiO:Engine", names, &path, &use_env, &builtin,
+                                     &threads, &log))
+        return -1;
+    if (self->e) {
+        PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised");
+        return -1;
+    }
+    if (log != Py_None && !PyCallable_Check(log)) {
+        PyErr_SetString(PyExc_TypeError, "log must be a callable(level, message) or None");
+        return -1;
+    }
+    if (threads < 0) {
+        PyErr_SetString(PyExc_ValueError, "threads must be >= 0 (0: one per core)");
+        return -1;
+    }
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.plugin_path = path;
+    cfg.use_env_path = use_env;
+    cfg.no_builtin = !builtin;
+    cfg.threads = threads;
+    if (log != Py_None) {
+        Py_INCREF(log);
+        self->log = log;
+        cfg.log = engine_log;
+        cfg.log_user = self;
+    }
+    pf_engine *e = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pf_engine_create(&cfg, &e);
+    Py_END_ALLOW_THREADS if (rc != PF_OK)
+    {
+        raise_status(rc, e ? pf_engine_errmsg(e) : NULL);
+        pf_engine_destroy(e);
+        return -1;
+    }
+    self->e = e;
+    return 0;
+}
+
+static void Engine_dealloc(EngineObject *self)
+{
+    pf_engine_destroy(self->e);
+    Py_XDECREF(self->log);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int engine_ready(EngineObject *self)
+{
+    if (self->e)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "Engine is not initialised");
+    return -1;
+}
+
+static const char *const param_types[] = {"float", "int", "bool", "enum", "float_array"};
+static const char *const stage_kinds[] = {"point", "stencil", "resample", "reduce"};
+
+static PyObject *str_tuple(const char *const *names, int n)
+{
+    if (!names)
+        Py_RETURN_NONE;
+    if (n < 0)
+        for (n = 0; names[n];)
+            n++;
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i] ? names[i] : "");
+        if (!s) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+static const char *kind_name(const char *const *names, int n, int k)
+{
+    return k >= 0 && k < n ? names[k] : "unknown";
+}
+
+static PyObject *param_dict(const pf_param_desc *d)
+{
+    PyObject *def;
+    if (d->type == PF_PARAM_FLOAT_ARRAY) {
+        def = PyTuple_New(d->count > 0 ? d->count : 0);
+        for (int i = 0; def && i < d->count; i++)
+            PyTuple_SET_ITEM(def, i, PyFloat_FromDouble(d->def_array ? d->def_array[i] : 0));
+    } else if (d->type == PF_PARAM_BOOL) {
+        def = PyBool_FromLong(d->def != 0);
+    } else if (d->type == PF_PARAM_INT) {
+        def = PyLong_FromLongLong((long long)d->def);
+    } else if (d->type == PF_PARAM_ENUM) {
+        int n = 0;
+        while (d->enum_names && d->enum_names[n])
+            n++;
+        int k = (int)d->def;
+        def = PyUnicode_FromString(k >= 0 && k < n ? d->enum_names[k] : "");
+    } else {
+        def = PyFloat_FromDouble(d->def);
+    }
+    if (!def)
+        return NULL;
+    PyObject *lo = d->min <= d->max ? PyFloat_FromDouble(d->min) : (Py_INCREF(Py_None), Py_None);
+    PyObject *hi = d->min <= d->max ? PyFloat_FromDouble(d->max) : (Py_INCREF(Py_None), Py_None);
+    PyObject *choices =
+        d->type == PF_PARAM_ENUM ? str_tuple(d->enum_names, -1) : (Py_INCREF(Py_None), Py_None);
+    PyObject *r = NULL;
+    if (lo && hi && choices)
+        r = Py_BuildValue("{s:s,s:s,s:s,s:O,s:O,s:O,s:O,s:i}", "name", d->name, "type",
+                          kind_name(param_types, 5, d->type), "doc", d->doc ? d->doc : "",
+                          "default", def, "min", lo, "max", hi, "choices", choices, "count",
+                          d->type == PF_PARAM_FLOAT_ARRAY ? d->count : 1);
+    Py_DECREF(def);
+    Py_XDECREF(lo);
+    Py_XDECREF(hi);
+    Py_XDECREF(choices);
+    return r;
+}
+
+static PyObject *Engine_stages(EngineObject *self, PyObject *unused)
+{
+    if (engine_ready(self) != 0)
+        return NULL;
+    int n = pf_engine_stage_count(self->e);
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < n; i++) {
+        const char *file = NULL, *plugin = NULL;
+        const pf_stage_desc *d = pf_engine_stage(self->e, i, &file, &plugin);
+        if (!d)
+            continue;
+        PyObject *params = PyList_New(0);
+        for (int k = 0; params && k < d->n_params; k++) {
+            PyObject *pd = param_dict(&d->params[k]);
+            if (!pd || PyList_Append(params, pd) != 0)
+                Py_CLEAR(params);
+            Py_XDECREF(pd);
+        }
+        PyObject *cols = params ? str_tuple(d->columns, -1) : NULL;
+        PyObject *st =
+            cols ? Py_BuildValue("{s:s,s:s,s:s,s:i,s:s,s:s,s:O,s:O}", "name", d->name, "kind",
+                                 kind_name(stage_kinds, 4, d->kind), "doc", d->doc ? d->doc : "",
+                                 "inputs", d->n_inputs, "plugin", plugin ? plugin : "", "file",
+                                 file ? file : "", "params", params, "columns", cols)
+                 : NULL;
+        Py_XDECREF(params);
+        Py_XDECREF(cols);
+        if (!st || PyList_Append(list, st) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(st);
+    }
+    return list;
+}
+
+/* Text a printing function writes to a FILE, as a str. */
+static PyObject *capture_text(int (*print)(const void *, FILE *), const void *h)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return PyErr_NoMemory();
+    int rc = print(h, f);
+    if (fclose(f) != 0 && rc == PF_OK)
+        rc = PF_NO_MEMORY;
+    PyObject *r = rc == PF_OK ? PyUnicode_DecodeUTF8(buf ? buf : "", (Py_ssize_t)len, "replace")
+                              : raise_status(rc, NULL);
+    free(buf);
+    return r;
+}
+
+static int print_info(const void *e, FILE *f)
+{
+    return pf_engine_print_info((const pf_engine *)e, f);
+}
+
+static PyObject *Engine_info(EngineObject *self, PyObject *unused)
+{
+    if (engine_ready(self) != 0)
+        return NULL;
+    return capture_text(print_info, self->e);
+}
+
+/* ---- Pipeline ------------------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD pf_pipeline *p;
+    EngineObject *engine;
+    PyObject *inflight; /* list of unfinished Tickets, in submit order */
+    int busy;           /* a call is running with the GIL released */
+    int n_tables;       /* table outputs */
+} PipelineObject;
+
+typedef struct {
+    PyObject_HEAD int id;    /* the engine's ticket */
+    unsigned long long plan; /* the plan generation it was submitted under */
+    int device;
+    int done;
+    int lost;          /* the plan was replaced before its host outputs were copied */
+    PyObject *outputs; /* what the caller passed as outputs (tuple), kept for wait */
+    PyObject *tables;  /* dict name -> (columns, row names, bytes) after completion */
+    PyObject *keep;    /* list of objects the engine may still use */
+    Py_buffer *views;  /* held output buffers (host frames) */
+    int n_views;
+} TicketObject;
+
+static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
+{
+    if (rc != PF_OK)
+        return raise_status(rc, pf_engine_errmsg(self->e));
+    PipelineObject *po = PyObject_New(PipelineObject, &PipelineType);
+    if (!po) {
+        pf_pipeline_destroy(p);
+        return NULL;
+    }
+    po->p = p;
+    po->busy = 0;
+    po->inflight = PyList_New(0);
+    Py_INCREF(self);
+    po->engine = self;
+    po->n_tables = 0;
+    for (int i = 0; i < pf_pipeline_output_count(p); i++) {
+        pf_output_info oi;
+        if (pf_pipeline_output_info(p, i, &oi) == PF_OK && oi.kind == PF_OUTPUT_TABLE)
+            po->n_tables++;
+    }
+    if (!po->inflight) {
+        Py_DECREF(po);
+        return NULL;
+    }
+    return (PyObject *)po;
+}
+
+static PyObject *Engine_load_file(EngineObject *self, PyObject *args)
+{
+    PyObject *path_obj;
+    if (engine_ready(self) != 0 ||
+        !PyArg_ParseTuple(args, "O&:load_file", PyUnicode_FSConverter, &path_obj))
+        return NULL;
+    pf_pipeline *p = NULL;
+    int rc;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_load_file(self->e, path, &p);
+    Py_END_ALLOW_THREADS Py_DECREF(path_obj);
+    return load_result(self, rc, p);
+}
+
+static PyObject *Engine_load_string(EngineObject *self, PyObject *args)
+{
+    const char *json, *name = "<string>";
+    if (engine_ready(self) != 0 || !PyArg_ParseTuple(args, "s|s:load_string", &json, &name))
+        return NULL;
+    pf_pipeline *p = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_load_string(self->e, json, name, &p);
+    Py_END_ALLOW_THREADS return load_result(self, rc, p);
+}
+
+static PyMethodDef Engine_methods[] = {
+    {"stages", (PyCFunction)Engine_stages, METH_NOARGS,
+     "Every registered stage: dicts of name, kind, doc, inputs, plugin, file, params, columns."},
+    {"load_file", (PyCFunction)Engine_load_file, METH_VARARGS, "Loads a pipeline file."},
+    {"load_string", (PyCFunction)Engine_load_string, METH_VARARGS,
+     "Loads a pipeline from JSON text; name labels messages."},
+    {"info", (PyCFunction)Engine_info, METH_NOARGS,
+     "Versions, plugins and CUDA devices, as `pipefuse info` prints them."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.Engine",
+    .tp_basicsize = sizeof(EngineObject),
+    .tp_dealloc = (destructor)Engine_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Engine(plugin_path=None, use_env_path=True, builtin=True, threads=0, log=None)",
+    .tp_methods = Engine_methods,
+    .tp_init = (initproc)Engine_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---- Tickets ------------------------------------------------------------------------------- */
+
+static void ticket_release(TicketObject *t)
+{
+    for (int i = 0; i < t->n_views; i++)
+        PyBuffer_Release(&t->views[i]);
+    PyMem_Free(t->views);
+    t->views = NULL;
+    t->n_views = 0;
+    Py_CLEAR(t->keep);
+}
+
+static void Ticket_dealloc(TicketObject *t)
+{
+    ticket_release(t); /* only reached once the frame is complete: see pipeline_retire */
+    Py_XDECREF(t->outputs);
+    Py_XDECREF(t->tables);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *Ticket_get_id(TicketObject *t, void *c)
+{
+    return PyLong_FromLong(t->id);
+}
+static PyObject *Ticket_get_done(TicketObject *t, void *c)
+{
+    return PyBool_FromLong(t->done);
+}
+static PyObject *Ticket_get_device(TicketObject *t, void *c)
+{
+    return PyBool_FromLong(t->device);
+}
+static PyObject *Ticket_get_outputs(TicketObject *t, void *c)
+{
+    PyObject *o = t->outputs ? t->outputs : Py_None;
+    Py_INCREF(o);
+    return o;
+}
+static PyObject *Ticket_get_tables(TicketObject *t, void *c)
+{
+    PyObject *o = t->tables ? t->tables : Py_None;
+    Py_INCREF(o);
+    return o;
+}
+
+static PyGetSetDef Ticket_getset[] = {
+    {"id", (getter)Ticket_get_id, NULL, "the engine's ticket number", NULL},
+    {"done", (getter)Ticket_get_done, NULL, "True once the frame is complete", NULL},
+    {"device", (getter)Ticket_get_device, NULL, "True for a frame of device arrays", NULL},
+    {"outputs", (getter)Ticket_get_outputs, NULL, "the output arrays passed to submit", NULL},
+    {"tables", (getter)Ticket_get_tables, NULL,
+     "table outputs once complete: name -> (columns, row names, float64 bytes)", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject TicketType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.Ticket",
+    .tp_basicsize = sizeof(TicketObject),
+    .tp_dealloc = (destructor)Ticket_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A frame in flight: pass it to Pipeline.wait or Pipeline.poll.",
+    .tp_getset = Ticket_getset,
+};
+
+/* ---- Pipeline methods ------------------------------------------------------------------------ */
+
+static int pipeline_ready(PipelineObject *self)
+{
+    if (!self->p) {
+        PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the pipeline is in use by another thread (a pipeline serves one thread "
+                        "at a time; load one per thread)");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *pipeline_error(PipelineObject *self, int rc)
+{
+    return raise_status(rc, pf_pipeline_errmsg(self->p));
+}
+
+/* The plan generation (plans built so far) and whether the CPU runs the plan (the frame
+   then ran inside submit). */
+static unsigned long long plan_generation(const pf_pipeline *p, int *on_cpu)
+{
+    pf_stats s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    if (pf_pipeline_stats(p, &s) != PF_OK)
+        return *on_cpu = 0;
+    *on_cpu = s.backend && strcmp(s.backend, "cpu") == 0;
+    return s.plans;
+}
+
+/* The table outputs of the frame that completed last, as name -> (columns, row names,
+   bytes of rows x cols float64). */
+static PyObject *read_tables(PipelineObject *self)
+{
+    PyObject *d = PyDict_New();
+    int n = pf_pipeline_output_count(self->p);
+    for (int k = 0; d && k < n; k++) {
+        pf_output_info oi;
+        pf_table t;
+        if (pf_pipeline_output_info(self->p, k, &oi) != PF_OK || oi.kind != PF_OUTPUT_TABLE ||
+            pf_pipeline_table(self->p, k, &t) != PF_OK)
+            continue;
+        PyObject *cols = PyTuple_New(t.cols);
+        for (int c = 0; cols && c < t.cols; c++) {
+            PyObject *s = PyUnicode_FromString(t.columns && t.columns[c] ? t.columns[c] : "");
+            if (!s)
+                Py_CLEAR(cols);
+            else
+                PyTuple_SET_ITEM(cols, c, s);
+        }
+        PyObject *rows = Py_None;
+        Py_INCREF(rows);
+        if (cols && t.row_name) {
+            Py_DECREF(rows);
+            rows = PyTuple_New(t.rows);
+            for (int r = 0; rows && r < t.rows; r++) {
+                const char *rn = t.row_name(t.params, r);
+                PyObject *s = PyUnicode_FromString(rn ? rn : "");
+                if (!s)
+                    Py_CLEAR(rows);
+                else
+                    PyTuple_SET_ITEM(rows, r, s);
+            }
+        }
+        PyObject *data = cols && rows ? PyBytes_FromStringAndSize((const char *)t.data,
+                                                                  (Py_ssize_t)t.rows * t.cols *
+                                                                      (Py_ssize_t)sizeof(double))
+                                      : NULL;
+        PyObject *entry = data ? PyTuple_Pack(3, cols, rows, data) : NULL;
+        if (!entry || PyDict_SetItemString(d, oi.name, entry) != 0)
+            Py_CLEAR(d);
+        Py_XDECREF(cols);
+        Py_XDECREF(rows);
+        Py_XDECREF(data);
+        Py_XDECREF(entry);
+    }
+    return d;
+}
+
+/* Marks t complete, with the tables the engine holds now when with_tables. */
+static int ticket_complete(PipelineObject *self, TicketObject *t, int with_tables)
+{
+    t->done = 1;
+    ticket_release(t);
+    if (with_tables && self->n_tables && !t->tables) {
+        t->tables = read_tables(self);
+        if (!t->tables)
+            return -1;
+    }
+    return 0;
+}
+
+/* Drops tickets the engine has finished with on its own: frames of an older plan (freeing
+   a plan waits for its frames; host outputs then were never copied out) and the device
+   frame whose slot the submit of ticket `id` reused (ids are consecutive per plan and
+   slots taken in turn, so it is id - slots). */
+static int pipeline_retire(PipelineObject *self, unsigned long long gen, int id, int device)
+{
+    int slots = pf_pipeline_slots(self->p);
+    Py_ssize_t n = PyList_GET_SIZE(self->inflight);
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
+        int old = t->plan != gen;
+        int reused = !old && device && id > 0 && t->id == id - slots;
+        if (!old && !reused)
+            continue;
+        t->lost = old && !t->device;
+        if (ticket_complete(self, t, reused) != 0)
+            return -1;
+        if (PyList_SetSlice(self->inflight, i, i + 1, NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_stream(PyObject *obj, Py_ssize_t *stream)
+{
+    *stream = 0;
+    if (!obj || obj == Py_None)
+        return 0;
+    if (get_ssize(obj, stream) != 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "stream must be an int (a cudaStream_t, e.g. torch's stream.cuda_stream "
+                        "or CuPy's stream.ptr) or None");
+        return -1;
+    }
+    return 0;
+}
+
+/* Pipeline.submit(inputs, outputs=None, stream=None) -> Ticket */
+static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"inputs", "outputs", "stream", NULL};
+    PyObject *in_obj, *out_obj = Py_None, *stream_obj = Py_None;
+    if (pipeline_ready(self) != 0 || !PyArg_ParseTupleAndKeywords(args, kw, "O|OO:submit", names,
+                                                                  &in_obj, &out_obj, &stream_obj))
+        return NULL;
+    Py_ssize_t stream;
+    if (parse_stream(stream_obj, &stream) != 0)
+        return NULL;
+    PyObject *ins = PySequence_Fast(in_obj, "inputs must be a sequence of arrays");
+    if (!ins)
+        return NULL;
+    PyObject *outs = out_obj == Py_None ? PyTuple_New(0) : PySequence_Tuple(out_obj);
+    if (!outs) {
+        Py_DECREF(ins);
+        return NULL;
+    }
+    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(ins), n_out = PyTuple_GET_SIZE(outs);
+    int want_in = pf_pipeline_input_count(self->p), have_out = pf_pipeline_output_count(self->p);
+    TicketObject *t = NULL;
+    Py_buffer in_views[MAX_FRAMES];
+    int n_in_views = 0;
+    pf_frame fin[MAX_FRAMES], fout[MAX_FRAMES];
+    memset(fin, 0, sizeof fin);
+    memset(fout, 0, sizeof fout);
+    if (n_in != want_in || n_out > have_out || n_in > MAX_FRAMES || n_out > MAX_FRAMES) {
+        PyErr_Format(PyExc_ValueError,
+                     n_in != want_in ? "the pipeline has %d input(s); %zd array(s) given"
+                                     : "the pipeline has %d output(s); %zd array(s) given",
+                     n_in != want_in ? want_in : have_out, n_in != want_in ? n_in : n_out);
+        goto fail;
+    }
+    t = PyObject_New(TicketObject, &TicketType);
+    if (!t)
+        goto fail;
+    t->id = 0;
+    t->plan = 0;
+    t->done = t->lost = 0;
+    t->outputs = outs;
+    Py_INCREF(outs);
+    t->tables = NULL;
+    t->views = NULL;
+    t->n_views = 0;
+    t->keep = PyList_New(0);
+    if (!t->keep)
+        goto fail;
+    /* All host or all device: the first input decides. */
+    int device = n_in ? is_device_array(PySequence_Fast_GET_ITEM(ins, 0)) : 0;
+    if (device < 0)
+        goto fail;
+    t->device = device;
+    if (!device && n_out) {
+        t->views = PyMem_Calloc((size_t)n_out, sizeof(Py_buffer));
+        if (!t->views) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n_in + n_out; k++) {
+        int is_out = k >= n_in;
+        int i = (int)(is_out ? k - n_in : k);
+        PyObject *a = is_out ? PyTuple_GET_ITEM(outs, i) : PySequence_Fast_GET_ITEM(ins, i);
+        const char *what = is_out ? "output" : "input";
+        const char *name = "?";
+        pf_output_info oi;
+        if (is_out && pf_pipeline_output_info(self->p, i, &oi) == PF_OK)
+            name = oi.name;
+        else if (!is_out)
+            name = pf_pipeline_input_name(self->p, i);
+        pf_frame *f = is_out ? &fout[i] : &fin[i];
+        if (a == Py_None) {
+            if (!is_out) {
+                PyErr_Format(PyExc_TypeError, "input '%s': None is not an array", name);
+                goto fail;
+            }
+            continue; /* output not wanted */
+        }
+        int dev = is_device_array(a);
+        if (dev < 0)
+            goto fail;
+        if (dev != device) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s '%s': a %s array in a frame of %s arrays; a frame is all host "
+                         "(NumPy) or all CUDA device arrays",
+                         what, name, dev ? "device" : "host", device ? "device" : "host");
+            goto fail;
+        }
+        if (device) {
+            PyObject *keep = NULL;
+            int rc;
+            if (is_torch_tensor(a))
+                rc = frame_from_torch(a, is_out, what, name, f);
+            else if (PyObject_HasAttrString(a, "__dlpack__"))
+                rc = frame_from_dlpack(a, stream, what, name, f, &keep);
+            else
+                rc = frame_from_cai(a, is_out, stream, what, name, f);
+            if (PyList_Append(t->keep, keep ? keep : a) != 0)
+                rc = -1;
+            Py_XDECREF(keep);
+            if (rc != 0)
+                goto fail;
+        } else if (is_out) {
+            if (PyObject_CheckBuffer(a) == 0 && is_torch_tensor(a)) {
+                PyObject *np = PyObject_CallMethod(a, "numpy", NULL); /* shares memory */
+                if (!np)
+                    goto fail;
+                int rc = frame_from_buffer(np, 1, what, name, f, &t->views[t->n_views]);
+                Py_DECREF(np);
+                if (rc != 0)
+                    goto fail;
+            } else if (frame_from_buffer(a, 1, what, name, f, &t->views[t->n_views]) != 0) {
+                goto fail;
+            }
+            t->n_views++;
+        } else {
+            PyObject *src = a;
+            Py_INCREF(src);
+            if (PyUnicode_Check(a) || PyBytes_Check(a)) {
+                PyErr_Format(PyExc_TypeError, "input '%s': expected an array, not %.200s", name,
+                             Py_TYPE(a)->tp_name);
+                goto fail;
+            }
+            if (!PyObject_CheckBuffer(a)) { /* torch CPU tensors, __array_interface__, ... */
+                PyObject *conv = is_torch_tensor(a) ? PyObject_CallMethod(a, "numpy", NULL)
+                                 : np_asarray       ? PyObject_CallOneArg(np_asarray, a)
+                                                    : NULL;
+                Py_DECREF(src);
+                if (!conv) {
+                    if (!PyErr_Occurred())
+                        PyErr_Format(PyExc_TypeError, "input '%s': %.200s is not an array", name,
+                                     Py_TYPE(a)->tp_name);
+                    goto fail;
+                }
+                src = conv;
+            }
+            int rc = frame_from_buffer(src, 0, what, name, f, &in_views[n_in_views]);
+            /* Pinned inputs are read by DMA while the frame runs: keep them alive. */
+            if (rc == 0 && PyList_Append(t->keep, src) != 0) {
+                PyBuffer_Release(&in_views[n_in_views]);
+                rc = -1;
+            }
+            Py_DECREF(src);
+            if (rc != 0)
+                goto fail;
+            n_in_views++;
+        }
+    }
+
+    int id = 0, rc;
+    pf_pipeline *p = self->p;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS if (device) rc =
+        pf_pipeline_submit_device(p, fin, (int)n_in, fout, (int)n_out, (void *)stream, &id);
+    else rc = pf_pipeline_submit(p, fin, (int)n_in, fout, (int)n_out, &id);
+    Py_END_ALLOW_THREADS self->busy = 0;
+    /* Host inputs are copied before submit returns. */
+    for (int i = 0; i < n_in_views; i++)
+        PyBuffer_Release(&in_views[i]);
+    n_in_views = 0;
+    if (rc != PF_OK) {
+        pipeline_error(self, rc);
+        goto fail;
+    }
+    t->id = id;
+    int on_cpu;
+    t->plan = plan_generation(p, &on_cpu);
+    if (pipeline_retire(self, t->plan, id, device) != 0)
+        goto fail_submitted;
+    if (on_cpu) { /* the frame ran in submit: its tables are the engine's now */
+        if (ticket_complete(self, t, 1) != 0)
+            goto fail_submitted;
+    } else if (PyList_Append(self->inflight, (PyObject *)t) != 0) {
+        goto fail_submitted;
+    }
+    Py_DECREF(ins);
+    Py_DECREF(outs);
+    return (PyObject *)t;
+
+fail_submitted:
+    /* The frame is in the engine: it must not lose what it writes into. Wait for it. */
+    Py_BEGIN_ALLOW_THREADS pf_pipeline_wait(p, id);
+    Py_END_ALLOW_THREADS fail : for (int i = 0; i < n_in_views; i++) PyBuffer_Release(&in_views[i]);
+    Py_XDECREF((PyObject *)t);
+    Py_DECREF(ins);
+    Py_DECREF(outs);
+    return NULL;
+}
+
+static TicketObject *ticket_arg(PyObject *obj)
+{
+    if (!PyObject_TypeCheck(obj, &TicketType)) {
+        PyErr_Format(PyExc_TypeError, "expected a Ticket from Pipeline.submit, not %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return (TicketObject *)obj;
+}
+
+static int inflight_remove(PipelineObject *self, TicketObject *t)
+{
+    Py_ssize_t n = PyList_GET_SIZE(self->inflight);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_GET_ITEM(self->inflight, i) == (PyObject *)t)
+            return PyList_SetSlice(self->inflight, i, i + 1, NULL);
+    return 0;
+}
+
+static int ticket_mine(PipelineObject *self, TicketObject *t)
+{
+    Py_ssize_t n = PyList_GET_SIZE(self->inflight);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_GET_ITEM(self->inflight, i) == (PyObject *)t)
+            return 1;
+    return 0;
+}
+
+/* Pipeline.wait(ticket): the frame is complete when it returns. */
+static PyObject *Pipeline_wait(PipelineObject *self, PyObject *arg)
+{
+    TicketObject *t = ticket_arg(arg);
+    if (!t || pipeline_ready(self) != 0)
+        return NULL;
+    if (!t->done && !ticket_mine(self, t)) {
+        PyErr_SetString(PyExc_ValueError, "the ticket belongs to another pipeline");
+        return NULL;
+    }
+    if (!t->done) {
+        int rc;
+        pf_pipeline *p = self->p;
+        int id = t->id;
+        self->busy = 1;
+        Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_wait(p, id);
+        Py_END_ALLOW_THREADS self->busy = 0;
+        /* Complete either way: a failed wait leaves the frame out of the engine too. */
+        int trc = ticket_complete(self, t, rc == PF_OK);
+        if (inflight_remove(self, t) != 0 || trc != 0)
+            return NULL;
+        if (rc != PF_OK)
+            return pipeline_error(self, rc);
+    }
+    if (t->lost)
+        return raise_status(PF_NOT_PLANNED,
+                            "the frame's plan was replaced (a new input size or a re-planning "
+                            "option) before it was waited for; its outputs were not written");
+    Py_RETURN_NONE;
+}
+
+#ifdef PF_HAVE_PIPELINE_POLL
+static PyObject *Pipeline_poll(PipelineObject *self, PyObject *arg)
+{
+    TicketObject *t = ticket_arg(arg);
+    if (!t || pipeline_ready(self) != 0)
+        return NULL;
+    if (t->done)
+        Py_RETURN_TRUE;
+    int rc = pf_pipeline_poll(self->p, t->id);
+    if (rc == PF_OK)
+        Py_RETURN_TRUE;
+    if (rc == PF_NOT_READY)
+        Py_RETURN_FALSE;
+    return pipeline_error(self, rc);
+}
+#endif
+
+/* Pipeline.set(key, value): numbers go through pf_pipeline_set_float, anything else as
+   the JSON that json.dumps makes of it (so a str is a JSON string). */
+static PyObject *Pipeline_set(PipelineObject *self, PyObject *args)
+{
+    const char *key;
+    PyObject *value;
+    if (pipeline_ready(self) != 0 || !PyArg_ParseTuple(args, "sO:set", &key, &value))
+        return NULL;
+    int rc;
+    if ((PyFloat_Check(value) || PyLong_Check(value)) && !PyBool_Check(value)) {
+        double v = PyFloat_AsDouble(value);
+        if (v == -1.0 && PyErr_Occurred())
+            return NULL;
+        rc = pf_pipeline_set_float(self->p, key, v);
+    } else {
+        if (!json_dumps) {
+            PyObject *json = PyImport_ImportModule("json");
+            json_dumps = json ? PyObject_GetAttrString(json, "dumps") : NULL;
+            Py_XDECREF(json);
+            if (!json_dumps)
+                return NULL;
+        }
+        PyObject *text = PyObject_CallOneArg(json_dumps, value);
+        if (!text)
+            return NULL;
+        const char *s = PyUnicode_AsUTF8(text);
+        rc = s ? pf_pipeline_set_param(self->p, key, s) : PF_OK;
+        Py_DECREF(text);
+        if (!s)
+            return NULL;
+    }
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* Pipeline.set_json(key, text): the value as JSON text, as `pipefuse run --set` takes it. */
+static PyObject *Pipeline_set_json(PipelineObject *self, PyObject *args)
+{
+    const char *key, *text;
+    if (pipeline_ready(self) != 0 || !PyArg_ParseTuple(args, "ss:set_json", &key, &text))
+        return NULL;
+    int rc = pf_pipeline_set_param(self->p, key, text);
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* Pipeline.set_option(name, value): bools as true/false, None as "", else str(value). */
+static PyObject *Pipeline_set_option(PipelineObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *value;
+    if (pipeline_ready(self) != 0 || !PyArg_ParseTuple(args, "sO:set_option", &name, &value))
+        return NULL;
+    PyObject *text = PyBool_Check(value) ? PyUnicode_FromString(value == Py_True ? "true" : "false")
+                     : value == Py_None  ? PyUnicode_FromString("")
+                     : PyUnicode_Check(value) ? (Py_INCREF(value), value)
+                     : PyNumber_Check(value)  ? PyObject_Str(value)
+                                              : PyOS_FSPath(value);
+    if (!text)
+        return NULL;
+    const char *s = PyUnicode_Check(text) ? PyUnicode_AsUTF8(text) : NULL;
+    if (!s) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "option %s: a bool, number, str or path, not %.200s",
+                         name, Py_TYPE(value)->tp_name);
+        Py_DECREF(text);
+        return NULL;
+    }
+    int rc = pf_pipeline_set_option(self->p, name, s);
+    Py_DECREF(text);
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* Pipeline.plan(shapes): one (height, width[, channels]) per input, NumPy order. */
+static PyObject *Pipeline_plan(PipelineObject *self, PyObject *arg)
+{
+    if (pipeline_ready(self) != 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(arg, "plan() takes a sequence of shapes, one per input");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    pf_shape shapes[MAX_FRAMES];
+    if (n > MAX_FRAMES) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many input shapes");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t dims[3];
+        int nd = 0;
+        if (seq_to_ssize(PySequence_Fast_GET_ITEM(seq, i), dims, 3, &nd) != 0 || nd < 2 || nd > 3 ||
+            dims[0] < 1 || dims[1] < 1 || dims[0] > INT_MAX || dims[1] > INT_MAX) {
+            Py_DECREF(seq);
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "shape %zd: expected (height, width) or (height, width, channels) of "
+                         "positive ints",
+                         i);
+            return NULL;
+        }
+        shapes[i].height = (int)dims[0];
+        shapes[i].width = (int)dims[1];
+    }
+    Py_DECREF(seq);
+    int rc;
+    pf_pipeline *p = self->p;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_plan(p, shapes, (int)n);
+    Py_END_ALLOW_THREADS self->busy = 0;
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Pipeline_get_inputs(PipelineObject *self, void *c)
+{
+    if (!self->p)
+        return PyTuple_New(0);
+    int n = pf_pipeline_input_count(self->p);
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(pf_pipeline_input_name(self->p, i));
+        if (!s) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+/* Pipeline.output_info() -> list of dicts (shape: (height, width) of an image,
+   (rows, columns) of a table; (0, 0) before a plan). */
+static PyObject *Pipeline_output_info(PipelineObject *self, PyObject *unused)
+{
+    if (pipeline_ready(self) != 0)
+        return NULL;
+    int n = pf_pipeline_output_count(self->p);
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < n; i++) {
+        pf_output_info oi;
+        int rc = pf_pipeline_output_info(self->p, i, &oi);
+        if (rc != PF_OK) {
+            Py_DECREF(list);
+            return pipeline_error(self, rc);
+        }
+        PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:i,s:i,s:s,s:(ii)}", "name", oi.name, "stage",
+                                    oi.stage ? oi.stage : "", "kind",
+                                    oi.kind == PF_OUTPUT_IMAGE ? "image" : "table", "channels",
+                                    oi.channels, "bits", oi.bits, "table_format",
+                                    oi.table_format == 1   ? "csv"
+                                    : oi.table_format == 2 ? "json"
+                                                           : "",
+                                    "shape", oi.shape.height, oi.shape.width);
+        if (!d || PyList_Append(list, d) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(d);
+    }
+    return list;
+}
+
+static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused)
+{
+    if (pipeline_ready(self) != 0)
+        return NULL;
+    pf_stats s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    int rc = pf_pipeline_stats(self->p, &s);
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    return Py_BuildValue(
+        "{s:s,s:K,s:i,s:i,s:i,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
+        "s:d,s:d}",
+        "backend", s.backend ? s.backend : "none", "frames", s.frames, "launches_per_frame",
+        s.launches_per_frame, "units_per_frame", s.units_per_frame, "streams", s.streams,
+        "allocations", s.allocations, "allocations_last_frame", s.allocations_last_frame,
+        "device_syncs", s.device_syncs, "device_syncs_last_frame", s.device_syncs_last_frame,
+        "frame_waits", s.frame_waits, "plans", s.plans, "graph_captures", s.graph_captures,
+        "graph_instantiations", s.graph_instantiations, "graph_updates", s.graph_updates,
+        "graph_launches", s.graph_launches, "device_bytes", s.device_bytes, "pinned_bytes",
+        s.pinned_bytes, "host_bytes", s.host_bytes, "timed_launches", s.timed_launches,
+        "launches_over_budget", s.launches_over_budget, "max_launch_ms", s.max_launch_ms,
+        "budget_ms", s.budget_ms);
+}
+
+static PyObject *Pipeline_units(PipelineObject *self, PyObject *unused)
+{
+    if (pipeline_ready(self) != 0)
+        return NULL;
+    int n = pf_pipeline_unit_count(self->p);
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < n; i++) {
+        pf_unit_info u;
+        int rc = pf_pipeline_unit(self->p, i, &u);
+        if (rc != PF_OK) {
+            Py_DECREF(list);
+            return pipeline_error(self, rc);
+        }
+        PyObject *stages = str_tuple(u.stages, u.n_stages);
+        PyObject *d =
+            stages ? Py_BuildValue("{s:s,s:O,s:(ii),s:i,s:i,s:O,s:d,s:d,s:d,s:d}", "kind",
+                                   kind_name(stage_kinds, 4, u.kind), "stages", stages, "shape",
+                                   u.shape.height, u.shape.width, "stream", u.stream, "bands",
+                                   u.bands, "fused", u.fused ? Py_True : Py_False, "predicted_ms",
+                                   u.predicted_ms, "measured_ms", u.measured_ms, "measured_band_ms",
+                                   u.measured_band_ms, "bytes", u.bytes)
+                   : NULL;
+        Py_XDECREF(stages);
+        if (!d || PyList_Append(list, d) != 0)
+            Py_CLEAR(list);
+        Py_XDECREF(d);
+    }
+    return list;
+}
+
+static int print_plan(const void *p, FILE *f)
+{
+    return pf_pipeline_print_plan((const pf_pipeline *)p, f);
+}
+static int print_dot(const void *p, FILE *f)
+{
+    return pf_pipeline_print_dot((const pf_pipeline *)p, f);
+}
+
+static PyObject *Pipeline_plan_text(PipelineObject *self, PyObject *unused)
+{
+    if (pipeline_ready(self) != 0)
+        return NULL;
+    return capture_text(print_plan, self->p);
+}
+
+static PyObject *Pipeline_dot_text(PipelineObject *self, PyObject *unused)
+{
+    if (pipeline_ready(self) != 0)
+        return NULL;
+    return capture_text(print_dot, self->p);
+}
+
+static PyObject *Pipeline_build_kernels(PipelineObject *self, PyObject *args)
+{
+    int arch;
+    PyObject *dir_obj = NULL;
+    if (pipeline_ready(self) != 0 ||
+        !PyArg_ParseTuple(args, "i|O&:build_kernels", &arch, PyUnicode_FSConverter, &dir_obj))
+        return NULL;
+    int n = 0, rc;
+    pf_pipeline *p = self->p;
+    const char *dir = dir_obj ? PyBytes_AS_STRING(dir_obj) : NULL;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_build_kernels(p, arch, dir, &n);
+    Py_END_ALLOW_THREADS self->busy = 0;
+    Py_XDECREF(dir_obj);
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    return PyLong_FromLong(n);
+}
+
+static PyObject *Pipeline_get_slots(PipelineObject *self, void *c)
+{
+    return PyLong_FromLong(self->p ? pf_pipeline_slots(self->p) : 0);
+}
+
+static PyObject *Pipeline_get_inflight(PipelineObject *self, void *c)
+{
+    return PyList_GetSlice(self->inflight, 0, PY_SSIZE_T_MAX);
+}
+
+/* Waits for every frame in flight, then frees the pipeline. */
+static void pipeline_close(PipelineObject *self)
+{
+    if (!self->p)
+        return;
+    pf_pipeline *p = self->p;
+    Py_ssize_t n = self->inflight ? PyList_GET_SIZE(self->inflight) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
+        int id = t->id;
+        Py_BEGIN_ALLOW_THREADS pf_pipeline_wait(p, id);
+        Py_END_ALLOW_THREADS t->done = 1;
+        ticket_release(t);
+    }
+    if (self->inflight)
+        PyList_SetSlice(self->inflight, 0, n, NULL);
+    self->p = NULL;
+    Py_BEGIN_ALLOW_THREADS pf_pipeline_destroy(p);
+    Py_END_ALLOW_THREADS
+}
+
+static PyObject *Pipeline_close(PipelineObject *self, PyObject *unused)
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the pipeline is in use by another thread");
+        return NULL;
+    }
+    pipeline_close(self);
+    Py_RETURN_NONE;
+}
+
+static void Pipeline_dealloc(PipelineObject *self)
+{
+    pipeline_close(self);
+    Py_XDECREF(self->inflight);
+    Py_XDECREF(self->engine);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Pipeline_methods[] = {
+    {"submit", (PyCFunction)(void (*)(void))Pipeline_submit, METH_VARARGS | METH_KEYWORDS,
+     "submit(inputs, outputs=None, stream=None) -> Ticket"},
+    {"wait", (PyCFunction)Pipeline_wait, METH_O, "wait(ticket): the frame is complete"},
+#ifdef PF_HAVE_PIPELINE_POLL
+    {"poll", (PyCFunction)Pipeline_poll, METH_O, "poll(ticket) -> True when complete"},
+#endif
+    {"set", (PyCFunction)Pipeline_set, METH_VARARGS, "set('stage.param', value)"},
+    {"set_json", (PyCFunction)Pipeline_set_json, METH_VARARGS, "set_json('stage.param', text)"},
+    {"set_option", (PyCFunction)Pipeline_set_option, METH_VARARGS, "set_option(name, value)"},
+    {"plan", (PyCFunction)Pipeline_plan, METH_O, "plan([(height, width), ...])"},
+    {"output_info", (PyCFunction)Pipeline_output_info, METH_NOARGS, "the outputs, as dicts"},
+    {"stats", (PyCFunction)Pipeline_stats, METH_NOARGS, "counters, as a dict"},
+    {"units", (PyCFunction)Pipeline_units, METH_NOARGS, "the plan's launch units, as dicts"},
+    {"plan_text", (PyCFunction)Pipeline_plan_text, METH_NOARGS, "the plan, as pipefuse check"},
+    {"dot_text", (PyCFunction)Pipeline_dot_text, METH_NOARGS, "the plan as a Graphviz digraph"},
+    {"build_kernels", (PyCFunction)Pipeline_build_kernels, METH_VARARGS,
+     "build_kernels(arch, dump_dir=None) -> number of fused kernels compiled"},
+    {"close", (PyCFunction)Pipeline_close, METH_NOARGS, "wait for frames in flight, free"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Pipeline_getset[] = {
+    {"inputs", (getter)Pipeline_get_inputs, NULL, "input names, in order", NULL},
+    {"slots", (getter)Pipeline_get_slots, NULL, "frames that can be in flight", NULL},
+    {"inflight", (getter)Pipeline_get_inflight, NULL, "tickets not yet complete", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject PipelineType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.Pipeline",
+    .tp_basicsize = sizeof(PipelineObject),
+    .tp_dealloc = (destructor)Pipeline_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A loaded pipeline (Engine.load_file / load_string).",
+    .tp_methods = Pipeline_methods,
+    .tp_getset = Pipeline_getset,
+};
+
+/* ---- Module ------------------------------------------------------------------------------- */
+
+static PyObject *mod_version(PyObject *m, PyObject *unused)
+{
+    return PyUnicode_FromString(pf_version_string());
+}
+
+static PyMethodDef module_methods[] = {
+    {"version", mod_version, METH_NOARGS, "the library's version string"}, {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                                        "_pipefuse",
+                                        "pipefuse's C API for Python (see pipefuse)",
+                                        -1,
+                                        module_methods,
+                                        NULL,
+                                        NULL,
+                                        NULL,
+                                        NULL};
+
+PyMODINIT_FUNC PyInit__pipefuse(void)
+{
+    if (pf_version() != PF_VERSION_NUMBER) {
+        PyErr_Format(PyExc_ImportError,
+                     "pipefuse: the extension was built for library %s but loaded %s",
+                     PF_VERSION_STRING, pf_version_string());
+        return NULL;
+    }
+    if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&PipelineType) < 0 ||
+        PyType_Ready(&TicketType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    Error = PyErr_NewExceptionWithDoc(
+        "pipefuse.Error",
+        "A pipefuse call failed: .status (int), .status_name ('PF_PARSE') and the message "
+        "the engine gave.",
+        NULL, NULL);
+    if (!Error || PyModule_AddObjectRef(m, "Error", Error) < 0)
+        goto fail;
+    PyObject *statuses = PyDict_New();
+    if (!statuses || PyModule_AddObject(m, "STATUS", statuses) < 0) {
+        Py_XDECREF(statuses);
+        goto fail;
+    }
+    for (int s = 1; s < PF_STATUS_COUNT_; s++) {
+        char name[64], qual[80];
+        const char *id = pf_status_name(s); /* "PF_PARSE" */
+        class_name(id && strncmp(id, "PF_", 3) == 0 ? id + 3 : "UNKNOWN", name, sizeof name);
+        snprintf(qual, sizeof qual, "pipefuse.%s", name);
+        PyObject *dict = Py_BuildValue("{s:i,s:s}", "status", s, "status_name", pf_status_name(s));
+        status_errors[s] =
+            dict ? PyErr_NewExceptionWithDoc(qual, pf_status_str(s), Error, dict) : NULL;
+        Py_XDECREF(dict);
+        PyObject *code = PyLong_FromLong(s);
+        if (!status_errors[s] || !code || PyModule_AddObjectRef(m, name, status_errors[s]) < 0 ||
+            PyDict_SetItemString(statuses, pf_status_name(s), code) < 0) {
+            Py_XDECREF(code);
+            goto fail;
+        }
+        Py_DECREF(code);
+    }
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np) {
+        np_asarray = PyObject_GetAttrString(np, "asarray");
+        Py_DECREF(np);
+    }
+    PyErr_Clear(); /* NumPy is optional here: only inputs without a buffer need it */
+    if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
+        PyModule_AddObjectRef(m, "Pipeline", (PyObject *)&PipelineType) < 0 ||
+        PyModule_AddObjectRef(m, "Ticket", (PyObject *)&TicketType) < 0 ||
+        PyModule_AddIntConstant(m, "CUDA_DEVICE", PF_CUDA_DEVICE) < 0 ||
+        PyModule_AddStringConstant(m, "__version__", pf_version_string()) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}
