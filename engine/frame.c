@@ -48,13 +48,18 @@ PF_API void pf_frame_free(pf_frame *f)
 
 /* ---- Edge conversions, one row at a time ------------------------------------------------ */
 
+/* Integer samples load as k / max correctly rounded: the float nearest the fraction,
+   which is the float a parameter written as that fraction parses to (0.2 for the byte
+   51). A multiply by the rounded reciprocal 1 / max is one ulp off for 126 of the 256
+   bytes and 512 of the 65536 halves, which put levels, threshold and histogram one step
+   off at their edges. The GPU computes the same floats (kernels/fused_rt.h). */
 static inline float load_sample(const void *row, pf_sample s, int i)
 {
     switch (s) {
     case PF_U8:
-        return ((const uint8_t *)row)[i] * (1.0f / 255.0f);
+        return (float)((const uint8_t *)row)[i] / 255.0f;
     case PF_U16:
-        return ((const uint16_t *)row)[i] * (1.0f / 65535.0f);
+        return (float)((const uint16_t *)row)[i] / 65535.0f;
     default:
         return ((const float *)row)[i];
     }

@@ -7,12 +7,21 @@
 
 #define CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 
+/* v / d correctly rounded for the integers v in [0, d], d = 255 or 65535: the same
+   three instructions as fused_rt.h's pf_div_code (see there why they are exact). */
+static __device__ __forceinline__ float pf_div_code(float v, float d, float r)
+{
+    float q = __fmul_rn(v, r);
+    return __fmaf_rn(__fmaf_rn(-q, d, v), r, q);
+}
+
 static __device__ __forceinline__ float load_sample(const char *row, int sample, int i)
 {
+    /* v / max correctly rounded, as the CPU (see pf_div_code in fused_rt.h) */
     if (sample == 0)
-        return ((const uint8_t *)row)[i] * (1.0f / 255.0f);
+        return pf_div_code((float)((const uint8_t *)row)[i], 255.0f, 1.0f / 255.0f);
     if (sample == 1)
-        return ((const uint16_t *)row)[i] * (1.0f / 65535.0f);
+        return pf_div_code((float)((const uint16_t *)row)[i], 65535.0f, 1.0f / 65535.0f);
     return ((const float *)row)[i];
 }
 
@@ -58,8 +67,9 @@ __global__ void pf_image_to_frame_kernel(pf_image in, const pf_frame_desc *__res
     char *row = (char *)d->data + (size_t)y * d->pitch;
     int c = d->channels, s = d->sample, i = x * c;
     if (c <= 2) {
-        float luma = __fadd_rn(__fadd_rn(__fmul_rn(0.2126f, v.x), __fmul_rn(0.7152f, v.y)),
-                               __fmul_rn(0.0722f, v.z));
+        /* pf_luma rounded as the CPU computes it: exactly g for gray pixels */
+        float luma = __fadd_rn(__fadd_rn(v.y, __fmul_rn(0.2126f, __fsub_rn(v.x, v.y))),
+                               __fmul_rn(0.0722f, __fsub_rn(v.z, v.y)));
         store_sample(row, s, i, luma);
         if (c == 2)
             store_sample(row, s, i + 1, v.w);

@@ -96,19 +96,32 @@ static __device__ __forceinline__ void pf_store_words(unsigned char *p, const un
 /* Integer samples move in and out of floats through the mantissa of 2^23 + v (exact for
    v < 2^23): a byte permute and an add each way, where int/float conversions would run
    at a quarter of the FP32 rate on sm_90 and bound the fused kernels. Both give exactly
-   the CPU's values (engine/frame.c): (float)v * (1 / max) in, and out
+   the CPU's values (engine/frame.c): v / max correctly rounded in, and out
    trunc(v * max + 0.5) clamped to [0, max] with NaN as 0. */
+
+/* v / d, correctly rounded, for the integers v in [0, d] with d = 255 or 65535, where
+   r = 1 / d rounded: q = v * r alone is one ulp off for 126 of the 256 bytes and 512 of
+   the 65536 halves (so a sample k sat one ulp away from a parameter written as k/255);
+   one FMA step computes the residual v - q * d exactly and corrects q by it. The result
+   equals the division for every such v (checked over all of them by
+   tests/stages/test_edges.c), in three full-rate instructions where an IEEE division
+   is a sequence with a slow path. */
+static __device__ __forceinline__ float pf_div_code(float v, float d, float r)
+{
+    float q = __fmul_rn(v, r);
+    return __fmaf_rn(__fmaf_rn(-q, d, v), r, q);
+}
 
 /* Sample j (0-based, in samples) out of packed words. */
 template <int S> static __device__ __forceinline__ float pf_unpack(const unsigned int *w, int j)
 {
     if (S == 0) { /* bytes: 0x4B0000vv */
         float f = __uint_as_float(__byte_perm(w[j >> 2], 0x4B000000u, 0x7540u | (j & 3)));
-        return __fmul_rn(__fsub_rn(f, 8388608.0f), 1.0f / 255.0f);
+        return pf_div_code(__fsub_rn(f, 8388608.0f), 255.0f, 1.0f / 255.0f);
     }
     if (S == 1) { /* halves: 0x4B00vvvv */
         float f = __uint_as_float(__byte_perm(w[j >> 1], 0x4B000000u, (j & 1) ? 0x7532u : 0x7510u));
-        return __fmul_rn(__fsub_rn(f, 8388608.0f), 1.0f / 65535.0f);
+        return pf_div_code(__fsub_rn(f, 8388608.0f), 65535.0f, 1.0f / 65535.0f);
     }
     return __uint_as_float(w[j]);
 }
@@ -133,10 +146,12 @@ template <int S> static __device__ __forceinline__ void pf_pack(unsigned int *w,
         w[j] = __float_as_uint(v);
 }
 
+/* pf_luma (pipefuse/point.h) rounded step by step as the CPU computes it: g + 0.2126
+   (r - g) + 0.0722 (b - g), exactly g for gray pixels. */
 static __device__ __forceinline__ float pf_luma_rn(pf_float4 v)
 {
-    return __fadd_rn(__fadd_rn(__fmul_rn(0.2126f, v.x), __fmul_rn(0.7152f, v.y)),
-                     __fmul_rn(0.0722f, v.z));
+    return __fadd_rn(__fadd_rn(v.y, __fmul_rn(0.2126f, __fsub_rn(v.x, v.y))),
+                     __fmul_rn(0.0722f, __fsub_rn(v.z, v.y)));
 }
 
 /* Pixel i of VP unpacked pixels of format (S, C). */

@@ -84,6 +84,25 @@ static int histogram_shape(const void *params, const pf_shape *in, pf_shape *out
     return table_rows(out, bins_of(params));
 }
 
+/* The bin of v: floor(v * bins), clamped to [0, bins). A value that is the float of a
+   16-bit code k / 65535 (every u8 and u16 sample loads as one: 8-bit codes are
+   257 k / 65535) bins as that exact fraction, floor(k * bins / 65535) in integers: the
+   float itself can sit on the other side of a bin edge (the code 65408 loads as exactly
+   65409 / 65536, so 65536 bins put it one bin up; 1 / 65535 times 65535 rounds below
+   1). So one bin per code value puts code k in bin k, for 8 and 16 bits alike. */
+static int histogram_bin(float v, int bins)
+{
+    if (v >= 0.0f && v <= 1.0f) {
+        long k = lrintf(v * 65535.0f);
+        if ((float)k / 65535.0f == v) {
+            long b = k * (long)bins / 65535;
+            return b >= bins ? bins - 1 : (int)b;
+        }
+    }
+    double b = floor((double)v * bins); /* in double: no overflow for inf or 1e30 */
+    return b < 0 ? 0 : (b >= bins ? bins - 1 : (int)b);
+}
+
 static void histogram_add(const void *params, double *t, int x, int y, pf_float4 v)
 {
     const int bins = bins_of(params);
@@ -92,9 +111,7 @@ static void histogram_add(const void *params, double *t, int x, int y, pf_float4
     for (int k = 0; k < 4; k++) {
         if (isnan(c[k]))
             continue;
-        double b = floor((double)c[k] * bins); /* in double: no overflow for inf or 1e30 */
-        int bin = b < 0 ? 0 : (b >= bins ? bins - 1 : (int)b);
-        t[(size_t)bin * 4 + (size_t)k] += 1;
+        t[(size_t)histogram_bin(c[k], bins) * 4 + (size_t)k] += 1;
     }
 }
 SUM_TABLE(histogram)

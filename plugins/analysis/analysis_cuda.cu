@@ -59,6 +59,21 @@ static __device__ __forceinline__ int bins_of_d(const pf_histogram_params *p)
     return bins < 2 ? 2 : (bins > PF_HISTOGRAM_MAX_BINS ? PF_HISTOGRAM_MAX_BINS : bins);
 }
 
+/* analysis.c's histogram_bin: the float of a 16-bit code k / 65535 bins as that exact
+   fraction; other values as floor(v * bins) in double (no overflow for inf or 1e30). */
+static __device__ __forceinline__ int hist_bin(float c, int bins)
+{
+    if (c >= 0.0f && c <= 1.0f) {
+        const int k = __float2int_rn(__fmul_rn(c, 65535.0f));
+        if (__fdiv_rn((float)k, 65535.0f) == c) {
+            const long long b = (long long)k * bins / 65535;
+            return b >= bins ? bins - 1 : (int)b;
+        }
+    }
+    const double b = floor(__dmul_rn((double)c, (double)bins));
+    return b < 0 ? 0 : (b >= bins ? bins - 1 : (int)b);
+}
+
 __global__ void __launch_bounds__(NT)
     hist_count_kernel(const pf_histogram_params *__restrict__ p, pf_image in, int y0, int y1,
                       unsigned long long *__restrict__ cnt)
@@ -83,9 +98,7 @@ __global__ void __launch_bounds__(NT)
                 const float c = chan(v, k);
                 if (isnan(c))
                     continue;
-                /* analysis.c: in double, no overflow for inf or 1e30 */
-                const double b = floor(__dmul_rn((double)c, (double)bins));
-                const int bin = b < 0 ? 0 : (b >= bins ? bins - 1 : (int)b);
+                const int bin = hist_bin(c, bins);
                 if (shared)
                     atomicAdd(&sh[bin * 4 + k], 1u);
                 else

@@ -73,10 +73,14 @@ PF_POINT_FN float pf_lerpf(float a, float b, float t)
     return a + (b - a) * t;
 #endif
 }
-/* Rec. 709 luma of linear-coded RGB: the weights pipefuse uses everywhere. */
+/* Rec. 709 luma weights (0.2126, 0.7152, 0.0722), the ones pipefuse uses everywhere,
+   written as g + 0.2126 (r - g) + 0.0722 (b - g): the same sum (the weights add up to
+   1), but exactly g for a gray pixel, with or without FMA, so a gray value compares
+   equal to a parameter written as the same number (the plain weighted sum came out 1-2
+   ulp low: threshold at k/255 failed for 8 of the 256 gray levels). */
 PF_POINT_FN float pf_luma(pf_float4 c)
 {
-    return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z;
+    return c.y + 0.2126f * (c.x - c.y) + 0.0722f * (c.z - c.y);
 }
 
 #endif /* PIPEFUSE_POINT_H */

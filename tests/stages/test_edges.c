@@ -1,0 +1,332 @@
+/* tests/stages/test_edges.c: stages at the edges of their ranges, at every code value,
+ * through the CPU executor with integer frames (the way files reach them):
+ *   - every u8 and u16 sample loads as k / max correctly rounded, and gray stays gray;
+ *   - the GPU's three-instruction form of that division (kernels/fused_rt.h,
+ *     pf_div_code) equals it for every code, computed here with C's fmaf;
+ *   - levels: a value at in_low gives out_low at any gamma, 8 and 16 bits;
+ *   - threshold at level k / max: gray k is white, k - 1 black, for every k;
+ *   - histogram with one bin per code value puts code k in bin k, 8 and 16 bits.
+ * Built as test_edges_gpu (PF_EDGES_CUDA, label gpu) the same checks run on the CUDA
+ * backend, fused and unfused, so the GPU's conversions are held to the same values.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pipefuse/png.h"
+#include "testutil.h"
+
+#ifdef PF_EDGES_CUDA
+#include <cuda_runtime.h>
+#define BACKEND "cuda"
+#else
+#define BACKEND "cpu"
+#endif
+
+static pf_engine *eng;
+static const char *fusion = "true";
+
+static pf_pipeline *load(const char *json)
+{
+    pf_pipeline *p = NULL;
+    int rc = pf_pipeline_load_string(eng, json, "edges", &p);
+    CHECKF(rc == PF_OK, "load: %s", pf_engine_errmsg(eng));
+    CHECK(!p || pf_pipeline_set_option(p, "backend", BACKEND) == PF_OK);
+    CHECK(!p || pf_pipeline_set_option(p, "fusion", fusion) == PF_OK);
+    return p;
+}
+
+/* A gray frame of n pixels in rows of w holding the codes first + i (clamped to max). */
+static pf_frame codes(pf_sample s, int w, int n, long first)
+{
+    pf_frame f;
+    int h = (n + w - 1) / w;
+    long max = s == PF_U8 ? 255 : 65535;
+    if (pf_frame_alloc(&f, w, h, s, 1) != PF_OK) {
+        fprintf(stderr, "frame: no memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < w * h; i++) {
+        long v = first + i < 0 ? 0 : (first + i > max ? max : first + i);
+        char *row = (char *)f.data + (size_t)(i / w) * f.pitch;
+        if (s == PF_U8)
+            ((unsigned char *)row)[i % w] = (unsigned char)v;
+        else
+            ((unsigned short *)row)[i % w] = (unsigned short)v;
+    }
+    return f;
+}
+
+static long code_at(const pf_frame *f, int i)
+{
+    const char *row = (const char *)f->data + (size_t)(i / f->width) * f->pitch;
+    if (f->sample == PF_U8)
+        return ((const unsigned char *)row)[i % f->width];
+    return ((const unsigned short *)row)[i % f->width];
+}
+
+static pf_frame like(const pf_frame *f, pf_sample s, int channels)
+{
+    pf_frame o;
+    if (pf_frame_alloc(&o, f->width, f->height, s, channels) != PF_OK) {
+        fprintf(stderr, "frame: no memory\n");
+        exit(1);
+    }
+    memset(o.data, 0xA5, o.pitch * (size_t)o.height); /* poisoned */
+    return o;
+}
+
+static int run(pf_pipeline *p, const pf_frame *in, pf_frame *out)
+{
+    int rc = pf_pipeline_run(p, in, 1, out, out ? 1 : 0);
+    CHECKF(rc == PF_OK, "run (%s, fusion %s): %s", BACKEND, fusion, pf_pipeline_errmsg(p));
+    return rc;
+}
+
+#define ONE_STAGE(op, params)                                                                      \
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [{\"id\": \"s\", \"op\": \"" op            \
+    "\", \"params\": {" params "}}], \"outputs\": {\"o\": \"s\"}}"
+
+/* ---- Loads ----------------------------------------------------------------------------- */
+
+static void test_loads(void)
+{
+    /* the GPU's form of k / d: q = k * (1 / d), corrected by one FMA step */
+    for (int s = 0; s < 2; s++) {
+        const float d = s ? 65535.0f : 255.0f, r = 1.0f / d;
+        int bad = 0, plain = 0;
+        for (long k = 0; k <= (long)d; k++) {
+            volatile float exact = (float)k / d;
+            float q = (float)k * r;
+            float c = fmaf(fmaf(-q, d, (float)k), r, q);
+            bad += c != exact;
+            plain += q != exact;
+        }
+        CHECKF(bad == 0, "/%g: %d codes where the FMA-corrected reciprocal is not the quotient", d,
+               bad);
+        /* the reason for the correction: the plain product is off for some codes */
+        CHECKF(plain > 0, "/%g: the plain reciprocal product was exact for every code", d);
+    }
+    /* through the executor: gray u8/u16 to f32 gray (the luma of a gray pixel is that
+       gray) and to f32 RGBA */
+    pf_pipeline *p = load(ONE_STAGE("brightness", "\"amount\": 0"));
+    if (!p)
+        return;
+    for (int s = 0; s < 2; s++) {
+        pf_sample smp = s ? PF_U16 : PF_U8;
+        long max = s ? 65535 : 255;
+        pf_frame in = codes(smp, 256, (int)max + 1, 0);
+        pf_frame gray = like(&in, PF_F32, 1), rgba = like(&in, PF_F32, 4);
+        if (run(p, &in, &gray) == PF_OK && run(p, &in, &rgba) == PF_OK) {
+            long bad = 0;
+            for (long k = 0; k <= max; k++) {
+                float want = (float)k / (float)max;
+                int y = (int)(k / 256), x = (int)(k % 256);
+                const float *g = (const float *)((char *)gray.data + (size_t)y * gray.pitch);
+                const float *c = (const float *)((char *)rgba.data + (size_t)y * rgba.pitch);
+                bad += g[x] != want || c[4 * x] != want || c[4 * x + 1] != want ||
+                       c[4 * x + 2] != want || c[4 * x + 3] != 1.0f;
+            }
+            CHECKF(bad == 0, "%d-bit: %ld codes do not load as k / %ld", s ? 16 : 8, bad, max);
+        }
+        pf_frame_free(&in);
+        pf_frame_free(&gray);
+        pf_frame_free(&rgba);
+    }
+    pf_pipeline_destroy(p);
+}
+
+/* ---- levels ------------------------------------------------------------------------------ */
+
+/* The example of the report: gray8 [51, 52, 204], in 0.2..0.8, gamma 10. */
+static void test_levels_example(void)
+{
+    pf_pipeline *p = load(
+        ONE_STAGE("levels", "\"in_low\": 0.2, \"in_high\": 0.8, \"gamma\": 10, \"out_low\": 0, "
+                            "\"out_high\": 1"));
+    if (!p)
+        return;
+    pf_frame in = codes(PF_U8, 3, 3, 0), out = like(&in, PF_U8, 1);
+    ((unsigned char *)in.data)[0] = 51;
+    ((unsigned char *)in.data)[1] = 52;
+    ((unsigned char *)in.data)[2] = 204;
+    if (run(p, &in, &out) == PF_OK) {
+        const unsigned char *o = out.data;
+        CHECKF(o[0] == 0 && o[1] == 154 && o[2] == 255, "levels [51, 52, 204]: [%d, %d, %d]", o[0],
+               o[1], o[2]);
+    }
+    pf_frame_free(&in);
+    pf_frame_free(&out);
+    pf_pipeline_destroy(p);
+}
+
+/* Every code through levels (in 0.2..0.8, out 0.1..0.9) against the same formula in
+   double on the exact fraction: out_low exactly at and below in_low, out_high at and
+   above in_high, within one step elsewhere (the float working format carries the value
+   with a relative error of 2^-24, which a steep gamma near in_low amplifies). */
+static void test_levels_codes(void)
+{
+    static const double gammas[] = {0.5, 2, 10};
+    pf_pipeline *p = load(ONE_STAGE("levels", "\"in_low\": 0.2, \"in_high\": 0.8, \"gamma\": 1, "
+                                              "\"out_low\": 0.1, \"out_high\": 0.9"));
+    if (!p)
+        return;
+    for (int s = 0; s < 2; s++) {
+        pf_sample smp = s ? PF_U16 : PF_U8;
+        long max = s ? 65535 : 255;
+        pf_frame in = codes(smp, 256, (int)max + 1, 0), out = like(&in, smp, 1);
+        for (int g = 0; g < 3; g++) {
+            CHECK(pf_pipeline_set_float(p, "s.gamma", gammas[g]) == PF_OK);
+            if (run(p, &in, &out) != PF_OK)
+                continue;
+            long lo = lrint(0.1 * max), hi = lrint(0.9 * max), bad_edge = 0, bad = 0, worst = 0;
+            for (long k = 0; k <= max; k++) {
+                double t = ((double)k / max - 0.2) / 0.6;
+                t = t < 0 ? 0 : (t > 1 ? 1 : t);
+                double want = floor((0.1 + pow(t, 1 / gammas[g]) * 0.8) * max + 0.5);
+                long got = code_at(&out, (int)k), d = labs(got - (long)want);
+                if (k * 5 <= max || k * 5 >= 4 * max)
+                    bad_edge += got != (k * 5 <= max ? lo : hi);
+                else
+                    bad += d > 1;
+                worst = d > worst ? d : worst;
+            }
+            CHECKF(bad_edge == 0,
+                   "%d-bit, gamma %g: %ld codes outside in_low..in_high not at "
+                   "out_low/out_high",
+                   s ? 16 : 8, gammas[g], bad_edge);
+            CHECKF(bad == 0, "%d-bit, gamma %g: %ld codes more than a step off (worst %ld)",
+                   s ? 16 : 8, gammas[g], bad, worst);
+        }
+        pf_frame_free(&in);
+        pf_frame_free(&out);
+    }
+    pf_pipeline_destroy(p);
+}
+
+/* ---- threshold ---------------------------------------------------------------------------- */
+
+/* Level k / max written in the pipeline as the decimal of the fraction: gray k is white
+   (>= level), gray k - 1 black. 8 bits: every level over every code; 16 bits: every
+   level over its neighbours. */
+static void test_threshold(void)
+{
+    pf_pipeline *p = load(ONE_STAGE("threshold", "\"level\": 0.5"));
+    if (!p)
+        return;
+    pf_frame in = codes(PF_U8, 256, 256, 0), out = like(&in, PF_U8, 1);
+    long bad = 0;
+    for (int k = 0; k <= 255; k++) {
+        char v[32];
+        snprintf(v, sizeof v, "%.17g", k / 255.0);
+        CHECK(pf_pipeline_set_param(p, "s.level", v) == PF_OK);
+        if (run(p, &in, &out) != PF_OK)
+            break;
+        for (int j = 0; j <= 255; j++)
+            bad += code_at(&out, j) != (j >= k ? 255 : 0);
+        if (bad) {
+            CHECKF(0, "threshold %d/255 (%s): gray %d is %ld", k, v, k, code_at(&out, k));
+            break;
+        }
+    }
+    pf_frame_free(&in);
+    pf_frame_free(&out);
+    pf_frame in16 = codes(PF_U16, 3, 3, 0), out16 = like(&in16, PF_U16, 1);
+    bad = 0;
+    for (long k = 0; k <= 65535 && bad < 10; k++) {
+        pf_frame_free(&in16);
+        in16 = codes(PF_U16, 3, 3, k - 1);
+        char v[32];
+        snprintf(v, sizeof v, "%.17g", k / 65535.0);
+        CHECK(pf_pipeline_set_param(p, "s.level", v) == PF_OK);
+        if (run(p, &in16, &out16) != PF_OK)
+            break;
+        for (int j = 0; j < 3; j++) {
+            long c = code_at(&in16, j), want = c >= k ? 65535 : 0;
+            if (code_at(&out16, j) != want) {
+                CHECKF(0, "threshold %ld/65535: gray %ld is %ld", k, c, code_at(&out16, j));
+                bad++;
+            }
+        }
+    }
+    pf_frame_free(&in16);
+    pf_frame_free(&out16);
+    pf_pipeline_destroy(p);
+}
+
+/* ---- histogram ---------------------------------------------------------------------------- */
+
+/* All codes once each, bins = codes (code k in bin k), bins = codes - 1 (k in bin k, the
+   top code clamped into the last bin), and 256 bins. */
+static void test_histogram(void)
+{
+    pf_pipeline *p = load(ONE_STAGE("histogram", "\"bins\": 256"));
+    if (!p)
+        return;
+    for (int s = 0; s < 2; s++) {
+        pf_sample smp = s ? PF_U16 : PF_U8;
+        long max = s ? 65535 : 255;
+        pf_frame in = codes(smp, 256, (int)max + 1, 0);
+        long binsv[] = {max + 1, max, 256};
+        for (int b = 0; b < 3; b++) {
+            long bins = binsv[b];
+            char v[16];
+            snprintf(v, sizeof v, "%ld", bins);
+            CHECK(pf_pipeline_set_param(p, "s.bins", v) == PF_OK);
+            pf_table t;
+            if (run(p, &in, NULL) != PF_OK || pf_pipeline_table(p, 0, &t) != PF_OK)
+                continue;
+            CHECK(t.rows == bins && t.cols == 4);
+            if (t.rows != bins)
+                continue;
+            /* code k belongs in bin floor(k / max * bins) of the exact fraction, the top
+               code clamped into the last bin */
+            static double want_of[65536];
+            memset(want_of, 0, sizeof want_of);
+            for (long k = 0; k <= max; k++) {
+                long i = k * bins / max;
+                want_of[i < bins ? i : bins - 1]++;
+            }
+            CHECK(bins != max + 1 || (want_of[0] == 1 && want_of[bins - 1] == 1));
+            CHECK(bins != max || want_of[bins - 1] == 2);
+            long bad = 0, first = -1;
+            for (long i = 0; i < bins; i++) {
+                double want = want_of[i];
+                int ok =
+                    t.data[i * 4] == want && t.data[i * 4 + 1] == want && t.data[i * 4 + 2] == want;
+                if (!ok && first < 0)
+                    first = i;
+                bad += !ok;
+            }
+            CHECKF(bad == 0, "%d-bit, %ld bins: %ld bins wrong, first %ld (holds %g)", s ? 16 : 8,
+                   bins, bad, first, first >= 0 ? t.data[first * 4] : 0.0);
+        }
+        pf_frame_free(&in);
+    }
+    pf_pipeline_destroy(p);
+}
+
+int main(void)
+{
+#ifdef PF_EDGES_CUDA
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        printf("test_edges_gpu: no CUDA device: skipped\n");
+        return 77;
+    }
+    static const char *const fusions[] = {"true", "false"};
+#else
+    static const char *const fusions[] = {"true"};
+#endif
+    eng = pf_test_engine();
+    for (size_t i = 0; i < sizeof fusions / sizeof fusions[0]; i++) {
+        fusion = fusions[i];
+        test_loads();
+        test_levels_example();
+        test_levels_codes();
+        test_threshold();
+        test_histogram();
+    }
+    pf_engine_destroy(eng);
+    return pf_test_done("test_edges");
+}
