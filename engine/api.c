@@ -2,9 +2,13 @@
  * the printable plan. */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec_cuda.h"
 #include "fuse.h"
@@ -13,6 +17,32 @@
 #define PF_API                __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)
 #define PF_MAX_FRAMES         64 /* inputs or outputs of one frame */
+
+/* ---- Threads ---------------------------------------------------------------------------------- */
+
+/* One thread at a time inside a pipeline's calls: a second gets PF_BUSY at once and
+   touches nothing (not even errmsg, which the first may be writing). */
+static int enter(const pf_pipeline *p)
+{
+    int idle = 0;
+    return atomic_compare_exchange_strong(&((pf_pipeline *)p)->in_use, &idle, 1);
+}
+
+static void leave(const pf_pipeline *p)
+{
+    atomic_store(&((pf_pipeline *)p)->in_use, 0);
+}
+
+#define GUARD(p)                                                                                   \
+    do {                                                                                           \
+        if (!(p))                                                                                  \
+            return PF_INVALID_ARGUMENT;                                                            \
+        if (!enter(p))                                                                             \
+            return PF_BUSY;                                                                        \
+    } while (0)
+
+/* Loads write the engine's message; they take turns so that it is never torn. */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Loading ---------------------------------------------------------------------------------- */
 
@@ -24,10 +54,13 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
         return PF_NO_MEMORY;
     }
     p->eng = e;
+    atomic_init(&p->in_use, 0);
     p->source = pf_strdup(source);
+    pthread_mutex_lock(&load_mu);
     if (!p->source) {
         free(p);
         pf_errf(e->errmsg, "%s: out of memory", source);
+        pthread_mutex_unlock(&load_mu);
         return PF_NO_MEMORY;
     }
     e->errmsg[0] = 0;
@@ -37,6 +70,7 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
         pf_errf(e->errmsg, "%s: out of memory", source);
         rc = PF_NO_MEMORY;
     }
+    pthread_mutex_unlock(&load_mu);
     if (rc != PF_OK) {
         pf_pipeline_destroy(p);
         return rc;
@@ -54,8 +88,11 @@ PF_API int pf_pipeline_load_string(pf_engine *e, const char *json, const char *n
         return PF_INVALID_ARGUMENT;
     *out = NULL;
     if (!e || !json) {
-        if (e)
+        if (e) {
+            pthread_mutex_lock(&load_mu);
             pf_errf(e->errmsg, "pf_pipeline_load_string: NULL text");
+            pthread_mutex_unlock(&load_mu);
+        }
         return PF_INVALID_ARGUMENT;
     }
     return load(e, json, name ? name : "<string>", out);
@@ -69,33 +106,35 @@ PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **o
     if (!e || !path)
         return PF_INVALID_ARGUMENT;
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        pf_errf(e->errmsg, "%s: cannot open: %s", path, strerror(errno));
-        return PF_IO;
-    }
-    char *text = malloc(PF_MAX_PIPELINE_BYTES + 1);
-    if (!text) {
-        fclose(f);
-        pf_errf(e->errmsg, "%s: out of memory", path);
-        return PF_NO_MEMORY;
+    char *text = f ? malloc(PF_MAX_PIPELINE_BYTES + 1) : NULL;
+    if (!f || !text) {
+        int err = errno;
+        if (f)
+            fclose(f);
+        pthread_mutex_lock(&load_mu);
+        if (f)
+            pf_errf(e->errmsg, "%s: out of memory", path);
+        else
+            pf_errf(e->errmsg, "%s: cannot open: %s", path, strerror(err));
+        pthread_mutex_unlock(&load_mu);
+        return f ? PF_NO_MEMORY : PF_IO;
     }
     size_t n = fread(text, 1, PF_MAX_PIPELINE_BYTES + 1, f);
     int bad = ferror(f);
     fclose(f);
-    if (bad || n > PF_MAX_PIPELINE_BYTES) {
+    text[n <= PF_MAX_PIPELINE_BYTES ? n : 0] = 0;
+    if (bad || n > PF_MAX_PIPELINE_BYTES || strlen(text) != n) {
         free(text);
+        pthread_mutex_lock(&load_mu);
         if (bad)
             pf_errf(e->errmsg, "%s: read error", path);
-        else
+        else if (n > PF_MAX_PIPELINE_BYTES)
             pf_errf(e->errmsg, "%s: larger than %u MiB; not a pipeline file", path,
                     PF_MAX_PIPELINE_BYTES >> 20);
-        return PF_IO;
-    }
-    text[n] = 0;
-    if (strlen(text) != n) {
-        free(text);
-        pf_errf(e->errmsg, "%s: contains a NUL byte; not a pipeline file", path);
-        return PF_PARSE;
+        else
+            pf_errf(e->errmsg, "%s: contains a NUL byte; not a pipeline file", path);
+        pthread_mutex_unlock(&load_mu);
+        return bad || n > PF_MAX_PIPELINE_BYTES ? PF_IO : PF_PARSE;
     }
     int rc = load(e, text, path, out);
     free(text);
@@ -210,31 +249,33 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
 
 PF_API int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *json_value)
 {
-    if (!p)
-        return PF_INVALID_ARGUMENT;
+    GUARD(p);
     json_error_t jerr;
     json_t *v = json_value ? json_loads(json_value, JSON_DECODE_ANY, &jerr) : NULL;
     if (!v) {
         pf_errf(p->errmsg, "%s: %s: value '%s' is not JSON: %s", p->source, key ? key : "",
                 json_value ? json_value : "(null)", json_value ? jerr.text : "NULL");
+        leave(p);
         return PF_PARAM;
     }
     int rc = set_param_value(p, key, v);
     json_decref(v);
+    leave(p);
     return rc;
 }
 
 PF_API int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value)
 {
-    if (!p)
-        return PF_INVALID_ARGUMENT;
+    GUARD(p);
     json_t *v = json_real(value);
     if (!v) {
         pf_errf(p->errmsg, "%s: %s: %g is not a finite number", p->source, key ? key : "", value);
+        leave(p);
         return PF_PARAM;
     }
     int rc = set_param_value(p, key, v);
     json_decref(v);
+    leave(p);
     return rc;
 }
 
@@ -264,6 +305,8 @@ PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *
 {
     if (!p || !info || i < 0 || i >= p->n_outputs)
         return PF_INVALID_ARGUMENT;
+    if (!enter(p))
+        return PF_BUSY;
     const pf_output_decl *o = &p->outputs[i];
     memset(info, 0, sizeof *info);
     info->name = o->name;
@@ -271,17 +314,18 @@ PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *
     info->kind = is_table_node(p, o->node) ? PF_OUTPUT_TABLE : PF_OUTPUT_IMAGE;
     info->channels = o->channels;
     info->bits = o->bits;
-    info->table_format = o->table_format;
+    info->table_format = (pf_table_format)o->table_format;
     if (p->plan)
         info->shape = p->plan->shapes[o->node];
+    leave(p);
     return PF_OK;
 }
 
 /* ---- Options ------------------------------------------------------------------------------------ */
 
-PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
+static int set_option(pf_pipeline *p, const char *name, const char *value)
 {
-    if (!p || !name || !value)
+    if (!name || !value)
         return PF_INVALID_ARGUMENT;
     char *end = NULL;
     long iv = strtol(value, &end, 10);
@@ -338,6 +382,14 @@ bad:
     return PF_INVALID_ARGUMENT;
 }
 
+PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
+{
+    GUARD(p);
+    int rc = set_option(p, name, value);
+    leave(p);
+    return rc;
+}
+
 /* ---- Plan and run --------------------------------------------------------------------------------- */
 
 /* Chooses the executor and plans for it. auto takes CUDA when a device is usable and
@@ -372,15 +424,23 @@ static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
     return pf_plan_build(p, inputs, n_inputs, cuda);
 }
 
-PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
+static int plan_shapes(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
-    if (!p || (!inputs && n_inputs))
+    if (!inputs && n_inputs)
         return PF_INVALID_ARGUMENT;
     int same = p->plan && n_inputs == p->n_inputs;
     for (int i = 0; same && i < n_inputs; i++)
         same = p->plan->in_shapes[i].width == inputs[i].width &&
                p->plan->in_shapes[i].height == inputs[i].height;
     return same ? PF_OK : plan_for(p, inputs, n_inputs);
+}
+
+PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
+{
+    GUARD(p);
+    int rc = plan_shapes(p, inputs, n_inputs);
+    leave(p);
+    return rc;
 }
 
 static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, const char *name)
@@ -434,7 +494,7 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
         p->plan = NULL;
         p->replan = 0;
     }
-    int rc = pf_pipeline_plan(p, shapes, n_in);
+    int rc = plan_shapes(p, shapes, n_in);
     if (rc != PF_OK)
         return rc;
     for (int o = 0; o < p->n_outputs; o++) {
@@ -471,10 +531,25 @@ static void frame_end(pf_pipeline *p, unsigned long long alloc0, unsigned long l
     p->stats.device_syncs_last_frame = p->stats.device_syncs - sync0;
 }
 
+/* The next ticket: positive, unique until the counter wraps after INT_MAX frames. */
+int pf_issue_ticket(pf_pipeline *p)
+{
+    if (p->last_ticket == INT_MAX) {
+        p->last_ticket = 0;
+        p->tickets_wrapped = 1;
+    }
+    return ++p->last_ticket;
+}
+
+int pf_ticket_issued(const pf_pipeline *p, int ticket)
+{
+    return ticket > 0 && (p->tickets_wrapped || ticket <= p->last_ticket);
+}
+
 static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out,
                   int device, void *stream, int *ticket)
 {
-    if (!p || !ticket)
+    if (!ticket)
         return PF_INVALID_ARGUMENT;
     unsigned long long a0, s0;
     frame_begin(p, &a0, &s0);
@@ -491,7 +566,8 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
         rc = pf_cuda_submit(p, inputs, outs, device, stream, ticket);
     } else if (rc == PF_OK) {
         rc = pf_exec_cpu_frame(p, inputs, outs);
-        *ticket = 0;
+        if (rc == PF_OK)
+            *ticket = pf_issue_ticket(p);
     }
     frame_end(p, a0, s0);
     return rc;
@@ -500,30 +576,66 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
 PF_API int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                               int n_out, int *ticket)
 {
-    return submit(p, inputs, n_in, outputs, n_out, 0, NULL, ticket);
+    GUARD(p);
+    int rc = submit(p, inputs, n_in, outputs, n_out, 0, NULL, ticket);
+    leave(p);
+    return rc;
 }
 
 PF_API int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in,
                                      pf_frame *outputs, int n_out, void *stream, int *ticket)
 {
-    return submit(p, inputs, n_in, outputs, n_out, 1, stream, ticket);
+    GUARD(p);
+    int rc = submit(p, inputs, n_in, outputs, n_out, 1, stream, ticket);
+    leave(p);
+    return rc;
+}
+
+/* Completion of a ticket: timeout_ms < 0 waits, 0 polls, > 0 waits at most that long. */
+static int complete(pf_pipeline *p, int ticket, int timeout_ms)
+{
+    if (p->plan && p->plan->cuda)
+        return pf_cuda_wait_for(p, ticket, timeout_ms);
+    if (pf_ticket_issued(p, ticket))
+        return PF_OK; /* the CPU ran the frame in submit */
+    pf_errf(p->errmsg, "%s: ticket %d was never issued by this pipeline", p->source, ticket);
+    return PF_INVALID_ARGUMENT;
 }
 
 PF_API int pf_pipeline_wait(pf_pipeline *p, int ticket)
 {
-    if (!p)
-        return PF_INVALID_ARGUMENT;
-    if (!p->plan || !p->plan->cuda)
-        return PF_OK; /* the CPU ran the frame in submit */
-    return pf_cuda_wait(p, ticket);
+    GUARD(p);
+    int rc = complete(p, ticket, -1);
+    leave(p);
+    return rc;
+}
+
+PF_API int pf_pipeline_poll(pf_pipeline *p, int ticket)
+{
+    GUARD(p);
+    int rc = complete(p, ticket, 0);
+    leave(p);
+    return rc;
+}
+
+PF_API int pf_pipeline_wait_timeout(pf_pipeline *p, int ticket, int timeout_ms)
+{
+    GUARD(p);
+    int rc = complete(p, ticket, timeout_ms);
+    leave(p);
+    return rc;
 }
 
 PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                            int n_out)
 {
+    GUARD(p);
     int ticket = 0;
-    int rc = pf_pipeline_submit(p, inputs, n_in, outputs, n_out, &ticket);
-    return rc == PF_OK ? pf_pipeline_wait(p, ticket) : rc;
+    int rc = submit(p, inputs, n_in, outputs, n_out, 0, NULL, &ticket);
+    if (rc == PF_OK)
+        rc = complete(p, ticket, -1);
+    leave(p);
+    return rc;
 }
 
 PF_API int pf_pipeline_slots(const pf_pipeline *p)
@@ -531,28 +643,44 @@ PF_API int pf_pipeline_slots(const pf_pipeline *p)
     return p ? (p->slots ? p->slots : 3) : 0;
 }
 
+/* The smallest pf_stats accepted: up to `backend`, as no caller can want less. */
+#define PF_STATS_MIN_SIZE (offsetof(pf_stats, backend) + sizeof(const char *))
+
 PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
 {
-    if (!p || !s || s->size < sizeof(pf_stats))
+    if (!p || !s || s->size < PF_STATS_MIN_SIZE)
         return PF_INVALID_ARGUMENT;
-    *s = p->stats;
-    s->size = sizeof(pf_stats);
+    if (!enter(p))
+        return PF_BUSY;
+    /* An older caller's smaller struct gets the fields it has room for. */
+    size_t size = s->size < sizeof(pf_stats) ? s->size : sizeof(pf_stats);
+    pf_stats full = p->stats;
+    full.size = (uint32_t)size;
     const pf_plan *plan = p->plan;
-    s->backend = !plan ? "none" : !plan->cuda ? "cpu" : p->opts.graph ? "cuda-graph" : "cuda-eager";
-    s->units_per_frame = plan ? plan->n_units : 0;
-    s->launches_per_frame = plan ? (plan->cuda ? pf_cuda_launches(plan->cu) : plan->n_units) : 0;
-    s->streams = plan ? plan->n_streams : 0;
-    s->budget_ms = plan ? plan->budget_ms : 0;
+    full.backend = !plan           ? "none"
+                   : !plan->cuda   ? "cpu"
+                   : p->opts.graph ? "cuda-graph"
+                                   : "cuda-eager";
+    full.units_per_frame = plan ? plan->n_units : 0;
+    full.launches_per_frame = plan ? (plan->cuda ? pf_cuda_launches(plan->cu) : plan->n_units) : 0;
+    full.streams = plan ? plan->n_streams : 0;
+    full.budget_ms = plan ? plan->budget_ms : 0;
+    leave(p);
+    memcpy(s, &full, size);
     return PF_OK;
 }
 
 PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
 {
-    if (!p || !t || output < 0 || output >= p->n_outputs || !p->plan)
+    if (!p || !t || output < 0 || output >= p->n_outputs)
         return PF_INVALID_ARGUMENT;
+    if (!enter(p))
+        return PF_BUSY;
     int node = p->outputs[output].node;
-    if (!is_table_node(p, node))
+    if (!p->plan || !is_table_node(p, node)) {
+        leave(p);
         return PF_INVALID_ARGUMENT;
+    }
     const pf_table_buf *tb = &p->plan->tables[node];
     t->data = tb->data;
     t->rows = tb->rows;
@@ -560,6 +688,7 @@ PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
     t->columns = p->nodes[node].desc->columns;
     t->row_name = p->nodes[node].desc->row_name;
     t->params = p->nodes[node].params;
+    leave(p);
     return PF_OK;
 }
 
@@ -572,8 +701,14 @@ PF_API int pf_pipeline_unit_count(const pf_pipeline *p)
 
 PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
 {
-    if (!p || !p->plan || !info || i < 0 || i >= p->plan->n_units)
+    if (!p || !info)
         return PF_INVALID_ARGUMENT;
+    if (!enter(p))
+        return PF_BUSY;
+    if (!p->plan || i < 0 || i >= p->plan->n_units) {
+        leave(p);
+        return PF_INVALID_ARGUMENT;
+    }
     const pf_unit *u = &p->plan->units[i];
     info->kind = u->kind;
     info->n_stages = u->n_nodes;
@@ -586,6 +721,7 @@ PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
     info->measured_ms = u->measured_ms;
     info->measured_band_ms = u->measured_band_ms;
     info->bytes = u->bytes;
+    leave(p);
     return PF_OK;
 }
 
@@ -621,9 +757,9 @@ static void fusion_view_free(fusion_view *v)
     free(v->f4);
 }
 
-PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
+static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
 {
-    if (!p || !p->plan)
+    if (!p->plan)
         return PF_NOT_PLANNED;
     char why[512];
     if (!pf_nvrtc_available(why, sizeof why)) {
@@ -654,6 +790,17 @@ PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_
     return rc;
 }
 
+PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
+{
+    if (!p)
+        return PF_NOT_PLANNED;
+    if (!enter(p))
+        return PF_BUSY;
+    int rc = build_kernels(p, arch, dump_dir, n_kernels);
+    leave(p);
+    return rc;
+}
+
 static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};
 
 /* Bytes one frame moves through fused unit u's loads and stores. */
@@ -669,9 +816,9 @@ static double unit_bytes(const pf_pipeline *p, int u, const fusion_view *v, pf_f
     return b;
 }
 
-PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
+static int print_plan(const pf_pipeline *p, FILE *f)
 {
-    if (!p || !p->plan || !f)
+    if (!p->plan)
         return PF_NOT_PLANNED;
     const pf_plan *plan = p->plan;
     fprintf(f, "pipeline %s\n", p->source);
@@ -779,9 +926,9 @@ PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
     return ferror(f) ? PF_IO : PF_OK;
 }
 
-PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
+static int print_dot(const pf_pipeline *p, FILE *f)
 {
-    if (!p || !p->plan || !f)
+    if (!p->plan)
         return PF_NOT_PLANNED;
     const pf_plan *plan = p->plan;
     fprintf(f, "digraph pipefuse {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n");
@@ -814,4 +961,26 @@ PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
                 p->outputs[o].name);
     fprintf(f, "}\n");
     return ferror(f) ? PF_IO : PF_OK;
+}
+
+PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
+{
+    if (!p || !f)
+        return PF_NOT_PLANNED;
+    if (!enter(p))
+        return PF_BUSY;
+    int rc = print_plan(p, f);
+    leave(p);
+    return rc;
+}
+
+PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
+{
+    if (!p || !f)
+        return PF_NOT_PLANNED;
+    if (!enter(p))
+        return PF_BUSY;
+    int rc = print_dot(p, f);
+    leave(p);
+    return rc;
 }

@@ -17,15 +17,27 @@
 
 #include "exec_cuda.h"
 #include "internal.h"
+#include "hostmem.h"
 #include "threadpool.h"
 
 #define PF_API __attribute__((visibility("default")))
 
+PF_API void pf_engine_config_init_size(pf_engine_config *cfg, size_t size)
+{
+    pf_engine_config d;
+    memset(&d, 0, sizeof d);
+    d.use_env_path = 1;
+    if (size > sizeof d)
+        size = sizeof d;
+    memcpy(cfg, &d, size);
+    cfg->size = (uint32_t)size;
+}
+
+/* The function callers built against 0.1 link to: their struct is that size. */
+#undef pf_engine_config_init
 PF_API void pf_engine_config_init(pf_engine_config *cfg)
 {
-    memset(cfg, 0, sizeof *cfg);
-    cfg->size = sizeof *cfg;
-    cfg->use_env_path = 1;
+    pf_engine_config_init_size(cfg, PF_ENGINE_CONFIG_SIZE_0_1);
 }
 
 static void host_log(int level, const char *msg)
@@ -361,13 +373,19 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
     if (!e)
         return PF_NO_MEMORY;
     *out = e;
-    if (cfg->size < sizeof(pf_engine_config)) {
+    if (cfg->size < PF_ENGINE_CONFIG_SIZE_0_1 || cfg->size > (1u << 16)) {
         pf_errf(e->errmsg,
-                "pf_engine_config.size is %u; expected %zu (init it with "
+                "pf_engine_config.size is %u; expected %zu to %zu (init it with "
                 "pf_engine_config_init)",
-                cfg->size, sizeof(pf_engine_config));
+                cfg->size, (size_t)PF_ENGINE_CONFIG_SIZE_0_1, sizeof(pf_engine_config));
         return PF_INVALID_ARGUMENT;
     }
+    /* An older caller's smaller struct: the fields past its size take defaults. */
+    pf_engine_config full;
+    pf_engine_config_init_size(&full, sizeof full);
+    memcpy(&full, cfg, cfg->size < sizeof full ? cfg->size : sizeof full);
+    cfg = &full;
+    e->copy_threads = cfg->copy_threads > 0 ? cfg->copy_threads : 8;
     e->log = cfg->log;
     e->log_user = cfg->log_user;
     e->threads = cfg->threads > 0 ? cfg->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -402,6 +420,7 @@ PF_API void pf_engine_destroy(pf_engine *e)
     if (!e)
         return;
     pf_threadpool_destroy(e->pool);
+    pf_hostmem_engine_free(e);
     pf_cuda_engine_free(e);
     for (int i = 0; i < e->n_stages; i++)
         free((void *)e->stages[i].desc);

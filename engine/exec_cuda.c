@@ -37,7 +37,7 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
 {
     return pf_cuda_plan_build(p);
 }
-int pf_cuda_wait(pf_pipeline *p, int ticket)
+int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms)
 {
     return pf_cuda_plan_build(p);
 }
@@ -74,6 +74,8 @@ int pf_cuda_sm_count(pf_engine *e)
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "../kernels/convert.h"
 
@@ -150,7 +152,7 @@ static int cuda_fail(pf_pipeline *p, cudaError_t err, const char *call, const ch
 
 /* ---- The device --------------------------------------------------------------------------------- */
 
-int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
+static int available_locked(pf_engine *e, char *why, size_t why_size)
 {
     if (!e->cuda) {
         e->cuda = calloc(1, sizeof *e->cuda);
@@ -195,6 +197,17 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
     if (d->state < 0)
         snprintf(why, why_size, "%s", d->why);
     return d->state > 0;
+}
+
+/* Engines on several threads probe their device once each, one at a time. */
+static pthread_mutex_t available_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
+{
+    pthread_mutex_lock(&available_mu);
+    int ok = available_locked(e, why, why_size);
+    pthread_mutex_unlock(&available_mu);
+    return ok;
 }
 
 const char *pf_cuda_lost(const pf_engine *e)
@@ -1344,23 +1357,51 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
         return rc;
     sl->busy = 1;
     sl->device_mode = device;
-    sl->ticket = ++c->next_ticket;
+    sl->ticket = pf_issue_ticket(p);
     c->next_slot = (c->next_slot + 1) % c->n_slots;
     *ticket = sl->ticket;
     return PF_OK;
 }
 
-int pf_cuda_wait(pf_pipeline *p, int ticket)
+/* Waits up to timeout_ms for an event by polling it, sleeping 20 us at first and up to
+   1 ms between polls: the runtime has no timed wait on an event. PF_OK when it has
+   completed (or failed: cudaEventSynchronize then reports the error), PF_NOT_READY. */
+static int event_wait(cudaEvent_t ev, int timeout_ms)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long nap_ns = 20000;
+    for (;;) {
+        cudaError_t err = cudaEventQuery(ev);
+        if (err != cudaErrorNotReady)
+            return PF_OK;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double ms = (now.tv_sec - t0.tv_sec) * 1e3 + (now.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms >= timeout_ms)
+            return PF_NOT_READY;
+        double left_ns = (timeout_ms - ms) * 1e6;
+        struct timespec nap = {0, nap_ns < left_ns ? nap_ns : (long)left_ns};
+        nanosleep(&nap, NULL);
+        nap_ns = nap_ns * 2 < 1000000 ? nap_ns * 2 : 1000000;
+    }
+}
+
+int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms)
 {
     if (fail_if_lost(p) != PF_OK)
         return PF_CUDA;
     pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
-    for (int s = 0; c && s < c->n_slots; s++)
-        if (c->slots[s].busy && c->slots[s].ticket == ticket)
-            return finish(p, c, &c->slots[s]);
-    if (c && ticket > 0 && ticket <= c->next_ticket)
+    for (int s = 0; c && s < c->n_slots; s++) {
+        cuda_slot *sl = &c->slots[s];
+        if (!sl->busy || sl->ticket != ticket)
+            continue;
+        if (timeout_ms >= 0 && event_wait(sl->done, timeout_ms) == PF_NOT_READY)
+            return PF_NOT_READY;
+        return finish(p, c, sl);
+    }
+    if (pf_ticket_issued(p, ticket))
         return PF_OK; /* already retired (a later device submit reused its slot) */
-    pf_errf(p->errmsg, "%s: no frame in flight has ticket %d", p->source, ticket);
+    pf_errf(p->errmsg, "%s: ticket %d was never issued by this pipeline", p->source, ticket);
     return PF_INVALID_ARGUMENT;
 }
 

@@ -28,7 +28,9 @@ void pf_cuda_plan_free(struct pf_cuda_plan *c);
 /* One frame: host frames (stream NULL) or device frames on stream. */
 int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
                    void *stream, int *ticket);
-int pf_cuda_wait(pf_pipeline *p, int ticket);
+/* Completes the frame of a ticket: timeout_ms < 0 waits for it, otherwise waits at most
+   that long and returns PF_NOT_READY while it is still in flight. */
+int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms);
 /* Kernel launches one frame takes; whether any slot holds a frame in flight. */
 int pf_cuda_launches(const struct pf_cuda_plan *c);
 int pf_cuda_busy(const struct pf_cuda_plan *c);

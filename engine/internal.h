@@ -62,6 +62,7 @@ struct pf_engine {
     pf_stage_entry *stages;
     int n_stages;
     int threads;
+    int copy_threads; /* pool threads copying pageable host frames (CUDA staging) */
     void (*log)(void *user, int level, const char *msg);
     void *log_user;
     struct pf_threadpool *pool;
@@ -139,6 +140,9 @@ struct pf_pipeline {
     unsigned long param_version; /* bumped by every accepted parameter change */
     int profile;                 /* time every launch with events (off in the hot path) */
     char *dump_dir;              /* --dump-kernels: where generated sources are written */
+    _Atomic int in_use;          /* a thread is inside a call on it (PF_BUSY for others) */
+    int last_ticket;             /* the last ticket issued, on any backend and plan */
+    int tickets_wrapped;         /* last_ticket went past INT_MAX and started again at 1 */
     char errmsg[PF_ERRMSG_MAX];
 };
 
@@ -151,5 +155,10 @@ void pf_pipeline_free_ir(pf_pipeline *p);
 
 /* Index of the node with this id, or -1. */
 int pf_find_node(const pf_pipeline *p, const char *id);
+
+/* Frame tickets (api.c), one sequence per pipeline across backends and plans: the next
+   one (positive; wraps to 1 after INT_MAX), and whether a ticket was ever handed out. */
+int pf_issue_ticket(pf_pipeline *p);
+int pf_ticket_issued(const pf_pipeline *p, int ticket);
 
 #endif /* PIPEFUSE_INTERNAL_H */

@@ -1,44 +1,49 @@
-/* engine/threadpool.c: see threadpool.h. One job at a time; jobs come from the thread
- * that owns the engine, so there is no queue, only the current job. */
+/* engine/threadpool.c: see threadpool.h. Jobs live on their callers' stacks and are
+ * linked into the pool's list while they hand out tasks; workers sleep on one condition
+ * variable and scan the list when woken. */
 #include "threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-struct pf_threadpool {
-    int threads;
-    pthread_t *tids;
-    int n_started;
-    pthread_mutex_t mu;
-    pthread_cond_t wake; /* workers wait for a new job (generation changes) */
-    pthread_cond_t idle; /* the caller waits for workers to leave the job */
-    unsigned long generation;
-    int stop;
-    /* the current job */
+typedef struct pf_job {
     pf_task_fn task;
     void *ctx;
     int n;
     int max_workers;
     atomic_int next;
     atomic_int failed_index; /* lowest index that failed, or n */
-    int status;              /* that task's status (under mu) */
-    int busy;                /* workers inside the job */
-    int joined;              /* workers that took a slot in this job */
+    int status;              /* that task's status (under the pool's mu) */
+    int joined;              /* threads that took a worker slot, the caller included */
+    int busy;                /* threads inside the job */
+    int listed;              /* on the pool's list (workers may still join) */
+    pthread_cond_t idle;     /* the caller waits here for joined workers to leave */
+    struct pf_job *prev, *next_job;
+} pf_job;
+
+struct pf_threadpool {
+    int threads;
+    pthread_t *tids;
+    int n_started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* workers wait for a job with tasks left */
+    pf_job *jobs;        /* listed jobs, newest first */
+    int stop;
 };
 
-static void run_tasks(pf_threadpool *tp, int worker)
+static void run_tasks(pf_threadpool *tp, pf_job *j, int worker)
 {
     for (;;) {
-        int i = atomic_fetch_add(&tp->next, 1);
-        if (i >= tp->n || i > atomic_load(&tp->failed_index))
+        int i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n || i > atomic_load(&j->failed_index))
             return;
-        int rc = tp->task(tp->ctx, i, worker);
+        int rc = j->task(j->ctx, i, worker);
         if (rc != 0) {
             pthread_mutex_lock(&tp->mu);
-            if (i < atomic_load(&tp->failed_index)) {
-                atomic_store(&tp->failed_index, i);
-                tp->status = rc;
+            if (i < atomic_load(&j->failed_index)) {
+                atomic_store(&j->failed_index, i);
+                j->status = rc;
             }
             pthread_mutex_unlock(&tp->mu);
             return;
@@ -46,26 +51,51 @@ static void run_tasks(pf_threadpool *tp, int worker)
     }
 }
 
+static void unlist(pf_threadpool *tp, pf_job *j)
+{
+    if (!j->listed)
+        return;
+    if (j->prev)
+        j->prev->next_job = j->next_job;
+    else
+        tp->jobs = j->next_job;
+    if (j->next_job)
+        j->next_job->prev = j->prev;
+    j->listed = 0;
+}
+
+/* A listed job a worker can still help with (under mu); full or drained jobs leave the
+   list so that workers do not spin on them. */
+static pf_job *find_job(pf_threadpool *tp)
+{
+    pf_job *j = tp->jobs;
+    while (j) {
+        pf_job *next = j->next_job;
+        if (j->joined < j->max_workers && atomic_load(&j->next) < j->n)
+            return j;
+        unlist(tp, j);
+        j = next;
+    }
+    return NULL;
+}
+
 static void *worker_main(void *arg)
 {
     pf_threadpool *tp = arg;
-    unsigned long seen = 0;
     pthread_mutex_lock(&tp->mu);
     for (;;) {
-        while (!tp->stop && tp->generation == seen)
+        pf_job *j = NULL;
+        while (!tp->stop && !(j = find_job(tp)))
             pthread_cond_wait(&tp->wake, &tp->mu);
         if (tp->stop)
             break;
-        seen = tp->generation;
-        if (tp->joined + 1 >= tp->max_workers) /* the caller holds slot 0 */
-            continue;
-        int worker = ++tp->joined;
-        tp->busy++;
+        int worker = j->joined++;
+        j->busy++;
         pthread_mutex_unlock(&tp->mu);
-        run_tasks(tp, worker);
+        run_tasks(tp, j, worker);
         pthread_mutex_lock(&tp->mu);
-        if (--tp->busy == 0)
-            pthread_cond_signal(&tp->idle);
+        if (--j->busy == 0)
+            pthread_cond_signal(&j->idle);
     }
     pthread_mutex_unlock(&tp->mu);
     return NULL;
@@ -83,7 +113,7 @@ pf_threadpool *pf_threadpool_create(int threads)
         free(tp);
         return NULL;
     }
-    if (pthread_cond_init(&tp->wake, NULL) != 0 || pthread_cond_init(&tp->idle, NULL) != 0) {
+    if (pthread_cond_init(&tp->wake, NULL) != 0) {
         pthread_mutex_destroy(&tp->mu);
         free(tp);
         return NULL;
@@ -114,7 +144,6 @@ void pf_threadpool_destroy(pf_threadpool *tp)
         pthread_join(tp->tids[i], NULL);
     free(tp->tids);
     pthread_cond_destroy(&tp->wake);
-    pthread_cond_destroy(&tp->idle);
     pthread_mutex_destroy(&tp->mu);
     free(tp);
 }
@@ -130,7 +159,21 @@ int pf_threadpool_run(pf_threadpool *tp, int n, int max_workers, pf_task_fn task
         return 0;
     if (max_workers <= 0 || max_workers > tp->threads)
         max_workers = tp->threads;
-    if (max_workers == 1 || n == 1) {
+    if (max_workers > n)
+        max_workers = n;
+    if (max_workers == 1) {
+        for (int i = 0; i < n; i++) {
+            int rc = task(ctx, i, 0);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+    pf_job j = {.task = task, .ctx = ctx, .n = n, .max_workers = max_workers};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed_index, n);
+    if (pthread_cond_init(&j.idle, NULL) != 0) {
+        /* No condition variable: run the job alone, still correct. */
         for (int i = 0; i < n; i++) {
             int rc = task(ctx, i, 0);
             if (rc != 0)
@@ -139,29 +182,25 @@ int pf_threadpool_run(pf_threadpool *tp, int n, int max_workers, pf_task_fn task
         return 0;
     }
     pthread_mutex_lock(&tp->mu);
-    tp->task = task;
-    tp->ctx = ctx;
-    tp->n = n;
-    tp->max_workers = max_workers;
-    atomic_store(&tp->next, 0);
-    atomic_store(&tp->failed_index, n);
-    tp->status = 0;
-    tp->joined = 0;
-    tp->busy = 1; /* the caller */
-    tp->generation++;
+    j.joined = 1; /* the caller is worker 0 */
+    j.busy = 1;
+    j.listed = 1;
+    j.next_job = tp->jobs;
+    if (tp->jobs)
+        tp->jobs->prev = &j;
+    tp->jobs = &j;
     pthread_cond_broadcast(&tp->wake);
     pthread_mutex_unlock(&tp->mu);
 
-    run_tasks(tp, 0);
+    run_tasks(tp, &j, 0);
 
     pthread_mutex_lock(&tp->mu);
-    tp->busy--;
-    while (tp->busy > 0)
-        pthread_cond_wait(&tp->idle, &tp->mu);
-    /* Late wakers see joined >= max_workers or an exhausted counter and leave at once;
-       block further joins of this generation before returning. */
-    tp->joined = tp->max_workers;
-    int status = tp->status;
+    unlist(tp, &j); /* no thread joins from now on */
+    j.busy--;
+    while (j.busy > 0)
+        pthread_cond_wait(&j.idle, &tp->mu);
+    int status = j.status;
     pthread_mutex_unlock(&tp->mu);
+    pthread_cond_destroy(&j.idle);
     return status;
 }

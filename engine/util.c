@@ -19,7 +19,7 @@ PF_API const char *pf_version_string(void)
 PF_API const char *pf_status_name(int status)
 {
     switch (status) {
-#define PF_STATUS_NAME_(name, text)                                                                \
+#define PF_STATUS_NAME_(name, number, text)                                                        \
     case PF_##name:                                                                                \
         return "PF_" #name;
         PF_STATUS_MAP(PF_STATUS_NAME_)
@@ -31,7 +31,7 @@ PF_API const char *pf_status_name(int status)
 PF_API const char *pf_status_str(int status)
 {
     switch (status) {
-#define PF_STATUS_STR_(name, text)                                                                 \
+#define PF_STATUS_STR_(name, number, text)                                                         \
     case PF_##name:                                                                                \
         return text;
         PF_STATUS_MAP(PF_STATUS_STR_)

@@ -11,10 +11,30 @@
  *     pf_pipeline_plan(p, &shape, 1);        // once per input shape
  *     pf_pipeline_run(p, &in, 1, &out, 1);    // per frame
  *     pf_pipeline_set_param(p, "blur0.sigma", "2.5");   // between frames
+ *
+ * Threads. One engine serves many pipelines on many threads at once: loading, running
+ * and destroying pipelines of one engine from different threads is safe, and the CPU
+ * worker pool and the GPU are shared between them. A pipeline is used by one thread at
+ * a time: a call on a pipeline while another thread is inside a call on the same
+ * pipeline returns PF_BUSY at once (nothing done, its errmsg untouched); it never
+ * blocks or mixes two frames. Handing a pipeline from one thread to another between
+ * calls is fine. pf_pipeline_destroy and pf_engine_destroy must not race with other
+ * calls on the object they destroy, and an engine outlives its pipelines. The engine's
+ * errmsg (failed loads) is shared: with loads failing on several threads at once it
+ * holds the latest. Devices, NVRTC and plugins are set up once per process or engine,
+ * under a lock, whichever thread comes first.
+ *
+ * Growth. Signatures never change once released; new behaviour gets new functions.
+ * Status codes and enum values keep their numbers for ever. A struct that may grow
+ * carries its size as its first field (set it to sizeof, or use its _init function):
+ * the library accepts the smaller struct of an older header, and fields past its size
+ * take their defaults. Structs without a size field (pf_frame, pf_output_info,
+ * pf_table, pf_unit_info) never grow: more facts come through new functions.
  */
 #ifndef PIPEFUSE_PIPEFUSE_H
 #define PIPEFUSE_PIPEFUSE_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "pipefuse/plugin.h"
@@ -35,27 +55,31 @@ const char *pf_version_string(void);
 
 /* ---- Status codes ------------------------------------------------------------------ */
 
+/* Each status keeps its number for ever: new ones are added at the end with the next
+   number, and none is renumbered or reused. X(name, number, text). */
 #define PF_STATUS_MAP(X)                                                                           \
-    X(OK, "success")                                                                               \
-    X(INVALID_ARGUMENT, "invalid argument")                                                        \
-    X(NO_MEMORY, "out of memory")                                                                  \
-    X(IO, "input/output error")                                                                    \
-    X(PARSE, "malformed pipeline file")                                                            \
-    X(PIPELINE, "invalid pipeline")                                                                \
-    X(PARAM, "invalid parameter")                                                                  \
-    X(PLUGIN, "plugin error")                                                                      \
-    X(IMAGE, "bad image")                                                                          \
-    X(TOO_LARGE, "image too large")                                                                \
-    X(SHAPE, "shape mismatch")                                                                     \
-    X(NOT_PLANNED, "pipeline not planned for this shape")                                          \
-    X(STAGE, "stage failed")                                                                       \
-    X(UNSUPPORTED, "not supported")                                                                \
-    X(NO_DEVICE, "no CUDA device")                                                                 \
-    X(CUDA, "CUDA error")                                                                          \
-    X(INTERNAL, "internal error")
+    X(OK, 0, "success")                                                                            \
+    X(INVALID_ARGUMENT, 1, "invalid argument")                                                     \
+    X(NO_MEMORY, 2, "out of memory")                                                               \
+    X(IO, 3, "input/output error")                                                                 \
+    X(PARSE, 4, "malformed pipeline file")                                                         \
+    X(PIPELINE, 5, "invalid pipeline")                                                             \
+    X(PARAM, 6, "invalid parameter")                                                               \
+    X(PLUGIN, 7, "plugin error")                                                                   \
+    X(IMAGE, 8, "bad image")                                                                       \
+    X(TOO_LARGE, 9, "image too large")                                                             \
+    X(SHAPE, 10, "shape mismatch")                                                                 \
+    X(NOT_PLANNED, 11, "pipeline not planned for this shape")                                      \
+    X(STAGE, 12, "stage failed")                                                                   \
+    X(UNSUPPORTED, 13, "not supported")                                                            \
+    X(NO_DEVICE, 14, "no CUDA device")                                                             \
+    X(CUDA, 15, "CUDA error")                                                                      \
+    X(INTERNAL, 16, "internal error")                                                              \
+    X(BUSY, 17, "pipeline in use by another thread")                                               \
+    X(NOT_READY, 18, "frame still in flight")
 
 typedef enum pf_status {
-#define PF_STATUS_ENUM_(name, text) PF_##name,
+#define PF_STATUS_ENUM_(name, number, text) PF_##name = number,
     PF_STATUS_MAP(PF_STATUS_ENUM_)
 #undef PF_STATUS_ENUM_
         PF_STATUS_COUNT_
@@ -66,7 +90,7 @@ const char *pf_status_str(int status);  /* "malformed pipeline file" */
 
 /* ---- Frames ------------------------------------------------------------------------ */
 
-typedef enum pf_sample { PF_U8 = 0, PF_U16, PF_F32 } pf_sample;
+typedef enum pf_sample { PF_U8 = 0, PF_U16 = 1, PF_F32 = 2 } pf_sample;
 
 /* An image in an application's or a file's own format: 1 (gray), 2 (gray+alpha),
    3 (RGB) or 4 (RGBA) interleaved channels of u8, u16 (host order) or f32. Integer
@@ -87,19 +111,34 @@ size_t pf_frame_pixel_bytes(pf_sample sample, int channels);
 
 typedef struct pf_engine pf_engine;
 
+/* The level argument of the log callback. */
+typedef enum pf_log_level { PF_LOG_NOTICE = 0, PF_LOG_WARNING = 1, PF_LOG_ERROR = 2 } pf_log_level;
+
 typedef struct pf_engine_config {
-    uint32_t size;           /* sizeof(pf_engine_config) */
+    uint32_t size;           /* sizeof(pf_engine_config); older, smaller sizes accepted */
     const char *plugin_path; /* extra plugin directories, ':'-separated; NULL: none */
     int use_env_path;        /* also search PIPEFUSE_PLUGIN_PATH */
     int no_builtin;          /* skip the built-in plugin directory */
     int threads;             /* CPU worker threads; 0: one per core */
-    /* Where notices and warnings go; NULL: stderr, prefixed "pipefuse: ". */
+    /* Where notices and warnings go (level: a pf_log_level); NULL: stderr, prefixed
+       "pipefuse: ". Called from whichever thread the notice arises on. */
     void (*log)(void *user, int level, const char *msg);
     void *log_user;
+    /* ---- 0.2: fields below are read only when size covers them ---- */
+    /* Worker threads that copy pageable host frames to and from pinned staging (CUDA),
+       taken from the pool; 0: up to 8. */
+    int copy_threads;
 } pf_engine_config;
 
-/* Fills cfg with defaults: built-in plugins, PIPEFUSE_PLUGIN_PATH, threads per core. */
-void pf_engine_config_init(pf_engine_config *cfg);
+/* The size of the first released pf_engine_config (0.1), the smallest accepted. */
+#define PF_ENGINE_CONFIG_SIZE_0_1 (offsetof(pf_engine_config, log_user) + sizeof(void *))
+
+/* Fills cfg with defaults: built-in plugins, PIPEFUSE_PLUGIN_PATH, threads per core.
+   The macro passes the caller's sizeof, so a caller built against an older header has
+   only its own, smaller struct written. */
+void pf_engine_config_init_size(pf_engine_config *cfg, size_t size);
+void pf_engine_config_init(pf_engine_config *cfg); /* fills the 0.1 fields only */
+#define pf_engine_config_init(cfg) pf_engine_config_init_size((cfg), sizeof *(cfg))
 
 /* Creates an engine and loads every plugin (cfg NULL: defaults). On failure *out is
    still an engine when memory allowed, holding the message: read it, then destroy. */
@@ -144,16 +183,22 @@ int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
    again; graph, threads, profile and dump_kernels do not. */
 int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value);
 
-typedef enum pf_output_kind { PF_OUTPUT_IMAGE = 0, PF_OUTPUT_TABLE } pf_output_kind;
+typedef enum pf_output_kind { PF_OUTPUT_IMAGE = 0, PF_OUTPUT_TABLE = 1 } pf_output_kind;
+
+typedef enum pf_table_format {
+    PF_TABLE_ANY = 0, /* the caller's choice */
+    PF_TABLE_CSV = 1,
+    PF_TABLE_JSON = 2
+} pf_table_format;
 
 typedef struct pf_output_info {
     const char *name;
     const char *stage; /* the stage id (or input name) it comes from */
     pf_output_kind kind;
-    int channels;     /* requested channels for images, 0 = like the input */
-    int bits;         /* requested bits (8, 16, 32 = float), 0 = like the input */
-    int table_format; /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
-    pf_shape shape;   /* after pf_pipeline_plan: image size or table columns x rows */
+    int channels;                 /* requested channels for images, 0 = like the input */
+    int bits;                     /* requested bits (8, 16, 32 = float), 0 = like the input */
+    pf_table_format table_format; /* tables: as the pipeline file asks */
+    pf_shape shape;               /* after pf_pipeline_plan: image size or table columns x rows */
 } pf_output_info;
 
 int pf_pipeline_input_count(const pf_pipeline *p);
@@ -190,9 +235,17 @@ int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t);
    device after the first frame of a size. With the CPU backend, submit runs the frame
    at once and wait returns at once. */
 
-/* Host frames: inputs are copied before submit returns (the caller may reuse them);
-   outputs are filled by pf_pipeline_wait(ticket), and must stay valid until then.
-   Fails with PF_UNSUPPORTED when every slot holds a frame not yet waited for. */
+/* Host frames. Two kinds (docs/realtime.md):
+   - pinned: frames from pf_frame_alloc_host, or inside memory registered with
+     pf_engine_register_host. The GPU reads inputs and writes outputs there by DMA as
+     the frame runs: leave inputs unchanged and do not read outputs until the frame
+     completes (pf_pipeline_wait, or pf_pipeline_poll returning PF_OK).
+   - pageable: any other memory. Inputs are copied into the engine's pinned staging
+     before submit returns (the caller may reuse them at once); outputs are copied out
+     by the wait (or the poll) that sees the frame complete.
+   Either way outputs must stay valid until then. Every submit hands out a new ticket
+   (on the CPU backend too, where the frame has run when submit returns). Fails with
+   PF_UNSUPPORTED when every slot holds a frame not yet waited for. */
 int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                        int n_out, int *ticket);
 
@@ -210,8 +263,42 @@ int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in, 
    once; a ticket never issued is PF_INVALID_ARGUMENT. */
 int pf_pipeline_wait(pf_pipeline *p, int ticket);
 
+/* Whether a submitted frame has completed, without blocking: PF_OK (it has, and its
+   outputs and tables are ready, exactly as after pf_pipeline_wait), PF_NOT_READY (still
+   in flight; errmsg untouched), or an error as pf_pipeline_wait would return it. */
+int pf_pipeline_poll(pf_pipeline *p, int ticket);
+
+/* pf_pipeline_wait for at most timeout_ms milliseconds: PF_NOT_READY when the frame is
+   still in flight then. 0 polls; a negative timeout waits as long as it takes. */
+int pf_pipeline_wait_timeout(pf_pipeline *p, int ticket, int timeout_ms);
+
 /* Frames that can be in flight at once (CUDA: the "slots" option, default 3). */
 int pf_pipeline_slots(const pf_pipeline *p);
+
+/* ---- Pinned host memory -------------------------------------------------------------------
+
+   Host frames the GPU reaches by DMA, so that submit and wait copy nothing on the
+   calling thread (docs/realtime.md). Page-locked memory is a scarce system resource:
+   allocate or register it once, outside the frame loop. Thread-safe. */
+
+/* Allocates a page-locked frame of this format, rows packed (pitch = width * bytes per
+   pixel), uninitialised. Without a usable CUDA device the memory is ordinary (the CPU
+   backend needs no pinning) and the call still succeeds. Errors in pf_engine_errmsg. */
+int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sample, int channels,
+                        pf_frame *out);
+/* Frees a frame from pf_frame_alloc_host and zeroes *f; NULL or an empty frame: nothing.
+   No frame in flight may use it. */
+void pf_frame_free_host(pf_engine *e, pf_frame *f);
+
+/* Page-locks the application's own memory [ptr, ptr + bytes) (cudaHostRegister), so
+   that host frames inside it are moved by DMA; memory the application allocated with
+   cudaHostAlloc is recorded as it is. Without a usable device the range is recorded
+   and nothing else happens. A range overlapping a registered one is
+   PF_INVALID_ARGUMENT. */
+int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes);
+/* Undoes pf_engine_register_host(e, ptr, ...). No frame in flight may use the range. The
+   engine's destruction unregisters and frees what is left. */
+int pf_engine_unregister_host(pf_engine *e, void *ptr);
 
 /* ---- Statistics -------------------------------------------------------------------------- */
 
@@ -244,9 +331,9 @@ int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
 
 typedef enum pf_unit_kind {
     PF_UNIT_POINT = 0, /* a fusion group of one or more point stages */
-    PF_UNIT_STENCIL,
-    PF_UNIT_RESAMPLE,
-    PF_UNIT_REDUCE
+    PF_UNIT_STENCIL = 1,
+    PF_UNIT_RESAMPLE = 2,
+    PF_UNIT_REDUCE = 3
 } pf_unit_kind;
 
 typedef struct pf_unit_info {

@@ -1,0 +1,273 @@
+/* engine/hostmem.c: pinned host frames and registered application memory (see
+ * hostmem.h). One registry for the process, under a mutex: page-locked memory belongs
+ * to the process, and the lookup is a short scan made once per host frame. */
+#include "hostmem.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_cuda.h"
+
+#ifdef PF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#define PF_API __attribute__((visibility("default")))
+
+typedef enum range_kind {
+    RANGE_ALLOC_PINNED = 1, /* cudaHostAlloc by pf_frame_alloc_host */
+    RANGE_ALLOC_PLAIN,      /* posix_memalign: no usable device */
+    RANGE_REGISTERED,       /* cudaHostRegister by pf_engine_register_host */
+    RANGE_ALREADY_PINNED,   /* registered, but pinned by the application itself */
+    RANGE_PLAIN             /* registered without a usable device: not pinned */
+} range_kind;
+
+typedef struct host_range {
+    char *base;
+    size_t bytes;
+    range_kind kind;
+    const pf_engine *eng;
+} host_range;
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static host_range *reg;
+static int reg_n, reg_cap;
+
+static int is_pinned(range_kind k)
+{
+    return k == RANGE_ALLOC_PINNED || k == RANGE_REGISTERED || k == RANGE_ALREADY_PINNED;
+}
+
+/* Under reg_mu. */
+static int reg_add(char *base, size_t bytes, range_kind kind, const pf_engine *e)
+{
+    if (reg_n == reg_cap) {
+        int cap = reg_cap ? reg_cap * 2 : 16;
+        host_range *r = realloc(reg, sizeof *r * (size_t)cap);
+        if (!r)
+            return PF_NO_MEMORY;
+        reg = r;
+        reg_cap = cap;
+    }
+    reg[reg_n].base = base;
+    reg[reg_n].bytes = bytes;
+    reg[reg_n].kind = kind;
+    reg[reg_n].eng = e;
+    reg_n++;
+    return PF_OK;
+}
+
+/* Under reg_mu: the entry starting at base, or -1. */
+static int reg_find(const void *base)
+{
+    for (int i = 0; i < reg_n; i++)
+        if (reg[i].base == base)
+            return i;
+    return -1;
+}
+
+static int reg_overlaps(const char *base, size_t bytes)
+{
+    for (int i = 0; i < reg_n; i++)
+        if (base < reg[i].base + reg[i].bytes && reg[i].base < base + bytes)
+            return 1;
+    return 0;
+}
+
+/* Releases entry i's memory or registration and removes it (under reg_mu). */
+static void reg_release(int i)
+{
+    host_range r = reg[i];
+    reg[i] = reg[--reg_n];
+    switch (r.kind) {
+#ifdef PF_HAVE_CUDA
+    case RANGE_ALLOC_PINNED:
+        cudaFreeHost(r.base);
+        break;
+    case RANGE_REGISTERED:
+        if (cudaHostUnregister(r.base) != cudaSuccess)
+            cudaGetLastError();
+        break;
+#endif
+    case RANGE_ALLOC_PLAIN:
+        free(r.base);
+        break;
+    default:
+        break;
+    }
+}
+
+int pf_hostmem_pinned(const void *ptr, size_t bytes)
+{
+    const char *p = ptr;
+    int hit = 0;
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i < reg_n && !hit; i++)
+        hit = is_pinned(reg[i].kind) && p >= reg[i].base && bytes <= reg[i].bytes &&
+              (size_t)(p - reg[i].base) <= reg[i].bytes - bytes;
+    pthread_mutex_unlock(&reg_mu);
+    return hit;
+}
+
+void pf_hostmem_engine_free(const pf_engine *e)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (int i = reg_n - 1; i >= 0; i--)
+        if (reg[i].eng == e)
+            reg_release(i);
+    if (reg_n == 0) {
+        free(reg);
+        reg = NULL;
+        reg_cap = 0;
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+size_t pf_frame_span(const pf_frame *f)
+{
+    size_t row = (size_t)f->width * pf_frame_pixel_bytes(f->sample, f->channels);
+    return f->height > 0 ? f->pitch * (size_t)(f->height - 1) + row : 0;
+}
+
+/* ---- The public functions ------------------------------------------------------------------ */
+
+PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sample, int channels,
+                               pf_frame *out)
+{
+    if (!out)
+        return PF_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!e)
+        return PF_INVALID_ARGUMENT;
+    size_t bpp = pf_frame_pixel_bytes(sample, channels);
+    if (!bpp || width <= 0 || height <= 0 || (size_t)width > SIZE_MAX / 16 / (size_t)height) {
+        pf_errf(e->errmsg, "pf_frame_alloc_host: %dx%d, sample %d, %d channel(s) is not a frame",
+                width, height, (int)sample, channels);
+        return PF_INVALID_ARGUMENT;
+    }
+    size_t pitch = (size_t)width * bpp, bytes = pitch * (size_t)height;
+    void *mem = NULL;
+    range_kind kind = RANGE_ALLOC_PLAIN;
+    char why[512] = "";
+#ifdef PF_HAVE_CUDA
+    if (pf_cuda_available(e, why, sizeof why)) {
+        cudaError_t err = cudaHostAlloc(&mem, bytes, cudaHostAllocPortable);
+        if (err != cudaSuccess) {
+            cudaGetLastError();
+            pf_errf(e->errmsg, "pf_frame_alloc_host: cannot allocate %.1f MiB of pinned memory: %s",
+                    bytes / 1048576.0, cudaGetErrorString(err));
+            return PF_NO_MEMORY;
+        }
+        kind = RANGE_ALLOC_PINNED;
+    }
+#else
+    (void)why;
+#endif
+    if (!mem && posix_memalign(&mem, 4096, bytes) != 0) {
+        pf_errf(e->errmsg, "pf_frame_alloc_host: cannot allocate %.1f MiB", bytes / 1048576.0);
+        return PF_NO_MEMORY;
+    }
+    pthread_mutex_lock(&reg_mu);
+    int rc = reg_add(mem, bytes, kind, e);
+    pthread_mutex_unlock(&reg_mu);
+    if (rc != PF_OK) {
+#ifdef PF_HAVE_CUDA
+        if (kind == RANGE_ALLOC_PINNED)
+            cudaFreeHost(mem);
+        else
+#endif
+            free(mem);
+        pf_errf(e->errmsg, "pf_frame_alloc_host: out of memory");
+        return rc;
+    }
+    out->data = mem;
+    out->width = width;
+    out->height = height;
+    out->pitch = pitch;
+    out->sample = sample;
+    out->channels = channels;
+    return PF_OK;
+}
+
+PF_API void pf_frame_free_host(pf_engine *e, pf_frame *f)
+{
+    (void)e;
+    if (!f || !f->data)
+        return;
+    pthread_mutex_lock(&reg_mu);
+    int i = reg_find(f->data);
+    if (i >= 0 && (reg[i].kind == RANGE_ALLOC_PINNED || reg[i].kind == RANGE_ALLOC_PLAIN))
+        reg_release(i);
+    pthread_mutex_unlock(&reg_mu);
+    memset(f, 0, sizeof *f);
+}
+
+PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
+{
+    if (!e)
+        return PF_INVALID_ARGUMENT;
+    if (!ptr || !bytes) {
+        pf_errf(e->errmsg, "pf_engine_register_host: NULL or empty range");
+        return PF_INVALID_ARGUMENT;
+    }
+    char why[512] = "";
+    int cuda = pf_cuda_available(e, why, sizeof why);
+    pthread_mutex_lock(&reg_mu);
+    int rc = PF_OK;
+    range_kind kind = RANGE_PLAIN;
+    if (reg_overlaps(ptr, bytes)) {
+        pf_errf(e->errmsg, "pf_engine_register_host: %p + %zu overlaps memory already registered",
+                ptr, bytes);
+        rc = PF_INVALID_ARGUMENT;
+    }
+#ifdef PF_HAVE_CUDA
+    if (rc == PF_OK && cuda) {
+        struct cudaPointerAttributes at;
+        if (cudaPointerGetAttributes(&at, ptr) == cudaSuccess && at.type == cudaMemoryTypeHost) {
+            kind = RANGE_ALREADY_PINNED; /* cudaHostAlloc'd by the application */
+        } else {
+            cudaGetLastError();
+            cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable);
+            if (err == cudaSuccess) {
+                kind = RANGE_REGISTERED;
+            } else {
+                cudaGetLastError();
+                pf_errf(e->errmsg, "pf_engine_register_host: cudaHostRegister of %.1f MiB: %s",
+                        bytes / 1048576.0, cudaGetErrorString(err));
+                rc = err == cudaErrorMemoryAllocation ? PF_NO_MEMORY : PF_CUDA;
+            }
+        }
+    }
+#else
+    (void)cuda;
+#endif
+    if (rc == PF_OK && (rc = reg_add(ptr, bytes, kind, e)) != PF_OK) {
+        pf_errf(e->errmsg, "pf_engine_register_host: out of memory");
+#ifdef PF_HAVE_CUDA
+        if (kind == RANGE_REGISTERED)
+            cudaHostUnregister(ptr);
+#endif
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return rc;
+}
+
+PF_API int pf_engine_unregister_host(pf_engine *e, void *ptr)
+{
+    if (!e)
+        return PF_INVALID_ARGUMENT;
+    pthread_mutex_lock(&reg_mu);
+    int i = reg_find(ptr);
+    int ok = i >= 0 && reg[i].kind != RANGE_ALLOC_PINNED && reg[i].kind != RANGE_ALLOC_PLAIN;
+    if (ok)
+        reg_release(i);
+    pthread_mutex_unlock(&reg_mu);
+    if (!ok) {
+        pf_errf(e->errmsg, "pf_engine_unregister_host: %p is not the start of a registered range",
+                ptr);
+        return PF_INVALID_ARGUMENT;
+    }
+    return PF_OK;
+}

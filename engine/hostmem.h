@@ -1,0 +1,20 @@
+/* engine/hostmem.h: host memory the GPU can reach by DMA: frames the engine allocated
+ * pinned (pf_frame_alloc_host) and application memory registered with
+ * pf_engine_register_host. The CUDA executor asks here whether a host frame can be
+ * copied straight from or to the application's buffer. */
+#ifndef PF_HOSTMEM_H
+#define PF_HOSTMEM_H
+
+#include "internal.h"
+
+/* 1 when [ptr, ptr + bytes) lies inside one pinned range (allocated or registered
+   through any engine); 0 otherwise. Thread-safe. */
+int pf_hostmem_pinned(const void *ptr, size_t bytes);
+
+/* Frees what e allocated and unregisters what e registered (pf_engine_destroy). */
+void pf_hostmem_engine_free(const pf_engine *e);
+
+/* Bytes a frame of this shape spans from its first byte to the end of its last row. */
+size_t pf_frame_span(const pf_frame *f);
+
+#endif
