@@ -366,6 +366,8 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
         return PF_OK;
     } else if (strcmp(name, "max_launch_ms") == 0 && is_num && dv >= 0 && dv <= 1e6) {
         p->opts.max_launch_ms = dv;
+    } else if (strcmp(name, "max_memory") == 0 && is_int && iv >= 0) {
+        p->opts.max_memory = (size_t)strtoull(value, NULL, 10);
     } else {
         goto bad;
     }
@@ -376,6 +378,7 @@ bad:
     pf_errf(p->errmsg,
             "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
             "graph true|false, streams 0-64, threads 0-1024, slots 1-8, max_launch_ms >= 0, "
+            "max_memory bytes >= 0, "
             "profile true|false, "
             "dump_kernels DIR)",
             name, value);

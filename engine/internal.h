@@ -116,6 +116,7 @@ typedef struct pf_options {
     int streams;          /* 0: from the graph's width */
     double max_launch_ms; /* 0: from the device's watchdog */
     int threads;          /* 0: the engine's */
+    size_t max_memory;    /* bytes of buffers a plan may take; 0: no limit */
 } pf_options;
 
 struct pf_plan;

@@ -780,6 +780,7 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
         plan->allocations++;
         if (!plan->tables[i].data)
             return PF_NO_MEMORY;
+        plan->bytes_allocated += (size_t)t.width * (size_t)t.height * sizeof(double);
         if (plan->cuda)
             continue;
         plan->partials[i] =
@@ -787,6 +788,8 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
         plan->allocations++;
         if (!plan->partials[i])
             return PF_NO_MEMORY;
+        plan->bytes_allocated +=
+            (size_t)bands * (u->partial_len ? u->partial_len : 1) * sizeof(double);
     }
     if (plan->cuda)
         return PF_OK;
@@ -799,13 +802,86 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
         plan->scratch = NULL;
         return PF_NO_MEMORY;
     }
+    plan->bytes_allocated += plan->worker_scratch * (size_t)plan->workers;
     return PF_OK;
 }
 
-int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
+/* Bytes of every buffer the plan needs, from its shapes and units (nothing allocated):
+   what alloc_buffers allocates for the CPU executor, and the CUDA executor's device
+   buffers and pinned staging as estimated in pipefuse.h (pf_pipeline_memory). *largest
+   is the node with the largest image. */
+static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m, int *largest)
 {
-    pf_plan_free(p->plan);
-    p->plan = NULL;
+    double host = 0, device = 0, pinned = 0, big = -1, scratch = 0, dev_scratch = 0;
+    int slots = p->slots ? p->slots : 3;
+    *largest = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        int used = i < p->n_inputs || plan->unit_of[i] >= 0;
+        if (!used || (i >= p->n_inputs && p->nodes[i].desc->kind == PF_STAGE_REDUCE))
+            continue;
+        double im = (double)align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) *
+                    plan->shapes[i].height;
+        if (im > big) {
+            big = im;
+            *largest = i;
+        }
+        int kept = i < p->n_inputs || plan->stored[i];
+        host += kept ? im : 0;
+        device += kept || !p->opts.fusion ? im : 0;
+        pinned += i < p->n_inputs ? im * slots : 0;
+    }
+    for (int o = 0; o < p->n_outputs; o++) {
+        pf_shape s = plan->shapes[p->outputs[o].node];
+        pinned += (double)s.width * s.height * sizeof(pf_float4) * slots;
+    }
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        const pf_node *n0 = &p->nodes[u->nodes[0]];
+        if ((double)u->scratch > scratch)
+            scratch = (double)u->scratch;
+        if (u->kind != PF_UNIT_POINT && n0->desc->cuda_scratch_bytes) {
+            int win = plan->shapes[n0->in[0]].width, wout = plan->shapes[u->nodes[0]].width;
+            int rows = plan->shapes[u->nodes[0]].height;
+            if (u->kind == PF_UNIT_REDUCE)
+                rows = u->shape.height;
+            dev_scratch +=
+                (double)n0->desc->cuda_scratch_bytes(n0->params, win > wout ? win : wout, rows);
+        }
+        if (u->kind != PF_UNIT_REDUCE)
+            continue;
+        pf_shape t = plan->shapes[u->nodes[0]];
+        double table = (double)t.width * t.height * sizeof(double);
+        double bands = (u->shape.height + u->cpu_band_rows - 1) / u->cpu_band_rows;
+        double partials = bands * (double)(u->partial_len ? u->partial_len : 1) * sizeof(double);
+        host += table + partials;
+        pinned += table;
+        device += table + (double)u->shape.height * (double)(u->partial_len ? u->partial_len : 1) *
+                              sizeof(double);
+    }
+    host += (double)align_up(scratch ? (size_t)scratch : PF_ALIGN) * p->eng->threads;
+    device += dev_scratch;
+    m->host_bytes = (unsigned long long)host;
+    m->device_bytes = (unsigned long long)device;
+    m->pinned_bytes = (unsigned long long)pinned;
+    m->largest_stage = p->nodes[*largest].id;
+    m->largest_bytes = big > 0 ? (unsigned long long)big : 0;
+}
+
+/* "1.5 GiB", "12 KiB", "200 bytes" */
+static const char *show_bytes(double b, char *buf, size_t size)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    int k = 0;
+    while (b >= 1024 && k < 4)
+        b /= 1024, k++;
+    snprintf(buf, size, k ? "%.1f %s" : "%.0f %s", b, unit[k]);
+    return buf;
+}
+
+/* Everything but the buffers: shapes, units, streams, bands. */
+static int plan_layout(pf_pipeline *p, const pf_shape *in, int n_in, int cuda, pf_plan **out)
+{
+    *out = NULL;
     if (n_in != p->n_inputs) {
         pf_errf(p->errmsg, "%s: the pipeline has %d input(s); %d shape(s) given", p->source,
                 p->n_inputs, n_in);
@@ -849,13 +925,67 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
             rc = colour_streams(p, plan);
         if (rc == PF_OK)
             plan_bands(p, plan);
-        if (rc == PF_OK)
-            rc = alloc_buffers(p, plan);
     }
+    if (rc == PF_NO_MEMORY)
+        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d", p->source, in[0].width,
+                in[0].height);
+    if (rc != PF_OK) {
+        pf_plan_free(plan);
+        return rc;
+    }
+    *out = plan;
+    return PF_OK;
+}
+
+/* The memory limit (the max_memory option), checked before anything is allocated: the
+   host buffers of a CPU plan, the device and pinned buffers of a CUDA plan. */
+static int check_memory(pf_pipeline *p, const pf_plan *plan)
+{
+    if (!p->opts.max_memory)
+        return PF_OK;
+    pf_memory m;
+    int big;
+    plan_memory(p, plan, &m, &big);
+    unsigned long long need = plan->cuda ? m.device_bytes : m.host_bytes;
+    const char *what = plan->cuda ? "of device buffers" : "of buffers";
+    if (plan->cuda && m.pinned_bytes > need) {
+        need = m.pinned_bytes;
+        what = "of pinned host buffers";
+    }
+    if (need <= p->opts.max_memory)
+        return PF_OK;
+    char b1[32], b2[32], b3[32];
+    const pf_node *n = &p->nodes[big];
+    pf_errf(p->errmsg,
+            "%s: needs %s %s for %dx%d input, over the memory limit of %s; the largest is "
+            "%s '%s'%s%s%s: %dx%d, %s",
+            p->source, show_bytes((double)need, b1, sizeof b1), what, plan->shapes[0].width,
+            plan->shapes[0].height, show_bytes((double)p->opts.max_memory, b2, sizeof b2),
+            big < p->n_inputs ? "input" : "stage", n->id, big < p->n_inputs ? "" : " (",
+            big < p->n_inputs ? "" : n->path, big < p->n_inputs ? "" : ")", plan->shapes[big].width,
+            plan->shapes[big].height, show_bytes((double)m.largest_bytes, b3, sizeof b3));
+    return PF_NO_MEMORY;
+}
+
+int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
+{
+    pf_plan_free(p->plan);
+    p->plan = NULL;
+    pf_plan *plan;
+    int rc = plan_layout(p, in, n_in, cuda, &plan);
+    if (rc != PF_OK)
+        return rc;
+    rc = check_memory(p, plan);
+    if (rc == PF_OK && (rc = alloc_buffers(p, plan)) != PF_OK)
+        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)", p->source,
+                in[0].width, in[0].height, plan->bytes_allocated);
     if (rc == PF_OK && cuda) {
         p->plan = plan; /* the CUDA side reads the plan through p */
         rc = pf_cuda_plan_build(p);
         p->plan = NULL;
+        if (rc == PF_NO_MEMORY && !plan->cu)
+            pf_errf(p->errmsg, "%s: out of memory planning for %dx%d", p->source, in[0].width,
+                    in[0].height);
     }
     if (rc == PF_OK) {
         /* Without fusion every used point stage would be a launch of its own. */
@@ -869,9 +999,22 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
         p->stats.host_bytes += plan->bytes_allocated;
         return PF_OK;
     }
-    if (rc == PF_NO_MEMORY && !plan->cu)
-        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)", p->source,
-                in[0].width, in[0].height, plan->bytes_allocated);
     pf_plan_free(plan);
     return rc;
+}
+
+__attribute__((visibility("default"))) int
+pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)
+{
+    if (!p || !m || m->size < sizeof(pf_memory) || (!inputs && n_inputs))
+        return PF_INVALID_ARGUMENT;
+    pf_plan *plan;
+    int rc = plan_layout(p, inputs, n_inputs, 0, &plan);
+    if (rc != PF_OK)
+        return rc;
+    int big;
+    plan_memory(p, plan, m, &big);
+    m->size = sizeof(pf_memory);
+    pf_plan_free(plan);
+    return PF_OK;
 }

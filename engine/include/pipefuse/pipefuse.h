@@ -227,6 +227,27 @@ typedef struct pf_table {
 } pf_table;
 int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t);
 
+/* Buffer memory for input shapes (one per input, in order), computed from the shapes
+   and launch units alone: nothing is allocated and the current plan stays. host_bytes:
+   what pf_pipeline_plan allocates for the CPU executor (images kept between units,
+   per-thread scratch, tables, reduce partials). device_bytes: the CUDA executor's
+   device memory, counted without the reuse of buffers it does (so at most this when
+   point stages fuse): float RGBA images of inputs and of results read across units,
+   stage scratch, tables and partials. pinned_bytes: a bound of its pinned host staging
+   (every input and output as float RGBA, per frame slot) and tables. largest_stage
+   (owned by p) is the stage or input whose image is largest, largest_bytes its size.
+   Fails as pf_pipeline_plan does (PF_SHAPE naming the stage, ...). The option
+   max_memory (pf_pipeline_set_option, bytes, 0: none) makes planning fail with
+   PF_NO_MEMORY, naming the largest stage and the sizes, before allocating anything when
+   a plan needs more: host_bytes on the CPU, device_bytes or pinned_bytes with CUDA. */
+typedef struct pf_memory {
+    uint32_t size; /* set to sizeof(pf_memory) before the call */
+    unsigned long long host_bytes, device_bytes, pinned_bytes;
+    const char *largest_stage;
+    unsigned long long largest_bytes;
+} pf_memory;
+int pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m);
+
 /* ---- Frames in flight (real-time loops) -------------------------------------------------
 
    With the CUDA backend a frame is submitted and waited for separately, so that up to
