@@ -37,6 +37,7 @@ for _name in dir(_c):
 del _name
 
 _DTYPES = {8: np.uint8, 16: np.uint16, 32: np.float32}
+_NotReady = getattr(_c, "NotReadyError", ())  # PF_NOT_READY: libraries since 0.2
 
 
 def version() -> str:
@@ -396,17 +397,22 @@ class Pipeline:
             stream = _default_stream(ins[0]) if device else 0
         return self._c.submit(ins, outputs, _stream_int(stream))
 
-    def wait(self, ticket: Ticket) -> Dict[str, Any]:
+    def wait(self, ticket: Ticket, timeout: Optional[float] = None, *,
+             tables: bool = True) -> Dict[str, Any]:
         """Waits for a submitted frame; returns its outputs by name: image arrays (those
-        written) and tables as structured arrays."""
-        self._c.wait(ticket)
+        written) and, unless tables=False, tables as structured arrays. With a timeout
+        in seconds, NotReadyError when the frame is still in flight then."""
+        if timeout is None:
+            self._c.wait(ticket)
+        else:
+            self._c.wait(ticket, max(0, int(round(timeout * 1000))))
         result: Dict[str, Any] = {}
         arrays = ticket.outputs or ()
-        tables = ticket.tables or {}
+        got = (ticket.tables or {}) if tables else {}
         for k, name in enumerate(self._names):
             if self._kinds[k] == "table":
-                if name in tables:
-                    result[name] = _table(*tables[name])
+                if name in got:
+                    result[name] = _table(*got[name])
             elif k < len(arrays) and arrays[k] is not None:
                 result[name] = arrays[k]
         return result
@@ -415,14 +421,16 @@ class Pipeline:
         """True when the frame is complete (wait would not block)."""
         if ticket.done:
             return True
-        poll = getattr(self._c, "poll", None)
-        if poll is None:
-            raise NotImplementedError("this pipefuse library has no pf_pipeline_poll")
-        return poll(ticket)
+        try:
+            self._c.wait(ticket, 0)
+        except _NotReady:
+            return False
+        return True
 
-    def run(self, inputs: Any, outputs: Any = None, *, stream: Any = None) -> Dict[str, Any]:
+    def run(self, inputs: Any, outputs: Any = None, *, stream: Any = None,
+            tables: bool = True) -> Dict[str, Any]:
         """Runs one frame and returns its outputs by name (submit, then wait)."""
-        return self.wait(self.submit(inputs, outputs, stream=stream))
+        return self.wait(self.submit(inputs, outputs, stream=stream), tables=tables)
 
     __call__ = run
 

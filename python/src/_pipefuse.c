@@ -35,6 +35,12 @@
 
 #define MAX_FRAMES 64 /* inputs or outputs per frame; the engine's own limit is lower */
 
+/* pf_pipeline_poll, pf_pipeline_wait_timeout and PF_NOT_READY came with the 0.2 header,
+   which also defines PF_ENGINE_CONFIG_SIZE_0_1. */
+#ifdef PF_ENGINE_CONFIG_SIZE_0_1
+#define PF_HAVE_PIPELINE_POLL 1
+#endif
+
 /* ---- Errors ----------------------------------------------------------------------------- */
 
 static PyObject *Error;                           /* pipefuse.Error */
@@ -1300,9 +1306,14 @@ static int ticket_mine(PipelineObject *self, TicketObject *t)
     return 0;
 }
 
-/* Pipeline.wait(ticket): the frame is complete when it returns. */
-static PyObject *Pipeline_wait(PipelineObject *self, PyObject *arg)
+/* Pipeline.wait(ticket, timeout_ms=-1): the frame is complete when it returns; with a
+   timeout (0 polls), NotReadyError when it is still in flight then. */
+static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
 {
+    PyObject *arg;
+    int timeout_ms = -1;
+    if (!PyArg_ParseTuple(args, "O|i:wait", &arg, &timeout_ms))
+        return NULL;
     TicketObject *t = ticket_arg(arg);
     if (!t || pipeline_ready(self) != 0)
         return NULL;
@@ -1310,13 +1321,33 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *arg)
         PyErr_SetString(PyExc_ValueError, "the ticket belongs to another pipeline");
         return NULL;
     }
+#ifndef PF_HAVE_PIPELINE_POLL
+    if (timeout_ms >= 0) {
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "this pipefuse library has no pf_pipeline_wait_timeout");
+        return NULL;
+    }
+#endif
     if (!t->done) {
         int rc;
         pf_pipeline *p = self->p;
         int id = t->id;
         self->busy = 1;
+#ifdef PF_HAVE_PIPELINE_POLL
+        if (timeout_ms == 0) { /* a poll: no need to give the GIL away */
+            rc = pf_pipeline_poll(p, id);
+        } else {
+            Py_BEGIN_ALLOW_THREADS rc = timeout_ms > 0 ? pf_pipeline_wait_timeout(p, id, timeout_ms)
+                                                       : pf_pipeline_wait(p, id);
+            Py_END_ALLOW_THREADS
+        }
+        self->busy = 0;
+        if (rc == PF_NOT_READY)
+            return raise_status(rc, "the frame is still in flight");
+#else
         Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_wait(p, id);
         Py_END_ALLOW_THREADS self->busy = 0;
+#endif
         /* Complete either way: a failed wait leaves the frame out of the engine too. */
         int trc = ticket_complete(self, t, rc == PF_OK);
         if (inflight_remove(self, t) != 0 || trc != 0)
@@ -1330,23 +1361,6 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *arg)
                             "option) before it was waited for; its outputs were not written");
     Py_RETURN_NONE;
 }
-
-#ifdef PF_HAVE_PIPELINE_POLL
-static PyObject *Pipeline_poll(PipelineObject *self, PyObject *arg)
-{
-    TicketObject *t = ticket_arg(arg);
-    if (!t || pipeline_ready(self) != 0)
-        return NULL;
-    if (t->done)
-        Py_RETURN_TRUE;
-    int rc = pf_pipeline_poll(self->p, t->id);
-    if (rc == PF_OK)
-        Py_RETURN_TRUE;
-    if (rc == PF_NOT_READY)
-        Py_RETURN_FALSE;
-    return pipeline_error(self, rc);
-}
-#endif
 
 /* Pipeline.set(key, value): numbers go through pf_pipeline_set_float, anything else as
    the JSON that json.dumps makes of it (so a str is a JSON string). */
@@ -1663,10 +1677,8 @@ static void Pipeline_dealloc(PipelineObject *self)
 static PyMethodDef Pipeline_methods[] = {
     {"submit", (PyCFunction)(void (*)(void))Pipeline_submit, METH_VARARGS | METH_KEYWORDS,
      "submit(inputs, outputs=None, stream=None) -> Ticket"},
-    {"wait", (PyCFunction)Pipeline_wait, METH_O, "wait(ticket): the frame is complete"},
-#ifdef PF_HAVE_PIPELINE_POLL
-    {"poll", (PyCFunction)Pipeline_poll, METH_O, "poll(ticket) -> True when complete"},
-#endif
+    {"wait", (PyCFunction)Pipeline_wait, METH_VARARGS,
+     "wait(ticket, timeout_ms=-1): the frame is complete (NotReadyError after a timeout)"},
     {"set", (PyCFunction)Pipeline_set, METH_VARARGS, "set('stage.param', value)"},
     {"set_json", (PyCFunction)Pipeline_set_json, METH_VARARGS, "set_json('stage.param', text)"},
     {"set_option", (PyCFunction)Pipeline_set_option, METH_VARARGS, "set_option(name, value)"},

@@ -150,6 +150,7 @@ def test_stats_count_frames(engine):
     assert s["allocations_last_frame"] == 0 and s["launches_per_frame"] >= 1
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_log_callback(engine):
     seen = []
     e = pipefuse.Engine(log=lambda level, msg: seen.append((level, msg)))

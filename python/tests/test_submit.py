@@ -45,3 +45,13 @@ def test_slots(engine):
     assert p.slots == 2
     with pytest.raises(pipefuse.Error):
         p.configure(slots=99)
+
+
+def test_wait_with_timeout(engine):
+    p = cpu(engine, PIPELINES / "demo.json")
+    t = p.submit(np.zeros((8, 8, 3), np.uint8))
+    try:
+        r = p.wait(t, timeout=5.0)
+    except NotImplementedError:
+        pytest.skip("the library has no pf_pipeline_wait_timeout")
+    assert r["result"].shape == (8, 8, 3) and t.done
