@@ -1,51 +1,11 @@
-/* cli/main.c: the pipefuse command: run, check, stages, info. */
+/* cli/main.c: the pipefuse command: run, check, bench, stages, info, plugin. The
+ * command line is parsed in args.c; this file runs check, stages and info. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-static const char usage[] =
-    "usage: pipefuse [--plugin-path DIRS] [--threads N] COMMAND ...\n"
-    "\n"
-    "commands:\n"
-    "  run PIPELINE INPUT... -o OUTDIR   run a pipeline over PNG files and directories\n"
-    "  check PIPELINE [--size WxH] [--dot FILE] [--no-fuse] [--max-launch-ms MS]\n"
-    "        [--dump-kernels DIR [--arch 90]]\n"
-    "                                    validate a pipeline and print its plan; with\n"
-    "                                    --dump-kernels, generate and compile its fused\n"
-    "                                    kernels (NVRTC, no GPU needed)\n"
-    "  bench PIPELINE [--size WxH] [--frames N] [--format F] [--mode M] [--json]\n"
-    "                                    time every execution mode side by side and\n"
-    "                                    tell launch-bound from memory-bound\n"
-    "  stages [NAME]                     list stages and their parameters\n"
-    "  info                              versions, plugins and CUDA devices\n"
-    "  plugin check LIB.so               check a plugin as a stage author would want\n"
-    "  --help, --version\n"
-    "\n"
-    "run options:\n"
-    "  -o, --output DIR        where outputs go (created if missing)\n"
-    "  --backend auto|cpu|cuda executor (default: the pipeline's, else auto)\n"
-    "  --no-fuse               run every point stage on its own\n"
-    "  --max-launch-ms MS      split launches to stay under MS (GPU watchdog)\n"
-    "  --profile               time every launch and print the times per stage\n"
-    "  --dump-kernels DIR      write the source of every fused kernel generated\n"
-    "  --set ID.PARAM=JSON     override a parameter, e.g. --set blur.sigma=2.5\n"
-    "  --input NAME=FILE       bind another pipeline input to a fixed file\n"
-    "  --table-format csv|json table outputs whose pipeline names no format (default csv)\n"
-    "  --zlib N                PNG compression level 0-9 (default 6)\n"
-    "  --max-pixels N          refuse larger images (default 268435456)\n"
-    "  -q, --quiet             no per-file progress\n"
-    "\n"
-    "Outputs: with one image output, INPUT.png becomes OUTDIR/INPUT.png; otherwise\n"
-    "OUTDIR/INPUT.NAME.png for each image output and OUTDIR/INPUT.NAME.csv (or .json)\n"
-    "for each table output. Files are written whole or not at all.\n"
-    "\n"
-    "Exit status: 0 all inputs succeeded; 1 some inputs failed (each is reported and\n"
-    "the others are processed); 2 bad command line, pipeline or plugin.\n"
-    "\n"
-    "Plugins come from the built-in directory, then --plugin-path, then\n"
-    "PIPEFUSE_PLUGIN_PATH (both ':'-separated).\n";
+#include "pipefuse/tools.h"
 
 pf_engine *cli_engine(const cli_common *c)
 {
@@ -53,6 +13,8 @@ pf_engine *cli_engine(const cli_common *c)
     pf_engine_config_init(&cfg);
     cfg.plugin_path = c->plugin_path;
     cfg.threads = c->threads;
+    cfg.log = cli_log;
+    cfg.log_user = (void *)c;
     pf_engine *e = NULL;
     int rc = pf_engine_create(&cfg, &e);
     if (rc != PF_OK) {
@@ -102,20 +64,28 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
                 fprintf(stderr, "pipefuse check: --arch %s: expected e.g. 90 for sm_90\n", argv[i]);
                 return PF_EXIT_USAGE;
             }
-        } else if (argv[i][0] == '-' || file) {
-            fprintf(stderr, "pipefuse check: unexpected argument '%s'\n", argv[i]);
+        } else if (strcmp(argv[i], "--") == 0 && !file && i + 1 < argc) {
+            file = argv[++i];
+        } else if ((argv[i][0] == '-' && argv[i][1]) || file) {
+            fprintf(stderr,
+                    "pipefuse check: unexpected argument '%s' (see pipefuse check --help)\n",
+                    argv[i]);
             return PF_EXIT_USAGE;
         } else {
             file = argv[i];
         }
     }
     if (!file) {
-        fprintf(stderr, "pipefuse check: no pipeline file given\n");
+        fprintf(stderr, "pipefuse check: no pipeline file given (see pipefuse check --help)\n");
         return PF_EXIT_USAGE;
     }
     pf_engine *e = cli_engine(c);
     if (!e)
         return PF_EXIT_USAGE;
+    if (cli_require_backend(e, c->backend, "check") != 0) {
+        pf_engine_destroy(e);
+        return PF_EXIT_USAGE;
+    }
     pf_pipeline *p = NULL;
     int rc = pf_pipeline_load_file(e, file, &p);
     if (rc != PF_OK) {
@@ -125,6 +95,12 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     }
     if (no_fuse)
         pf_pipeline_set_option(p, "fusion", "false");
+    if (c->backend && pf_pipeline_set_option(p, "backend", c->backend) != PF_OK) {
+        fprintf(stderr, "pipefuse check: --backend %s: %s\n", c->backend, pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        pf_engine_destroy(e);
+        return PF_EXIT_USAGE;
+    }
     if (max_ms && pf_pipeline_set_option(p, "max_launch_ms", max_ms) != PF_OK) {
         fprintf(stderr, "pipefuse check: --max-launch-ms %s: %s\n", max_ms, pf_pipeline_errmsg(p));
         pf_pipeline_destroy(p);
@@ -211,7 +187,12 @@ static int cmd_stages(int argc, char **argv, const cli_common *c)
     pf_engine *e = cli_engine(c);
     if (!e)
         return PF_EXIT_USAGE;
-    const char *only = argc > 0 ? argv[0] : NULL;
+    const char *only = argc > 0 ? argv[argc - 1] : NULL;
+    if (argc > 1 && !(argc == 2 && strcmp(argv[0], "--") == 0)) {
+        fprintf(stderr, "pipefuse stages: one stage name at most (see pipefuse stages --help)\n");
+        pf_engine_destroy(e);
+        return PF_EXIT_USAGE;
+    }
     int found = 0;
     for (int i = 0; i < pf_engine_stage_count(e); i++) {
         const char *file, *plugin;
@@ -228,69 +209,59 @@ static int cmd_stages(int argc, char **argv, const cli_common *c)
         for (int k = 0; k < d->n_params; k++)
             print_param(&d->params[k]);
     }
-    pf_engine_destroy(e);
     if (only && !found) {
-        fprintf(stderr, "pipefuse stages: no stage named '%s'\n", only);
+        int n = pf_engine_stage_count(e);
+        const char **names = calloc((size_t)n + 1, sizeof *names);
+        for (int i = 0; names && i < n; i++)
+            names[i] = pf_engine_stage(e, i, NULL, NULL)->name;
+        const char *near = names ? pf_closest_name(only, names, n) : NULL;
+        fprintf(stderr, "pipefuse stages: no stage named '%s'", only);
+        if (near)
+            fprintf(stderr, " (did you mean '%s'?)", near);
+        fprintf(stderr, "; 'pipefuse stages' lists them all\n");
+        free(names);
+        pf_engine_destroy(e);
         return PF_EXIT_USAGE;
     }
+    pf_engine_destroy(e);
     return PF_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-    cli_common c = {NULL, 0};
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage, stdout);
-            return PF_EXIT_OK;
-        } else if (strcmp(argv[i], "--version") == 0) {
-            printf("pipefuse %s (library %s, plugin ABI %d.%d)\n", PF_VERSION_STRING,
-                   pf_version_string(), PF_ABI_MAJOR, PF_ABI_MINOR);
-            return PF_EXIT_OK;
-        } else if (strcmp(argv[i], "--plugin-path") == 0 && i + 1 < argc) {
-            c.plugin_path = argv[++i];
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char *end;
-            long t = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || t < 0 || t > 1024) {
-                fprintf(stderr, "pipefuse: --threads %s: expected 0 (one per core) to 1024\n",
-                        argv[i]);
-                return PF_EXIT_USAGE;
-            }
-            c.threads = (int)t;
-        } else {
-            fprintf(stderr, "pipefuse: unknown option '%s' (see pipefuse --help)\n", argv[i]);
-            return PF_EXIT_USAGE;
-        }
-    }
     if (pf_version() != PF_VERSION_NUMBER) {
         fprintf(stderr, "pipefuse: library version %s does not match the program's %s\n",
                 pf_version_string(), PF_VERSION_STRING);
         return PF_EXIT_USAGE;
     }
-    if (i >= argc) {
-        fputs(usage, stderr);
-        return PF_EXIT_USAGE;
+    cli_common c;
+    memset(&c, 0, sizeof c);
+    cli_args r;
+    int status = cli_parse(argc, argv, &c, &r);
+    if (status < 0) {
+        const char *cmd = r.cmd->name;
+        int n = r.argc;
+        char **v = r.argv;
+        if (strcmp(cmd, "run") == 0) {
+            status = cli_run_main(n, v, &c);
+        } else if (strcmp(cmd, "check") == 0) {
+            status = cmd_check(n, v, &c);
+        } else if (strcmp(cmd, "bench") == 0) {
+            status = cli_bench(n, v, &c);
+        } else if (strcmp(cmd, "stages") == 0) {
+            status = cmd_stages(n, v, &c);
+        } else if (strcmp(cmd, "plugin") == 0) {
+            status = cli_plugin(n, v, &c);
+        } else if (n > 0) {
+            fprintf(stderr, "pipefuse info: unexpected argument '%s'\n", v[0]);
+            status = PF_EXIT_USAGE;
+        } else {
+            pf_engine *e = cli_engine(&c); /* NULL still prints versions and devices */
+            int rc = pf_engine_print_info(e, stdout);
+            status = e != NULL && rc == PF_OK ? PF_EXIT_OK : PF_EXIT_USAGE;
+            pf_engine_destroy(e);
+        }
     }
-    const char *cmd = argv[i++];
-    if (strcmp(cmd, "run") == 0)
-        return cli_run(argc - i, argv + i, &c);
-    if (strcmp(cmd, "check") == 0)
-        return cmd_check(argc - i, argv + i, &c);
-    if (strcmp(cmd, "bench") == 0)
-        return cli_bench(argc - i, argv + i, &c);
-    if (strcmp(cmd, "stages") == 0)
-        return cmd_stages(argc - i, argv + i, &c);
-    if (strcmp(cmd, "plugin") == 0)
-        return cli_plugin(argc - i, argv + i, &c);
-    if (strcmp(cmd, "info") == 0) {
-        pf_engine *e = cli_engine(&c); /* NULL still prints versions and devices */
-        int rc = pf_engine_print_info(e, stdout);
-        int ok = e != NULL && rc == PF_OK;
-        pf_engine_destroy(e);
-        return ok ? PF_EXIT_OK : PF_EXIT_USAGE;
-    }
-    fprintf(stderr, "pipefuse: unknown command '%s' (see pipefuse --help)\n", cmd);
-    return PF_EXIT_USAGE;
+    cli_args_free(&r);
+    return status;
 }

@@ -167,7 +167,7 @@ static int available_locked(pf_engine *e, char *why, size_t why_size)
         cudaError_t err = cudaGetDeviceCount(&n);
         d->state = -1;
         if (err != cudaSuccess) {
-            snprintf(d->why, sizeof d->why, "no CUDA device: %s", cudaGetErrorString(err));
+            pf_cuda_explain_no_device((int)err, d->why, sizeof d->why);
         } else if (n == 0) {
             snprintf(d->why, sizeof d->why, "no CUDA device");
         } else if ((err = cudaSetDevice(0)) != cudaSuccess ||

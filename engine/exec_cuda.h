@@ -9,6 +9,9 @@
    the reason in why. */
 int pf_cuda_available(pf_engine *e, char *why, size_t why_size);
 void pf_cuda_engine_free(pf_engine *e);
+/* Why cudaGetDeviceCount failed with err: no driver, a driver older than the runtime,
+   or no device (query.c). */
+void pf_cuda_explain_no_device(int err, char *why, size_t why_size);
 /* After pf_cuda_available: device-to-device bandwidth in bytes/s (read + write,
    measured once), and whether the device has a kernel watchdog. */
 double pf_cuda_bandwidth(const pf_engine *e);

@@ -1,0 +1,585 @@
+/* cli/args.c: the pipefuse command line as batch users know it.
+ *
+ * Every subcommand's options are declared once, in the tables below, and everything
+ * derives from them: `pipefuse CMD --help`, the man page (`pipefuse --man`, built into
+ * pipefuse.1), GNU forms (`--output=DIR`, `-oDIR`), global options accepted before or
+ * after the subcommand, and "did you mean" for misspelt subcommands and options. The
+ * subcommands then see a normalised argv: every option as `--name VALUE` (or `-o VALUE`),
+ * in the order given, and only their own options.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pipefuse/tools.h"
+
+/* ---- The tables ---------------------------------------------------------------------------- */
+
+/* Options every subcommand takes, before or after its name. */
+static const cli_opt global_opts[] = {
+    {"--plugin-path", 0, "DIRS",
+     "also load plugins from DIRS (':'-separated), after the built-in directory and before "
+     "PIPEFUSE_PLUGIN_PATH"},
+    {"--threads", 0, "N", "CPU worker threads; 0 (the default): one per core"},
+    {"--backend", 0, "auto|cpu|cuda",
+     "executor for run and check (default: the pipeline's, else auto); cuda without a usable "
+     "GPU is refused before any file is read"},
+    {"--quiet", 'q', NULL, "no progress lines and no notices (errors and warnings still show)"},
+    {"--help", 'h', NULL, "this help, then exit"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const cli_opt run_opts[] = {
+    {"--output", 'o', "DIR",
+     "where outputs go (created if missing); '-' writes the one image output to stdout"},
+    {"--no-fuse", 0, NULL, "run every point stage on its own"},
+    {"--max-launch-ms", 0, "MS", "split launches to stay under MS (GPU watchdog)"},
+    {"--profile", 0, NULL, "time every launch and print the times per stage"},
+    {"--dump-kernels", 0, "DIR", "write the source of every fused kernel generated"},
+    {"--set", 0, "ID.PARAM=JSON",
+     "override a parameter, e.g. --set blur.sigma=2.5 or --set turn.angle='\"180\"'"},
+    {"--input", 0, "NAME=FILE", "bind another pipeline input (a watermark, a mask) to a file"},
+    {"--table-format", 0, "csv|json", "table outputs whose pipeline names no format (default csv)"},
+    {"--zlib", 0, "N", "PNG compression level 0-9 (default 6)"},
+    {"--max-pixels", 0, "N", "refuse larger images (default 268435456)"},
+    {"--jobs", 0, "N", "files in the engine at once, 1-64 (default: automatic)"},
+    {"--max-memory", 0, "SIZE", "memory budget of the files in flight, e.g. 512M or 4G"},
+    {"--file-timeout", 0, "S", "give up on a file after S seconds (0, the default: never)"},
+    {"--skip-existing", 0, NULL, "skip inputs whose outputs all exist already"},
+    {"--joblog", 0, "FILE", "append a line per input (status, time, outputs) to FILE"},
+    {"--retry-failed", 0, "FILE", "run again the inputs a --joblog FILE records as failed"},
+    {"--shard", 0, "I/N|auto", "take every N-th input from the I-th (several machines)"},
+    {"--progress", 0, NULL, "a progress line even when stderr is not a terminal"},
+    {"--png-filter", 0, "F", "PNG row filters: none, sub, up, avg, paeth, fast or all"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const cli_opt check_opts[] = {
+    {"--size", 0, "WxH", "input size to plan for (default 1920x1080)"},
+    {"--dot", 0, "FILE", "also write the graph as Graphviz dot; '-': only the dot, to stdout"},
+    {"--no-fuse", 0, NULL, "plan every point stage on its own"},
+    {"--max-launch-ms", 0, "MS", "split launches to stay under MS and show the bands"},
+    {"--dump-kernels", 0, "DIR",
+     "generate and compile the fused kernels into DIR (NVRTC, no GPU needed)"},
+    {"--arch", 0, "N", "compute capability for --dump-kernels, e.g. 90 for sm_90 (default 90)"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const cli_opt bench_opts[] = {
+    {"--size", 0, "WxH", "frame size (default 1920x1080)"},
+    {"--frames", 0, "N", "frames per mode, 3 to 1000000 (default 200)"},
+    {"--format", 0, "F",
+     "frame format: gray8 rgb8 rgba8 gray16 rgba16 grayf rgbaf (default rgba8)"},
+    {"--mode", 0, "NAME",
+     "only one mode: cpu, cuda-eager-unfused, cuda-eager-fused, cuda-graph-unfused, "
+     "cuda-graph-fused"},
+    {"--json", 0, NULL, "print JSON instead of a table"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const cli_opt plugin_opts[] = {
+    {"--verbose", 'v', NULL, "print every check, not only failures and warnings"},
+    {"--stage", 0, "NAME", "check only this stage"},
+    {"--dump-kernels", 0, "DIR", "keep the generated kernel sources"},
+    {"--arch", 0, "N", "compute capability for NVRTC compiles (default 90)"},
+    {"--seed", 0, "N", "seed of the random inputs (default 1)"},
+    {"--tolerance", 0, "T", "largest accepted difference, CPU against GPU (default 1e-4)"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const cli_opt no_opts[] = {{NULL, 0, NULL, NULL}};
+
+static const cli_command commands[] = {
+    {"run", "run PIPELINE INPUT... -o DIR [OPTIONS]",
+     "run a pipeline over PNG files and directories",
+     "Runs PIPELINE over each INPUT: PNG files, directories (their *.png files, sorted by name; "
+     "with --recursive their subfolders too) or '-' for one image on stdin. A file that fails "
+     "(unreadable, corrupt, too large, a stage error) is reported and the batch goes on.",
+     run_opts,
+     "Output names: with one image output, INPUT.png becomes DIR/INPUT.png; otherwise "
+     "DIR/INPUT.NAME.png for each image output NAME and DIR/INPUT.NAME.csv (or .json) for each "
+     "table output; --name sets another template. Directory inputs keep their tree below DIR "
+     "({dir}). Two inputs that would get the same name (x.png from two folders) are named "
+     "apart: the later one's {stem} becomes x-2, x-3... When DIR is also an input directory, "
+     "files there that are this pipeline's outputs of other inputs there (x.edges.png beside "
+     "x.png) are not taken as inputs. Files are written whole or not at all; an input's outputs "
+     "appear together; an output never replaces an input.\n"
+     "Examples:\n"
+     "  pipefuse run pipelines/thumbnail.json photos -o out\n"
+     "  pipefuse run resize.json -r photos -o out --name '{dir}/thumbs/{stem}_thumb.png'\n"
+     "  pipefuse run pipelines/demo.json - -o - <in.png >out.png"},
+    {"check", "check PIPELINE [OPTIONS]", "validate a pipeline and print its plan",
+     "Loads and validates PIPELINE, plans it for an input size and prints each stage, the "
+     "fusion groups, the launch units per frame with and without fusion, and the stream each "
+     "unit runs on. Exit status 0 when the pipeline is valid.",
+     check_opts, NULL},
+    {"bench", "bench PIPELINE [OPTIONS]", "time every execution mode side by side",
+     "Runs synthetic frames through PIPELINE in every execution mode (CPU; CUDA eager and graph, "
+     "each fused and unfused) and prints launches per frame, median and p99 frame time, submit "
+     "cost, bandwidth against the device's copy bandwidth, and whether the pipeline is "
+     "launch-bound, memory-bound or compute-bound. Modes that cannot run say why.",
+     bench_opts, NULL},
+    {"stages", "stages [NAME]", "list stages and their parameters",
+     "Prints every stage (or the one named): its kind, inputs, plugin file, description and "
+     "parameters with type, default and range. A misspelt NAME gets the closest stage's name.",
+     no_opts, NULL},
+    {"info", "info", "versions, plugins and CUDA devices",
+     "Prints the program, library and plugin ABI versions, the plugins loaded, the CUDA runtime "
+     "and driver versions and each device with its compute capability, memory and watchdog.",
+     no_opts, NULL},
+    {"plugin", "plugin check LIB.so [OPTIONS]", "check a plugin as a stage author would want",
+     "Checks a plugin library: its descriptors and parameter tables, CPU against GPU, fused "
+     "against unfused, banded against whole, and determinism; says what to fix.",
+     plugin_opts, NULL},
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static const char exit_status[] =
+    "0 every input succeeded; 1 some inputs failed (each is reported and the others are "
+    "processed); 2 bad command line, pipeline or plugin, or --backend cuda without a usable GPU: "
+    "nothing was processed.";
+static const char environment[] =
+    "PIPEFUSE_PLUGIN_PATH: more plugin directories (':'-separated), searched after "
+    "--plugin-path. PIPEFUSE_CACHE_DIR: where compiled fused kernels are cached (default "
+    "$XDG_CACHE_HOME/pipefuse).";
+
+/* ---- Lookup -------------------------------------------------------------------------------- */
+
+const cli_command *cli_find_command(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* The option of table t named by a (a long name, or "-x" for a short one), or NULL. */
+static const cli_opt *find_opt(const cli_opt *t, const char *a, size_t len)
+{
+    for (; t && t->lng; t++) {
+        if (a[1] == '-' ? strlen(t->lng) == len && strncmp(t->lng, a, len) == 0
+                        : len == 2 && t->shrt && a[1] == t->shrt)
+            return t;
+    }
+    return NULL;
+}
+
+/* "(did you mean '--output'?)" for a misspelt option of cmd or the globals, or "". */
+static void suggest_opt(const cli_command *cmd, const char *a, size_t len, char *out, size_t n)
+{
+    const char *names[64];
+    int k = 0;
+    for (const cli_opt *t = global_opts; t->lng && k < 64; t++)
+        names[k++] = t->lng;
+    for (const cli_opt *t = cmd ? cmd->opts : NULL; t && t->lng && k < 64; t++)
+        names[k++] = t->lng;
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(len < 127 ? len : 127), a);
+    /* compare without the dashes, so "-output" and "output" find "--output" too */
+    const char *bare = name + strspn(name, "-");
+    const char *bares[64];
+    for (int i = 0; i < k; i++)
+        bares[i] = names[i] + 2;
+    const char *near = *bare ? pf_closest_name(bare, bares, k) : NULL;
+    if (near)
+        snprintf(out, n, " (did you mean '--%s'?)", near);
+    else
+        out[0] = 0;
+}
+
+/* ---- Help and the man page ----------------------------------------------------------------- */
+
+/* Prints text wrapped at 80 columns, each line indented by indent (the first by first spaces, or,
+   when first <= 0, the text starts at column -first);
+   '\n' in text starts a new line. */
+static void wrap(FILE *f, const char *text, int first, int indent)
+{
+    int col = first > 0 ? indent : -first, fresh = 1;
+    fprintf(f, "%*s", first > 0 ? first : 0, "");
+    for (const char *s = text; *s;) {
+        if (*s == ' ') {
+            s++;
+            continue;
+        }
+        if (*s == '\n') {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent, fresh = 1;
+            s++;
+            continue;
+        }
+        size_t w = strcspn(s, " \n");
+        if (!fresh && col + 1 + (int)w > 80) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent, fresh = 1;
+        }
+        if (!fresh) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(s, 1, w, f);
+        col += (int)w, fresh = 0;
+        s += w;
+    }
+    fputc('\n', f);
+}
+
+static void print_opts(FILE *f, const cli_opt *t)
+{
+    for (; t->lng; t++) {
+        char head[64];
+        int n =
+            snprintf(head, sizeof head, "  %s%c%s%s %s", t->shrt ? "-" : "",
+                     t->shrt ? t->shrt : ' ', t->shrt ? ", " : "  ", t->lng, t->arg ? t->arg : "");
+        if (!t->shrt)
+            n = snprintf(head, sizeof head, "      %s %s", t->lng, t->arg ? t->arg : "");
+        fputs(head, f);
+        if (n >= 28) {
+            fputc('\n', f);
+            wrap(f, t->help, 28, 28);
+        } else {
+            wrap(f, t->help, 28 - n, 28);
+        }
+    }
+}
+
+void cli_help(const cli_command *cmd, FILE *f)
+{
+    if (!cmd) {
+        fprintf(f, "usage: pipefuse [GLOBAL OPTIONS] COMMAND [ARGS] [OPTIONS]\n\ncommands:\n");
+        for (int i = 0; i < N_COMMANDS; i++)
+            fprintf(f, "  %-32s %s\n", commands[i].synopsis, commands[i].summary);
+        fprintf(f, "\nglobal options (before or after the command):\n");
+        print_opts(f, global_opts);
+        fprintf(f, "      --version                the version, then exit\n\n");
+        fprintf(f, "Options take GNU forms: --output DIR, --output=DIR, -o DIR, -oDIR; '--' ends "
+                   "options.\n'pipefuse COMMAND --help' describes a command; 'man pipefuse' "
+                   "all of them.\n\nExit status: ");
+        wrap(f, exit_status, -13, 0);
+        return;
+    }
+    fprintf(f, "usage: pipefuse %s\n\n", cmd->synopsis);
+    wrap(f, cmd->description, 0, 0);
+    if (cmd->opts[0].lng) {
+        fprintf(f, "\noptions:\n");
+        print_opts(f, cmd->opts);
+    }
+    fprintf(f, "\nglobal options:\n");
+    print_opts(f, global_opts);
+    if (cmd->notes) {
+        fputc('\n', f);
+        wrap(f, cmd->notes, 0, 0);
+    }
+    fprintf(f, "\nExit status: ");
+    wrap(f, exit_status, -13, 0);
+}
+
+/* roff text: a leading '.' or '\'' would be a request, '\' an escape, '-' a hyphen. */
+static void roff(FILE *f, const char *s)
+{
+    int bol = 1;
+    for (; *s; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            fputs("\\&", f);
+        if (*s == '\\')
+            fputs("\\e", f);
+        else if (*s == '-')
+            fputs("\\-", f);
+        else
+            fputc(*s, f);
+        bol = *s == '\n';
+    }
+}
+
+static void man_opts(FILE *f, const cli_opt *t)
+{
+    for (; t->lng; t++) {
+        fputs(".TP\n\\fB", f);
+        if (t->shrt)
+            fprintf(f, "\\-%c\\fR, \\fB", t->shrt);
+        roff(f, t->lng);
+        fputs("\\fR", f);
+        if (t->arg) {
+            fputs(" \\fI", f);
+            roff(f, t->arg);
+            fputs("\\fR", f);
+        }
+        fputc('\n', f);
+        roff(f, t->help);
+        fputc('\n', f);
+    }
+}
+
+void cli_man(FILE *f)
+{
+    fprintf(f, ".TH PIPEFUSE 1 \"\" \"pipefuse %s\" \"User Commands\"\n", PF_VERSION_STRING);
+    fputs(".SH NAME\npipefuse \\- run image pipelines over PNG files, fused on the GPU\n", f);
+    fputs(".SH SYNOPSIS\n", f);
+    for (int i = 0; i < N_COMMANDS; i++) {
+        fputs(".B pipefuse\n", f);
+        roff(f, commands[i].synopsis);
+        fputs("\n.br\n", f);
+    }
+    fputs(".SH DESCRIPTION\npipefuse reads a pipeline of image\\-processing stages from a JSON "
+          "file, loads the stages from plugins, fuses adjacent elementwise stages into one pass "
+          "and runs the result over PNG files, on a CUDA GPU where one is usable and on the CPU "
+          "otherwise.\nOptions take GNU forms (\\fB\\-\\-output DIR\\fR, "
+          "\\fB\\-\\-output=DIR\\fR, \\fB\\-o DIR\\fR, \\fB\\-oDIR\\fR) and may come before or "
+          "after the command's arguments; \\fB\\-\\-\\fR ends options.\n",
+          f);
+    fputs(".SH GLOBAL OPTIONS\n", f);
+    man_opts(f, global_opts);
+    fputs(".TP\n\\fB\\-\\-version\\fR\nthe version, then exit\n", f);
+    for (int i = 0; i < N_COMMANDS; i++) {
+        const cli_command *c = &commands[i];
+        fputs(".SH ", f);
+        for (const char *s = c->name; *s; s++)
+            fputc(*s - 32, f); /* section titles in capitals */
+        fputs("\n.B pipefuse\n", f);
+        roff(f, c->synopsis);
+        fputs("\n.PP\n", f);
+        roff(f, c->description);
+        fputc('\n', f);
+        man_opts(f, c->opts);
+        if (c->notes) {
+            fputs(".PP\n", f);
+            for (const char *s = c->notes; *s;) { /* an example per line */
+                size_t n = strcspn(s, "\n");
+                char line[1024];
+                snprintf(line, sizeof line, "%.*s", (int)(n < 1023 ? n : 1023), s);
+                roff(f, line[0] == ' ' ? line + strspn(line, " ") : line);
+                fputs(line[0] == ' ' ? "\n.br\n" : "\n.PP\n", f);
+                s += n + (s[n] == '\n');
+            }
+        }
+    }
+    fputs(".SH EXIT STATUS\n", f);
+    roff(f, exit_status);
+    fputs("\n.SH ENVIRONMENT\n", f);
+    roff(f, environment);
+    fputs("\n.SH FILES\nExample pipelines are installed in \\fIshare/pipefuse/pipelines\\fR and "
+          "the documentation (the pipeline format, writing plugins, performance) in "
+          "\\fIshare/doc/pipefuse\\fR below the installation prefix.\n",
+          f);
+}
+
+/* ---- Parsing ------------------------------------------------------------------------------- */
+
+static int push_arg(cli_args *r, const char *s)
+{
+    if (r->argc + 2 > r->cap) {
+        int cap = r->cap ? r->cap * 2 : 16;
+        char **v = realloc(r->argv, sizeof(char *) * (size_t)cap);
+        if (!v)
+            return -1;
+        r->argv = v;
+        r->cap = cap;
+    }
+    r->argv[r->argc++] = (char *)s;
+    r->argv[r->argc] = NULL;
+    return 0;
+}
+
+void cli_args_free(cli_args *r)
+{
+    free(r->argv);
+    memset(r, 0, sizeof *r);
+}
+
+static int usage(const cli_command *cmd, const char *fmt, const char *a, size_t len,
+                 const char *hint)
+{
+    fprintf(stderr, "pipefuse%s%s: ", cmd ? " " : "", cmd ? cmd->name : "");
+    fprintf(stderr, fmt, (int)len, a);
+    fprintf(stderr, "%s (see pipefuse %s%s--help)\n", hint, cmd ? cmd->name : "", cmd ? " " : "");
+    return PF_EXIT_USAGE;
+}
+
+static int set_global(const cli_opt *o, const char *v, cli_common *c)
+{
+    if (strcmp(o->lng, "--plugin-path") == 0) {
+        c->plugin_path = v;
+    } else if (strcmp(o->lng, "--threads") == 0) {
+        char *end;
+        long t = strtol(v, &end, 10);
+        if (*end || end == v || t < 0 || t > 1024) {
+            fprintf(stderr, "pipefuse: --threads %s: expected 0 (one per core) to 1024\n", v);
+            return PF_EXIT_USAGE;
+        }
+        c->threads = (int)t;
+    } else if (strcmp(o->lng, "--backend") == 0) {
+        if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "cuda")) {
+            fprintf(stderr, "pipefuse: --backend %s: expected auto, cpu or cuda\n", v);
+            return PF_EXIT_USAGE;
+        }
+        c->backend = v;
+    } else if (strcmp(o->lng, "--quiet") == 0) {
+        c->quiet = 1;
+    }
+    return -1;
+}
+
+/* One option argument a (of argv[*i]) with its value, if it takes one, from "=value",
+   the rest of a short option, or the next argument. */
+static int take_option(const cli_command *cmd, int argc, char **argv, int *i, cli_common *c,
+                       cli_args *r, int *help)
+{
+    const char *a = argv[*i];
+    int is_long = a[1] == '-';
+    size_t len = is_long ? strcspn(a, "=") : 2;
+    const cli_opt *o = find_opt(global_opts, a, len), *g = o;
+    if (!o && cmd)
+        o = find_opt(cmd->opts, a, len);
+    if (!o) {
+        char hint[160];
+        suggest_opt(cmd, a, is_long ? len : strlen(a), hint, sizeof hint);
+        if (!hint[0] && cmd) { /* not a typo of a known one: the subcommand's parser decides */
+            if (is_long && a[len] == '=') { /* "--opt=value": split in place */
+                argv[*i][len] = 0;
+                return push_arg(r, a) == 0 && push_arg(r, a + len + 1) == 0 ? -1 : PF_EXIT_USAGE;
+            }
+            return push_arg(r, a) == 0 ? -1 : PF_EXIT_USAGE;
+        }
+        return usage(cmd, "unknown option '%.*s'", a, is_long ? len : strlen(a), hint);
+    }
+    const char *v = NULL;
+    if (is_long && a[len] == '=') {
+        if (!o->arg)
+            return usage(cmd, "option '%.*s' takes no value", a, len, "");
+        v = a + len + 1;
+    } else if (!is_long && a[2]) {
+        if (o->arg) {
+            v = a + 2;
+        } else { /* -qr: flags together */
+            for (const char *s = a + 1; *s; s++) {
+                char one[3] = {'-', *s, 0};
+                const cli_opt *f = find_opt(global_opts, one, 2);
+                const cli_opt *fg = f;
+                if (!f && cmd)
+                    f = find_opt(cmd->opts, one, 2);
+                if (!f || f->arg)
+                    return usage(cmd, "unknown option '%.*s'", a, strlen(a),
+                                 f ? ": only flags can be written together" : "");
+                if (fg && strcmp(f->lng, "--help") == 0)
+                    *help = 1;
+                else if (fg)
+                    set_global(f, NULL, c);
+                else if (push_arg(r, f->lng) != 0)
+                    return PF_EXIT_USAGE;
+            }
+            return -1;
+        }
+    } else if (o->arg) {
+        if (*i + 1 >= argc)
+            return usage(cmd, "option '%.*s' needs a value", o->lng, strlen(o->lng), "");
+        v = argv[++*i];
+    }
+    if (g && strcmp(g->lng, "--help") == 0) {
+        *help = 1;
+        return -1;
+    }
+    if (g) /* run gets -q and --backend back at the end (cli_parse) */
+        return set_global(g, v, c);
+    if (push_arg(r, o->lng) != 0 || (v && push_arg(r, v) != 0))
+        return PF_EXIT_USAGE;
+    return -1;
+}
+
+int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
+{
+    memset(r, 0, sizeof *r);
+    const cli_command *cmd = NULL;
+    int help = 0, ended = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!ended && strcmp(a, "--") == 0) {
+            ended = 1;
+            if (cmd && push_arg(r, "--") != 0)
+                return PF_EXIT_USAGE;
+        } else if (!ended && a[0] == '-' && a[1]) {
+            if (!cmd && strcmp(a, "--version") == 0) {
+                printf("pipefuse %s (library %s, plugin ABI %d.%d)\n", PF_VERSION_STRING,
+                       pf_version_string(), PF_ABI_MAJOR, PF_ABI_MINOR);
+                return PF_EXIT_OK;
+            }
+            if (!cmd && strcmp(a, "--man") == 0) {
+                cli_man(stdout);
+                return PF_EXIT_OK;
+            }
+            int rc = take_option(cmd, argc, argv, &i, c, r, &help);
+            if (rc >= 0)
+                return rc;
+        } else if (!cmd) {
+            if (strcmp(a, "help") == 0) { /* pipefuse help [COMMAND] */
+                help = 1;
+                if (i + 1 < argc)
+                    cmd = r->cmd = cli_find_command(argv[++i]);
+                break;
+            }
+            cmd = cli_find_command(a);
+            if (!cmd) {
+                const char *names[N_COMMANDS];
+                for (int k = 0; k < N_COMMANDS; k++)
+                    names[k] = commands[k].name;
+                const char *near = pf_closest_name(a, names, N_COMMANDS);
+                fprintf(stderr, "pipefuse: unknown command '%s'", a);
+                if (near)
+                    fprintf(stderr, " (did you mean '%s'?)", near);
+                fprintf(stderr, "; the commands are run, check, bench, stages, info, plugin\n");
+                return PF_EXIT_USAGE;
+            }
+            r->cmd = cmd;
+        } else if (push_arg(r, a) != 0) {
+            return PF_EXIT_USAGE;
+        }
+    }
+    /* "plugin" has its own help (cli_plugin): pass --help on. */
+    if (help && cmd && strcmp(cmd->name, "plugin") == 0) {
+        if (push_arg(r, "--help") != 0)
+            return PF_EXIT_USAGE;
+        if (r->argc == 1) { /* `plugin --help`: the subcommand first */
+            r->argv[0] = "check";
+            if (push_arg(r, "--help") != 0)
+                return PF_EXIT_USAGE;
+        }
+        return -1;
+    }
+    if (help) {
+        cli_help(cmd, stdout);
+        return PF_EXIT_OK;
+    }
+    if (!cmd) {
+        cli_help(NULL, stderr);
+        return PF_EXIT_USAGE;
+    }
+    /* run takes the global -q (no progress either) and --backend as its own options */
+    if (strcmp(cmd->name, "run") == 0 &&
+        ((c->quiet && push_arg(r, "--quiet") != 0) ||
+         (c->backend && (push_arg(r, "--backend") != 0 || push_arg(r, c->backend) != 0))))
+        return PF_EXIT_USAGE;
+    if (!r->argv && !(r->argv = calloc(1, sizeof(char *)))) /* an empty argv */
+        return PF_EXIT_USAGE;
+    return -1;
+}
+
+/* The notices the engine prints (level 0) are hidden by -q. */
+void cli_log(void *user, int level, const char *msg)
+{
+    const cli_common *c = user;
+    if (level == 0 && c && c->quiet)
+        return;
+    static const char *const prefix[] = {"", "warning: ", "error: "};
+    fprintf(stderr, "pipefuse: %s%s\n", prefix[level < 0 ? 0 : (level > 2 ? 2 : level)], msg);
+}
+
+/* `--backend cuda` where the CUDA backend cannot run: refused once, before any file. */
+int cli_require_backend(pf_engine *e, const char *backend, const char *who)
+{
+    char why[512];
+    if (!backend || strcmp(backend, "cuda") != 0 || pf_engine_cuda_usable(e, why, sizeof why))
+        return 0;
+    fprintf(stderr,
+            "pipefuse %s: --backend cuda: %s; use --backend auto or cpu to run on the CPU\n", who,
+            why);
+    return -1;
+}
