@@ -5,14 +5,18 @@
  * a byte of it is used.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* O_NOFOLLOW, mkstemp when built into a test */
+#define _GNU_SOURCE /* O_NOFOLLOW, getrandom when built into a test */
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -68,6 +72,49 @@ static int mkdir_p(char *path, mode_t mode)
     return mkdir(path, mode) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* One warning per process and reason about the cache directory: every compile would
+   repeat it. */
+enum { W_CREATE, W_NOT_DIR, W_OWNER, W_MODE, W_COUNT };
+static void warn_once(int reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_once(int reason, const char *fmt, ...)
+{
+    static int warned[W_COUNT];
+    if (__atomic_exchange_n(&warned[reason], 1, __ATOMIC_RELAXED))
+        return;
+    char msg[PF_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pf_log(NULL, 1, "%s", msg);
+}
+
+#define STALE_SECONDS 600 /* a temporary older than this is a dead writer's */
+
+/* Removes temporaries that writers killed between create and rename left behind: ours,
+   regular, and old enough that no live writer holds them. Once per process. */
+static void remove_stale(const char *dir)
+{
+    static int done;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_RELAXED))
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *ent;
+    time_t now = time(NULL);
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        struct stat st;
+        if (ent->d_name[0] != '.' || len < 5 || strcmp(ent->d_name + len - 4, ".tmp") != 0)
+            continue;
+        if (fstatat(dirfd(d), ent->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == geteuid() && now - st.st_mtime > STALE_SECONDS)
+            unlinkat(dirfd(d), ent->d_name, 0);
+    }
+    closedir(d);
+}
+
 int pf_kcache_dir(char *buf, size_t size)
 {
     const char *env = getenv("PIPEFUSE_CACHE_DIR");
@@ -83,13 +130,36 @@ int pf_kcache_dir(char *buf, size_t size)
         n = snprintf(buf, size, "%s/.cache/pipefuse", home);
     else
         return -1;
-    if (n <= 0 || (size_t)n >= size || mkdir_p(buf, 0700) != 0)
+    if (n <= 0 || (size_t)n >= size)
         return -1;
+    if (mkdir_p(buf, 0700) != 0) {
+        warn_once(W_CREATE, "kernel cache %s: cannot create: %s; compiling without the cache", buf,
+                  strerror(errno));
+        return -1;
+    }
+    /* Another user's directory, or one others can write to, could feed us code or
+       have our writes redirected. */
     struct stat st;
-    /* Another user's directory, or one others can write to, could feed us code. */
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-        (st.st_mode & (S_IWGRP | S_IWOTH)))
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        warn_once(W_NOT_DIR, "kernel cache %s: not a directory; compiling without the cache", buf);
         return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        warn_once(W_OWNER,
+                  "kernel cache %s: owned by uid %u, not by this user (uid %u); compiling "
+                  "without the cache",
+                  buf, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        warn_once(W_MODE,
+                  "kernel cache %s: writable by %s (mode %04o); compiling without the cache "
+                  "(chmod 700 it to use it)",
+                  buf, st.st_mode & S_IWOTH ? "others" : "its group",
+                  (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    remove_stale(buf);
     return 0;
 }
 
@@ -147,13 +217,67 @@ int pf_kcache_get(const pf_kcache_key *k, void **data, size_t *size)
     return 0;
 }
 
+/* 16 hex digits nobody can guess, for temporary names. */
+static int random_hex(char *out)
+{
+    unsigned char r[8];
+#ifdef PF_KCACHE_TEST_NAMES
+    extern int pf_kcache_test_random(unsigned char *r);
+    if (pf_kcache_test_random(r) != 0)
+#endif
+    {
+        size_t got = 0;
+        while (got < sizeof r) {
+            ssize_t n = getrandom(r + got, sizeof r - got, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return -1;
+            got += (size_t)n;
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        sprintf(out + 2 * i, "%02x", r[i]);
+    return 0;
+}
+
+static int write_all(int fd, const void *data, size_t n)
+{
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The entry goes to a new file of an unpredictable name in the cache directory, created
+   exclusively (never through a link someone planted), synced, then renamed over the
+   entry's name (which replaces a link there rather than following it). */
 int pf_kcache_put(const pf_kcache_key *k, const void *data, size_t size)
 {
-    char path[4200], tmp[4300];
-    if (size == 0 || size > MAX_ENTRY || pf_kcache_path(k, path, sizeof path) != 0)
+    char dir[4096], path[4200], tmp[4300], hex[17];
+    if (size == 0 || size > MAX_ENTRY || pf_kcache_dir(dir, sizeof dir) != 0)
         return -1;
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    snprintf(path, sizeof path, "%s/%016llx%016llx.cubin", dir, (unsigned long long)k->a,
+             (unsigned long long)k->b);
+    int fd = -1;
+    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+        if (random_hex(hex) != 0)
+            return -1;
+        int n = snprintf(tmp, sizeof tmp, "%s/.%016llx%016llx.%s.tmp", dir,
+                         (unsigned long long)k->a, (unsigned long long)k->b, hex);
+        if (n <= 0 || (size_t)n >= sizeof tmp)
+            return -1;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
+            return -1;
+    }
     if (fd < 0)
         return -1;
     unsigned char h[HEADER_BYTES];
@@ -163,11 +287,18 @@ int pf_kcache_put(const pf_kcache_key *k, const void *data, size_t size)
     put_u64(h + 24, k->b);
     put_u64(h + 32, size);
     put_u64(h + 40, payload_hash(data, size));
-    int ok = write(fd, h, HEADER_BYTES) == HEADER_BYTES && write(fd, data, size) == (ssize_t)size;
+    int ok =
+        write_all(fd, h, HEADER_BYTES) == 0 && write_all(fd, data, size) == 0 && fsync(fd) == 0;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
         return -1;
+    }
+    /* the rename itself, made durable */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
     return 0;
 }

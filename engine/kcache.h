@@ -2,10 +2,15 @@
  *
  * Entries live in PIPEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/pipefuse, else
  * ~/.cache/pipefuse (made with mode 0700; "off" disables the cache), one file per
- * key. A file is written to a temporary name and renamed, so readers see whole
- * entries only, and concurrent writers of one key leave one whole entry. A file that
- * is truncated, corrupt, for another key, or owned or writable by another user is
- * ignored (and replaced on the next put).
+ * key. A directory owned by another user, or writable by its group or others, is not
+ * used (one warning through the log, then compiles go on without the cache). A file is
+ * written to a new file of an unpredictable name in the directory (O_EXCL|O_NOFOLLOW:
+ * never through a planted link), synced and renamed over the entry's name, so readers
+ * see whole entries only, concurrent writers of one key leave one whole entry and a
+ * link planted at the entry's name is replaced, not followed. Temporaries of writers
+ * that died are removed once they are 10 minutes old. A file that is truncated,
+ * corrupt, for another key, a link, or owned or writable by another user is ignored
+ * (and replaced on the next put).
  */
 #ifndef PF_KCACHE_H
 #define PF_KCACHE_H
