@@ -147,6 +147,7 @@ typedef struct reader {
     png_structp png;
     png_infop info;
     png_bytep *rows;
+    unsigned char *index; /* palette images: the indices, expanded by expand_palette */
     pf_frame frame;
     pf_png_info hdr;
 } reader;
@@ -266,6 +267,41 @@ static int read_head(reader *r)
     return check_size(r, w, h);
 }
 
+/* Palette images are expanded here rather than by libpng, which turns an index past
+   the palette into black without a word. Such an index is an error in the PNG
+   specification (libpng's own "palette index exceeding num_palette"): the file is
+   refused, naming the index and where it is. tRNS gives alpha as libpng would. */
+static int expand_palette(reader *r)
+{
+    png_colorp pal = NULL;
+    int entries = 0, n_trans = 0;
+    png_bytep trans = NULL;
+    png_get_PLTE(r->png, r->info, &pal, &entries);
+    if (png_get_valid(r->png, r->info, PNG_INFO_tRNS))
+        png_get_tRNS(r->png, r->info, &trans, &n_trans, NULL);
+    const pf_frame *f = &r->frame;
+    for (int y = 0; y < f->height; y++) {
+        const unsigned char *in = r->index + (size_t)y * (size_t)f->width;
+        unsigned char *out = (unsigned char *)f->data + (size_t)y * f->pitch;
+        for (int x = 0; x < f->width; x++, out += f->channels) {
+            int i = in[x];
+            if (i >= entries) {
+                fail(&r->io, PF_IMAGE,
+                     "%s: corrupt PNG: palette index %d at (%d, %d) is past the palette's %d "
+                     "entr%s (PLTE)",
+                     r->io.name, i, x, y, entries, entries == 1 ? "y" : "ies");
+                return PF_IMAGE;
+            }
+            out[0] = pal[i].red;
+            out[1] = pal[i].green;
+            out[2] = pal[i].blue;
+            if (f->channels == 4)
+                out[3] = i < n_trans ? trans[i] : 255;
+        }
+    }
+    return PF_OK;
+}
+
 static int read_image(reader *r)
 {
     png_structp png = r->png;
@@ -303,12 +339,15 @@ static int read_image(reader *r)
     if (check_size(r, w, h) != PF_OK)
         return PF_TOO_LARGE;
 
-    /* To the file's own format, 8 or 16 bits, as the header promises. No gamma. */
-    if (ctype == PNG_COLOR_TYPE_PALETTE)
-        png_set_palette_to_rgb(png);
+    /* To the file's own format, 8 or 16 bits, as the header promises. No gamma. Palette
+       indices come one a byte, for expand_palette. */
+    int pal = ctype == PNG_COLOR_TYPE_PALETTE;
+    int pal_channels = png_get_valid(png, info, PNG_INFO_tRNS) ? 4 : 3;
+    if (pal)
+        png_set_packing(png);
     if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8)
         png_set_expand_gray_1_2_4_to_8(png);
-    if (png_get_valid(png, info, PNG_INFO_tRNS))
+    if (!pal && png_get_valid(png, info, PNG_INFO_tRNS))
         png_set_tRNS_to_alpha(png);
     if (depth == 16 && host_is_little_endian())
         png_set_swap(png);
@@ -319,7 +358,7 @@ static int read_image(reader *r)
     int channels = png_get_channels(png, info);
     int bits = png_get_bit_depth(png, info);
     size_t rowbytes = png_get_rowbytes(png, info);
-    if (channels < 1 || channels > 4 || (bits != 8 && bits != 16) ||
+    if (channels < 1 || channels > 4 || (bits != 8 && bits != 16) || (pal && channels != 1) ||
         rowbytes != (size_t)w * (size_t)channels * (size_t)(bits / 8)) {
         fail(&r->io, PF_INTERNAL,
              "%s: libpng gave %d channels of %d bits, %zu bytes a row, for colour type %d of "
@@ -328,10 +367,13 @@ static int read_image(reader *r)
         return PF_INTERNAL;
     }
 
-    int st = pf_frame_alloc(&r->frame, (int)w, (int)h, bits == 16 ? PF_U16 : PF_U8, channels);
+    int st = pf_frame_alloc(&r->frame, (int)w, (int)h, bits == 16 ? PF_U16 : PF_U8,
+                            pal ? pal_channels : channels);
     if (st == PF_OK) {
         r->rows = malloc((size_t)h * sizeof *r->rows);
-        if (!r->rows)
+        if (pal)
+            r->index = malloc((size_t)w * (size_t)h);
+        if (!r->rows || (pal && !r->index))
             st = PF_NO_MEMORY;
     }
     if (st != PF_OK) {
@@ -340,9 +382,12 @@ static int read_image(reader *r)
         return st;
     }
     for (png_uint_32 y = 0; y < h; y++)
-        r->rows[y] = (png_bytep)r->frame.data + (size_t)y * r->frame.pitch;
+        r->rows[y] =
+            pal ? r->index + (size_t)y * w : (png_bytep)r->frame.data + (size_t)y * r->frame.pitch;
 
     png_read_image(png, r->rows);
+    if (pal && expand_palette(r) != PF_OK)
+        return PF_IMAGE;
     /* Through IEND: a file cut after its image data is still truncated, and the CRCs of
        the last chunks are checked. */
     png_read_end(png, NULL);
@@ -368,6 +413,7 @@ static int read_png(reader *r, pf_frame *out, pf_png_info *info)
     if (r->png)
         png_destroy_read_struct(&r->png, r->info ? &r->info : NULL, NULL);
     free(r->rows);
+    free(r->index);
     if (info)
         *info = r->hdr;
     if (st != PF_OK) {

@@ -2,8 +2,10 @@
  *
  * Reading gives a frame in the file's own format: gray (1 channel), gray+alpha (2),
  * RGB (3) or RGBA (4), 8 or 16 bits per sample (16-bit samples in host byte order).
- * Palette images become RGB, or RGBA when they carry tRNS; a tRNS colour key on gray
- * or RGB adds an alpha channel; 1/2/4-bit gray is scaled to 8 bits (0..max to 0..255).
+ * Palette images become RGB, or RGBA when they carry tRNS (an index past the palette
+ * is PF_IMAGE: an error in the PNG specification, black to a lenient reader); a tRNS
+ * colour key on gray or RGB adds an alpha channel; 1/2/4-bit gray is scaled to 8 bits
+ * (0..max to 0..255).
  * Interlaced files are read whole. Gamma and colour chunks are not applied: samples
  * are returned as stored (ancillary chunks other than tRNS are skipped unread).
  *
