@@ -3,20 +3,29 @@
  * Planning a shape allocates everything a frame needs, once: per frame slot one device
  * pool (working images, reused by liveness; the parameter block; frame descriptors;
  * native staging; scratch; reduce partials) and one pinned host pool, plus streams and
- * events. A frame then only copies host data into pinned staging and launches: one
- * cudaGraphLaunch in graph mode, or the same calls issued eagerly. Parameters live in
- * the device parameter block, refreshed from pinned memory by the frame's first copy,
- * so a parameter changed between frames needs neither a capture nor an instantiation.
+ * events. A frame then launches its kernels: one cudaGraphLaunch in graph mode, or the
+ * same calls issued eagerly. Parameters live in the device parameter block, refreshed
+ * from pinned memory by the frame's first copy, so a parameter changed between frames
+ * needs neither a capture nor an instantiation.
  *
- * Frames in flight: each slot has its own pools, streams and graph, so consecutive
- * frames overlap on the GPU; a slot is reused only after its frame was waited for.
- * Nothing here calls cudaDeviceSynchronize; the host waits only on one slot's event.
+ * Host frames: the frame's uploads run on the plan's upload stream, its kernels (the
+ * graph) on the slot's streams after the upload's event, its downloads on the download
+ * stream after the kernels' event. Pinned application memory (hostmem.c) is copied by
+ * DMA from and to where it is; pageable memory goes through the slot's pinned staging,
+ * copied by the engine's pool, in chunks overlapping the transfers.
+ *
+ * Frames in flight: each slot has its own pools, streams and graph, so the uploads, the
+ * kernels and the downloads of consecutive frames overlap; a slot is reused only after
+ * its frame was waited for. Nothing here calls cudaDeviceSynchronize; the host waits
+ * only on one slot's event.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec_cuda.h"
 #include "fuse.h"
+#include "hostmem.h"
+#include "threadpool.h"
 
 #ifndef PF_HAVE_CUDA
 
@@ -269,7 +278,10 @@ typedef struct cuda_slot {
     int *timed_unit;
     int ticket;
     int device_mode;
-    pf_frame **out; /* host mode, per output: where wait puts it */
+    pf_frame **out;        /* host mode, per output: where wait puts it */
+    char *direct_out;      /* host mode, per output: DMA'd straight into pinned memory */
+    cudaEvent_t up_done;   /* host mode: this frame's inputs are on the device */
+    cudaEvent_t comp_done; /* host mode: its kernels are done (downloads may start) */
 } cuda_slot;
 
 #define PF_KERNEL_VARIANTS 4 /* compiled formats kept per fused unit */
@@ -310,7 +322,10 @@ struct pf_cuda_plan {
     size_t *partial_off, *partial_host_off;         /* per node, reduce */
     size_t *pitch;                                  /* per node image pitch */
     int next_slot;
-    int next_ticket;
+    /* Host frames: uploads and downloads of every slot run on these two streams, apart
+       from the kernels (each slot's streams), ordered by the slots' events, so that the
+       copies both ways and the kernels of consecutive frames overlap. */
+    cudaStream_t up, down;
     int max_timed;                /* launches one frame makes, all of which may be timed */
     unsigned long frames_planned; /* frames submitted on this plan */
     int measure_frames;           /* frames still to time after planning */
@@ -558,6 +573,11 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
             cudaEventDestroy(sl->start);
         if (sl->done)
             cudaEventDestroy(sl->done);
+        if (sl->up_done)
+            cudaEventDestroy(sl->up_done);
+        if (sl->comp_done)
+            cudaEventDestroy(sl->comp_done);
+        free(sl->direct_out);
         for (int k = 0; sl->tev && k < 2 * c->max_timed; k++)
             if (sl->tev[k])
                 cudaEventDestroy(sl->tev[k]);
@@ -580,6 +600,10 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
     free(c->in_dev_off), free(c->in_host_off), free(c->in_bytes);
     free(c->out_dev_off), free(c->out_host_off), free(c->out_bytes);
     free(c->scratch_off), free(c->scratch_size), free(c->partial_off), free(c->partial_host_off);
+    if (c->up)
+        cudaStreamDestroy(c->up);
+    if (c->down)
+        cudaStreamDestroy(c->down);
     free(c);
 }
 
@@ -594,7 +618,9 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     sl->key[0] = calloc(n_io + 1, 1);
     sl->key[1] = calloc(n_io + 1, 1);
     sl->out = calloc((size_t)p->n_outputs + 1, sizeof(pf_frame *));
-    if (!sl->streams || !sl->joined || !sl->unit_done || !sl->key[0] || !sl->key[1] || !sl->out)
+    sl->direct_out = calloc((size_t)p->n_outputs + 1, 1);
+    if (!sl->streams || !sl->joined || !sl->unit_done || !sl->key[0] || !sl->key[1] || !sl->out ||
+        !sl->direct_out)
         return PF_NO_MEMORY;
     sl->unit_done[nu] = (cudaEvent_t)-1; /* end marker for pf_cuda_plan_free */
     for (int k = 0; k < c->n_streams; k++) {
@@ -612,6 +638,8 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     CU(p, cudaEventCreateWithFlags(&sl->fork, cudaEventDisableTiming));
     CU(p, cudaEventCreateWithFlags(&sl->start, cudaEventDisableTiming));
     CU(p, cudaEventCreateWithFlags(&sl->done, cudaEventDisableTiming));
+    CU(p, cudaEventCreateWithFlags(&sl->up_done, cudaEventDisableTiming));
+    CU(p, cudaEventCreateWithFlags(&sl->comp_done, cudaEventDisableTiming));
     cudaError_t err = cudaMalloc((void **)&sl->dev, c->dev_size);
     if (err != cudaSuccess) {
         size_t free_b = 0, total_b = 0;
@@ -728,6 +756,9 @@ int pf_cuda_plan_build(pf_pipeline *p)
     rc = layout(p, c);
     if (rc == PF_NO_MEMORY)
         pf_errf(p->errmsg, "%s: out of host memory planning", p->source);
+    if (rc == PF_OK && (cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking) != cudaSuccess ||
+                        cudaStreamCreateWithFlags(&c->down, cudaStreamNonBlocking) != cudaSuccess))
+        rc = cuda_fail(p, cudaGetLastError(), "cudaStreamCreateWithFlags", __FILE__, __LINE__);
     for (int s = 0; s < c->n_slots && rc == PF_OK; s++)
         rc = make_slot(p, c, &c->slots[s]);
     return rc; /* on failure the caller frees the plan, and c with it */
@@ -871,9 +902,10 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
     return PF_OK;
 }
 
-/* Issues one frame's work with s0 as the origin stream: under capture this becomes the
-   graph; otherwise it runs eagerly. device: frames are the application's device memory
-   and need no staging copies. */
+/* Issues one frame's kernels with s0 as the origin stream: under capture this becomes
+   the graph; otherwise it runs eagerly. Host frames' copies are not part of it: they
+   run on the plan's copy streams (upload, download), so that they overlap the kernels
+   of other frames and go straight from and to pinned application memory. */
 static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cudaStream_t s0)
 {
     const pf_plan *plan = p->plan;
@@ -882,13 +914,7 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
     CU(p, cudaMemcpyAsync(sl->dev + c->params_off, sl->host + c->params_off,
                           c->params_size + desc_bytes, cudaMemcpyHostToDevice, s0));
     const pf_frame_desc *d_desc = (const pf_frame_desc *)(sl->dev + c->desc_off);
-    const pf_frame_desc *h_desc = (const pf_frame_desc *)(sl->host + c->desc_off);
     for (int i = 0; i < ni; i++) {
-        if (!device) {
-            size_t bytes = (size_t)h_desc[i].pitch * (size_t)h_desc[i].height;
-            CU(p, cudaMemcpyAsync(sl->dev + c->in_dev_off[i], sl->host + c->in_host_off[i], bytes,
-                                  cudaMemcpyHostToDevice, s0));
-        }
         if (c->f4[i])
             CU(p, (cudaError_t)pf_cuda_frame_to_image(&d_desc[i], dev_image(c, sl, plan, i), s0));
     }
@@ -916,11 +942,6 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
         if (needs_convert_out(p, c, o))
             CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node), &d_desc[ni + o],
                                                       s0));
-        if (!device) {
-            size_t bytes = (size_t)h_desc[ni + o].pitch * (size_t)h_desc[ni + o].height;
-            CU(p, cudaMemcpyAsync(sl->host + c->out_host_off[o], sl->dev + c->out_dev_off[o], bytes,
-                                  cudaMemcpyDeviceToHost, s0));
-        }
     }
     return PF_OK;
 }
@@ -988,6 +1009,100 @@ static void copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, 
     }
     for (int y = 0; y < rows; y++)
         memcpy((char *)dst + (size_t)y * dpitch, (const char *)src + (size_t)y * spitch, row_bytes);
+}
+
+/* ---- Host frame copies ----------------------------------------------------------------------------- */
+
+/* Pageable frames go through pinned staging; the host copies are split by rows across
+   the engine's pool (copy_threads of it), since one core cannot keep up with the bus. */
+typedef struct copy_job {
+    char *dst;
+    const char *src;
+    size_t dpitch, spitch, row;
+    int rows, per_task;
+} copy_job;
+
+#define PF_COPY_TASK_BYTES (256u << 10) /* smaller pieces are not worth a thread */
+#define PF_UPLOAD_CHUNK    (4u << 20)   /* staged while the previous chunk is on the bus */
+
+static int copy_task(void *ctx, int i, int worker)
+{
+    const copy_job *j = ctx;
+    int y0 = i * j->per_task, n = j->rows - y0 < j->per_task ? j->rows - y0 : j->per_task;
+    copy_rows(j->dst + (size_t)y0 * j->dpitch, j->dpitch, j->src + (size_t)y0 * j->spitch,
+              j->spitch, j->row, n);
+    return 0;
+}
+
+static void copy_rows_parallel(pf_engine *e, void *dst, size_t dpitch, const void *src,
+                               size_t spitch, size_t row, int rows)
+{
+    size_t tasks = row * (size_t)rows / PF_COPY_TASK_BYTES;
+    if (tasks > (size_t)e->copy_threads)
+        tasks = (size_t)e->copy_threads;
+    if (tasks > (size_t)rows)
+        tasks = (size_t)rows;
+    if (tasks < 2) {
+        copy_rows(dst, dpitch, src, spitch, row, rows);
+        return;
+    }
+    copy_job j = {dst, src, dpitch, spitch, row, rows, (int)(((size_t)rows + tasks - 1) / tasks)};
+    pf_threadpool_run(e->pool, (rows + j.per_task - 1) / j.per_task, e->copy_threads, copy_task,
+                      &j);
+}
+
+/* A frame's inputs to the device, on the upload stream: pinned ones by DMA from where
+   they are; pageable ones through the slot's pinned staging, chunk by chunk, each
+   chunk staged by the pool while the one before is on the bus. Then up_done. */
+static int upload(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, const pf_frame *in)
+{
+    for (int i = 0; i < p->n_inputs; i++) {
+        const pf_frame *f = &in[i];
+        size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
+        unsigned char *dst = sl->dev + c->in_dev_off[i];
+        if (pf_hostmem_pinned(f->data, pf_frame_span(f))) {
+            CU(p, cudaMemcpy2DAsync(dst, row, f->data, f->pitch, row, (size_t)f->height,
+                                    cudaMemcpyHostToDevice, c->up));
+            continue;
+        }
+        unsigned char *stage = sl->host + c->in_host_off[i];
+        int chunk = row < PF_UPLOAD_CHUNK ? (int)(PF_UPLOAD_CHUNK / row) : 1;
+        for (int y = 0; y < f->height; y += chunk) {
+            int n = f->height - y < chunk ? f->height - y : chunk;
+            copy_rows_parallel(p->eng, stage + (size_t)y * row, row,
+                               (const char *)f->data + (size_t)y * f->pitch, f->pitch, row, n);
+            CU(p, cudaMemcpyAsync(dst + (size_t)y * row, stage + (size_t)y * row, row * (size_t)n,
+                                  cudaMemcpyHostToDevice, c->up));
+        }
+    }
+    CU(p, cudaEventRecord(sl->up_done, c->up));
+    return PF_OK;
+}
+
+/* A frame's image outputs back, on the download stream once its kernels on s0 are done:
+   into pinned application memory directly, else into the slot's staging (copied out
+   by finish). Then done. */
+static int download(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t s0)
+{
+    CU(p, cudaEventRecord(sl->comp_done, s0));
+    CU(p, cudaStreamWaitEvent(c->down, sl->comp_done, 0));
+    for (int o = 0; o < p->n_outputs; o++) {
+        const pf_frame *f = sl->out[o];
+        sl->direct_out[o] = 0;
+        if (!f || p->plan->tables[p->outputs[o].node].data)
+            continue;
+        size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
+        const unsigned char *src = sl->dev + c->out_dev_off[o];
+        sl->direct_out[o] = (char)pf_hostmem_pinned(f->data, pf_frame_span(f));
+        if (sl->direct_out[o])
+            CU(p, cudaMemcpy2DAsync(f->data, f->pitch, src, row, row, (size_t)f->height,
+                                    cudaMemcpyDeviceToHost, c->down));
+        else
+            CU(p, cudaMemcpyAsync(sl->host + c->out_host_off[o], src, row * (size_t)f->height,
+                                  cudaMemcpyDeviceToHost, c->down));
+    }
+    CU(p, cudaEventRecord(sl->done, c->down));
+    return PF_OK;
 }
 
 /* A launch ran past the watchdog: name the likeliest launch (the longest predicted
@@ -1097,10 +1212,10 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
             continue;
         }
         pf_frame *f = sl->out[o];
-        if (!sl->device_mode && f) {
+        if (!sl->device_mode && f && !sl->direct_out[o]) {
             const pf_frame_desc *d = &h_desc[p->n_inputs + o];
-            copy_rows(f->data, f->pitch, sl->host + c->out_host_off[o], d->pitch, d->pitch,
-                      f->height);
+            copy_rows_parallel(p->eng, f->data, f->pitch, sl->host + c->out_host_off[o], d->pitch,
+                               d->pitch, f->height);
         }
     }
     return PF_OK;
@@ -1267,8 +1382,6 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
             fill_desc(&h_desc[i], in[i].data, in[i].pitch, &in[i]);
         } else {
             fill_desc(&h_desc[i], sl->dev + c->in_dev_off[i], row, &in[i]);
-            copy_rows(sl->host + c->in_host_off[i], row, in[i].data, in[i].pitch, row,
-                      in[i].height);
         }
         key[i] = (unsigned char)pf_format_code(in[i].sample, in[i].channels);
     }
@@ -1330,6 +1443,11 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
             rc = PF_OK;
         }
     }
+    if (rc == PF_OK && !device) {
+        rc = upload(p, c, sl, in);
+        if (rc == PF_OK && cudaStreamWaitEvent(s0, sl->up_done, 0) != cudaSuccess)
+            rc = cuda_fail(p, cudaGetLastError(), "cudaStreamWaitEvent", __FILE__, __LINE__);
+    }
     if (rc == PF_OK && use_graph) {
         rc = cudaGraphLaunch(sl->exec[device], s0) == cudaSuccess
                  ? PF_OK
@@ -1350,7 +1468,9 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
             rc = record(p, c, sl, device, s0);
         }
     }
-    if (rc == PF_OK && cudaEventRecord(sl->done, s0) != cudaSuccess)
+    if (rc == PF_OK && !device)
+        rc = download(p, c, sl, s0);
+    else if (rc == PF_OK && cudaEventRecord(sl->done, s0) != cudaSuccess)
         rc = cuda_fail(p, cudaGetLastError(), "cudaEventRecord", __FILE__, __LINE__);
     nvtxRangePop();
     if (rc != PF_OK)
