@@ -136,6 +136,23 @@ class Engine:
         """Versions, plugins and CUDA devices, as `pipefuse info` prints them."""
         return self._c.info()
 
+    def empty_pinned(self, shape: Sequence[int], dtype: Any = np.uint8) -> np.ndarray:
+        """An uninitialised NumPy image, HxW or HxWxC, in page-locked memory
+        (pf_frame_alloc_host): host frames the GPU can reach by DMA. Page-locked memory
+        is scarce: allocate these once, outside the frame loop. The array keeps the
+        memory (and the engine) alive."""
+        shape = tuple(int(d) for d in shape)
+        if len(shape) not in (2, 3):
+            raise ValueError(f"an image is HxW or HxWxC; got shape {shape}")
+        dt = np.dtype(dtype)
+        samples = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 1, np.dtype(np.float32): 2}
+        if dt not in samples:
+            raise TypeError(f"dtype must be uint8, uint16 or float32, not {dt}")
+        h, w = shape[:2]
+        c = shape[2] if len(shape) == 3 else 1
+        buf = self._c.alloc_host(w, h, samples[dt], c)
+        return np.frombuffer(buf, dtype=dt, count=h * w * c).reshape(shape)
+
 
 def _stream_int(stream: Any) -> int:
     """A cudaStream_t as an int from an int, a torch.cuda.Stream or a cupy Stream."""

@@ -35,12 +35,6 @@
 
 #define MAX_FRAMES 64 /* inputs or outputs per frame; the engine's own limit is lower */
 
-/* pf_pipeline_poll, pf_pipeline_wait_timeout and PF_NOT_READY came with the 0.2 header,
-   which also defines PF_ENGINE_CONFIG_SIZE_0_1. */
-#ifdef PF_ENGINE_CONFIG_SIZE_0_1
-#define PF_HAVE_PIPELINE_POLL 1
-#endif
-
 /* ---- Errors ----------------------------------------------------------------------------- */
 
 static PyObject *Error;                           /* pipefuse.Error */
@@ -584,7 +578,7 @@ typedef struct {
     PyObject *log; /* callable(level, message) or NULL */
 } EngineObject;
 
-static PyTypeObject EngineType, PipelineType, TicketType;
+static PyTypeObject EngineType, PipelineType, TicketType, HostBufferType;
 
 /* The engine's log hook: may run on any thread, with or without the GIL. */
 static void engine_log(void *user, int level, const char *msg)
@@ -870,12 +864,78 @@ static PyObject *Engine_load_string(EngineObject *self, PyObject *args)
     Py_END_ALLOW_THREADS return load_result(self, rc, p);
 }
 
+/* ---- Pinned host memory ----------------------------------------------------------------- */
+
+/* A frame from pf_frame_alloc_host, exported through the buffer protocol (NumPy wraps it:
+   Engine.empty_pinned). Holds the engine, which frees it. */
+typedef struct {
+    PyObject_HEAD EngineObject *engine;
+    pf_frame f;
+} HostBufferObject;
+
+static int HostBuffer_getbuffer(HostBufferObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->f.data,
+                             (Py_ssize_t)(self->f.pitch * (size_t)self->f.height), 0, flags);
+}
+
+static void HostBuffer_dealloc(HostBufferObject *self)
+{
+    if (self->engine) {
+        pf_frame_free_host(self->engine->e, &self->f);
+        Py_DECREF(self->engine);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs HostBuffer_as_buffer = {(getbufferproc)HostBuffer_getbuffer, NULL};
+
+static PyTypeObject HostBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.HostBuffer",
+    .tp_basicsize = sizeof(HostBufferObject),
+    .tp_dealloc = (destructor)HostBuffer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Page-locked host memory of one frame (pf_frame_alloc_host).",
+    .tp_as_buffer = &HostBuffer_as_buffer,
+};
+
+/* Engine.alloc_host(width, height, sample, channels) -> HostBuffer, rows packed. */
+static PyObject *Engine_alloc_host(EngineObject *self, PyObject *args)
+{
+    int w, h, sample, c;
+    if (engine_ready(self) != 0 || !PyArg_ParseTuple(args, "iiii:alloc_host", &w, &h, &sample, &c))
+        return NULL;
+    if (w < 1 || h < 1 || sample < PF_U8 || sample > PF_F32 || c < 1 || c > 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "alloc_host: a %dx%d frame of %d channel(s), sample %d is not valid", w, h, c,
+                     sample);
+        return NULL;
+    }
+    HostBufferObject *b = PyObject_New(HostBufferObject, &HostBufferType);
+    if (!b)
+        return NULL;
+    b->engine = NULL;
+    memset(&b->f, 0, sizeof b->f);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pf_frame_alloc_host(self->e, w, h, (pf_sample)sample, c, &b->f);
+    Py_END_ALLOW_THREADS if (rc != PF_OK)
+    {
+        Py_DECREF(b);
+        return raise_status(rc, pf_engine_errmsg(self->e));
+    }
+    Py_INCREF(self);
+    b->engine = self;
+    return (PyObject *)b;
+}
+
 static PyMethodDef Engine_methods[] = {
     {"stages", (PyCFunction)Engine_stages, METH_NOARGS,
      "Every registered stage: dicts of name, kind, doc, inputs, plugin, file, params, columns."},
     {"load_file", (PyCFunction)Engine_load_file, METH_VARARGS, "Loads a pipeline file."},
     {"load_string", (PyCFunction)Engine_load_string, METH_VARARGS,
      "Loads a pipeline from JSON text; name labels messages."},
+    {"alloc_host", (PyCFunction)Engine_alloc_host, METH_VARARGS,
+     "alloc_host(width, height, sample, channels) -> page-locked HostBuffer"},
     {"info", (PyCFunction)Engine_info, METH_NOARGS,
      "Versions, plugins and CUDA devices, as `pipefuse info` prints them."},
     {NULL, NULL, 0, NULL}};
@@ -1321,33 +1381,18 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "the ticket belongs to another pipeline");
         return NULL;
     }
-#ifndef PF_HAVE_PIPELINE_POLL
-    if (timeout_ms >= 0) {
-        PyErr_SetString(PyExc_NotImplementedError,
-                        "this pipefuse library has no pf_pipeline_wait_timeout");
-        return NULL;
-    }
-#endif
     if (!t->done) {
         int rc;
         pf_pipeline *p = self->p;
         int id = t->id;
         self->busy = 1;
-#ifdef PF_HAVE_PIPELINE_POLL
-        if (timeout_ms == 0) { /* a poll: no need to give the GIL away */
-            rc = pf_pipeline_poll(p, id);
-        } else {
-            Py_BEGIN_ALLOW_THREADS rc = timeout_ms > 0 ? pf_pipeline_wait_timeout(p, id, timeout_ms)
-                                                       : pf_pipeline_wait(p, id);
-            Py_END_ALLOW_THREADS
-        }
-        self->busy = 0;
+        /* A poll that sees the frame complete copies its host outputs: no GIL either. */
+        Py_BEGIN_ALLOW_THREADS rc = timeout_ms == 0  ? pf_pipeline_poll(p, id)
+                                    : timeout_ms > 0 ? pf_pipeline_wait_timeout(p, id, timeout_ms)
+                                                     : pf_pipeline_wait(p, id);
+        Py_END_ALLOW_THREADS self->busy = 0;
         if (rc == PF_NOT_READY)
             return raise_status(rc, "the frame is still in flight");
-#else
-        Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_wait(p, id);
-        Py_END_ALLOW_THREADS self->busy = 0;
-#endif
         /* Complete either way: a failed wait leaves the frame out of the engine too. */
         int trc = ticket_complete(self, t, rc == PF_OK);
         if (inflight_remove(self, t) != 0 || trc != 0)
@@ -1738,7 +1783,7 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
         return NULL;
     }
     if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&PipelineType) < 0 ||
-        PyType_Ready(&TicketType) < 0)
+        PyType_Ready(&TicketType) < 0 || PyType_Ready(&HostBufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)

@@ -204,3 +204,19 @@ def test_device_protocols_without_gpu(ident):
         ident.run(FakeCuda(host))  # no framework to allocate outputs with
     with pytest.raises(ValueError, match="not CUDA device memory"):
         ident.run(FakeDLPack(host), [FakeCuda(host)], stream=0)
+
+
+def test_pinned_frames(engine, ident):
+    x = engine.empty_pinned((6, 10, 3), np.uint8)
+    assert x.shape == (6, 10, 3) and x.dtype == np.uint8 and x.flags.writeable
+    x[:] = rand((6, 10, 3), np.uint8)
+    y = engine.empty_pinned((6, 10, 3), np.uint8)
+    ident.run(x, [y])
+    assert np.array_equal(x, y)
+    g = engine.empty_pinned((4, 5), np.float32)
+    assert g.shape == (4, 5) and g.dtype == np.float32
+    with pytest.raises(TypeError):
+        engine.empty_pinned((4, 5), np.float64)
+    with pytest.raises(ValueError):
+        engine.empty_pinned((4, 5, 6), np.uint8)
+    del x, y, g  # freed through the engine
