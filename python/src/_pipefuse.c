@@ -965,7 +965,7 @@ static void ticket_release(TicketObject *t)
 
 static void Ticket_dealloc(TicketObject *t)
 {
-    ticket_release(t); /* only reached once the frame is complete: see pipeline_retire */
+    ticket_release(t); /* only reached once the frame is complete: see pipeline_sync */
     Py_XDECREF(t->outputs);
     Py_XDECREF(t->tables);
     Py_TYPE(t)->tp_free((PyObject *)t);
@@ -1036,19 +1036,6 @@ static PyObject *pipeline_error(PipelineObject *self, int rc)
     return raise_status(rc, pf_pipeline_errmsg(self->p));
 }
 
-/* The plan generation (plans built so far) and whether the CPU runs the plan (the frame
-   then ran inside submit). */
-static unsigned long long plan_generation(const pf_pipeline *p, int *on_cpu)
-{
-    pf_stats s;
-    memset(&s, 0, sizeof s);
-    s.size = sizeof s;
-    if (pf_pipeline_stats(p, &s) != PF_OK)
-        return *on_cpu = 0;
-    *on_cpu = s.backend && strcmp(s.backend, "cpu") == 0;
-    return s.plans;
-}
-
 /* The table outputs of the frame that completed last, as name -> (columns, row names,
    bytes of rows x cols float64). */
 static PyObject *read_tables(PipelineObject *self)
@@ -1111,17 +1098,28 @@ static int ticket_complete(PipelineObject *self, TicketObject *t, int with_table
     return 0;
 }
 
-/* Drops tickets the engine has finished with on its own: frames of an older plan (freeing
-   a plan waits for its frames; host outputs then were never copied out) and the device
-   frame whose slot the submit of ticket `id` reused (ids are consecutive per plan and
-   slots taken in turn, so it is id - slots). */
-static int pipeline_retire(PipelineObject *self, unsigned long long gen, int id, int device)
+/* After a call that may have planned: drops the tickets the engine has finished with on
+   its own, and says whether the CPU runs the current plan (a frame then ran inside
+   submit). A new plan, or none after a failed one, ended every frame of the old plan
+   (freeing a plan waits for its frames; host outputs then were never copied out: lost).
+   A device submit of ticket `id` retired the frame whose slot it reused: tickets are
+   consecutive within a plan and slots taken in turn, so that is ticket id - slots. The
+   tickets remember the plan generation (pf_stats.plans) they ran under. */
+static int pipeline_sync(PipelineObject *self, int id, int device, unsigned long long *gen,
+                         int *on_cpu)
 {
+    pf_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    int planned =
+        pf_pipeline_stats(self->p, &st) == PF_OK && st.backend && strcmp(st.backend, "none") != 0;
+    *gen = st.plans;
+    *on_cpu = planned && strcmp(st.backend, "cpu") == 0;
     int slots = pf_pipeline_slots(self->p);
     Py_ssize_t n = PyList_GET_SIZE(self->inflight);
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
         TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
-        int old = t->plan != gen;
+        int old = !planned || t->plan != st.plans;
         int reused = !old && device && id > 0 && t->id == id - slots;
         if (!old && !reused)
             continue;
@@ -1132,6 +1130,21 @@ static int pipeline_retire(PipelineObject *self, unsigned long long gen, int id,
             return -1;
     }
     return 0;
+}
+
+/* Raises the pipeline's error for rc, after dropping the tickets whose plan a failed
+   re-plan (a new size, say) ended. */
+static PyObject *pipeline_failed(PipelineObject *self, int rc)
+{
+    PyObject *et, *ev, *etb;
+    pipeline_error(self, rc);
+    PyErr_Fetch(&et, &ev, &etb);
+    unsigned long long gen;
+    int on_cpu;
+    if (pipeline_sync(self, 0, 0, &gen, &on_cpu) != 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, etb);
+    return NULL;
 }
 
 static int parse_stream(PyObject *obj, Py_ssize_t *stream)
@@ -1309,14 +1322,13 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
     for (int i = 0; i < n_in_views; i++)
         PyBuffer_Release(&in_views[i]);
     n_in_views = 0;
+    int on_cpu;
     if (rc != PF_OK) {
-        pipeline_error(self, rc);
+        pipeline_failed(self, rc);
         goto fail;
     }
     t->id = id;
-    int on_cpu;
-    t->plan = plan_generation(p, &on_cpu);
-    if (pipeline_retire(self, t->plan, id, device) != 0)
+    if (pipeline_sync(self, id, device, &t->plan, &on_cpu) != 0)
         goto fail_submitted;
     if (on_cpu) { /* the frame ran in submit: its tables are the engine's now */
         if (ticket_complete(self, t, 1) != 0)
@@ -1521,8 +1533,12 @@ static PyObject *Pipeline_plan(PipelineObject *self, PyObject *arg)
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_plan(p, shapes, (int)n);
     Py_END_ALLOW_THREADS self->busy = 0;
+    unsigned long long gen;
+    int on_cpu;
     if (rc != PF_OK)
-        return pipeline_error(self, rc);
+        return pipeline_failed(self, rc);
+    if (pipeline_sync(self, 0, 0, &gen, &on_cpu) != 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 

@@ -188,3 +188,27 @@ def test_cupy_against_torch(engine):
     b = p.run(cupy.asarray(x))["y"]
     torch.cuda.synchronize()
     assert np.array_equal(a.cpu().numpy(), cupy.asnumpy(b))
+
+
+def test_host_frames_on_cuda(engine):
+    p = cuda_pipeline(engine, PIPELINES / "demo.json")
+    cpu = engine.load(PIPELINES / "demo.json", backend="cpu")
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    t = p.submit(x)
+    while not p.poll(t):
+        pass
+    got, want = p.wait(t), cpu.run(x)
+    assert close(got["result"], want["result"], np.uint8)
+    assert np.array_equal(got["histogram"]["r"], want["histogram"]["r"])
+    pinned = engine.empty_pinned((300, 400, 3), np.uint8)
+    pinned[:] = x
+    out = engine.empty_pinned((300, 400, 3), np.uint8)
+    p.run(pinned, {"result": out})
+    assert close(out, want["result"], np.uint8)
+    # A new size plans again: a host frame still in flight is reported, not lost silently.
+    t1 = p.submit(x)
+    t2 = p.submit(np.zeros((20, 30, 3), np.uint8))
+    with pytest.raises(pipefuse.NotPlannedError):
+        p.wait(t1)
+    assert p.wait(t2)["result"].shape == (20, 30, 3)
