@@ -60,7 +60,11 @@ static void class_name(const char *status, char *buf, size_t size)
 static PyObject *raise_status(int status, const char *msg)
 {
     PyObject *cls = status > 0 && status < PF_STATUS_COUNT_ ? status_errors[status] : Error;
-    PyObject *exc = PyObject_CallFunction(cls, "s", msg && *msg ? msg : pf_status_str(status));
+    const char *text = msg && *msg ? msg : pf_status_str(status);
+    /* Messages name files: a path need not be UTF-8. */
+    PyObject *str = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
+    PyObject *exc = str ? PyObject_CallOneArg(cls, str) : NULL;
+    Py_XDECREF(str);
     if (!exc)
         return NULL;
     PyObject *code = PyLong_FromLong(status);
@@ -591,7 +595,9 @@ static void engine_log(void *user, int level, const char *msg)
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);
-    PyObject *r = PyObject_CallFunction(self->log, "is", level, msg);
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    PyObject *r = text ? PyObject_CallFunction(self->log, "iO", level, text) : NULL;
+    Py_XDECREF(text);
     if (!r)
         PyErr_WriteUnraisable(self->log);
     Py_XDECREF(r);
