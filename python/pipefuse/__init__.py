@@ -403,16 +403,17 @@ class Pipeline:
         __cuda_array_interface__) run on `stream` (an int cudaStream_t, a torch or cupy
         stream; None: the arrays' framework's current stream) and are written in place,
         ordered on that stream."""
-        ins = self._in_list(inputs)
-        if isinstance(outputs, (list, tuple)) and stream is not None:
-            return self._c.submit(ins, outputs, stream if isinstance(stream, int)
-                                  else _stream_int(stream))
-        device = bool(ins) and _is_device(ins[0])
-        if not isinstance(outputs, (list, tuple)):
+        ins = inputs if type(inputs) in (list, tuple) else self._in_list(inputs)
+        first = ins[0] if ins else None
+        # NumPy arrays first: the common host case costs one type check.
+        device = type(first) is not np.ndarray and first is not None and _is_device(first)
+        if type(outputs) not in (list, tuple):
             outputs = self._out_list(ins, outputs, device)
         if stream is None:
-            stream = _default_stream(ins[0]) if device else 0
-        return self._c.submit(ins, outputs, _stream_int(stream))
+            stream = _default_stream(first) if device else 0
+        elif type(stream) is not int:
+            stream = _stream_int(stream)
+        return self._c.submit(ins, outputs, stream)
 
     def wait(self, ticket: Ticket, timeout: Optional[float] = None, *,
              tables: bool = True) -> Dict[str, Any]:
@@ -424,14 +425,14 @@ class Pipeline:
         else:
             self._c.wait(ticket, max(0, int(round(timeout * 1000))))
         result: Dict[str, Any] = {}
-        arrays = ticket.outputs or ()
-        got = (ticket.tables or {}) if tables else {}
+        arrays = ticket.outputs
+        got = ticket.tables if tables else None
         for k, name in enumerate(self._names):
-            if self._kinds[k] == "table":
-                if name in got:
-                    result[name] = _table(*got[name])
-            elif k < len(arrays) and arrays[k] is not None:
-                result[name] = arrays[k]
+            if self._kinds[k] != "table":
+                if k < len(arrays) and arrays[k] is not None:
+                    result[name] = arrays[k]
+            elif got and name in got:
+                result[name] = _table(*got[name])
         return result
 
     def poll(self, ticket: Ticket) -> bool:
