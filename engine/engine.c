@@ -20,7 +20,8 @@
 #include "hostmem.h"
 #include "threadpool.h"
 
-#define PF_API __attribute__((visibility("default")))
+#define PF_API         __attribute__((visibility("default")))
+#define PF_MAX_THREADS 1024 /* worker threads of one engine, as the threads option */
 
 PF_API void pf_engine_config_init_size(pf_engine_config *cfg, size_t size)
 {
@@ -385,12 +386,20 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
     pf_engine_config_init_size(&full, sizeof full);
     memcpy(&full, cfg, cfg->size < sizeof full ? cfg->size : sizeof full);
     cfg = &full;
+    if (cfg->threads > PF_MAX_THREADS) {
+        pf_errf(e->errmsg,
+                "pf_engine_config.threads is %d; an engine runs at most %d worker threads",
+                cfg->threads, PF_MAX_THREADS);
+        return PF_INVALID_ARGUMENT;
+    }
     e->copy_threads = cfg->copy_threads > 0 ? cfg->copy_threads : 8;
     e->log = cfg->log;
     e->log_user = cfg->log_user;
     e->threads = cfg->threads > 0 ? cfg->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (e->threads < 1)
         e->threads = 1;
+    if (e->threads > PF_MAX_THREADS) /* one per core on a very large machine */
+        e->threads = PF_MAX_THREADS;
     e->pool = pf_threadpool_create(e->threads);
     if (!e->pool) {
         pf_errf(e->errmsg, "cannot start %d worker threads", e->threads);

@@ -221,8 +221,30 @@ static void limits(pf_engine *e)
     free(t.s);
 }
 
+/* An engine's worker threads are capped like the threads option: a config asking for
+   100000 is refused by name (it once started 32k threads). */
+static void thread_cap(void)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    cfg.no_builtin = 1;
+    cfg.threads = 100000;
+    pf_engine *e = NULL;
+    int rc = pf_engine_create(&cfg, &e);
+    CHECKF(rc == PF_INVALID_ARGUMENT, "threads 100000: %s", pf_status_name(rc));
+    CHECKF(e && strstr(pf_engine_errmsg(e), "threads is 100000; an engine runs at most 1024"),
+           "message: %s", e ? pf_engine_errmsg(e) : "(no engine)");
+    pf_engine_destroy(e);
+    cfg.threads = 3;
+    e = NULL;
+    CHECK(pf_engine_create(&cfg, &e) == PF_OK);
+    pf_engine_destroy(e);
+}
+
 int main(void)
 {
+    thread_cap();
     pf_engine *e = pf_test_engine();
     limits(e);
     big_pipeline(e, 3);
