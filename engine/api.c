@@ -446,6 +446,14 @@ PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs
     return rc;
 }
 
+PF_API int pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)
+{
+    GUARD(p);
+    int rc = pf_plan_memory(p, inputs, n_inputs, m);
+    leave(p);
+    return rc;
+}
+
 static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, const char *name)
 {
     size_t bpp = f ? pf_frame_pixel_bytes(f->sample, f->channels) : 0;

@@ -1003,10 +1003,9 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
     return rc;
 }
 
-__attribute__((visibility("default"))) int
-pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)
+int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)
 {
-    if (!p || !m || m->size < sizeof(pf_memory) || (!inputs && n_inputs))
+    if (!m || m->size < sizeof(pf_memory) || (!inputs && n_inputs))
         return PF_INVALID_ARGUMENT;
     pf_plan *plan;
     int rc = plan_layout(p, inputs, n_inputs, 0, &plan);

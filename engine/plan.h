@@ -77,6 +77,8 @@ typedef struct pf_plan {
    Errors in p->errmsg. */
 int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda);
 void pf_plan_free(pf_plan *plan);
+/* pf_pipeline_memory: the buffers a plan for these shapes needs, nothing allocated. */
+int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m);
 
 /* Runs one frame on the CPU: converts inputs (one frame per pipeline input) into the
    input buffers, runs every unit, converts image outputs into outputs[o] (NULL: not
