@@ -370,50 +370,74 @@ static unsigned long long *happens_before(const pf_plan *plan, int words)
 }
 
 /* Device images for every node the GPU computes, reusing a buffer once every unit
-   that touched its previous content happens-before the new producer. */
+   that touched its previous content happens-before the new producer: its producer and
+   every unit reading it. Every reader, not only the one of the highest index: units
+   on other streams are not ordered by their index (a crop on stream 1 once overwrote
+   an input that a sobel on stream 0 was still reading). */
 static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
 {
     const pf_plan *plan = p->plan;
     int nn = p->n_nodes, nu = plan->n_units, words = (nu + 63) / 64 + 1;
     unsigned long long *hb = happens_before(plan, words);
-    int *last = malloc(sizeof(int) * (size_t)nn); /* last unit reading a node */
+    /* the readers of node i: units rd[rs[i] .. rs[i + 1]); an output reads as unit nu */
+    int *rs = calloc((size_t)nn + 2, sizeof(int)), *rd = NULL, *fill = NULL;
     size_t *cap = malloc(sizeof(size_t) * (size_t)nn), *boff = malloc(sizeof(size_t) * (size_t)nn);
     int *bnode = malloc(sizeof(int) * (size_t)nn);
     int nb = 0, rc = PF_OK;
-    if (!hb || !last || !cap || !boff || !bnode) {
+    if (!hb || !rs || !cap || !boff || !bnode) {
         rc = PF_NO_MEMORY;
         goto out;
     }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = p->n_inputs; i < nn; i++)
+            for (int k = 0; k < p->nodes[i].n_in && plan->unit_of[i] >= 0; k++) {
+                int src = p->nodes[i].in[k];
+                if (pass)
+                    rd[rs[src] + fill[src]++] = plan->unit_of[i];
+                else
+                    rs[src + 1]++;
+            }
+        for (int o = 0; o < p->n_outputs; o++) {
+            int src = p->outputs[o].node;
+            if (pass)
+                rd[rs[src] + fill[src]++] = nu;
+            else
+                rs[src + 1]++;
+        }
+        if (!pass) {
+            for (int i = 0; i < nn; i++)
+                rs[i + 1] += rs[i];
+            rd = malloc(sizeof(int) * ((size_t)rs[nn] + 1));
+            fill = calloc((size_t)nn + 1, sizeof(int));
+            if (!rd || !fill) {
+                rc = PF_NO_MEMORY;
+                goto out;
+            }
+        }
+    }
     for (int i = 0; i < nn; i++) {
-        last[i] = -1;
         c->img_off[i] = SIZE_MAX;
         c->pitch[i] = align_dev((size_t)plan->shapes[i].width * sizeof(pf_float4));
     }
-    for (int i = p->n_inputs; i < nn; i++)
-        for (int k = 0; k < p->nodes[i].n_in && plan->unit_of[i] >= 0; k++)
-            if (plan->unit_of[i] > last[p->nodes[i].in[k]])
-                last[p->nodes[i].in[k]] = plan->unit_of[i];
-    for (int o = 0; o < p->n_outputs; o++)
-        last[p->outputs[o].node] = nu; /* read after every unit */
-    /* Producers in order: inputs first (unit -1), then each unit's members. */
+    /* Producers in order: inputs first (unit -1, before every unit), then each unit's
+       members. */
     for (int i = 0; i < nn; i++) {
         int u = i < p->n_inputs ? -1 : plan->unit_of[i];
         if (!c->f4[i])
             continue;
         size_t need = c->pitch[i] * (size_t)plan->shapes[i].height;
         int pick = -1;
+        const unsigned long long *row = u >= 0 ? hb + (size_t)u * words : NULL;
         for (int b = 0; b < nb && u >= 0; b++) {
             int old = bnode[b];
-            if (cap[b] < need || last[old] >= nu || (pick >= 0 && cap[b] >= cap[pick]))
+            if (cap[b] < need || (pick >= 0 && cap[b] >= cap[pick]))
                 continue;
             int ou = old < p->n_inputs ? -1 : plan->unit_of[old];
-            int lu = last[old];
-            const unsigned long long *row = hb + (size_t)u * words;
-            int ok = lu != u && ou != u;
-            if (ok && lu >= 0)
-                ok = (row[lu >> 6] >> (lu & 63)) & 1;
-            if (ok && ou >= 0)
-                ok = (row[ou >> 6] >> (ou & 63)) & 1;
+            int ok = ou != u && (ou < 0 || ((row[ou >> 6] >> (ou & 63)) & 1));
+            for (int k = rs[old]; k < rs[old + 1] && ok; k++) {
+                int r = rd[k];
+                ok = r < nu && r != u && ((row[r >> 6] >> (r & 63)) & 1);
+            }
             if (ok)
                 pick = b;
         }
@@ -426,7 +450,7 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
         c->img_off[i] = boff[pick];
     }
 out:
-    free(hb), free(last), free(cap), free(boff), free(bnode);
+    free(hb), free(rs), free(rd), free(fill), free(cap), free(boff), free(bnode);
     return rc;
 }
 
