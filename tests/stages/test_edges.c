@@ -1,6 +1,7 @@
 /* tests/stages/test_edges.c: stages at the edges of their ranges, at every code value,
  * through the CPU executor with integer frames (the way files reach them):
  *   - every u8 and u16 sample loads as k / max correctly rounded, and gray stays gray;
+ *   - f32 stores to u8 and u16 round half up and clamp, around every rounding tie;
  *   - the GPU's three-instruction form of that division (kernels/fused_rt.h,
  *     pf_div_code) equals it for every code, computed here with C's fmaf;
  *   - levels: a value at in_low gives out_low at any gamma, 8 and 16 bits;
@@ -134,6 +135,74 @@ static void test_loads(void)
         pf_frame_free(&rgba);
     }
     pf_pipeline_destroy(p);
+}
+
+/* f32 to u8/u16 stores: trunc(v * max + 0.5) clamped to [0, max] with NaN as 0, for
+   special values and for every rounding tie of both formats give or take 4 ulp, in
+   RGBA and through the gray luma (where gray (v, v, v) stores as v). */
+static void test_stores(void)
+{
+    static const float special[] = {NAN,   -NAN,   INFINITY, -INFINITY, 0.0f,   -0.0f,
+                                    1.0f,  -1.0f,  2.0f,     1e30f,     -1e30f, 1e-40f,
+                                    1e-7f, -1e-7f, 0.5f,     0.999999f};
+    const int w = 1024, h = 580;
+    pf_frame in;
+    if (pf_frame_alloc(&in, w, h, PF_F32, 4) != PF_OK)
+        exit(1);
+    size_t n = 0, cap = (size_t)w * h;
+    float *v = malloc(sizeof(float) * cap * 4);
+    if (!v)
+        exit(1);
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        v[n++] = special[i];
+    for (int s = 0; s < 2; s++) {
+        float scale = s ? 65535.0f : 255.0f;
+        for (int k = -1; k <= (int)scale; k++) {
+            float tie = ((float)k + 0.5f) / scale;
+            uint32_t b;
+            memcpy(&b, &tie, 4);
+            for (int d = -4; d <= 4 && n < cap; d++) {
+                uint32_t u = b + (uint32_t)d;
+                memcpy(&v[n++], &u, 4);
+            }
+        }
+    }
+    for (size_t i = n; i < cap; i++)
+        v[i] = (float)(i % 1000) / 999.0f * 1.2f - 0.1f;
+    for (size_t i = 0; i < cap; i++) /* gray pixels, alpha the next value */
+        for (int c = 0; c < 4; c++)
+            ((float *)((char *)in.data + i / w * in.pitch))[i % w * 4 + c] =
+                v[c == 3 ? (i + 1) % cap : i];
+    pf_pipeline *p = load(ONE_STAGE("brightness", "\"amount\": 0"));
+    for (int o = 0; o < 4 && p; o++) {
+        pf_sample smp = o & 1 ? PF_U16 : PF_U8;
+        int ch = o & 2 ? 2 : 4;
+        float max = smp == PF_U16 ? 65535.0f : 255.0f;
+        pf_frame out = like(&in, smp, ch);
+        if (run(p, &in, &out) == PF_OK) {
+            long bad = 0;
+            for (size_t i = 0; i < cap; i++)
+                for (int c = 0; c < ch; c++) {
+                    float x = v[c == ch - 1 && c > 0 ? (i + 1) % cap : i];
+                    float t = x * max + 0.5f;
+                    /* the luma of an infinite gray, g + 0.2126 (inf - inf) ..., is NaN */
+                    int nan = isnan(x) || (ch == 2 && c == 0 && isinf(x));
+                    long want = nan ? 0 : (t >= max ? (long)max : (t > 0 ? (long)t : 0));
+                    const char *row = (const char *)out.data + i / w * out.pitch;
+                    long got = smp == PF_U8 ? ((const unsigned char *)row)[i % w * ch + c]
+                                            : ((const unsigned short *)row)[i % w * ch + c];
+                    if (got != want && bad++ < 3)
+                        fprintf(stderr, "store %a to %d channels of %g: %ld, want %ld\n", x, ch,
+                                max, got, want);
+                }
+            CHECKF(bad == 0, "f32 stores to %d-bit, %d channels: %ld samples wrong",
+                   smp == PF_U16 ? 16 : 8, ch, bad);
+        }
+        pf_frame_free(&out);
+    }
+    pf_pipeline_destroy(p);
+    free(v);
+    pf_frame_free(&in);
 }
 
 /* ---- levels ------------------------------------------------------------------------------ */
@@ -322,6 +391,7 @@ int main(void)
     for (size_t i = 0; i < sizeof fusions / sizeof fusions[0]; i++) {
         fusion = fusions[i];
         test_loads();
+        test_stores();
         test_levels_example();
         test_levels_codes();
         test_threshold();
