@@ -84,6 +84,9 @@ typedef struct pc {
     int gpu_skips;
     char gpu_why[512];
     uint64_t rng;
+    unsigned abi_minor; /* the plugin's ABI minor version */
+    char op[160];       /* the stage being checked as pipelines name it: plugin.stage */
+    char refused[4096]; /* the engine's warnings about what it did not load */
 } pc;
 
 /* What the crash and exit() guards report, and what they clean up. Written only by
@@ -184,7 +187,11 @@ static void note(pc *c, int kind, const char *fix, const char *fmt, ...)
 /* Engine notices (the CPU fallback and such) are expected here: shown with -v only. */
 static void engine_log(void *user, int level, const char *msg)
 {
-    const pc *c = user;
+    pc *c = user;
+    size_t n = strlen(msg), have = strlen(c->refused);
+    if (level >= 1 && n > 9 && strcmp(msg + n - 9, "; skipped") == 0 &&
+        have + n < sizeof c->refused)
+        snprintf(c->refused + have, sizeof c->refused - have, "%.*s\n", (int)(n - 9), msg);
     if (c->o.verbose)
         printf("        (engine: %s)\n", msg);
 }
@@ -632,7 +639,8 @@ static int runs_agree(const pc_run *a, const pc_run *b, double tol, char *why, s
 /* ---- Test pipelines --------------------------------------------------------------------- */
 
 /* The stage alone on inputs in0..in<n-1>: {"o": the stage}. */
-static int json_single(char *buf, size_t size, const pf_stage_desc *d, const pc_params *ps)
+static int json_single(char *buf, size_t size, const pc *c, const pf_stage_desc *d,
+                       const pc_params *ps)
 {
     char ins[256] = "";
     size_t o = 0;
@@ -642,13 +650,17 @@ static int json_single(char *buf, size_t size, const pf_stage_desc *d, const pc_
                      "{\"pipefuse\": 1, \"inputs\": [%s], \"stages\": [{\"id\": \"s\", "
                      "\"op\": \"%s\", \"inputs\": [%s], \"params\": %s}], "
                      "\"outputs\": {\"o\": \"s\"}}",
-                     ins, d->name, ins, ps->json);
+                     ins, c->op, ins, ps->json);
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
 /* The stage between built-in point stages: pre (brightness) -> s -> post (linear), s
-   reading pre and its other inputs from the pipeline. A reduce ends the chain. */
-static int json_chain(char *buf, size_t size, const pf_stage_desc *d, const pc_params *ps)
+   reading pre and its other inputs from the pipeline; a point stage's chain goes on to
+   mix (multiply of post and pre), an op of another built-in header (composite_ops.h,
+   where brightness and linear are color_ops.h), so that the fused kernel holds op headers
+   of three sources side by side. A reduce ends the chain. */
+static int json_chain(char *buf, size_t size, const pc *c, const pf_stage_desc *d,
+                      const pc_params *ps)
 {
     char ins[256] = "", sin[256] = "\"pre\"";
     size_t o = 0, so = strlen(sin);
@@ -661,8 +673,9 @@ static int json_chain(char *buf, size_t size, const pf_stage_desc *d, const pc_p
         d->kind == PF_STAGE_REDUCE ? "], \"outputs\": {\"t\": \"s\"}}"
         : d->kind == PF_STAGE_POINT
             ? ", {\"id\": \"post\", \"op\": \"linear\", \"inputs\": [\"s\"], "
-              "\"params\": {\"a\": 0.9, \"b\": 0.03}}], "
-              "\"outputs\": {\"o\": \"post\", \"so\": \"s\"}}"
+              "\"params\": {\"a\": 0.9, \"b\": 0.03}}, {\"id\": \"mix\", \"op\": "
+              "\"multiply\", \"inputs\": [\"post\", \"pre\"]}], "
+              "\"outputs\": {\"o\": \"mix\", \"so\": \"s\"}}"
             : ", {\"id\": \"post\", \"op\": \"linear\", \"inputs\": [\"s\"], "
               "\"params\": {\"a\": 0.9, \"b\": 0.03}}], \"outputs\": {\"o\": \"post\"}}";
     int n =
@@ -670,7 +683,7 @@ static int json_chain(char *buf, size_t size, const pf_stage_desc *d, const pc_p
                  "{\"pipefuse\": 1, \"inputs\": [%s], \"stages\": [{\"id\": \"pre\", "
                  "\"op\": \"brightness\", \"inputs\": [\"in0\"], \"params\": {\"amount\": 0.05}}, "
                  "{\"id\": \"s\", \"op\": \"%s\", \"inputs\": [%s], \"params\": %s}%s",
-                 ins, d->name, sin, ps->json, tail);
+                 ins, c->op, sin, ps->json, tail);
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
@@ -929,61 +942,11 @@ static void check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, co
     if (!inputs_unchanged(in, copy, n_in))
         fail(c, fix_inputs, "regions (%s): wrote into its input image", set), bad++;
 
-    /* A stencil's radius: a pixel must not change when only inputs farther away do. */
-    char radius_note[128] = "";
-    if (d->kind == PF_STAGE_STENCIL && !bad) {
-        int r = d->radius(ps->st);
-        int cx = os.width / 2, cy = os.height / 2;
-        if (r < 0) {
-            fail(c, "return the halo in pixels, 0 or more", "radius() returned %d with %s", r, set);
-            bad++;
-        } else if (2 * r + 1 < os.width && 2 * r + 1 < os.height) {
-            for (int k = 0; k < n_in; k++)
-                for (int y = 0; y < os.height; y++) {
-                    pf_float4 *row = pf_image_row(&copy[k].im, y);
-                    for (int x = 0; x < os.width; x++)
-                        if (abs(x - cx) > r || abs(y - cy) > r)
-                            row[x] = pf_f4((float)rng_unit(c), (float)rng_unit(c),
-                                           (float)rng_unit(c), (float)rng_unit(c));
-                }
-            pf_image far[PF_MAX_INPUTS];
-            for (int k = 0; k < n_in; k++)
-                far[k] = copy[k].im;
-            img_poison(&band);
-            if (scratch_new(&s, scratch_size_for(d, ps->st, os.width, 1)) != 0)
-                goto oom;
-            doing("stage %s: run_cpu on row %d with inputs changed beyond radius %d", d->name, cy,
-                  r);
-            if (call_stage(d, ps->st, far, n_in, &band.im, cy, cy + 1, &s, NULL, err, sizeof err) ==
-                0) {
-                pf_float4 a = pf_image_row(&whole.im, cy)[cx], b = pf_image_row(&band.im, cy)[cx];
-                if (memcmp(&a, &b, sizeof a) != 0) {
-                    fail(c,
-                         "make radius() return the farthest distance the stage reads: the "
-                         "planner sizes halos from it",
-                         "reads beyond its declared radius %d (%s): pixel (%d, %d) changed from "
-                         "(%.6g, %.6g, %.6g, %.6g) to (%.6g, %.6g, %.6g, %.6g) when only inputs "
-                         "more than %d pixel%s away changed",
-                         r, set, cx, cy, a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, r,
-                         r == 1 ? "" : "s");
-                    bad++;
-                }
-                snprintf(radius_note, sizeof radius_note, "; reads within its radius %d", r);
-            } else {
-                fail(c, "a stage must run on any band of rows", "run_cpu failed on row %d: %s", cy,
-                     err[0] ? err : "no message in a->err");
-                bad++;
-            }
-        } else {
-            snprintf(radius_note, sizeof radius_note, "; radius %d not checked (image too small)",
-                     r);
-        }
-    }
     if (!bad)
         pass(c,
              "regions (%s): %d band%s, run in reverse order, write%s exactly their rows "
-             "and match the whole image bit for bit; inputs untouched%s",
-             set, n, n == 1 ? "" : "s", n == 1 ? "s" : "", radius_note);
+             "and match the whole image bit for bit; inputs untouched",
+             set, n, n == 1 ? "" : "s", n == 1 ? "s" : "");
     goto out;
 oom:
     fail(c, NULL, "regions (%s): out of memory for a %dx%d check", set, os.width, os.height);
@@ -994,6 +957,88 @@ out:
     img_free(&whole);
     img_free(&band);
     img_free(&assembled);
+}
+
+/* A stencil's radius: the centre pixel of an image just large enough to have pixels
+   farther than the radius on every side must not change when only those change. The
+   image is sized from the radius (so every declared radius up to PF_MAX_RADIUS is
+   checked), and a radius outside [0, PF_MAX_RADIUS] fails: the engine refuses it. */
+static void check_radius(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
+                         int n_in)
+{
+    int r = d->radius(ps->st);
+    if (r < 0 || r > PF_MAX_RADIUS) {
+        fail(c,
+             "return the farthest distance the stage reads, 0 to PF_MAX_RADIUS; refuse params "
+             "that need more in check()",
+             "radius (%s): radius() returns %d; the engine allows 0 to %d (PF_MAX_RADIUS)", set, r,
+             PF_MAX_RADIUS);
+        return;
+    }
+    int side = 2 * r + 5, w = side + 2, h = side, cx = w / 2, cy = h / 2, made = 0;
+    pc_img near[PF_MAX_INPUTS], far[PF_MAX_INPUTS], whole = {0}, row = {0};
+    pf_image nim[PF_MAX_INPUTS], fim[PF_MAX_INPUTS];
+    pc_scratch sw = {0}, sr = {0};
+    char err[1024] = "";
+    for (; made < n_in; made++) {
+        if (img_new(&near[made], w, h) != 0)
+            break;
+        img_random(c, &near[made]);
+        if (img_copy(&far[made], &near[made]) != 0) {
+            img_free(&near[made]);
+            break;
+        }
+        for (int y = 0; y < h; y++) {
+            pf_float4 *px = pf_image_row(&far[made].im, y);
+            for (int x = 0; x < w; x++)
+                if (abs(x - cx) > r || abs(y - cy) > r)
+                    px[x] = pf_f4((float)rng_unit(c), (float)rng_unit(c), (float)rng_unit(c),
+                                  (float)rng_unit(c));
+        }
+        nim[made] = near[made].im;
+        fim[made] = far[made].im;
+    }
+    if (made < n_in || img_new(&whole, w, h) != 0 || img_new(&row, w, h) != 0 ||
+        scratch_new(&sw, scratch_size_for(d, ps->st, w, h)) != 0 ||
+        scratch_new(&sr, scratch_size_for(d, ps->st, w, 1)) != 0) {
+        fail(c, NULL, "radius (%s): out of memory for a %dx%d check", set, w, h);
+        goto out;
+    }
+    doing("stage %s: run_cpu on a %dx%d image for its radius %d", d->name, w, h, r);
+    int rc = call_stage(d, ps->st, nim, n_in, &whole.im, 0, h, &sw, NULL, err, sizeof err);
+    if (rc == 0) {
+        doing("stage %s: run_cpu on row %d with inputs changed beyond radius %d", d->name, cy, r);
+        rc = call_stage(d, ps->st, fim, n_in, &row.im, cy, cy + 1, &sr, NULL, err, sizeof err);
+    }
+    if (rc != 0) {
+        fail(c, "a stage must run on any image and band of rows",
+             "radius (%s): run_cpu failed on a %dx%d image: %s", set, w, h,
+             err[0] ? err : "no message in a->err");
+        goto out;
+    }
+    pf_float4 a = pf_image_row(&whole.im, cy)[cx], b = pf_image_row(&row.im, cy)[cx];
+    if (memcmp(&a, &b, sizeof a) != 0)
+        fail(c,
+             "make radius() return the farthest distance the stage reads: the planner sizes "
+             "halos from it",
+             "reads beyond its declared radius %d (%s): pixel (%d, %d) of a %dx%d image changed "
+             "from (%.6g, %.6g, %.6g, %.6g) to (%.6g, %.6g, %.6g, %.6g) when only inputs more "
+             "than %d pixel%s away changed",
+             r, set, cx, cy, w, h, a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, r, r == 1 ? "" : "s");
+    else
+        pass(c,
+             "radius (%s): reads within its declared radius %d (a %dx%d image, all inputs "
+             "farther away changed)",
+             set, r, w, h);
+out:
+    free(sw.p);
+    free(sr.p);
+    img_free(&whole);
+    img_free(&row);
+    for (int k = 0; k < made; k++) {
+        img_free(&near[k]);
+        img_free(&far[k]);
+    }
 }
 
 /* Point stages: point_row over pieces of rows, in reverse order, against whole rows. */
@@ -1304,7 +1349,7 @@ static int check_cpu_runs(pc *c, const pf_stage_desc *d, pc_params *sets, int n_
         if (!sets[s].ok)
             continue;
         doing("stage %s: a CPU run with %s", d->name, set_names[s]);
-        if (json_single(json, sizeof json, d, &sets[s]) != 0) {
+        if (json_single(json, sizeof json, c, d, &sets[s]) != 0) {
             fail(c, NULL, "CPU run (%s): the test pipeline does not fit in %zu bytes", set_names[s],
                  sizeof json);
             return -1;
@@ -1344,7 +1389,7 @@ static int check_cpu_runs(pc *c, const pf_stage_desc *d, pc_params *sets, int n_
                 break;
             img_random(c, &small[made]);
         }
-        if (made == n_in && json_single(json, sizeof json, d, &sets[0]) == 0) {
+        if (made == n_in && json_single(json, sizeof json, c, d, &sets[0]) == 0) {
             doing("stage %s: a CPU run on a %dx%d image", d->name, tiny[t][0], tiny[t][1]);
             int rc = run_json(c, &r, json, cpu_opts, small, n_in);
             if (rc == PF_OK) {
@@ -1381,7 +1426,7 @@ static void check_determinism(pc *c, const pf_stage_desc *d, pc_params *ps, pc_i
     static const char *const one_thread[] = {"backend", "cpu", "threads", "1", NULL};
     const char *what[] = {"a second run of the same pipeline", "a fresh pipeline",
                           "a run on one thread"};
-    if (json_single(json, sizeof json, d, ps) != 0)
+    if (json_single(json, sizeof json, c, d, ps) != 0)
         return;
     for (int t = 0; t < 3; t++) {
         int rc;
@@ -1418,14 +1463,17 @@ static int check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in,
     char why[1024];
     int n_in = d->n_inputs;
     memset(chain, 0, sizeof *chain);
-    if (!pf_engine_find_stage(c->eng, "brightness") || !pf_engine_find_stage(c->eng, "linear")) {
-        skip(c, "in a pipeline: the built-in stages brightness and linear are not loaded");
+    if (!pf_engine_find_stage(c->eng, "brightness") || !pf_engine_find_stage(c->eng, "linear") ||
+        !pf_engine_find_stage(c->eng, "multiply")) {
+        skip(c, "in a pipeline: the built-in stages brightness, linear and multiply are not "
+                "loaded");
         return -1;
     }
-    if (json_chain(json, json_size, d, ps) != 0)
+    if (json_chain(json, json_size, c, d, ps) != 0)
         return -1;
-    const char *chain_name =
-        d->kind == PF_STAGE_REDUCE ? "brightness -> %s" : "brightness -> %s -> linear";
+    const char *chain_name = d->kind == PF_STAGE_REDUCE  ? "brightness -> %s"
+                             : d->kind == PF_STAGE_POINT ? "brightness -> %s -> linear -> multiply"
+                                                         : "brightness -> %s -> linear";
     char label[256];
     snprintf(label, sizeof label, chain_name, d->name);
     doing("stage %s: the pipeline %s on the CPU, fused", d->name, label);
@@ -1458,7 +1506,7 @@ static int check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in,
              "fusion: no point source, so on the GPU the stage cannot join the fused kernel "
              "of %s: it costs a launch of its own and a trip through memory",
              label);
-    } else if (u.n_stages == 3 && u.fused) {
+    } else if (u.n_stages == 4 && u.fused) {
         pass(c, "fusion: %s is one launch unit", label);
     } else {
         fail(c, "report this to the pipefuse developers with the plugin",
@@ -1578,7 +1626,7 @@ static void check_gpu(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets
     }
     pc_run a = {0}, b = {0}, e = {0};
     for (int s = 0; s < n_sets; s++) {
-        if (!sets[s].ok || !cpu[s].p || json_single(json, sizeof json, d, &sets[s]) != 0)
+        if (!sets[s].ok || !cpu[s].p || json_single(json, sizeof json, c, d, &sets[s]) != 0)
             continue;
         snprintf(what, sizeof what, "the stage alone, %s, unfused", set_names[s]);
         doing("stage %s: GPU run, %s", d->name, what);
@@ -1708,6 +1756,8 @@ static void check_stage(pc *c, const pf_stage_desc *d)
             check_reduce(c, d, &sets[s], set_names[s], in, n_in);
         else
             check_regions(c, d, &sets[s], set_names[s], in, n_in);
+        if (d->kind == PF_STAGE_STENCIL)
+            check_radius(c, d, &sets[s], set_names[s], n_in);
     }
     int have_chain = check_chain(c, d, &sets[0], in, chain_json, sizeof chain_json, &chain) == 0;
     check_gpu(c, d, sets, 2, set_names, in, cpu, have_chain ? chain_json : NULL, &chain);
@@ -1847,6 +1897,27 @@ static int check_params(pc *c, const char *label, const pf_stage_desc *d)
                 bad++;
             }
         }
+        int ranged = pd->type == PF_PARAM_FLOAT || pd->type == PF_PARAM_INT ||
+                     pd->type == PF_PARAM_FLOAT_ARRAY;
+        if (ranged && (isnan(pd->min) || isnan(pd->max))) {
+            fail(c, "write PF_NO_MIN or PF_NO_MAX for a side without a bound",
+                 "%s: a bound of its range is NaN", pn);
+            bad++;
+            continue;
+        }
+        if (ranged && pd->min > pd->max && c->abi_minor >= 1) {
+            fail(c,
+                 "swap the bounds, or write PF_NO_MIN / PF_NO_MAX for a side without one (min > "
+                 "max no longer means unbounded; the engine refuses the plugin)",
+                 "%s: min %g is above max %g", pn, pd->min, pd->max);
+            bad++;
+            continue;
+        }
+        if (ranged && pd->min > pd->max)
+            warn(c,
+                 "%s: min %g > max %g means unbounded for a plugin built for ABI 1.0; rebuilt "
+                 "against this pipefuse it is refused: write PF_NO_MIN / PF_NO_MAX",
+                 pn, pd->min, pd->max);
         if (pd->type == PF_PARAM_ENUM) {
             int n = enum_count(pd);
             if (n == 0 || pd->def < 0 || pd->def >= n || pd->def != floor(pd->def)) {
@@ -1953,12 +2024,23 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
                  !strstr(d.point_source, d.point_fn) ? d.point_fn : d.params_type);
     }
     int bad_params = check_params(c, label, &d);
-    if (!bad_params && d.check) {
+    if (!bad_params && (d.check || (d.kind == PF_STAGE_STENCIL && d.radius))) {
         pc_params ps;
         char why[512];
         doing("stage %s: check() on its defaults", label);
-        if (make_params(c, &d, 0, &ps, why, sizeof why) != 0)
+        if (make_params(c, &d, 0, &ps, why, sizeof why) != 0) {
             fail(c, "make the defaults pass the stage's own check()", "%s: %s", label, why);
+        } else if (d.kind == PF_STAGE_STENCIL && d.radius) {
+            doing("stage %s: radius() on its defaults", label);
+            int r = d.radius(ps.st);
+            if (r < 0 || r > PF_MAX_RADIUS)
+                fail(c,
+                     "return the farthest distance the stage reads, 0 to PF_MAX_RADIUS; a "
+                     "stage needing more must work another way (a resample, or passes)",
+                     "%s: radius() returns %d with the default params; the engine allows 0 to "
+                     "%d (PF_MAX_RADIUS)",
+                     label, r, PF_MAX_RADIUS);
+        }
         params_free(&ps);
     }
     if (c->failed == before && d.n_params == 0)
@@ -2024,6 +2106,7 @@ static void *check_descriptor(pc *c, const pf_plugin_desc **pdo)
         return NULL;
     }
     unsigned major = pd->abi_version >> 16, minor = pd->abi_version & 0xffff;
+    c->abi_minor = minor;
     if (major != PF_ABI_MAJOR || minor > PF_ABI_MINOR) {
         fail(c,
              "rebuild the plugin against this pipefuse's headers (find_package(pipefuse) or "
@@ -2153,10 +2236,24 @@ static int load_engine(pc *c, const pf_plugin_desc *pd)
         return -1;
     }
     doing("loading the plugin in the engine, next to the built-in plugins");
-    if (create_engine(c, g_tmpdir, &e) != PF_OK) {
+    c->refused[0] = 0;
+    int loaded = 0;
+    if (create_engine(c, g_tmpdir, &e) == PF_OK)
+        for (int i = 0; i < pf_engine_stage_count(e); i++) {
+            const char *file;
+            pf_engine_stage(e, i, &file, NULL);
+            loaded += same_file(file, &c->st);
+        }
+    if (!loaded) {
+        /* The engine skips a plugin it refuses, with a warning that says why. */
         char msg[4096];
-        unlinked_message(c, pf_engine_errmsg(e), msg, sizeof msg);
-        fail(c, "see the failures above; the engine stops at the first",
+        size_t len = strlen(c->refused);
+        if (len && c->refused[len - 1] == '\n')
+            c->refused[len - 1] = 0;
+        unlinked_message(c, c->refused[0] ? c->refused : pf_engine_errmsg(e), msg, sizeof msg);
+        fail(c,
+             "see the failures above; `pipefuse stages` skips such a plugin with this "
+             "warning, and pipelines using its stages fail",
              "the engine refuses it: %s", msg);
         pf_engine_destroy(e);
         return -1;
@@ -2231,11 +2328,12 @@ static int plugin_check(pc *c)
     if (handle && load_engine(c, pd) == 0) {
         int found = 0;
         for (int i = 0; i < pf_engine_stage_count(c->eng); i++) {
-            const char *file;
-            const pf_stage_desc *d = pf_engine_stage(c->eng, i, &file, NULL);
+            const char *file, *pname;
+            const pf_stage_desc *d = pf_engine_stage(c->eng, i, &file, &pname);
             if (!same_file(file, &c->st) || (c->o.only && strcmp(c->o.only, d->name) != 0))
                 continue;
             found++;
+            snprintf(c->op, sizeof c->op, "%s.%s", pname, d->name);
             check_stage(c, d);
         }
         if (c->o.only && !found)

@@ -17,7 +17,9 @@
 #     [CHECK])                     add a test, NAME_plugin_check, running
 #                                  `pipefuse plugin check` on the plugin
 #
-# The plugin is a MODULE library named NAME.so (no "lib" prefix) that exports only
+# The plugin is C11 (-std=c11, no GNU extensions), optimised with -O2 when the project
+# sets no CMAKE_BUILD_TYPE (a build type, when given, chooses the flags).
+# It is a MODULE library named NAME.so (no "lib" prefix) that exports only
 # pf_plugin_entry (everything else is hidden), links the CUDA runtime statically (so it
 # loads on machines without a driver) and never links libpipefuse. After each build its
 # file and directory lose group and other write permission: the engine refuses plugins
@@ -132,10 +134,22 @@ function(_pipefuse_add_plugin name)
     PREFIX ""
     C_STANDARD 11
     C_STANDARD_REQUIRED ON
+    C_EXTENSIONS OFF
     C_VISIBILITY_PRESET hidden
     CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY "${A_OUTPUT_DIRECTORY}$<0:>")
+  # No build type means no optimisation flags at all: a stage would run several times
+  # slower than it will for users. Give plugins -O2 then (a build type, when set, wins).
+  if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES
+     AND CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:C>:-O2>
+                                           $<$<COMPILE_LANGUAGE:CUDA>:-O2>)
+    if(NOT _pf_said_O2)
+      message(STATUS "pipefuse plugins: no CMAKE_BUILD_TYPE set; plugins are built with -O2")
+      set(_pf_said_O2 ON PARENT_SCOPE)
+    endif()
+  endif()
   if(UNIX)
     add_custom_command(TARGET ${name} POST_BUILD
       COMMAND chmod go-w $<TARGET_FILE:${name}> $<TARGET_FILE_DIR:${name}>

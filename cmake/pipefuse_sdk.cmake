@@ -7,11 +7,16 @@ include(CMakePackageConfigHelpers)
 
 set(PF_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/pipefuse)
 
-# The plugin ABI version, read from the header that defines it.
+# The plugin ABI version, read from the header that defines it (the formatter aligns
+# the values, so any run of blanks separates name and value). A header whose lines no
+# longer match stops the configure rather than installing an empty version.
 file(STRINGS ${PROJECT_SOURCE_DIR}/engine/include/pipefuse/plugin.h pf_abi_lines
-     REGEX "^#define PF_ABI_(MAJOR|MINOR) [0-9]+")
-string(REGEX REPLACE ".*PF_ABI_MAJOR ([0-9]+).*" "\\1" PF_ABI_MAJOR "${pf_abi_lines}")
-string(REGEX REPLACE ".*PF_ABI_MINOR ([0-9]+).*" "\\1" PF_ABI_MINOR "${pf_abi_lines}")
+     REGEX "^#define[ \t]+PF_ABI_(MAJOR|MINOR)[ \t]+[0-9]+")
+string(REGEX REPLACE ".*PF_ABI_MAJOR[ \t]+([0-9]+).*" "\\1" PF_ABI_MAJOR "${pf_abi_lines}")
+string(REGEX REPLACE ".*PF_ABI_MINOR[ \t]+([0-9]+).*" "\\1" PF_ABI_MINOR "${pf_abi_lines}")
+if(NOT PF_ABI_MAJOR MATCHES "^[0-9]+$" OR NOT PF_ABI_MINOR MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "cannot read PF_ABI_MAJOR/PF_ABI_MINOR from engine/include/pipefuse/plugin.h")
+endif()
 
 # CUDA architectures plugins are built for by default: pipefuse's own.
 if(PF_HAVE_CUDA)

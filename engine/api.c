@@ -230,7 +230,7 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     memcpy(copy, n->params, n->desc->params_size);
     char err[1024] = "";
     int rc = pf_param_set_json(pd, v, copy, err, sizeof err);
-    if (rc == PF_OK && n->desc->check && n->desc->check(copy, err, sizeof err) != 0)
+    if (rc == PF_OK && pf_stage_params_ok(n->desc, copy, err, sizeof err) != 0)
         rc = PF_PARAM;
     if (rc != PF_OK) {
         pf_errf(p->errmsg, "%s: %s: %s", p->source, key, err);

@@ -4,12 +4,21 @@
  * (<libdir>/pipefuse/plugins, the same layout in the build tree and once installed),
  * then the configured path, then PIPEFUSE_PLUGIN_PATH. A pipeline file never names a
  * library. A plugin, or a directory holding one, that other users may write to is
- * refused: loading it would run their code in ours.
+ * refused, and so is one below a directory that every user may write to (unless sticky,
+ * like /tmp) or that another user owns: loading it would run their code in ours. PIPEFUSE_PLUGIN_PATH names directories by absolute path only: a
+ * relative entry would load whatever the current directory holds.
+ *
+ * A plugin or directory that cannot be loaded is skipped with a warning, and the reason
+ * is kept: a pipeline that names one of its stages gets it in its "unknown op" message,
+ * and every other command works. Two plugins may define stages of the same name: a
+ * pipeline's "name" is the first one on the search path (a warning says so), and
+ * "plugin.name" picks one.
  */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,8 +71,30 @@ static int in_range(const pf_param_desc *pd, double v)
     return pd->min > pd->max || (v >= pd->min && v <= pd->max);
 }
 
-/* The declarations the planner and executors rely on. */
-static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
+int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, size_t err_size)
+{
+    if (err_size)
+        err[0] = 0;
+    if (d->check && d->check(params, err, err_size) != 0) {
+        if (err_size && !err[0])
+            snprintf(err, err_size, "invalid parameters");
+        return 1;
+    }
+    if (d->kind == PF_STAGE_STENCIL && d->radius) {
+        int r = d->radius(params);
+        if (r < 0 || r > PF_MAX_RADIUS) {
+            snprintf(err, err_size,
+                     "these params make radius() return %d; a stencil's radius must be 0 to %d "
+                     "(PF_MAX_RADIUS)",
+                     r, PF_MAX_RADIUS);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The declarations the planner and executors rely on. abi_minor is the plugin's. */
+static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, unsigned abi_minor)
 {
     const char *n = d->name ? d->name : "(unnamed)";
     if (!pf_is_identifier(d->name)) {
@@ -128,29 +159,67 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
                     n, pn, pd->offset, d->params_size);
             return PF_PLUGIN;
         }
-        int ok = 1;
+        int ranged = pd->type == PF_PARAM_FLOAT || pd->type == PF_PARAM_INT ||
+                     pd->type == PF_PARAM_FLOAT_ARRAY;
+        if (ranged && (isnan(pd->min) || isnan(pd->max))) {
+            pf_errf(e->errmsg,
+                    "%s: %s.%s: a range bound is NaN; write PF_NO_MIN / PF_NO_MAX for "
+                    "no bound",
+                    file, n, pn);
+            return PF_PLUGIN;
+        }
+        /* ABI 1.0 plugins meant "unbounded" by min > max; from 1.1 it is a mistake. */
+        if (ranged && pd->min > pd->max && abi_minor >= 1) {
+            pf_errf(e->errmsg,
+                    "%s: %s.%s: min %g is above max %g (swapped?); write PF_NO_MIN / PF_NO_MAX "
+                    "for no bound",
+                    file, n, pn, pd->min, pd->max);
+            return PF_PLUGIN;
+        }
         if (pd->type == PF_PARAM_ENUM) {
             int count = 0;
             while (pd->enum_names && pd->enum_names[count])
                 count++;
-            ok = count > 0 && pd->def >= 0 && pd->def < count;
+            if (count == 0 || !(pd->def >= 0 && pd->def < count)) {
+                pf_errf(e->errmsg, "%s: %s.%s: enum default %g is not an index into its %d choices",
+                        file, n, pn, pd->def, count);
+                return PF_PLUGIN;
+            }
         } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
-            ok = pd->count > 0 && pd->def_array;
-            for (int k = 0; ok && k < pd->count; k++)
-                ok = in_range(pd, pd->def_array[k]);
-        } else {
-            ok = in_range(pd, pd->def);
-        }
-        if (!ok) {
-            pf_errf(e->errmsg,
-                    "%s: %s.%s: default %g is outside the declared range [%g, %g] or choices", file,
-                    n, pn,
-                    pd->type == PF_PARAM_FLOAT_ARRAY && pd->def_array && pd->count > 0
-                        ? pd->def_array[0]
-                        : pd->def,
-                    pd->min, pd->max);
+            if (pd->count <= 0 || !pd->def_array) {
+                pf_errf(e->errmsg, "%s: %s.%s: float array without count or defaults", file, n, pn);
+                return PF_PLUGIN;
+            }
+            for (int k = 0; k < pd->count; k++)
+                if (!in_range(pd, pd->def_array[k])) {
+                    pf_errf(e->errmsg,
+                            "%s: %s.%s: default element [%d] = %g is outside the declared range "
+                            "[%g, %g]",
+                            file, n, pn, k, pd->def_array[k], pd->min, pd->max);
+                    return PF_PLUGIN;
+                }
+        } else if (!in_range(pd, pd->def)) {
+            pf_errf(e->errmsg, "%s: %s.%s: default %g is outside the declared range [%g, %g]", file,
+                    n, pn, pd->def, pd->min, pd->max);
             return PF_PLUGIN;
         }
+    }
+    if ((unsigned)d->out_channels > 4) {
+        pf_errf(e->errmsg, "%s: stage '%s' declares out_channels %d; 0 to 4 are allowed", file, n,
+                d->out_channels);
+        return PF_PLUGIN;
+    }
+    /* The defaults must be params the engine accepts (check(), the radius limit). */
+    void *defaults = calloc(1, d->params_size ? d->params_size : 1);
+    if (!defaults)
+        return PF_NO_MEMORY;
+    pf_params_init(d, defaults);
+    char why[512];
+    int bad = pf_stage_params_ok(d, defaults, why, sizeof why);
+    free(defaults);
+    if (bad) {
+        pf_errf(e->errmsg, "%s: stage '%s' with its default params: %s", file, n, why);
+        return PF_PLUGIN;
     }
     return PF_OK;
 }
@@ -160,6 +229,69 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d)
 static int unsafe_mode(const struct stat *st)
 {
     return (st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_uid != 0 && st->st_uid != geteuid());
+}
+
+/* A directory above a plugin directory that every user can write to and that is not
+   sticky (/tmp is), or that another user owns: they could rename what it holds and put
+   their own in its place. (Group write is allowed there: a umask of 002 with a group of
+   one's own makes every build directory so.) */
+static int unsafe_parent(const struct stat *st)
+{
+    return ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX)) ||
+           (st->st_uid != 0 && st->st_uid != geteuid());
+}
+
+/* Whether a directory above dir (its real path) lets others replace dir or its
+   contents: 0, or -1 with the message in e->errmsg. */
+static int check_parents(pf_engine *e, const char *dir)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) {
+        pf_errf(e->errmsg, "plugin directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
+        if (slash == real)
+            slash[1] = 0; /* "/" itself */
+        else
+            *slash = 0;
+        struct stat st;
+        if (stat(real, &st) != 0) {
+            pf_errf(e->errmsg, "plugin directory %s: %s: %s", dir, real, strerror(errno));
+            return -1;
+        }
+        if (unsafe_parent(&st)) {
+            pf_errf(e->errmsg,
+                    "plugin directory %s: refusing it, as other users can write to %s above it "
+                    "(mode %03o, owner uid %u)",
+                    dir, real, (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+            return -1;
+        }
+        if (slash == real)
+            break;
+    }
+    return 0;
+}
+
+/* Keeps "what: why" (e->errmsg) as a reason something was not loaded, and warns. */
+static int skip(pf_engine *e)
+{
+    size_t old = e->skipped ? strlen(e->skipped) : 0, add = strlen(e->errmsg);
+    char *grown = realloc(e->skipped, old + add + 2);
+    if (!grown)
+        return PF_NO_MEMORY;
+    memcpy(grown + old, e->errmsg, add);
+    grown[old + add] = '\n';
+    grown[old + add + 1] = 0;
+    e->skipped = grown;
+    pf_log(e, 1, "%s; skipped", e->errmsg);
+    e->errmsg[0] = 0;
+    return PF_OK;
+}
+
+static const char *plugin_name_of(const pf_engine *e, int i)
+{
+    return e->plugins[e->stages[i].plugin].desc->name;
 }
 
 static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_desc *src)
@@ -173,12 +305,27 @@ static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_
     if (!d)
         return PF_NO_MEMORY;
     memcpy(d, src, src->size < sizeof *d ? src->size : sizeof *d);
-    int rc = check_stage(e, file, d);
+    int rc = check_stage(e, file, d, e->plugins[plugin].desc->abi_version & 0xffff);
     for (int i = 0; rc == PF_OK && i < e->n_stages; i++) {
-        if (strcmp(e->stages[i].desc->name, d->name) == 0) {
-            pf_errf(e->errmsg, "%s: stage '%s' is already defined by %s", file, d->name,
+        if (strcmp(e->stages[i].desc->name, d->name) != 0)
+            continue;
+        if (e->stages[i].plugin == plugin) {
+            pf_errf(e->errmsg, "%s: two stages are named '%s'", file, d->name);
+            rc = PF_PLUGIN;
+        } else if (strcmp(plugin_name_of(e, i), e->plugins[plugin].desc->name) == 0) {
+            pf_errf(e->errmsg,
+                    "%s: stage '%s' of plugin '%s' is already defined by %s, a plugin of the same "
+                    "name",
+                    file, d->name, e->plugins[plugin].desc->name,
                     e->plugins[e->stages[i].plugin].path);
             rc = PF_PLUGIN;
+        } else {
+            pf_log(e, 1,
+                   "stage '%s' is defined by %s and by %s; pipelines naming '%s' get the first "
+                   "(%s.%s); write '%s.%s' for the second",
+                   d->name, e->plugins[e->stages[i].plugin].path, file, d->name,
+                   plugin_name_of(e, i), d->name, e->plugins[plugin].desc->name, d->name);
+            break;
         }
     }
     pf_stage_entry *s =
@@ -244,18 +391,29 @@ static int load_plugin(pf_engine *e, const char *path)
         dlclose(h);
         return rc == PF_OK ? PF_NO_MEMORY : rc;
     }
-    int index = e->n_plugins++;
+    int index = e->n_plugins++, first = e->n_stages;
     e->plugins[index] = (pf_plugin){copy, h, pd};
-    for (int i = 0; i < pd->n_stages; i++) {
+    if (strchr(pd->name, '.')) {
+        pf_errf(e->errmsg, "%s: plugin name '%s' has a '.' (pipelines write plugin.stage)", path,
+                pd->name);
+        rc = PF_PLUGIN;
+    }
+    for (int i = 0; i < pd->n_stages && rc == PF_OK; i++) {
         if (!pd->stages[i]) {
             pf_errf(e->errmsg, "%s: stage %d of %d is NULL", path, i, pd->n_stages);
-            return PF_PLUGIN;
+            rc = PF_PLUGIN;
+        } else {
+            rc = add_stage(e, path, index, pd->stages[i]);
         }
-        rc = add_stage(e, path, index, pd->stages[i]);
-        if (rc != PF_OK)
-            return rc;
     }
-    return PF_OK;
+    if (rc != PF_OK) { /* none of its stages stay */
+        while (e->n_stages > first)
+            free((void *)e->stages[--e->n_stages].desc);
+        e->n_plugins--;
+        free(copy);
+        dlclose(h);
+    }
+    return rc;
 }
 
 static int has_suffix(const char *s, const char *suffix)
@@ -288,12 +446,14 @@ static int load_dir(pf_engine *e, const char *dir, int required)
                 "plugin directory %s: refusing a directory that other users can write to "
                 "(mode %03o)",
                 dir, (unsigned)(st.st_mode & 0777));
-        return PF_PLUGIN;
+        return skip(e);
     }
+    if (check_parents(e, dir) != 0)
+        return skip(e);
     DIR *d = opendir(dir);
     if (!d) {
         pf_errf(e->errmsg, "plugin directory %s: %s", dir, strerror(errno));
-        return PF_PLUGIN;
+        return skip(e);
     }
     char **names = NULL;
     int n = 0, rc = PF_OK;
@@ -321,6 +481,8 @@ static int load_dir(pf_engine *e, const char *dir, int required)
         } else {
             rc = load_plugin(e, path);
         }
+        if (rc == PF_PLUGIN)
+            rc = skip(e);
     }
     for (int i = 0; i < n; i++)
         free(names[i]);
@@ -330,7 +492,8 @@ static int load_dir(pf_engine *e, const char *dir, int required)
     return rc;
 }
 
-static int load_path_list(pf_engine *e, const char *list)
+/* A ':'-separated list of directories; from the environment (env), only absolute ones. */
+static int load_path_list(pf_engine *e, const char *list, int env)
 {
     char *copy = pf_strdup(list);
     if (!copy)
@@ -338,8 +501,17 @@ static int load_path_list(pf_engine *e, const char *list)
     int rc = PF_OK;
     char *save = NULL;
     for (char *dir = strtok_r(copy, ":", &save); dir && rc == PF_OK;
-         dir = strtok_r(NULL, ":", &save))
-        rc = load_dir(e, dir, 0);
+         dir = strtok_r(NULL, ":", &save)) {
+        if (env && dir[0] != '/') {
+            pf_errf(e->errmsg,
+                    "PIPEFUSE_PLUGIN_PATH: refusing the relative directory '%s' (it would load "
+                    "whatever the current directory holds); name it by its absolute path",
+                    dir);
+            rc = skip(e);
+        } else {
+            rc = load_dir(e, dir, 0);
+        }
+    }
     free(copy);
     return rc;
 }
@@ -417,10 +589,12 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
         rc = load_dir(e, dir, 1);
     }
     if (rc == PF_OK && cfg->plugin_path && *cfg->plugin_path)
-        rc = load_path_list(e, cfg->plugin_path);
+        rc = load_path_list(e, cfg->plugin_path, 0);
     const char *env = getenv("PIPEFUSE_PLUGIN_PATH");
     if (rc == PF_OK && cfg->use_env_path && env && *env)
-        rc = load_path_list(e, env);
+        rc = load_path_list(e, env, 1);
+    if (rc == PF_NO_MEMORY)
+        pf_errf(e->errmsg, "out of memory loading plugins");
     return rc;
 }
 
@@ -439,6 +613,7 @@ PF_API void pf_engine_destroy(pf_engine *e)
         free(e->plugins[i].path);
     }
     free(e->plugins);
+    free(e->skipped);
     free(e);
 }
 
@@ -465,10 +640,70 @@ PF_API const pf_stage_desc *pf_engine_stage(const pf_engine *e, int i, const cha
     return e->stages[i].desc;
 }
 
+/* Whether stage i is what op names: "name" or "plugin.name". */
+static int stage_is(const pf_engine *e, int i, const char *op)
+{
+    const char *dot = strchr(op, '.');
+    if (!dot)
+        return strcmp(e->stages[i].desc->name, op) == 0;
+    const char *pn = plugin_name_of(e, i);
+    size_t n = (size_t)(dot - op);
+    return strncmp(pn, op, n) == 0 && pn[n] == 0 && strcmp(e->stages[i].desc->name, dot + 1) == 0;
+}
+
+int pf_engine_lookup_stage(const pf_engine *e, const char *op, char *err, size_t err_size)
+{
+    for (int i = 0; i < e->n_stages; i++)
+        if (stage_is(e, i, op))
+            return i;
+    /* Candidates: the names, and "plugin.name" when op is qualified. */
+    int qualified = strchr(op, '.') != NULL, n = e->n_stages;
+    char **q = qualified ? calloc((size_t)(n ? n : 1), sizeof *q) : NULL;
+    const char **names = malloc(sizeof *names * (size_t)(n ? n : 1));
+    const char *near = NULL;
+    if (names && (!qualified || q)) {
+        for (int i = 0; i < n; i++) {
+            names[i] = e->stages[i].desc->name;
+            if (qualified) {
+                size_t len = strlen(plugin_name_of(e, i)) + strlen(names[i]) + 2;
+                q[i] = malloc(len);
+                if (!q[i]) {
+                    n = i;
+                    break;
+                }
+                snprintf(q[i], len, "%s.%s", plugin_name_of(e, i), names[i]);
+                names[i] = q[i];
+            }
+        }
+        near = pf_closest(op, names, n);
+    }
+    size_t o = 0;
+    if (near)
+        o = (size_t)snprintf(err, err_size, "unknown op '%s'; did you mean '%s'?", op, near);
+    else
+        o = (size_t)snprintf(err, err_size,
+                             "unknown op '%s'; %d ops are loaded (`pipefuse stages` lists them; "
+                             "a plugin's own stages load from a directory given with "
+                             "--plugin-path DIR or PIPEFUSE_PLUGIN_PATH)",
+                             op, e->n_stages);
+    if (e->skipped && o < err_size) {
+        /* The reasons, one line each, after the message. */
+        snprintf(err + o, err_size - o, "; not loaded:\n%s", e->skipped);
+        size_t len = strlen(err);
+        if (len && err[len - 1] == '\n')
+            err[len - 1] = 0;
+    }
+    for (int i = 0; q && i < n; i++)
+        free(q[i]);
+    free(q);
+    free(names);
+    return -1;
+}
+
 PF_API const pf_stage_desc *pf_engine_find_stage(const pf_engine *e, const char *name)
 {
     for (int i = 0; e && name && i < e->n_stages; i++)
-        if (strcmp(e->stages[i].desc->name, name) == 0)
+        if (stage_is(e, i, name))
             return e->stages[i].desc;
     return NULL;
 }

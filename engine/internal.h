@@ -67,8 +67,17 @@ struct pf_engine {
     void *log_user;
     struct pf_threadpool *pool;
     struct pf_cuda_dev *cuda; /* device state, created on first use (exec_cuda.c) */
+    char *skipped;            /* plugins and directories not loaded: "path: why" lines */
     char errmsg[PF_ERRMSG_MAX];
 };
+
+/* The stage a pipeline's op names: "name" (the first plugin on the search path that
+   has it) or "plugin.name". Its index into e->stages, or -1 with a message in err
+   (the closest name, plugins that were skipped, where plugins come from). */
+int pf_engine_lookup_stage(const pf_engine *e, const char *op, char *err, size_t err_size);
+/* A stage's params as the engine accepts them: d->check() passes and a stencil's
+   radius() is within [0, PF_MAX_RADIUS]. 0, or non-zero with a message in err. */
+int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, size_t err_size);
 
 /* ---- Parameters (params.c) ----------------------------------------------------------------- */
 

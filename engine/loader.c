@@ -334,28 +334,13 @@ static int dangling(loader *L, const char *path, const char *name, const char *s
 
 static int lookup_op(loader *L, const char *path, const char *op, stage_in *s)
 {
-    pf_engine *e = L->e;
-    for (int i = 0; i < e->n_stages; i++)
-        if (strcmp(e->stages[i].desc->name, op) == 0) {
-            s->desc = e->stages[i].desc;
-            s->plugin = e->stages[i].plugin;
-            return PF_OK;
-        }
-    const char **names = malloc(sizeof *names * (size_t)(e->n_stages ? e->n_stages : 1));
-    if (!names)
-        return nomem(L);
-    for (int i = 0; i < e->n_stages; i++)
-        names[i] = e->stages[i].desc->name;
-    const char *near = pf_closest(op, names, e->n_stages);
-    int st;
-    if (near)
-        st = fail(L, PF_PIPELINE, path, "unknown op '%s'; did you mean '%s'?", op, near);
-    else
-        st = fail(L, PF_PIPELINE, path,
-                  "unknown op '%s'; %d ops are loaded (`pipefuse stages` lists them)", op,
-                  e->n_stages);
-    free(names);
-    return st;
+    char msg[PF_ERRMSG_MAX];
+    int i = pf_engine_lookup_stage(L->e, op, msg, sizeof msg);
+    if (i < 0)
+        return fail(L, PF_PIPELINE, path, "%s", msg);
+    s->desc = L->e->stages[i].desc;
+    s->plugin = L->e->stages[i].plugin;
+    return PF_OK;
 }
 
 /* ---- First pass: names only, no messages ---------------------------------------------- */
@@ -659,12 +644,8 @@ static int stage_params(loader *L, int k, const char *base)
         if (pf_param_set_json(pd, v, s->params, msg, sizeof msg) != PF_OK)
             return fail(L, PF_PARAM, ppath, "%s (%s.%s)", msg, d->name, pd->name);
     }
-    if (d->check) {
-        msg[0] = 0;
-        if (d->check(s->params, msg, sizeof msg) != 0)
-            return fail(L, PF_PARAM, obj ? path : base, "%s (%s)",
-                        msg[0] ? msg : "invalid parameters", d->name);
-    }
+    if (pf_stage_params_ok(d, s->params, msg, sizeof msg) != 0)
+        return fail(L, PF_PARAM, obj ? path : base, "%s (%s)", msg, d->name);
     return PF_OK;
 }
 

@@ -305,7 +305,7 @@ static const pf_param_desc pad_params[] = {
     INT_ROW(pf_pad_params, top, "rows added at the top", 0, SIDE),
     INT_ROW(pf_pad_params, bottom, "rows added at the bottom", 0, SIDE),
     {"color", "RGBA of the added pixels", PF_OFFSET(pf_pad_params, color), PF_PARAM_FLOAT_ARRAY,
-     .min = 1, .max = 0 /* unbounded */, .count = 4, .def_array = pad_color_def},
+     .min = PF_NO_MIN, .max = PF_NO_MAX, .count = 4, .def_array = pad_color_def},
 };
 
 /* CUDA launchers, in geometry_cuda.cu (PF_CUDA: NULL without); none needs scratch. */

@@ -45,6 +45,12 @@ broken stateful "FAIL  deterministic:" "keep no state between calls"
 broken region_ignorer "FAIL  regions (default params): writes outside its region" \
     "fix: write only the rows a->region.y0 .. a->region.y1 - 1"
 broken wide_radius "FAIL  reads beyond its declared radius 1"
+# Radii up to PF_MAX_RADIUS are checked on an image sized for them; above, refused.
+broken deep_radius "FAIL  reads beyond its declared radius 30"
+grep -q "not checked" "$W/deep_radius.out" && fail "deep_radius: a check reported as not done"
+broken huge_radius "FAIL  sdk_huge_radius: radius() returns 300 with the default params; the engine allows 0 to 256 (PF_MAX_RADIUS)" \
+    "FAIL  the engine refuses it: $DIR/huge_radius.so: stage 'sdk_huge_radius' with its default params: these params make radius() return 300"
+broken swapped_range "FAIL  sdk_swapped_range.gain: min 10 is above max 0" "PF_NO_MIN / PF_NO_MAX"
 broken calls_exit "FAIL  the plugin called exit() during: stage sdk_calls_exit"
 broken crasher "FAIL  the plugin crashed (SIGSEGV) during: stage sdk_crasher"
 

@@ -37,6 +37,15 @@ for f in bin/pipefuse include/pipefuse/pipefuse.h include/pipefuse/plugin.h incl
 done
 [ "$failures" -eq 0 ] || exit 1
 PF=$P/bin/pipefuse
+
+# The ABI version, as the header defines it, in both packages.
+ABI=$(sed -n 's/^#define[ \t]*PF_ABI_MAJOR[ \t]*\([0-9]*\).*/\1/p' "$P/include/pipefuse/plugin.h").$(
+    sed -n 's/^#define[ \t]*PF_ABI_MINOR[ \t]*\([0-9]*\).*/\1/p' "$P/include/pipefuse/plugin.h")
+case $ABI in [0-9]*.[0-9]*) ;; *) fail "cannot read the ABI version from plugin.h: '$ABI'" ;; esac
+grep -qx "abi_version=$ABI" "$P/$L/pkgconfig/pipefuse.pc" ||
+    fail "pipefuse.pc: no abi_version=$ABI ($(grep abi_version "$P/$L/pkgconfig/pipefuse.pc"))"
+grep -qF "set(PIPEFUSE_ABI_VERSION \"$ABI\")" "$P/$L/cmake/pipefuse/pipefuseConfig.cmake" ||
+    fail "pipefuseConfig.cmake: PIPEFUSE_ABI_VERSION is not $ABI"
 SAMPLE=$P/share/doc/pipefuse/samples/plugin
 
 # ---- the sample, with CMake, from the installed copy ---------------------------------------------
@@ -55,7 +64,7 @@ says stages "emboss  (stencil, 1 input)  from darkroom: $PLUG/darkroom.so"
 
 step plugin_check "$PF" plugin check "$PLUG/darkroom.so"
 says plugin_check "result: PASS"
-says plugin_check "fusion: brightness -> spotlight -> linear is one launch unit"
+says plugin_check "fusion: brightness -> spotlight -> linear -> multiply is one launch unit"
 step sample_ctest "$CMAKE" -E chdir "$W/darkroom" ctest --output-on-failure
 says sample_ctest "darkroom_plugin_check"
 
@@ -74,9 +83,15 @@ PIPEFUSE_PLUGIN_PATH=$PLUG step run_env "$PF" run "$SAMPLE/darkroom.json" "$SRC/
 cmp -s "$W/out-cpu/coffee.png" "$W/out-env/coffee.png" || fail "the CPU runs through --plugin-path and PIPEFUSE_PLUGIN_PATH differ"
 
 # ---- the skeleton, with CMake ---------------------------------------------------------------------------
-step skeleton_configure "$CMAKE" -S "$SAMPLE/skeleton" -B "$W/skeleton" -G "$GEN" -DCMAKE_PREFIX_PATH="$P" &&
+# No build type: the helper still optimises and compiles C11 without GNU extensions.
+step skeleton_configure "$CMAKE" -S "$SAMPLE/skeleton" -B "$W/skeleton" -G "$GEN" -DCMAKE_PREFIX_PATH="$P" \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON &&
     step skeleton_build "$CMAKE" --build "$W/skeleton" &&
     step skeleton_check "$PF" plugin check "$W/skeleton/pipefuse-plugins/myplugin.so"
+says skeleton_configure "plugins are built with -O2"
+CC_LINE=$(grep '"command"' "$W/skeleton/compile_commands.json" | grep 'my_plugin\.c')
+case $CC_LINE in *" -O2 "*) ;; *) fail "skeleton without a build type: my_plugin.c not compiled with -O2: $CC_LINE" ;; esac
+case $CC_LINE in *"-std=c11 "*) ;; *) fail "skeleton: my_plugin.c not compiled with -std=c11: $CC_LINE" ;; esac
 
 # ---- the skeleton with pkg-config, sed and cc (CPU only) ---------------------------------------------
 export PKG_CONFIG_PATH=$P/$L/pkgconfig
@@ -92,7 +107,7 @@ if step pc_plugin cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden $CFLAGS -I"$
     step pc_plugin_check "$PF" plugin check "$W/pc-plugin/myplugin.so"; then
     # Without NVRTC on the machine the compile is reported as skipped.
     grep -qF "skip  NVRTC compile" "$W/pc_plugin_check.out" ||
-        says pc_plugin_check "NVRTC compiles the fused kernel of brightness -> my_gain -> linear"
+        says pc_plugin_check "NVRTC compiles the fused kernel of brightness -> my_gain -> linear -> multiply"
 fi
 
 # ---- applications -------------------------------------------------------------------------------------------
@@ -118,6 +133,9 @@ cat >"$W/app/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.24)
 project(app LANGUAGES C)
 find_package(pipefuse 0.1 REQUIRED)
+if(NOT PIPEFUSE_ABI_VERSION MATCHES "^[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "PIPEFUSE_ABI_VERSION is '${PIPEFUSE_ABI_VERSION}'")
+endif()
 add_executable(app app.c)
 target_link_libraries(app PRIVATE pipefuse::pipefuse)
 CM

@@ -39,25 +39,58 @@ run names_lib "$PF" check "$W/names_lib.json" --size 8x8
 expect names_lib 2
 says names_lib "search path"
 
-# ---- directories and files others can write to are refused ------------------------------------
+# ---- directories and files others can write to are refused -------------------------------------
+# Refused means skipped with a warning that says why: `stages` still works (and lists
+# nothing from there), and a pipeline that needs one of its stages fails with the reason.
 for mode in 775 757 777; do
     chmod "$mode" "$W/plugs"
     run "dir_$mode" "$PF" --plugin-path "$W/plugs" stages
-    expect "dir_$mode" 2
-    says "dir_$mode" "plugin directory $W/plugs: refusing a directory that other users can write to (mode $mode)"
-    PIPEFUSE_PLUGIN_PATH="$W/plugs" run "dir_env_$mode" "$PF" stages
+    expect "dir_$mode" 0
+    says "dir_$mode" "plugin directory $W/plugs: refusing a directory that other users can write to (mode $mode); skipped"
+    grep -q "^my_gain " "$W/dir_$mode.out" && fail "dir_$mode: my_gain listed from a refused directory"
+    PIPEFUSE_PLUGIN_PATH="$W/plugs" run "dir_env_$mode" "$PF" check "$W/uses.json" --size 8x8
     expect "dir_env_$mode" 2
+    says "dir_env_$mode" "unknown op 'my_gain'"
+    says "dir_env_$mode" "not loaded:"
+    says "dir_env_$mode" "plugin directory $W/plugs: refusing a directory that other users can write to (mode $mode)"
 done
 chmod 755 "$W/plugs"
 for mode in 775 664 646 666; do
     chmod "$mode" "$W/plugs/myplugin.so"
     run "file_$mode" "$PF" --plugin-path "$W/plugs" stages
-    expect "file_$mode" 2
-    says "file_$mode" "$W/plugs/myplugin.so: refusing a plugin that other users can write to (mode $mode)"
+    expect "file_$mode" 0
+    says "file_$mode" "$W/plugs/myplugin.so: refusing a plugin that other users can write to (mode $mode); skipped"
+    run "file_use_$mode" "$PF" --plugin-path "$W/plugs" check "$W/uses.json" --size 8x8
+    expect "file_use_$mode" 2
+    says "file_use_$mode" "$W/plugs/myplugin.so: refusing a plugin that other users can write to (mode $mode)"
 done
 chmod 755 "$W/plugs/myplugin.so"
 run restored "$PF" --plugin-path "$W/plugs" stages my_gain
 expect restored 0
+
+# A directory above the plugin directory that others can write to (and that is not
+# sticky, as /tmp is) could have the plugin directory swapped: refused too.
+mkdir -p "$W/open/plugs" && cp "$W/plugs/myplugin.so" "$W/open/plugs/" && chmod 755 "$W/open/plugs"
+chmod 777 "$W/open"
+run parent_open "$PF" --plugin-path "$W/open/plugs" check "$W/uses.json" --size 8x8
+expect parent_open 2
+says parent_open "plugin directory $W/open/plugs: refusing it, as other users can write to $W/open above it (mode 777"
+chmod 1777 "$W/open"
+run parent_sticky "$PF" --plugin-path "$W/open/plugs" check "$W/uses.json" --size 8x8
+expect parent_sticky 0
+chmod 755 "$W/open"
+
+# PIPEFUSE_PLUGIN_PATH names directories by absolute path only.
+cd "$W" || exit 1
+PIPEFUSE_PLUGIN_PATH=plugs run relative "$PF" check "$W/uses.json" --size 8x8
+cd - >/dev/null || exit 1
+expect relative 2
+says relative "PIPEFUSE_PLUGIN_PATH: refusing the relative directory 'plugs'"
+
+# An unknown op says where plugins come from.
+run no_plugin "$PF" check "$W/uses.json" --size 8x8
+expect no_plugin 2
+says no_plugin "--plugin-path"
 
 # ---- the plugin's point stage fuses with built-in ones ----------------------------------------------
 printf '{"pipefuse": 1, "inputs": ["x"], "stages": [{"id": "a", "op": "brightness", "params": {"amount": 0.1}}, {"id": "g", "op": "my_gain", "params": {"gain": 0.8}}, {"id": "c", "op": "contrast"}], "outputs": {"o": "c"}}\n' >"$W/fused.json"

@@ -24,6 +24,7 @@
 #ifndef PIPEFUSE_PLUGIN_H
 #define PIPEFUSE_PLUGIN_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,10 +35,14 @@ extern "C" {
 #endif
 
 #define PF_ABI_MAJOR         1
-#define PF_ABI_MINOR         0
+#define PF_ABI_MINOR         1
 #define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
 #define PF_MAX_INPUTS        8
+/* The largest halo a stencil may declare: radius() must return 0 to PF_MAX_RADIUS for
+   every params set the stage accepts; the engine refuses params that make it return
+   anything else (a check() can refuse them first, with a better message). */
+#define PF_MAX_RADIUS 256
 
 #if defined(_WIN32)
 #define PF_PLUGIN_EXPORT __declspec(dllexport)
@@ -90,7 +95,9 @@ typedef enum pf_param_type {
 /* One row of a stage's parameter table, bound to a field of its params struct.
    The engine parses, type-checks and range-checks values and fills the struct; a
    stage never looks a key up by string. min and max bound every element of an
-   array; min > max means unbounded. */
+   array (int, float and float-array rows); PF_NO_MIN / PF_NO_MAX leave a side open.
+   A row whose min is above its max, or a NaN bound, is refused when the plugin loads
+   (plugins built for ABI 1.0 used min > max for "unbounded"; they still load so). */
 typedef struct pf_param_desc {
     const char *name;
     const char *doc;
@@ -105,20 +112,57 @@ typedef struct pf_param_desc {
 #define PF_OFFSET(T, field) offsetof(T, field)
 #define PF_COUNTOF(a)       ((int)(sizeof(a) / sizeof((a)[0])))
 #define PF_PARAMS(table)    .params = (table), .n_params = PF_COUNTOF(table)
+/* No bound on that side of a range: PF_FLOAT_PARAM(T, gain, 1, 0, PF_NO_MAX, "..."). */
+#define PF_NO_MIN (-HUGE_VAL)
+#define PF_NO_MAX HUGE_VAL
+
+/* PF_FIELD_OFFSET_(T, f, ok, msg): offsetof(T, f), and a compile error naming msg
+   ("negative width in bit-field 'msg'") when ok is 0. In C only (C++ has no _Generic;
+   there the offset alone). */
+#ifdef __cplusplus
+#define PF_FIELD_OFFSET_(T, f, ok, msg) PF_OFFSET(T, f)
+#else
+#define PF_FIELD_OFFSET_(T, f, ok, msg)                                                            \
+    (PF_OFFSET(T, f) + 0 * sizeof(struct { int msg : (ok) ? 1 : -1; }))
+#endif
+#define PF_FIELD_IS_(T, f, type) _Generic(((T *)0)->f, type : 1, default : 0)
 
 /* Rows named after the field they fill (of params struct T), so that the name and the
-   field cannot drift: PF_FLOAT_PARAM(my_params, gain, 1, 0, 4, "factor on RGB"). */
+   field cannot drift, and checked at compile time against the field's type (float for
+   PF_FLOAT_PARAM, int for PF_INT_PARAM, PF_BOOL_PARAM and PF_ENUM_PARAM, float[N] for
+   PF_FLOAT_ARRAY_PARAM): PF_FLOAT_PARAM(my_params, gain, 1, 0, 4, "factor on RGB").
+   PF_ENUM_PARAM: names is a NULL-terminated array of the choices, d the default's index.
+   PF_FLOAT_ARRAY_PARAM: defs is an array of exactly N defaults (static const float). */
 #define PF_FLOAT_PARAM(T, f, d, lo, hi, doc)                                                       \
     {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                         \
+#f, doc,                                                                                   \
+            PF_FIELD_OFFSET_(T, f, PF_FIELD_IS_(T, f, float), PF_FLOAT_PARAM_needs_a_float_field), \
+            PF_PARAM_FLOAT, d, lo, hi, NULL, 0, NULL                                               \
     }
 #define PF_INT_PARAM(T, f, d, lo, hi, doc)                                                         \
     {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_INT, d, lo, hi, NULL, 0, NULL                           \
+#f, doc, PF_FIELD_OFFSET_(T, f, PF_FIELD_IS_(T, f, int), PF_INT_PARAM_needs_an_int_field), \
+            PF_PARAM_INT, d, lo, hi, NULL, 0, NULL                                                 \
     }
 #define PF_BOOL_PARAM(T, f, d, doc)                                                                \
     {                                                                                              \
-#f, doc, PF_OFFSET(T, f), PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                            \
+#f, doc,                                                                                   \
+            PF_FIELD_OFFSET_(T, f, PF_FIELD_IS_(T, f, int), PF_BOOL_PARAM_needs_an_int_field),     \
+            PF_PARAM_BOOL, d, 0, 1, NULL, 0, NULL                                                  \
+    }
+#define PF_ENUM_PARAM(T, f, d, names, doc)                                                         \
+    {                                                                                              \
+#f, doc,                                                                                   \
+            PF_FIELD_OFFSET_(T, f, PF_FIELD_IS_(T, f, int), PF_ENUM_PARAM_needs_an_int_field),     \
+            PF_PARAM_ENUM, d, 0, PF_COUNTOF(names) - 2, names, 0, NULL                             \
+    }
+#define PF_FLOAT_ARRAY_PARAM(T, f, defs, lo, hi, doc)                                              \
+    {                                                                                              \
+#f, doc,                                                                                   \
+            PF_FIELD_OFFSET_(T, f,                                                                 \
+                             _Generic(&((T *)0)->f, float(*)[PF_COUNTOF(defs)] : 1, default : 0),  \
+                             PF_FLOAT_ARRAY_PARAM_needs_a_float_array_of_as_many_as_defs),         \
+            PF_PARAM_FLOAT_ARRAY, 0, lo, hi, NULL, PF_COUNTOF(defs), defs                          \
     }
 
 /* ---- Calls into a stage ----------------------------------------------------------- */
@@ -204,9 +248,20 @@ typedef struct pf_stage_desc {
     const char *const *columns;                           /* NULL-terminated column names */
     const char *(*row_name)(const void *params, int row); /* optional row labels */
 
-    /* Device scratch that run_cuda needs for a band of rows of an image this wide
-       (NULL: none). Called with host params when the engine plans. */
+    /* Device scratch that run_cuda needs (NULL: none). Unlike scratch_bytes, it is asked
+       once per unit, with host params when the engine plans (and again when params
+       change), for the whole image: rows is the output's height (the input's, for a
+       reduce) and width the wider of input 0 and the output. Every band's call gets that
+       whole block in a->scratch (a->scratch_size bytes); bands of a unit run one after
+       another on one stream, so each may use all of it. */
     size_t (*cuda_scratch_bytes)(const void *params, int width, int rows);
+
+    /* ---- ABI 1.1 ---- */
+    /* Channels the output needs whatever the input has: 0 (or 1) follows the input,
+       3 colour, 4 colour and alpha. A sepia stage says 3, so that an "auto" output of a
+       gray photo through it is written as RGB (gray+alpha as RGBA). Point, stencil and
+       resample stages; later stages keep what an earlier one needs. */
+    int out_channels;
 } pf_stage_desc;
 
 #define PF_STAGE_DESC_SIZE ((uint32_t)sizeof(pf_stage_desc))

@@ -24,6 +24,8 @@
 #define TP_NO_RADIUS    11
 #define TP_SHORT        12 /* stage structs from an older SDK: size ends before some fields */
 #define TP_TINY         13 /* a stage struct too small to hold even the common fields */
+#define TP_SWAPPED      14 /* a range with min > max (ABI 1.1: refused; TP_ABI_1_0: unbounded) */
+#define TP_RADIUS       15 /* a stencil whose radius is its int param r (TP_RADIUS_DEF) */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -67,6 +69,29 @@ static const pf_param_desc tp_gain_table[] = {
 #ifndef TP_STAGE_NAME
 #define TP_STAGE_NAME "tp_stage"
 #endif
+#ifndef TP_PLUGIN_NAME
+#define TP_PLUGIN_NAME "testplug"
+#endif
+
+/* min 10 above max 0: a swapped range */
+static const pf_param_desc tp_swapped_table[] = {
+    {"gain", "factor on all four channels", offsetof(tp_gain_params, gain), PF_PARAM_FLOAT,
+     .def = 1, .min = 10, .max = 0},
+};
+
+typedef struct tp_radius_params {
+    int r;
+} tp_radius_params;
+#ifndef TP_RADIUS_DEF
+#define TP_RADIUS_DEF 1
+#endif
+static const pf_param_desc tp_radius_table[] = {
+    PF_INT_PARAM(tp_radius_params, r, TP_RADIUS_DEF, PF_NO_MIN, PF_NO_MAX, "the radius"),
+};
+static int tp_param_radius(const void *params)
+{
+    return ((const tp_radius_params *)params)->r;
+}
 
 /* A point stage without NVRTC source (CPU only, which is all these tests need): struct
    size, stage name, n_in inputs and row function (NULL or fn##_row). */
@@ -187,6 +212,27 @@ static const pf_stage_desc tp_short_reduce = {.size = offsetof(pf_stage_desc, co
                                               .row_name = tp_row_name};
 static const pf_stage_desc *const tp_stages[] = {&tp_short_point, &tp_short_reduce};
 
+#elif TP_CASE == TP_SWAPPED
+static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE,
+                                       .name = "tp_swapped",
+                                       .kind = PF_STAGE_POINT,
+                                       .n_inputs = 1,
+                                       .params_size = sizeof(tp_gain_params),
+                                       PF_PARAMS(tp_swapped_table),
+                                       .point_row = tp_gain_row};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_RADIUS
+static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE,
+                                       .name = TP_STAGE_NAME,
+                                       .kind = PF_STAGE_STENCIL,
+                                       .n_inputs = 1,
+                                       .params_size = sizeof(tp_radius_params),
+                                       PF_PARAMS(tp_radius_table),
+                                       .radius = tp_param_radius,
+                                       .run_cpu = tp_copy_run};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
 #elif TP_CASE == TP_TINY
 static const pf_stage_desc tp_stage = {
     TP_POINT(offsetof(pf_stage_desc, params), "tp_tiny", 1, tp_gain_row)};
@@ -196,7 +242,9 @@ static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 #error "unknown TP_CASE"
 #endif
 
-#if TP_CASE == TP_ABI_MAJOR
+#if defined(TP_ABI_1_0)
+#define TP_ABI (1u << 16)
+#elif TP_CASE == TP_ABI_MAJOR
 #define TP_ABI (2u << 16)
 #elif TP_CASE == TP_NEWER_MINOR
 #define TP_ABI ((uint32_t)(PF_ABI_MAJOR << 16) | (PF_ABI_MINOR + 1))
@@ -211,7 +259,7 @@ PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);
 PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
 {
     static const pf_plugin_desc d = {
-        sizeof(pf_plugin_desc), TP_ABI,    "testplug",           "0.0.1",
+        sizeof(pf_plugin_desc), TP_ABI,    TP_PLUGIN_NAME,       "0.0.1",
         "test plugin",          tp_stages, PF_COUNTOF(tp_stages)};
     (void)host;
     return &d;
