@@ -33,6 +33,13 @@ static const cli_opt global_opts[] = {
 static const cli_opt run_opts[] = {
     {"--output", 'o', "DIR",
      "where outputs go (created if missing); '-' writes the one image output to stdout"},
+    {"--name", 0, "TEMPLATE",
+     "output file names, relative to DIR: {stem} (the input's name without .png), {output} "
+     "(the pipeline output's name), {ext} (png, csv or json), {dir} (the input's folder "
+     "below the directory given, with --recursive); may hold '/' for subfolders, e.g. "
+     "--name 'thumbs/{stem}_thumb.png'"},
+    {"--recursive", 'r', NULL,
+     "take PNG files in subfolders of directory inputs too; outputs keep the tree below DIR"},
     {"--no-fuse", 0, NULL, "run every point stage on its own"},
     {"--max-launch-ms", 0, "MS", "split launches to stay under MS (GPU watchdog)"},
     {"--profile", 0, NULL, "time every launch and print the times per stage"},
@@ -163,6 +170,12 @@ static const cli_opt *find_opt(const cli_opt *t, const char *a, size_t len)
             return t;
     }
     return NULL;
+}
+
+const cli_opt *cli_find_option(const cli_command *cmd, const char *name)
+{
+    const cli_opt *o = find_opt(global_opts, name, strlen(name));
+    return o ? o : find_opt(cmd ? cmd->opts : NULL, name, strlen(name));
 }
 
 /* "(did you mean '--output'?)" for a misspelt option of cmd or the globals, or "". */
@@ -552,11 +565,18 @@ int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
         cli_help(NULL, stderr);
         return PF_EXIT_USAGE;
     }
-    /* run takes the global -q (no progress either) and --backend as its own options */
+    /* run takes the global -q (no progress either) and --backend as its own options,
+       first (before a "--") */
+    int first = r->argc;
     if (strcmp(cmd->name, "run") == 0 &&
         ((c->quiet && push_arg(r, "--quiet") != 0) ||
          (c->backend && (push_arg(r, "--backend") != 0 || push_arg(r, c->backend) != 0))))
         return PF_EXIT_USAGE;
+    for (int k = first; k < r->argc; k++) { /* rotate them to the front */
+        char *a = r->argv[k];
+        memmove(r->argv + (k - first) + 1, r->argv + (k - first), sizeof(char *) * (size_t)first);
+        r->argv[k - first] = a;
+    }
     if (!r->argv && !(r->argv = calloc(1, sizeof(char *)))) /* an empty argv */
         return PF_EXIT_USAGE;
     return -1;

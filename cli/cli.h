@@ -50,6 +50,8 @@ typedef struct cli_args {
 int cli_parse(int argc, char **argv, cli_common *c, cli_args *r);
 void cli_args_free(cli_args *r);
 const cli_command *cli_find_command(const char *name);
+/* The option of cmd or the global ones named name ("--output" or "-o"), or NULL. */
+const cli_opt *cli_find_option(const cli_command *cmd, const char *name);
 void cli_help(const cli_command *cmd, FILE *f); /* NULL: the overview */
 void cli_man(FILE *f);                          /* the man page, roff */
 /* The engine's log callback; user is the cli_common (its quiet hides notices). */
@@ -62,6 +64,28 @@ int cli_run(int argc, char **argv, const cli_common *c);
 /* `pipefuse run` from the normalised arguments (inputs.c): inputs, names, stdin and
    stdout, then cli_run. */
 int cli_run_main(int argc, char **argv, const cli_common *c);
+
+/* ---- Output names (names.c) ---- */
+
+/* The name of an output of input (relative to -o DIR, may hold '/'), malloc'd; NULL
+   without memory. single_image: the pipeline's one image output. Inputs that
+   cli_names_add did not register are named from their own file name. */
+char *cli_output_name(const char *input, const char *output, const char *ext, int single_image);
+/* final: OUTDIR/name; temp: a hidden name in the same folder. -1 when too long. */
+int cli_output_path(const char *outdir, const char *input, const char *output, const char *ext,
+                    int single_image, char *final, char *temp, size_t size);
+/* Sets the --name template (NULL: the default) after checking that it is relative,
+   names only known fields and gives the n outputs different names. */
+int cli_names_check(const char *tmpl, const char *const *outputs, const char *const *exts, int n,
+                    int single_image, char *err, size_t errn);
+/* Registers an input (the path run.c gets) and its folder below its directory argument
+   ("" or "a/b/"); cli_names_finish then makes names unique and must come before
+   lookups. */
+int cli_names_add(const char *input, const char *dir);
+int cli_names_finish(int quiet);
+void cli_names_free(void);
+/* Creates the folders below outdir that name needs. */
+int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t errn);
 /* `pipefuse plugin check LIB.so` (plugin_check.c); argv[0] is the subcommand. */
 int cli_plugin(int argc, char **argv, const cli_common *c);
 int cli_bench(int argc, char **argv, const cli_common *c);

@@ -1,17 +1,557 @@
-/* cli/inputs.c: `pipefuse run` as the user writes it, turned into the batch run.c
- * carries out. */
+/* cli/inputs.c: `pipefuse run` as the user writes it, turned into the batch that run.c
+ * carries out.
+ *
+ * Before the batch: --backend cuda is refused once when no GPU can run it; directory
+ * inputs are listed (with --recursive, their subfolders too, keeping each file's folder
+ * for its outputs' names); files in the output folder that are this pipeline's outputs
+ * of other inputs there are left out (x.edges.png beside x.png, when -o is the input
+ * folder); names are made unique (names.c); '-' as the input is stdin, spooled to a
+ * temporary file, and '-' as -o runs into a temporary folder whose one output is then
+ * copied to stdout. run.c gets plain files.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
+typedef struct found {
+    char *path;
+    char *dir;  /* below the directory argument: "" or "a/b/" */
+    int listed; /* from a directory listing (may be left out as an output) */
+} found;
+
+typedef struct run_args {
+    char **pass; /* arguments for run.c, in order, without inputs and our own options */
+    int n_pass;
+    const char *pipeline, *outdir, *tmpl;
+    const char *table_format;
+    int recursive, quiet;
+    char **positional; /* inputs as given */
+    int n_positional;
+    found *files;
+    int n_files;
+    struct stat out_st; /* -o DIR when it exists */
+    int out_exists;
+} run_args;
+
+static int grow(void **v, int n, size_t size)
+{
+    if (n & (n - 1) && n > 8)
+        return 0; /* capacity doubles at powers of two */
+    void *g = realloc(*v, size * (size_t)(n < 8 ? 8 : 2 * n));
+    if (!g)
+        return -1;
+    *v = g;
+    return 0;
+}
+
+static int push_str(char ***v, int *n, char *s)
+{
+    if (!s || grow((void **)v, *n, sizeof(char *)) != 0)
+        return -1;
+    (*v)[(*n)++] = s;
+    return 0;
+}
+
+static int is_png_name(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int add_file(run_args *r, const char *path, const char *dir, int listed)
+{
+    if (grow((void **)&r->files, r->n_files, sizeof(found)) != 0)
+        return -1;
+    found *f = &r->files[r->n_files];
+    f->path = NULL;
+    if (path[0] == '-' && asprintf(&f->path, "./%s", path) < 0) /* not an option to run.c */
+        return -1;
+    if (!f->path)
+        f->path = strdup(path);
+    f->dir = strdup(dir);
+    f->listed = listed;
+    if (!f->path || !f->dir) {
+        free(f->path);
+        free(f->dir);
+        return -1;
+    }
+    r->n_files++;
+    return 0;
+}
+
+/* The *.png files of root/rel (sorted), and with --recursive its subfolders' (sorted,
+   after the files), never the output folder itself when it lies inside. */
+static int list_dir(run_args *r, const char *root, const char *rel, int depth)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s%s%s", root,
+                     root[strlen(root) - 1] == '/' || !*rel ? "" : "/", rel);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        fprintf(stderr, "pipefuse run: %s%s: the path is too long\n", root, rel);
+        return -1;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        fprintf(stderr, "pipefuse run: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char **files = NULL, **dirs = NULL;
+    int nf = 0, nd = 0, rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d));) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *full = NULL;
+        if (asprintf(&full, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", de->d_name) <
+            0) {
+            rc = -1;
+            break;
+        }
+        struct stat st;
+        if (stat(full, &st) != 0) { /* a dangling link: run.c reports it if it is a PNG */
+            st.st_mode = 0;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            int is_out =
+                r->out_exists && st.st_dev == r->out_st.st_dev && st.st_ino == r->out_st.st_ino;
+            if (r->recursive && !is_out && depth < 64)
+                rc = push_str(&dirs, &nd, strdup(de->d_name));
+            free(full);
+        } else if (is_png_name(de->d_name)) {
+            rc = push_str(&files, &nf, full);
+        } else {
+            free(full);
+        }
+    }
+    closedir(d);
+    if (rc != 0)
+        fprintf(stderr, "pipefuse run: out of memory listing %s\n", path);
+    if (nf)
+        qsort(files, (size_t)nf, sizeof *files, cmp_str);
+    if (nd)
+        qsort(dirs, (size_t)nd, sizeof *dirs, cmp_str);
+    for (int i = 0; i < nf && rc == 0; i++)
+        rc = add_file(r, files[i], rel, 1);
+    for (int i = 0; i < nd && rc == 0; i++) {
+        char *sub = NULL;
+        rc = asprintf(&sub, "%s%s/", rel, dirs[i]) < 0 ? -1 : list_dir(r, root, sub, depth + 1);
+        free(sub);
+    }
+    for (int i = 0; i < nf; i++)
+        free(files[i]);
+    for (int i = 0; i < nd; i++)
+        free(dirs[i]);
+    free(files);
+    free(dirs);
+    return rc;
+}
+
+/* Splits the normalised arguments: ours (--name, --recursive, -o, inputs) and run.c's. */
+static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r)
+{
+    int ended = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!ended && strcmp(a, "--") == 0) {
+            ended = 1;
+            continue;
+        }
+        if (ended || a[0] != '-' || !a[1]) {
+            if (!r->pipeline)
+                r->pipeline = a;
+            else if (push_str(&r->positional, &r->n_positional, (char *)a) != 0)
+                return -1;
+            continue;
+        }
+        const cli_opt *o = cli_find_option(cmd, a);
+        const char *v = o && o->arg && i + 1 < argc ? argv[i + 1] : NULL;
+        if (o && o->arg && !v) { /* run.c says what is missing */
+            if (push_str(&r->pass, &r->n_pass, (char *)a) != 0)
+                return -1;
+            continue;
+        }
+        if (strcmp(a, "--name") == 0) {
+            r->tmpl = v;
+        } else if (strcmp(a, "--recursive") == 0) {
+            r->recursive = 1;
+        } else if (strcmp(a, "--output") == 0) {
+            r->outdir = v;
+        } else {
+            if (strcmp(a, "--table-format") == 0)
+                r->table_format = v;
+            if (strcmp(a, "--quiet") == 0)
+                r->quiet = 1;
+            if (push_str(&r->pass, &r->n_pass, (char *)a) != 0 ||
+                (v && push_str(&r->pass, &r->n_pass, (char *)v) != 0))
+                return -1;
+        }
+        i += v != NULL;
+    }
+    return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = tmp + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Copies fd to out_fd, all of it. */
+static int copy_fd(int fd, int out_fd)
+{
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n == 0)
+            return 0;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(out_fd, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                return -1;
+            off += w;
+        }
+    }
+}
+
+/* Removes the temporary folder and what is in it (files, and folders of names). */
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        for (struct dirent *de; (de = readdir(d));) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            char *full = NULL;
+            if (asprintf(&full, "%s/%s", path, de->d_name) < 0)
+                continue;
+            struct stat st;
+            if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(full);
+            else
+                unlink(full);
+            free(full);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+/* The outputs' names and extensions, from the pipeline. */
+typedef struct pipe_outputs {
+    int n, single_image, n_images;
+    const char *name[64];
+    const char *ext[64];
+    int image[64];
+} pipe_outputs;
+
+static int read_outputs(pf_pipeline *p, const char *table_format, pipe_outputs *po)
+{
+    memset(po, 0, sizeof *po);
+    po->n = pf_pipeline_output_count(p);
+    if (po->n > 64)
+        po->n = 64;
+    for (int k = 0; k < po->n; k++) {
+        pf_output_info oi;
+        pf_pipeline_output_info(p, k, &oi);
+        po->name[k] = oi.name;
+        po->image[k] = oi.kind == PF_OUTPUT_IMAGE;
+        po->n_images += po->image[k];
+        int json = oi.table_format ? oi.table_format == 2
+                                   : table_format && strcmp(table_format, "json") == 0;
+        po->ext[k] = po->image[k] ? "png" : json ? "json" : "csv";
+    }
+    po->single_image = po->n_images == 1;
+    return 0;
+}
+
+/* Leaves out listed files that are outputs of other inputs of this batch: the output
+   names of every candidate are looked up in the file system and files with the same
+   identity dropped. Only when -o DIR exists (a new folder holds no outputs). */
+static int drop_outputs(run_args *r, const pipe_outputs *po)
+{
+    if (!r->out_exists)
+        return 0;
+    typedef struct id {
+        dev_t dev;
+        ino_t ino;
+        int owner;
+    } id;
+    id *ids = NULL;
+    int n_ids = 0;
+    for (int i = 0; i < r->n_files; i++) {
+        if (!r->files[i].listed)
+            continue;
+        for (int k = 0; k < po->n; k++) {
+            char *name = cli_output_name(r->files[i].path, po->name[k], po->ext[k],
+                                         po->image[k] && po->single_image);
+            char *full = NULL;
+            struct stat st;
+            if (name && asprintf(&full, "%s/%s", r->outdir, name) >= 0 && stat(full, &st) == 0) {
+                if (grow((void **)&ids, n_ids, sizeof *ids) != 0) {
+                    free(full), free(name), free(ids);
+                    return -1;
+                }
+                ids[n_ids++] = (id){st.st_dev, st.st_ino, i};
+            }
+            free(full);
+            free(name);
+        }
+    }
+    int kept = 0, dropped = 0;
+    for (int i = 0; i < r->n_files; i++) {
+        struct stat st;
+        int drop = 0;
+        if (r->files[i].listed && stat(r->files[i].path, &st) == 0)
+            for (int j = 0; j < n_ids && !drop; j++)
+                drop = ids[j].owner != i && ids[j].dev == st.st_dev && ids[j].ino == st.st_ino;
+        if (drop) {
+            if (!r->quiet && dropped < 3)
+                fprintf(stderr,
+                        "pipefuse run: %s is an output of this pipeline: not taken as an input\n",
+                        r->files[i].path);
+            dropped++;
+            free(r->files[i].path);
+            free(r->files[i].dir);
+        } else {
+            r->files[kept++] = r->files[i];
+        }
+    }
+    if (!r->quiet && dropped > 3)
+        fprintf(stderr, "pipefuse run: %d more outputs of this pipeline not taken as inputs\n",
+                dropped - 3);
+    r->n_files = kept;
+    free(ids);
+    return 0;
+}
+
+static void free_args(run_args *r)
+{
+    for (int i = 0; i < r->n_files; i++) {
+        free(r->files[i].path);
+        free(r->files[i].dir);
+    }
+    free(r->files);
+    free(r->pass);
+    free(r->positional);
+}
+
 int cli_run_main(int argc, char **argv, const cli_common *c)
 {
-    if (c->backend && strcmp(c->backend, "cuda") == 0) {
-        pf_engine *e = cli_engine(c);
-        int bad = !e || cli_require_backend(e, c->backend, "run") != 0;
-        pf_engine_destroy(e);
-        if (bad)
-            return PF_EXIT_USAGE;
+    run_args r;
+    memset(&r, 0, sizeof r);
+    int status = PF_EXIT_USAGE;
+    char tmpdir[4096];
+    const char *tmp_env = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/pipefuse-XXXXXX",
+             tmp_env && *tmp_env && strlen(tmp_env) < 4000 ? tmp_env : "/tmp");
+    int have_tmp = 0;
+    char **run_argv = NULL;
+    int run_argc = 0;
+    pf_engine *e = NULL;
+    pf_pipeline *p = NULL;
+    const char *spooled = NULL;
+    char *spool_path = NULL, *stdout_dir = NULL;
+
+    if (split_args(argc, argv, cli_find_command("run"), &r) != 0) {
+        fprintf(stderr, "pipefuse run: out of memory\n");
+        goto done;
     }
-    return cli_run(argc, argv, c);
+    r.quiet |= c->quiet;
+    if (!r.pipeline || !r.outdir || !r.n_positional) {
+        fprintf(stderr, "pipefuse run: %s (see pipefuse run --help)\n",
+                !r.pipeline ? "no pipeline file given"
+                : !r.outdir ? "no output directory given (-o DIR, or -o - for stdout)"
+                            : "no input files");
+        goto done;
+    }
+    e = cli_engine(c);
+    if (!e || cli_require_backend(e, c->backend, "run") != 0)
+        goto done;
+    if (pf_pipeline_load_file(e, r.pipeline, &p) != PF_OK) {
+        fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
+        goto done;
+    }
+    pipe_outputs po;
+    read_outputs(p, r.table_format, &po);
+    char err[1024];
+    if (cli_names_check(r.tmpl, po.name, po.ext, po.n, po.single_image, err, sizeof err) != 0) {
+        fprintf(stderr, "pipefuse run: %s\n", err);
+        goto done;
+    }
+    int to_stdout = strcmp(r.outdir, "-") == 0;
+    if (to_stdout && (po.n != 1 || !po.image[0])) {
+        fprintf(stderr,
+                "pipefuse run: -o - writes one image to stdout, but %s has %d output%s; give "
+                "an output folder\n",
+                r.pipeline, po.n, po.n == 1 ? " (a table)" : "s");
+        goto done;
+    }
+    if (to_stdout && isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "pipefuse run: -o -: stdout is a terminal; redirect it to a file\n");
+        goto done;
+    }
+    if (!to_stdout && stat(r.outdir, &r.out_st) == 0)
+        r.out_exists = S_ISDIR(r.out_st.st_mode);
+
+    /* stdin and stdout go through a private temporary folder */
+    for (int i = 0; i < r.n_positional; i++)
+        if (strcmp(r.positional[i], "-") == 0 && (spooled || r.n_positional > 1)) {
+            fprintf(stderr, "pipefuse run: '-' (stdin) must be the only input\n");
+            goto done;
+        } else if (strcmp(r.positional[i], "-") == 0) {
+            spooled = "-";
+        }
+    if (spooled || to_stdout) {
+        if (!mkdtemp(tmpdir)) {
+            fprintf(stderr, "pipefuse run: cannot create a temporary folder: %s\n",
+                    strerror(errno));
+            goto done;
+        }
+        have_tmp = 1;
+    }
+    if (spooled) {
+        int fd = -1;
+        if (asprintf(&spool_path, "%s/stdin.png", tmpdir) < 0 ||
+            (fd = open(spool_path, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0 ||
+            copy_fd(STDIN_FILENO, fd) != 0 || close(fd) != 0) {
+            fprintf(stderr, "pipefuse run: cannot read stdin into %s: %s\n", tmpdir,
+                    strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            goto done;
+        }
+    }
+    if (to_stdout && asprintf(&stdout_dir, "%s/out", tmpdir) < 0)
+        goto done;
+    if (to_stdout)
+        r.outdir = stdout_dir;
+
+    /* the inputs */
+    for (int i = 0; i < r.n_positional; i++) {
+        const char *a = spooled ? spool_path : r.positional[i];
+        struct stat st;
+        int is_dir = stat(a, &st) == 0 && S_ISDIR(st.st_mode), before = r.n_files;
+        if ((is_dir ? list_dir(&r, a, "", 0) : add_file(&r, a, "", 0)) != 0)
+            goto done;
+        if (is_dir && r.n_files == before)
+            fprintf(stderr, "pipefuse run: %s: no .png files in this directory%s\n", a,
+                    r.recursive ? " or below" : "");
+    }
+    for (int i = 0; i < r.n_files; i++)
+        if (cli_names_add(r.files[i].path, r.files[i].dir) != 0)
+            goto oom;
+    if (cli_names_finish(1) != 0 || drop_outputs(&r, &po) != 0)
+        goto oom;
+    cli_names_free(); /* again, without the files left out, now with notices */
+    for (int i = 0; i < r.n_files; i++)
+        if (cli_names_add(r.files[i].path, r.files[i].dir) != 0)
+            goto oom;
+    if (cli_names_finish(r.quiet) != 0)
+        goto oom;
+    if (to_stdout && r.n_files != 1) {
+        fprintf(stderr, "pipefuse run: -o - writes one image to stdout, but there are %d inputs\n",
+                r.n_files);
+        goto done;
+    }
+    if (!r.n_files) {
+        fprintf(stderr, "pipefuse run: no input files\n");
+        goto done;
+    }
+    /* folders of names (templates with '/', --recursive) exist before the batch; run.c
+       creates -o DIR itself otherwise */
+    int made_out = 0;
+    for (int i = 0; i < r.n_files; i++)
+        for (int k = 0; k < po.n; k++) {
+            char *name = cli_output_name(r.files[i].path, po.name[k], po.ext[k],
+                                         po.image[k] && po.single_image);
+            if (name && strchr(name, '/') && !made_out++ && mkdir_p(r.outdir) != 0) {
+                fprintf(stderr, "pipefuse run: cannot create %s: %s\n", r.outdir, strerror(errno));
+                free(name);
+                goto done;
+            }
+            int rc = name && strchr(name, '/') ? cli_names_mkdirs(r.outdir, name, err, sizeof err)
+                     : name                    ? 0
+                                               : -1;
+            free(name);
+            if (rc != 0) {
+                fprintf(stderr, "pipefuse run: %s\n", name ? err : "out of memory");
+                goto done;
+            }
+        }
+
+    /* run.c's arguments: the pipeline, -o, the files, then the other options */
+    run_argv = calloc((size_t)(r.n_pass + r.n_files + 4), sizeof *run_argv);
+    if (!run_argv)
+        goto oom;
+    run_argv[run_argc++] = (char *)r.pipeline;
+    run_argv[run_argc++] = "--output";
+    run_argv[run_argc++] = (char *)r.outdir;
+    for (int i = 0; i < r.n_pass; i++)
+        run_argv[run_argc++] = r.pass[i];
+    for (int i = 0; i < r.n_files; i++)
+        run_argv[run_argc++] = r.files[i].path;
+    pf_pipeline_destroy(p);
+    p = NULL;
+    pf_engine_destroy(e);
+    e = NULL;
+    status = cli_run(run_argc, run_argv, c);
+
+    if (to_stdout && status == PF_EXIT_OK) {
+        char *name = cli_output_name(r.files[0].path, po.name[0], po.ext[0], 1), *full = NULL;
+        int fd = name && asprintf(&full, "%s/%s", r.outdir, name) >= 0 ? open(full, O_RDONLY) : -1;
+        if (fd < 0 || copy_fd(fd, STDOUT_FILENO) != 0) {
+            fprintf(stderr, "pipefuse run: cannot write the output to stdout: %s\n",
+                    strerror(errno));
+            status = PF_EXIT_FAILED;
+        }
+        if (fd >= 0)
+            close(fd);
+        free(full);
+        free(name);
+    }
+    goto done;
+oom:
+    fprintf(stderr, "pipefuse run: out of memory\n");
+    status = PF_EXIT_USAGE;
+done:
+    if (have_tmp)
+        remove_tree(tmpdir);
+    cli_names_free();
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+    free(run_argv);
+    free(spool_path);
+    free(stdout_dir);
+    free_args(&r);
+    return status;
 }

@@ -95,16 +95,6 @@ static int add_input(run_opts *o, const char *arg)
     return rc;
 }
 
-/* "dir/photo.png" -> "photo" */
-static void stem_of(const char *path, char *out, size_t size)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    snprintf(out, size, "%s", base);
-    if (is_png_name(out))
-        out[strlen(out) - 4] = 0;
-}
-
 static int mkdir_p(const char *dir)
 {
     char tmp[4096];
@@ -254,7 +244,6 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
         snprintf(err, errn, "%s", pf_pipeline_errmsg(p));
 
     /* Write every output to a hidden temporary name, then rename them all. */
-    char stem[1024];
     char(*finals)[PATH_BYTES] = calloc(2 * MAX_OUTPUTS, PATH_BYTES);
     char(*temps)[PATH_BYTES] = finals ? finals + MAX_OUTPUTS : NULL;
     int written = 0;
@@ -262,20 +251,18 @@ static int process(batch *b, const char *path, char *err, size_t errn, char *mad
         snprintf(err, errn, "out of memory");
         rc = PF_NO_MEMORY;
     }
-    stem_of(path, stem, sizeof stem);
     for (int k = 0; k < n_out && rc == PF_OK; k++) {
         pf_output_info oi;
         pf_pipeline_output_info(p, k, &oi);
         /* A table's format: the pipeline's choice, else --table-format. */
         int json = oi.table_format ? oi.table_format == 2 : o->json_tables;
         const char *ext = oi.kind == PF_OUTPUT_IMAGE ? "png" : (json ? "json" : "csv");
-        if (oi.kind == PF_OUTPUT_IMAGE && b->single_image)
-            snprintf(finals[k], PATH_BYTES, "%s/%s.png", o->outdir, stem);
-        else
-            snprintf(finals[k], PATH_BYTES, "%s/%s.%s.%s", o->outdir, stem, oi.name, ext);
-        snprintf(temps[k], PATH_BYTES, "%s/.%s.%s.%ld.tmp", o->outdir, stem, oi.name,
-                 (long)getpid());
-        if (oi.kind == PF_OUTPUT_IMAGE) {
+        if (cli_output_path(o->outdir, path, oi.name, ext,
+                            oi.kind == PF_OUTPUT_IMAGE && b->single_image, finals[k], temps[k],
+                            PATH_BYTES) != 0) { /* names.c: --name, folders, unique stems */
+            snprintf(err, errn, "the name of output %s is too long", oi.name);
+            rc = PF_IO;
+        } else if (oi.kind == PF_OUTPUT_IMAGE) {
             rc = pf_png_write(temps[k], &out[k], o->zlib, err, errn);
         } else {
             pf_table t;

@@ -219,6 +219,120 @@ section_notices() {
     says "$W/stderr" "auto, cpu or cuda" "bad --backend lists the choices"
 }
 
+# ---- names: templates, --recursive, stdin/stdout, -o the input folder, same names -------------
+section_names() {
+    mkdir -p "$W/gen" "$W/tree/a/deep" "$W/tree/b"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    cp "$W/gen/rgb8.png" "$W/tree/top.png"
+    cp "$W/gen/rgb8.png" "$W/tree/a/x.png"
+    cp "$W/gen/rgba8.png" "$W/tree/a/deep/y.png"
+    cp "$W/gen/gray16.png" "$W/tree/b/x.png"
+    echo "not an image" >"$W/tree/b/notes.txt"
+
+    # without --recursive a folder gives its own PNG files only
+    pf run "$P/edges.json" "$W/tree" -o "$W/flat" -q
+    expect 0 "a folder, not recursive"
+    [ "$(files "$W/flat")" = "top.edges.png top.gradient.png " ] || fail "flat: $(files "$W/flat")"
+
+    # --recursive keeps the tree
+    pf run "$P/edges.json" -r "$W/tree" -o "$W/rec" -q
+    expect 0 "--recursive"
+    [ "$(files "$W/rec")" = "a/deep/y.edges.png a/deep/y.gradient.png a/x.edges.png a/x.gradient.png b/x.edges.png b/x.gradient.png top.edges.png top.gradient.png " ] ||
+        fail "--recursive: $(files "$W/rec")"
+    pf run "$P/edges.json" "$W/tree/a/x.png" -o "$W/one" -q
+    cmp -s "$W/one/x.edges.png" "$W/rec/a/x.edges.png" || fail "--recursive changed a file's output"
+
+    # a template with a subfolder; {dir} comes first unless placed
+    pf run "$P/thumbnail.json" --recursive "$W/tree" -o "$W/tpl" -q --name 'thumbs/{stem}_thumb.png'
+    expect 0 "--name with a subfolder"
+    [ "$(files "$W/tpl")" = "a/deep/thumbs/y_thumb.png a/thumbs/x_thumb.png b/thumbs/x_thumb.png thumbs/top_thumb.png " ] ||
+        fail "--name 'thumbs/{stem}_thumb.png': $(files "$W/tpl")"
+    pf run "$P/edges.json" -r "$W/tree" -o "$W/tpl2" -q --name='{output}/{dir}{stem}.{ext}'
+    expect 0 "--name with {output} and {dir}"
+    [ -s "$W/tpl2/edges/a/deep/y.png" ] && [ -s "$W/tpl2/gradient/b/x.png" ] ||
+        fail "--name '{output}/{dir}{stem}.{ext}': $(files "$W/tpl2")"
+    # templates that cannot work are refused before anything runs
+    pf run "$P/edges.json" "$W/tree" -o "$W/bad" --name '{stem}.png'
+    expect 2 "two outputs, one name"
+    says "$W/stderr" "put {output} in it" "outputs named the same"
+    pf run "$P/edges.json" "$W/tree" -o "$W/bad" --name '{stme}.{output}.png'
+    expect 2 "an unknown field"
+    says "$W/stderr" "did you mean {stem}?" "unknown field suggestion"
+    pf run "$P/thumbnail.json" "$W/tree" -o "$W/bad" --name '../{stem}.png'
+    expect 2 "a template leaving -o"
+    pf run "$P/thumbnail.json" "$W/tree" -o "$W/bad" --name '/tmp/{stem}.png'
+    expect 2 "an absolute template"
+    pf run "$P/thumbnail.json" "$W/tree" -o "$W/bad" --name 'same.png'
+    expect 2 "a template without {stem}"
+    absent "$W/bad"
+
+    # two inputs of the same name from different folders: named apart, said once
+    pf run "$P/thumbnail.json" "$W/tree/a/x.png" "$W/tree/b/x.png" -o "$W/same"
+    expect 0 "same-named inputs"
+    [ "$(files "$W/same")" = "x-2.png x.png " ] || fail "same names: $(files "$W/same")"
+    says "$W/stderr" "b/x.png has the same name as another input: its outputs are named x-2" "notice"
+    pf run "$P/thumbnail.json" "$W/tree/b/x.png" -o "$W/sameb" -q
+    cmp -s "$W/same/x-2.png" "$W/sameb/x.png" || fail "x-2.png is not b/x.png's output"
+
+    # -o the input folder: a second run does not take the first run's outputs as inputs
+    mkdir -p "$W/inplace"
+    cp "$W/gen/rgb8.png" "$W/gen/rgba8.png" "$W/inplace/"
+    pf run "$P/edges.json" "$W/inplace" -o "$W/inplace" -q
+    expect 0 "edges into the input folder"
+    pf run "$P/edges.json" "$W/inplace" -o "$W/inplace"
+    expect 0 "edges into the input folder, again"
+    [ "$(files "$W/inplace")" = "rgb8.edges.png rgb8.gradient.png rgb8.png rgba8.edges.png rgba8.gradient.png rgba8.png " ] ||
+        fail "outputs taken as inputs: $(files "$W/inplace")"
+    says "$W/stderr" "is an output of this pipeline: not taken as an input" "notice of the files left out"
+    says "$W/stderr" "2 of 2 input(s) done" "only the two photos ran"
+    # ... also with a template into a subfolder and --recursive
+    pf run "$P/thumbnail.json" -r "$W/inplace" -o "$W/inplace" -q --name 'small/{stem}.png'
+    pf run "$P/thumbnail.json" -r "$W/inplace" -o "$W/inplace" -q --name 'small/{stem}.png'
+    expect 0 "a template into the input folder, again"
+    [ -e "$W/inplace/small/small" ] && fail "a template's outputs were taken as inputs"
+    # a file that merely looks like an output (no x.png beside it) is an input
+    mkdir -p "$W/look"
+    cp "$W/gen/rgb8.png" "$W/look/photo.edges.png"
+    pf run "$P/edges.json" "$W/look" -o "$W/look" -q
+    expect 0 "a look-alike input"
+    exists "$W/look/photo.edges.edges.png"
+
+    # stdin and stdout for one image
+    pf run "$P/thumbnail.json" "$W/gen/rgb8.png" -o "$W/ref" -q --backend cpu
+    "$PF" run "$P/thumbnail.json" - -o - -q --backend cpu <"$W/gen/rgb8.png" >"$W/piped.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "stdin to stdout"
+    cmp -s "$W/ref/rgb8.png" "$W/piped.png" || fail "stdin to stdout differs from a file run"
+    "$PF" run "$P/thumbnail.json" - -o "$W/fromstdin" -q --backend cpu <"$W/gen/rgb8.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "stdin to a folder"
+    cmp -s "$W/ref/rgb8.png" "$W/fromstdin/stdin.png" || fail "stdin to a folder: $(files "$W/fromstdin")"
+    "$PF" run "$P/thumbnail.json" "$W/gen/rgb8.png" -o - --backend cpu >"$W/tostdout.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "a file to stdout"
+    cmp -s "$W/ref/rgb8.png" "$W/tostdout.png" || fail "a file to stdout differs"
+    "$PF" run "$P/edges.json" "$W/gen/rgb8.png" -o - >"$W/two.png" 2>"$W/stderr"
+    rc=$?
+    expect 2 "two outputs to stdout"
+    says "$W/stderr" "has 2 outputs" "-o - with two outputs"
+    silent "$W/two.png" "nothing on stdout after a refusal"
+    "$PF" run "$P/thumbnail.json" "$W/gen/rgb8.png" "$W/gen/rgba8.png" -o - >"$W/twoin.png" 2>"$W/stderr"
+    rc=$?
+    expect 2 "two inputs to stdout"
+    printf 'not a png' | "$PF" run "$P/thumbnail.json" - -o - >"$W/badin.png" 2>"$W/stderr"
+    rc=$?
+    expect 1 "a corrupt image on stdin"
+    silent "$W/badin.png" "nothing on stdout after a failure"
+    ls "${TMPDIR:-/tmp}" | grep -q "^pipefuse-......$" && [ -n "$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'pipefuse-*' -newer "$W/gen/rgb8.png" 2>/dev/null)" ] &&
+        fail "temporary folders left: $(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'pipefuse-*' -newer "$W/gen/rgb8.png")"
+    # a file whose name starts with '-' after --
+    cp "$W/gen/rgb8.png" "$W/-dash.png"
+    (cd "$W" && "$PF" run "$P/thumbnail.json" -o dash -q -- -dash.png) 2>"$W/stderr"
+    rc=$?
+    expect 0 "an input named -dash.png after --"
+    exists "$W/dash/-dash.png"
+}
+
 section_"$SECTION"
 if [ "$failures" != 0 ]; then
     echo "$SECTION: $failures failure(s)" >&2

@@ -1,0 +1,318 @@
+/* cli/names.c: the names of `pipefuse run`'s outputs.
+ *
+ * Every input has a folder (below the directory argument it was found in, "" for a
+ * file argument) and a stem (its name without .png, made unique in the batch). An
+ * output's name, relative to -o DIR, is the template with {dir}, {stem}, {output} and
+ * {ext} filled in; without --name the template is "{dir}{stem}.png" for the one image
+ * output of a pipeline with one, else "{dir}{stem}.{output}.{ext}". inputs.c sets the
+ * table up before the batch; run.c asks for names through cli_output_name.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pipefuse/tools.h"
+
+typedef struct name_entry {
+    const char *input; /* the path run.c is given */
+    char *dir;         /* "" or "a/b/" */
+    char *stem;
+} name_entry;
+
+static struct {
+    const char *tmpl; /* --name, or NULL */
+    name_entry *e;    /* sorted by input */
+    int n;
+} names;
+
+static int by_input(const void *a, const void *b)
+{
+    return strcmp(((const name_entry *)a)->input, ((const name_entry *)b)->input);
+}
+
+/* "dir/photo.png" -> "photo" (malloc'd) */
+static char *stem_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 4 && strcasecmp(base + n - 4, ".png") == 0)
+        n -= 4;
+    return strndup(base, n);
+}
+
+static const char *const fields[] = {"dir", "stem", "output", "ext"};
+#define N_FIELDS 4
+
+/* Renders tmpl into a malloc'd string; NULL on an unknown field (named in err) or no
+   memory. {dir} is put first when the template does not place it. */
+static char *render(const char *tmpl, const char *dir, const char *stem, const char *output,
+                    const char *ext, char *err, size_t errn)
+{
+    const char *vals[N_FIELDS] = {dir, stem, output, ext};
+    size_t cap = strlen(tmpl) + strlen(dir) + 4 * (strlen(stem) + strlen(output) + 8) + 1;
+    char *out = malloc(cap), *o = out;
+    if (!out) {
+        snprintf(err, errn, "out of memory");
+        return NULL;
+    }
+    if (!strstr(tmpl, "{dir}"))
+        o += sprintf(o, "%s", dir);
+    for (const char *s = tmpl; *s;) {
+        if (*s != '{') {
+            if ((size_t)(o - out) + 1 >= cap)
+                break;
+            *o++ = *s++;
+            continue;
+        }
+        size_t len = strcspn(s + 1, "}");
+        int f = -1;
+        for (int k = 0; k < N_FIELDS; k++)
+            if (strlen(fields[k]) == len && strncmp(s + 1, fields[k], len) == 0)
+                f = k;
+        if (f < 0 || s[1 + len] != '}') {
+            char bad[64];
+            snprintf(bad, sizeof bad, "%.*s", (int)(len < 60 ? len : 60), s + 1);
+            const char *near = pf_closest_name(bad, fields, N_FIELDS);
+            snprintf(err, errn,
+                     "unknown field {%s}%s%s%s; the fields are {dir}, {stem}, {output}, {ext}", bad,
+                     near ? " (did you mean {" : "", near ? near : "", near ? "}?)" : "");
+            free(out);
+            return NULL;
+        }
+        size_t vl = strlen(vals[f]);
+        if ((size_t)(o - out) + vl + 1 >= cap) { /* a template with the same field many times */
+            size_t used = (size_t)(o - out);
+            char *grown = realloc(out, cap = cap * 2 + vl);
+            if (!grown) {
+                free(out);
+                snprintf(err, errn, "out of memory");
+                return NULL;
+            }
+            out = grown, o = out + used;
+        }
+        memcpy(o, vals[f], vl);
+        o += vl;
+        s += len + 2;
+    }
+    *o = 0;
+    return out;
+}
+
+static const name_entry *find(const char *input)
+{
+    name_entry key = {.input = input};
+    return names.n ? bsearch(&key, names.e, (size_t)names.n, sizeof key, by_input) : NULL;
+}
+
+char *cli_output_name(const char *input, const char *output, const char *ext, int single_image)
+{
+    const name_entry *e = find(input);
+    char *stem = e ? NULL : stem_of(input), err[256];
+    const char *tmpl = names.tmpl     ? names.tmpl
+                       : single_image ? "{dir}{stem}.png"
+                                      : "{dir}{stem}.{output}.{ext}";
+    char *r = (e || stem)
+                  ? render(tmpl, e ? e->dir : "", e ? e->stem : stem, output, ext, err, sizeof err)
+                  : NULL;
+    free(stem);
+    return r;
+}
+
+int cli_output_path(const char *outdir, const char *input, const char *output, const char *ext,
+                    int single_image, char *final, char *temp, size_t size)
+{
+    char *name = cli_output_name(input, output, ext, single_image);
+    if (!name)
+        return -1;
+    int n = snprintf(final, size, "%s/%s", outdir, name);
+    const char *slash = strrchr(name, '/');
+    int t =
+        snprintf(temp, size, "%s/%.*s.%s.%s.%ld.tmp", outdir, slash ? (int)(slash - name + 1) : 0,
+                 name, slash ? slash + 1 : name, output, (long)getpid());
+    free(name);
+    return n < 0 || (size_t)n >= size || t < 0 || (size_t)t >= size ? -1 : 0;
+}
+
+/* ---- Setting up the table (inputs.c) ----------------------------------------------------------- */
+
+int cli_names_check(const char *tmpl, const char *const *outputs, const char *const *exts, int n,
+                    int single_image, char *err, size_t errn)
+{
+    names.tmpl = tmpl;
+    if (!tmpl)
+        return 0;
+    if (!*tmpl || tmpl[0] == '/' || tmpl[strlen(tmpl) - 1] == '/' || strstr(tmpl, "//")) {
+        snprintf(err, errn, "--name '%s': a file name relative to -o DIR is needed", tmpl);
+        return -1;
+    }
+    for (const char *s = tmpl; *s; s += strcspn(s, "/"), s += *s == '/') {
+        size_t len = strcspn(s, "/");
+        if ((len == 2 && strncmp(s, "..", 2) == 0) || (len == 1 && *s == '.')) {
+            snprintf(err, errn, "--name '%s': '.' and '..' would leave or blur -o DIR", tmpl);
+            return -1;
+        }
+    }
+    char *r[64] = {0};
+    int rc = 0;
+    for (int k = 0; k < n && k < 64 && rc == 0; k++) {
+        r[k] = render(tmpl, "", "x", outputs[k], exts[k], err, errn);
+        if (!r[k]) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errn, "--name '%s': %s", tmpl, why);
+            rc = -1;
+        }
+        for (int j = 0; j < k && rc == 0; j++)
+            if (strcmp(r[j], r[k]) == 0) {
+                snprintf(err, errn,
+                         "--name '%s': outputs '%s' and '%s' would get the same name; put "
+                         "{output} in it",
+                         tmpl, outputs[j], outputs[k]);
+                rc = -1;
+            }
+    }
+    for (int k = 0; k < n && k < 64; k++)
+        free(r[k]);
+    if (rc == 0 && !strstr(tmpl, "{stem}")) {
+        snprintf(err, errn, "--name '%s': without {stem} every input gets the same name", tmpl);
+        rc = -1;
+    }
+    (void)single_image;
+    return rc;
+}
+
+int cli_names_add(const char *input, const char *dir)
+{
+    name_entry *e = realloc(names.e, sizeof *e * (size_t)(names.n + 1));
+    if (!e)
+        return -1;
+    names.e = e;
+    e += names.n;
+    e->input = input;
+    e->dir = strdup(dir);
+    e->stem = stem_of(input);
+    if (!e->dir || !e->stem) {
+        free(e->dir);
+        free(e->stem);
+        return -1;
+    }
+    names.n++;
+    return 0;
+}
+
+/* A set of "dir/stem" keys: open addressing, FNV-1a. */
+typedef struct key_set {
+    char **slot;
+    size_t cap;
+} key_set;
+
+static size_t hash_key(const char *k)
+{
+    size_t h = 1469598103934665603ull;
+    for (; *k; k++)
+        h = (h ^ (unsigned char)*k) * 1099511628211ull;
+    return h;
+}
+
+/* 1 when key was there, 0 when added, -1 without memory; key is taken over either way
+   except on -1 (when it was there it is freed). */
+static int key_add(key_set *s, char *key)
+{
+    size_t i = hash_key(key) & (s->cap - 1);
+    for (; s->slot[i]; i = (i + 1) & (s->cap - 1))
+        if (strcmp(s->slot[i], key) == 0) {
+            free(key);
+            return 1;
+        }
+    s->slot[i] = key;
+    return 0;
+}
+
+static char *make_key(const char *dir, const char *stem)
+{
+    char *k = NULL;
+    return asprintf(&k, "%s%s", dir, stem) < 0 ? NULL : k;
+}
+
+/* Two inputs with the same folder and stem (x.png from two directory arguments, or
+   a/x.png and b/x.png given as files): in the order of their paths, the later ones
+   become x-2, x-3... The same path given twice keeps its name (run.c refuses the second). Then
+   sorted for lookups. */
+int cli_names_finish(int quiet)
+{
+    key_set set = {NULL, 64};
+    while (set.cap < 4 * (size_t)names.n)
+        set.cap *= 2;
+    if (!(set.slot = calloc(set.cap, sizeof *set.slot)))
+        return -1;
+    int rc = 0;
+    qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
+    for (int i = 0; i < names.n && rc == 0; i++) { /* one key per distinct path */
+        name_entry *e = &names.e[i];
+        if (i > 0 && strcmp(names.e[i - 1].input, e->input) == 0)
+            continue;
+        char *k = make_key(e->dir, e->stem);
+        int had = k ? key_add(&set, k) : -1;
+        for (int suffix = 2; had == 1 && suffix < 1000000; suffix++) {
+            char *s = NULL;
+            char *base = stem_of(e->input);
+            if (!base || asprintf(&s, "%s-%d", base, suffix) < 0) {
+                free(base);
+                had = -1;
+                break;
+            }
+            free(base);
+            if ((had = (k = make_key(e->dir, s)) ? key_add(&set, k) : -1) != 0) {
+                free(s);
+                continue;
+            }
+            if (!quiet)
+                fprintf(stderr,
+                        "pipefuse run: %s has the same name as another input: its outputs are "
+                        "named %s%s\n",
+                        e->input, e->dir, s);
+            free(e->stem);
+            e->stem = s;
+        }
+        if (had != 0)
+            rc = -1;
+    }
+    for (size_t i = 0; i < set.cap; i++)
+        free(set.slot[i]);
+    free(set.slot);
+    return rc;
+}
+
+void cli_names_free(void)
+{
+    for (int i = 0; i < names.n; i++) {
+        free(names.e[i].dir);
+        free(names.e[i].stem);
+    }
+    free(names.e);
+    names.e = NULL;
+    names.n = 0; /* the template stays */
+}
+
+/* Creates every folder below outdir that the name of an output needs. */
+int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t errn)
+{
+    char path[4096];
+    for (const char *s = strchr(name, '/'); s; s = strchr(s + 1, '/')) {
+        int n = snprintf(path, sizeof path, "%s/%.*s", outdir, (int)(s - name), name);
+        if (n < 0 || (size_t)n >= sizeof path) {
+            snprintf(err, errn, "%s/%s: the name is too long", outdir, name);
+            return -1;
+        }
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errn, "cannot create %s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
