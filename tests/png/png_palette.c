@@ -29,7 +29,8 @@ static void chunk(buf *b, const char *type, const unsigned char *data, size_t le
 {
     put_be32(b->d + b->n, (uint32_t)len);
     memcpy(b->d + b->n + 4, type, 4);
-    memcpy(b->d + b->n + 8, data, len);
+    if (len)
+        memcpy(b->d + b->n + 8, data, len);
     put_be32(b->d + b->n + 8 + len, (uint32_t)crc32(0, b->d + b->n + 4, (uInt)(4 + len)));
     b->n += 12 + len;
 }
