@@ -356,9 +356,11 @@ class Pipeline:
                 s is not None and len(s) in (2, 3) and min(s) > 0 for s in shapes):
             # Not frames the engine takes: submit says what is wrong with them.
             return [None] * len(self._kinds)
-        self._c.plan(shapes)
         first = ins[0]
         in_dtype = _dtype_name(first)
+        if in_dtype not in ("uint8", "uint16", "float32"):
+            return [None] * len(self._kinds)  # submit names the input and its dtype
+        self._c.plan(shapes)
         in_shape = shapes[0]
         in_ch = in_shape[2] if len(in_shape) == 3 else 1
         out: List[Any] = []
