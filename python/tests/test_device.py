@@ -43,6 +43,14 @@ def close(a, b, dtype):
     return np.abs(a - b).max() <= tol
 
 
+def hist_close(a, b, pixels):
+    """GPU and CPU float rounding may put a value at a bin edge into the next bin: the
+    same count per channel, and few pixels moved."""
+    for c in ("r", "g", "b", "a"):
+        assert a[c].sum() == b[c].sum() == pixels
+        assert np.abs(a[c] - b[c]).sum() <= max(4, pixels // 500), c
+
+
 @pytest.fixture(scope="module")
 def cpu_ref(engine):
     return engine.load(PIPELINES / "demo.json", backend="cpu")
@@ -59,8 +67,7 @@ def test_torch_zero_copy_against_cpu(engine, cpu_ref):
     torch.cuda.current_stream().synchronize()
     want = cpu_ref.run(x.cpu().numpy())
     assert close(y.cpu().numpy(), want["result"], np.uint8)
-    for c in ("r", "g", "b", "a"):
-        assert np.array_equal(r["histogram"][c], want["histogram"][c])
+    hist_close(r["histogram"], want["histogram"], 270 * 480)
 
 
 def test_torch_new_outputs(engine):
@@ -200,7 +207,7 @@ def test_host_frames_on_cuda(engine):
         pass
     got, want = p.wait(t), cpu.run(x)
     assert close(got["result"], want["result"], np.uint8)
-    assert np.array_equal(got["histogram"]["r"], want["histogram"]["r"])
+    hist_close(got["histogram"], want["histogram"], 300 * 400)
     pinned = engine.empty_pinned((300, 400, 3), np.uint8)
     pinned[:] = x
     out = engine.empty_pinned((300, 400, 3), np.uint8)
