@@ -126,6 +126,37 @@ static void test_chain(void)
     pf_pipeline_destroy(p);
 }
 
+/* A chain longer than one fused kernel takes (PF_FUSE_MAX_MEMBERS in plan.c, 128) is
+   cut into consecutive kernels of at most 128 stages: NVRTC time stays linear. */
+static void test_long_chain(void)
+{
+    size_t cap = 64 * 1024, len = 0;
+    char *json = malloc(cap);
+    len += (size_t)snprintf(json + len, cap - len,
+                            "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [");
+    for (int i = 0; i < 300; i++) {
+        char prev[16];
+        snprintf(prev, sizeof prev, i ? "s%d" : "x", i - 1);
+        len += (size_t)snprintf(json + len, cap - len,
+                                "%s{\"id\": \"s%d\", \"op\": \"invert\", \"inputs\": [\"%s\"]}",
+                                i ? "," : "", i, prev);
+    }
+    snprintf(json + len, cap - len, "], \"outputs\": {\"o\": \"s299\"}}");
+    pf_pipeline *p = planned(json, 16, 4);
+    free(json);
+    if (!p)
+        return;
+    int n = pf_pipeline_unit_count(p), total = 0;
+    CHECKF(n == 3, "300 stages in %d units", n);
+    for (int i = 0; i < n; i++) {
+        pf_unit_info u = unit(p, i);
+        CHECKF(u.n_stages <= 128 && u.kind == PF_UNIT_POINT, "unit %d: %d stages", i, u.n_stages);
+        total += u.n_stages;
+    }
+    CHECK(total == 300);
+    pf_pipeline_destroy(p);
+}
+
 static void test_diamond(void)
 {
     pf_pipeline *p =
@@ -437,6 +468,7 @@ int main(int argc, char **argv)
         return pf_test_done("test_plan repeated");
     }
     test_chain();
+    test_long_chain();
     test_diamond();
     test_no_cycle();
     test_kinds();
