@@ -1,5 +1,7 @@
 """Host frames: every sample format and layout the C API takes, read and written where
 they are; outputs allocated or the caller's; clear exceptions for everything else."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,83 @@ def test_pinned_frames(engine, ident):
     with pytest.raises(ValueError):
         engine.empty_pinned((4, 5, 6), np.uint8)
     del x, y, g  # freed through the engine
+
+
+# ---- DLPack, as a producer lays it out (dlpack.h), on host memory claiming CUDA --------
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_DLTENSOR = b"dltensor"
+
+
+class FakeDLPackCuda:
+    """A DLPack producer saying CUDA device `device`; strides in elements or None."""
+
+    def __init__(self, arr, device=0, code=None, bits=None, lanes=1, strides=True):
+        self.arr, self.device, self.streams = arr, device, []
+        codes = {"u": 1, "i": 0, "f": 2}
+        t = _DLTensor()
+        t.data = arr.ctypes.data
+        t.device = _DLDevice(2, device)
+        t.ndim = arr.ndim
+        t.dtype = _DLDataType(codes[arr.dtype.kind] if code is None else code,
+                              arr.itemsize * 8 if bits is None else bits, lanes)
+        self.shape = (ctypes.c_int64 * arr.ndim)(*arr.shape)
+        self.strides = (ctypes.c_int64 * arr.ndim)(*[s // arr.itemsize for s in arr.strides])
+        t.shape = self.shape
+        t.strides = self.strides if strides else None
+        t.byte_offset = 0
+        self.managed = _DLManaged(t, None, None)
+
+    def __dlpack_device__(self):
+        return (2, self.device)
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return _capsule_new(ctypes.addressof(self.managed), _DLTENSOR, None)
+
+
+def test_dlpack_layouts_without_gpu(ident):
+    a = rand((4, 6, 3), np.uint8)
+    x, y = FakeDLPackCuda(a), FakeDLPackCuda(np.zeros_like(a))
+    with pytest.raises(pipefuse.UnsupportedError, match="CUDA"):  # parsed and accepted
+        ident.run(x, [y], stream=0)
+    assert x.streams == [1]  # DLPack's name for the legacy default stream
+    with pytest.raises(pipefuse.UnsupportedError):
+        ident.run(x, [y], stream=4096)
+    assert x.streams[-1] == 4096
+    wide = rand((4, 10, 3), np.uint8)
+    with pytest.raises(pipefuse.UnsupportedError):  # rows apart, in elements
+        ident.run(FakeDLPackCuda(wide[:, 2:8]), [y], stream=0)
+    with pytest.raises(pipefuse.UnsupportedError):  # compact, no strides
+        ident.run(FakeDLPackCuda(a, strides=False), [y], stream=0)
+    for bad, exc, text in [
+        (FakeDLPackCuda(wide[:, ::2]), ValueError, "packed"),
+        (FakeDLPackCuda(a.astype(np.int16)), TypeError, "dtype"),
+        (FakeDLPackCuda(a, lanes=2), TypeError, "dtype"),
+        (FakeDLPackCuda(a.astype(np.float64)), TypeError, "dtype"),
+        (FakeDLPackCuda(a, device=1), ValueError, "device 1"),
+        (FakeDLPackCuda(rand((2, 4, 6, 3), np.uint8)), ValueError, "dimension"),
+    ]:
+        with pytest.raises(exc, match=text):
+            ident.run(bad, [y], stream=0)
