@@ -177,10 +177,12 @@ int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
 /* Sets a pipeline option as in the file's "options" (backend auto|cpu|cuda, fusion
    true|false, graph true|false, streams, threads, max_launch_ms), value as text, and
    the API-only ones: slots (CUDA frames in flight, 1-8), profile (true: time every
-   launch with CUDA events; read them with pf_pipeline_unit) and dump_kernels (a
+   launch with CUDA events; read them with pf_pipeline_unit), dump_kernels (a
    directory where the sources of fused kernels are written as they are generated; ""
-   for none). backend, fusion, streams, slots and max_launch_ms make the next frame plan
-   again; graph, threads, profile and dump_kernels do not. */
+   for none) and max_memory (bytes of buffers a plan may take, checked before any is
+   allocated; 0, the default: no limit; see pf_pipeline_memory). backend, fusion,
+   streams, slots, max_launch_ms and max_memory make the next frame plan again; graph,
+   threads, profile and dump_kernels do not. */
 int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value);
 
 typedef enum pf_output_kind { PF_OUTPUT_IMAGE = 0, PF_OUTPUT_TABLE = 1 } pf_output_kind;
