@@ -1,5 +1,5 @@
 # Type stubs of the extension module (python/src/_pipefuse.c).
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, final
 
 __version__: str
 CUDA_DEVICE: int
@@ -11,6 +11,7 @@ class Error(Exception):
 
 def version() -> str: ...
 
+@final
 class Ticket:
     @property
     def id(self) -> int: ...
@@ -23,6 +24,7 @@ class Ticket:
     @property
     def tables(self) -> Optional[Dict[str, Tuple[Tuple[str, ...], Optional[Tuple[str, ...]], bytes]]]: ...
 
+@final
 class Pipeline:
     @property
     def inputs(self) -> Tuple[str, ...]: ...
@@ -55,6 +57,7 @@ class Engine:
     def info(self) -> str: ...
     def alloc_host(self, width: int, height: int, sample: int, channels: int) -> HostBuffer: ...
 
+@final
 class HostBuffer:  # page-locked memory; exports the buffer protocol
     ...
 

@@ -1848,6 +1848,7 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
     if (PyModule_AddObjectRef(m, "Engine", (PyObject *)&EngineType) < 0 ||
         PyModule_AddObjectRef(m, "Pipeline", (PyObject *)&PipelineType) < 0 ||
         PyModule_AddObjectRef(m, "Ticket", (PyObject *)&TicketType) < 0 ||
+        PyModule_AddObjectRef(m, "HostBuffer", (PyObject *)&HostBufferType) < 0 ||
         PyModule_AddIntConstant(m, "CUDA_DEVICE", PF_CUDA_DEVICE) < 0 ||
         PyModule_AddStringConstant(m, "__version__", pf_version_string()) < 0)
         goto fail;
