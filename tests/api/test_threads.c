@@ -303,7 +303,7 @@ static void test_many_threads(void)
 
 typedef struct shared {
     pf_pipeline *p;
-    volatile int stop;
+    int stop; /* atomic */
     unsigned long ok, busy, other;
 } shared;
 
@@ -313,10 +313,10 @@ static void *contender(void *arg)
 {
     shared *s = arg;
     int k = 1; /* demo: long enough frames that the other thread often finds it busy */
-    while (!s->stop) {
+    for (unsigned n = 0; !__atomic_load_n(&s->stop, __ATOMIC_RELAXED); n++) {
         outs o;
         outs_make(&o, k, 0);
-        int idx = (int)((s->ok + s->busy) % N_INPUTS);
+        int idx = (int)(n % N_INPUTS);
         int rc = pf_pipeline_run(s->p, &input[k][idx], 1, o.f, n_out[k]);
         if (rc == PF_OK) {
             /* The table is read after the run: the other thread may have run a frame
@@ -356,7 +356,7 @@ static void test_shared_pipeline(void)
             break;
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
     }
-    s.stop = 1;
+    __atomic_store_n(&s.stop, 1, __ATOMIC_RELAXED);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     printf("one pipeline, two threads: %lu frames, %lu PF_BUSY, %lu other\n", s.ok, s.busy,
