@@ -43,7 +43,7 @@ def blocks(k):
 def run(pf, doc, tmp):
     path = os.path.join(tmp, "p.json")
     with open(path, "w") as f:
-        json.dump(doc, f)
+        json.dump(doc, f, separators=(",", ":"))
     t0 = time.monotonic()
     r = subprocess.run([pf, "check", path, "--size", "8x8"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True)
