@@ -40,6 +40,22 @@
 /* Signature (8) + IHDR length, type, 13 data bytes, CRC (25). */
 #define PF_PNG_HEAD 33
 
+/* ---- Metadata ----------------------------------------------------------------------------
+ *
+ * The colour, density and text chunks travel raw, byte for byte: libpng is told to treat
+ * them as unknown chunks, so it neither parses nor decompresses them (an iCCP profile
+ * or a zTXt is copied, never inflated), and the writer emits them as they came. */
+
+struct pf_png_meta {
+    int width, height, bit_depth, color_type; /* the source's IHDR */
+    int n;
+    png_unknown_chunk *chunks; /* name, data (our copy), size, location as read */
+};
+
+/* The chunks kept: five bytes each (name and NUL), as png_set_keep_unknown_chunks wants. */
+static const png_byte meta_names[] = "gAMA\0cHRM\0sRGB\0iCCP\0sBIT\0pHYs\0tEXt\0zTXt\0iTXt";
+#define PF_PNG_META_NAMES 9
+
 /* ---- What the libpng callbacks share, reading and writing ------------------------------ */
 
 typedef struct pngio {
@@ -150,6 +166,8 @@ typedef struct reader {
     unsigned char *index; /* palette images: the indices, expanded by expand_palette */
     pf_frame frame;
     pf_png_info hdr;
+    int want_meta;     /* keep the metadata chunks (pf_png_read_meta) */
+    pf_png_meta *meta; /* and here they are, after a successful read */
 } reader;
 
 /* Up to n bytes from the source; fewer at its end. A read error is recorded as PF_IO. */
@@ -320,6 +338,9 @@ static int read_image(reader *r)
     /* Skip every ancillary chunk but tRNS (a negative count means exactly that): we
        apply none of them, so decompressing iCCP or zTXt would be wasted work and risk. */
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
+    /* ... except the metadata when it was asked for, kept raw (see Metadata above) */
+    if (r->want_meta)
+        png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, meta_names, PF_PNG_META_NAMES);
 #endif
 
     png_read_info(png, info);
@@ -390,7 +411,55 @@ static int read_image(reader *r)
         return PF_IMAGE;
     /* Through IEND: a file cut after its image data is still truncated, and the CRCs of
        the last chunks are checked. */
-    png_read_end(png, NULL);
+    png_read_end(png, r->want_meta ? info : NULL); /* text may follow the image data */
+    return PF_OK;
+}
+
+PF_API void pf_png_meta_free(pf_png_meta *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n; i++)
+        free(m->chunks[i].data);
+    free(m->chunks);
+    free(m);
+}
+
+/* Copies the chunks libpng kept into r->meta. */
+static int collect_meta(reader *r)
+{
+    png_unknown_chunkp unk = NULL;
+    int n = png_get_unknown_chunks(r->png, r->info, &unk);
+    pf_png_meta *m = calloc(1, sizeof *m);
+    if (m && n > 0)
+        m->chunks = calloc((size_t)n, sizeof *m->chunks);
+    if (!m || (n > 0 && !m->chunks)) {
+        free(m);
+        fail(&r->io, PF_NO_MEMORY, "%s: out of memory for its metadata", r->io.name);
+        return PF_NO_MEMORY;
+    }
+    m->width = r->hdr.width;
+    m->height = r->hdr.height;
+    m->bit_depth = r->hdr.bit_depth;
+    m->color_type = r->hdr.color_type;
+    for (int i = 0; i < n; i++) {
+        png_unknown_chunk *c = &m->chunks[m->n];
+        memcpy(c->name, unk[i].name, sizeof c->name);
+        c->size = unk[i].size;
+        c->location = unk[i].location;
+        if (c->size) {
+            c->data = malloc(c->size);
+            if (!c->data) {
+                pf_png_meta_free(m);
+                fail(&r->io, PF_NO_MEMORY, "%s: out of memory for its %.4s chunk", r->io.name,
+                     (const char *)unk[i].name);
+                return PF_NO_MEMORY;
+            }
+            memcpy(c->data, unk[i].data, c->size);
+        }
+        m->n++;
+    }
+    r->meta = m;
     return PF_OK;
 }
 
@@ -408,6 +477,8 @@ static int read_png(reader *r, pf_frame *out, pf_png_info *info)
             st = PF_NO_MEMORY;
         } else {
             st = read_image(r);
+            if (st == PF_OK && r->want_meta)
+                st = collect_meta(r);
         }
     }
     if (r->png)
@@ -447,19 +518,22 @@ static void set_err(char *err, size_t err_size, const char *fmt, ...)
     va_end(ap);
 }
 
-PF_API int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out,
-                       pf_png_info *info, char *err, size_t err_size)
+static int read_file(const char *fn, const char *path, unsigned long long max_pixels, pf_frame *out,
+                     pf_png_info *info, pf_png_meta **meta, char *err, size_t err_size)
 {
     if (out)
         memset(out, 0, sizeof *out);
     if (info)
         memset(info, 0, sizeof *info);
+    if (meta)
+        *meta = NULL;
     if (!path || !out) {
-        set_err(err, err_size, "pf_png_read: %s is NULL", path ? "out" : "path");
+        set_err(err, err_size, "%s: %s is NULL", fn, path ? "out" : "path");
         return PF_INVALID_ARGUMENT;
     }
     reader r;
     reader_init(&r, path, max_pixels, err, err_size);
+    r.want_meta = meta != NULL;
     /* "e": close-on-exec, so a plugin or application that forks does not inherit it. */
     r.fp = fopen(path, "rbe");
     if (!r.fp) {
@@ -468,7 +542,43 @@ PF_API int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame
     }
     int st = read_png(&r, out, info);
     fclose(r.fp); /* read-only: nothing to lose if closing fails */
+    if (st == PF_OK && meta)
+        *meta = r.meta;
+    else
+        pf_png_meta_free(r.meta);
     return st;
+}
+
+PF_API int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out,
+                       pf_png_info *info, char *err, size_t err_size)
+{
+    return read_file("pf_png_read", path, max_pixels, out, info, NULL, err, err_size);
+}
+
+PF_API int pf_png_read_meta(const char *path, unsigned long long max_pixels, pf_frame *out,
+                            pf_png_info *info, pf_png_meta **meta, char *err, size_t err_size)
+{
+    if (!meta) {
+        set_err(err, err_size, "pf_png_read_meta: meta is NULL");
+        return PF_INVALID_ARGUMENT;
+    }
+    return read_file("pf_png_read_meta", path, max_pixels, out, info, meta, err, err_size);
+}
+
+PF_API int pf_png_meta_count(const pf_png_meta *m)
+{
+    return m ? m->n : 0;
+}
+
+PF_API const char *pf_png_meta_chunk(const pf_png_meta *m, int i, const void **data, size_t *size)
+{
+    if (!m || i < 0 || i >= m->n)
+        return NULL;
+    if (data)
+        *data = m->chunks[i].data;
+    if (size)
+        *size = m->chunks[i].size;
+    return (const char *)m->chunks[i].name;
 }
 
 PF_API int pf_png_read_memory(const void *data, size_t size, const char *name,
@@ -501,7 +611,51 @@ typedef struct writer {
     png_infop info;
     const pf_frame *frame;
     int level;
+    png_unknown_chunk *keep; /* the metadata chunks written (into the source's array) */
+    int n_keep;
 } writer;
+
+/* Whether chunk c of the source still describes frame f. gAMA, cHRM and sRGB say how
+   the stored values encode colour, which stages keep (they work on stored values), and
+   text is about the picture: kept. An ICC profile is for gray or for colour data (kept
+   while the output is of the same kind), sBIT for the source's colour type and depth
+   (kept when both are the same), pHYs for its pixel size (kept when the size is). */
+static int meta_applies(const pf_png_meta *m, const png_unknown_chunk *c, const pf_frame *f)
+{
+    static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                 PNG_COLOR_TYPE_RGB_ALPHA};
+    int in_gray = !(m->color_type & PNG_COLOR_MASK_COLOR), out_gray = f->channels <= 2;
+    if (!memcmp(c->name, "iCCP", 4))
+        return in_gray == out_gray;
+    if (!memcmp(c->name, "sBIT", 4))
+        return m->color_type == ctypes[f->channels - 1] &&
+               m->bit_depth == (f->sample == PF_U16 ? 16 : 8);
+    if (!memcmp(c->name, "pHYs", 4))
+        return m->width == f->width && m->height == f->height;
+    return 1;
+}
+
+/* Fills w->keep from meta for w->frame: the chunks that apply, where PNG wants them
+   (colour and density before PLTE and the image data, text where it was). */
+static int select_meta(writer *w, const pf_png_meta *meta)
+{
+    if (!meta || meta->n == 0)
+        return PF_OK;
+    w->keep = calloc((size_t)meta->n, sizeof *w->keep);
+    if (!w->keep)
+        return PF_NO_MEMORY;
+    for (int i = 0; i < meta->n; i++) {
+        const png_unknown_chunk *c = &meta->chunks[i];
+        if (!meta_applies(meta, c, w->frame))
+            continue;
+        png_unknown_chunk *k = &w->keep[w->n_keep++];
+        *k = *c; /* data shared with meta, which outlives the write */
+        int text = c->name[0] == 't' || c->name[0] == 'z' || c->name[0] == 'i';
+        text = text && memcmp(c->name, "iCCP", 4) != 0;
+        k->location = text && (c->location & PNG_AFTER_IDAT) ? PNG_AFTER_IDAT : PNG_HAVE_IHDR;
+    }
+    return PF_OK;
+}
 
 static void write_callback(png_structp png, png_bytep data, size_t n)
 {
@@ -537,13 +691,18 @@ static int write_image(writer *w)
     png_set_IHDR(png, info, (png_uint_32)f->width, (png_uint_32)f->height,
                  f->sample == PF_U16 ? 16 : 8, ctypes[f->channels - 1], PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (w->n_keep) {
+        /* gAMA and the others are critical-to-copy names: written only when asked for */
+        png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, meta_names, PF_PNG_META_NAMES);
+        png_set_unknown_chunks(png, info, w->keep, w->n_keep);
+    }
     png_write_info(png, info);
     /* libpng swaps a copy of each row, never the caller's frame. */
     if (f->sample == PF_U16 && host_is_little_endian())
         png_set_swap(png);
     for (int y = 0; y < f->height; y++)
         png_write_row(png, (png_const_bytep)f->data + (size_t)y * f->pitch);
-    png_write_end(png, NULL);
+    png_write_end(png, info); /* the text chunks that came after the image data */
     return PF_OK;
 }
 
@@ -576,8 +735,8 @@ static mode_t current_umask(void)
     return umask_cached;
 }
 
-PF_API int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
-                        size_t err_size)
+static int write_file(const char *path, const pf_frame *f, int zlib_level, const pf_png_meta *meta,
+                      char *err, size_t err_size)
 {
     if (!path || !f) {
         set_err(err, err_size, "pf_png_write: %s is NULL", path ? "frame" : "path");
@@ -642,9 +801,12 @@ PF_API int pf_png_write(const char *path, const pf_frame *f, int zlib_level, cha
     w.frame = f;
     w.level = zlib_level;
 
-    int st = PF_OK;
-    /* mkstemp creates 0600; give the file the mode any new file would have. */
-    if (fchmod(fd, 0644 & ~current_umask()) != 0) {
+    int st = select_meta(&w, meta);
+    if (st != PF_OK) {
+        fail(&w.io, st, "%s: out of memory for its metadata", path);
+        close(fd);
+    } else if (fchmod(fd, 0644 & ~current_umask()) != 0) {
+        /* mkstemp creates 0600; give the file the mode any new file would have. */
         fail(&w.io, PF_IO, "%s: cannot set the mode of %s: %s", path, tmp, strerror(errno));
         st = PF_IO;
         close(fd);
@@ -680,5 +842,18 @@ PF_API int pf_png_write(const char *path, const pf_frame *f, int zlib_level, cha
     if (st != PF_OK)
         unlink(tmp);
     free(tmp);
+    free(w.keep);
     return st;
+}
+
+PF_API int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
+                        size_t err_size)
+{
+    return write_file(path, f, zlib_level, NULL, err, err_size);
+}
+
+PF_API int pf_png_write_meta(const char *path, const pf_frame *f, int zlib_level,
+                             const pf_png_meta *meta, char *err, size_t err_size)
+{
+    return write_file(path, f, zlib_level, meta, err, err_size);
 }

@@ -7,7 +7,8 @@
  * colour key on gray or RGB adds an alpha channel; 1/2/4-bit gray is scaled to 8 bits
  * (0..max to 0..255).
  * Interlaced files are read whole. Gamma and colour chunks are not applied: samples
- * are returned as stored (ancillary chunks other than tRNS are skipped unread).
+ * are returned as stored (ancillary chunks other than tRNS are skipped unread, unless
+ * pf_png_read_meta keeps the metadata, below).
  *
  * Writing takes an 8- or 16-bit frame of 1-4 channels and writes it to a temporary
  * file in the target's directory, then renames it: a file with the final name is
@@ -59,6 +60,28 @@ int pf_png_read_memory(const void *data, size_t size, const char *name,
    or (rarely) PF_NO_MEMORY, message in err; on failure no temporary file remains and
    a file already at path is untouched. */
 int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err, size_t err_size);
+
+/* ---- Metadata: colour, density and text chunks, carried from an input to an output ----
+ *
+ * pf_png_read_meta reads like pf_png_read and also keeps the file's gAMA, cHRM, sRGB,
+ * iCCP, sBIT, pHYs, tEXt, zTXt and iTXt chunks, raw (nothing is parsed or inflated).
+ * pf_png_write_meta writes like pf_png_write plus those of them that still describe
+ * the frame written: gAMA, cHRM, sRGB and the text always (stages work on the stored,
+ * encoded values, so the encoding still holds); iCCP while the frame is gray for a gray
+ * source or colour for a colour source (an ICC profile is for one or the other); sBIT
+ * when the colour type and bit depth are the source's; pHYs when the size is. meta
+ * NULL writes none. *meta is NULL on failure; free it with pf_png_meta_free (NULL: no
+ * effect). A meta is read-only once made: several writes may share it. */
+typedef struct pf_png_meta pf_png_meta;
+int pf_png_read_meta(const char *path, unsigned long long max_pixels, pf_frame *out,
+                     pf_png_info *info, pf_png_meta **meta, char *err, size_t err_size);
+int pf_png_write_meta(const char *path, const pf_frame *f, int zlib_level, const pf_png_meta *meta,
+                      char *err, size_t err_size);
+void pf_png_meta_free(pf_png_meta *m);
+/* The number of chunks kept, and chunk i's 4-letter type (NULL past the end) with its
+   data and size (either may be NULL). */
+int pf_png_meta_count(const pf_png_meta *m);
+const char *pf_png_meta_chunk(const pf_png_meta *m, int i, const void **data, size_t *size);
 
 /* Allocates a frame (rows 16-byte aligned, pitch a multiple of 16); free with
    pf_frame_free. Returns PF_OK, PF_INVALID_ARGUMENT or PF_NO_MEMORY. */
