@@ -129,14 +129,22 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     } else {
         fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
     }
-    if (rc == PF_OK && dump) {
+    /* NVRTC needs no GPU: compile the fused kernels a CUDA run would, so that an op that
+       does not compile fails here (only without NVRTC is that skipped, and said). */
+    if (rc == PF_OK) {
         int built = 0;
         rc = pf_pipeline_build_kernels(p, arch, dump, &built);
-        if (rc == PF_OK)
+        if (rc == PF_OK && dump)
             printf("fused kernels: %d generated into %s and compiled for sm_%d\n", built, dump,
                    arch);
-        else
+        else if (rc == PF_OK && built)
+            printf("fused kernels: %d compiled with NVRTC for sm_%d\n", built, arch);
+        else if (rc == PF_UNSUPPORTED && !dump)
+            printf("fused kernels: not compiled: %s\n", pf_pipeline_errmsg(p));
+        else if (rc != PF_OK)
             fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
+        if (rc == PF_UNSUPPORTED && !dump)
+            rc = PF_OK;
     }
     pf_pipeline_destroy(p);
     pf_engine_destroy(e);

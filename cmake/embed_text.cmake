@@ -1,5 +1,11 @@
-# cmake -DIN=file -DOUT=file.c -DSYMBOL=name -P embed_text.cmake
+# cmake -DIN=file -DOUT=file.c -DSYMBOL=name [-DLINE=ON] -P embed_text.cmake
 file(READ ${IN} text)
+# LINE: number the text as IN's own lines, so a compiler's messages about it (NVRTC's,
+# for a point-op header) name the header and its line.
+if(LINE)
+  string(REPLACE "\"" "_" line_name "${IN}")
+  set(text "#line 1 \"${line_name}\"\n${text}")
+endif()
 string(REPLACE "\\" "\\\\" text "${text}")
 string(REPLACE "\"" "\\\"" text "${text}")
 string(REPLACE "\n" "\\n\"\n\"" text "${text}")

@@ -7,7 +7,8 @@
 #                                  sees PF_PLUGIN_HAVE_CUDA=1 (PF_CUDA() in plugin.h)
 #     [POINT_OPS ops.h ...]        point-op headers; each one's text is embedded as
 #                                  `const char pf_src_<file name without .h>[]` so that
-#                                  the engine can fuse the ops with NVRTC
+#                                  the engine can fuse the ops with NVRTC (after a
+#                                  `#line 1 "<header>"`, so NVRTC's messages name it)
 #     [OUTPUT_DIRECTORY dir]       where NAME.so is built (default:
 #                                  ${CMAKE_BINARY_DIR}/pipefuse-plugins); the engine
 #                                  loads every .so of a directory, so keep it for plugins
@@ -113,7 +114,7 @@ function(_pipefuse_add_plugin name)
     get_filename_component(abs ${h} ABSOLUTE)
     get_filename_component(dir ${abs} DIRECTORY)
     set(out ${CMAKE_CURRENT_BINARY_DIR}/${name}_${base}_src.c)
-    pf_embed_text(${out} pf_src_${base} ${abs})
+    pf_embed_text(${out} pf_src_${base} ${abs} LINE)
     list(APPEND srcs ${out})
     list(APPEND op_dirs ${dir})
   endforeach()

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "exec_cuda.h"
@@ -358,6 +359,12 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
     } else if (strcmp(name, "slots") == 0 && is_int && iv >= 1 && iv <= 8) {
         p->slots = (int)iv;
     } else if (strcmp(name, "dump_kernels") == 0) {
+        struct stat st;
+        if (*value && (stat(value, &st) != 0 || !S_ISDIR(st.st_mode))) {
+            pf_errf(p->errmsg, "dump_kernels %s: %s", value,
+                    errno == ENOENT ? "no such directory" : "not a directory");
+            return PF_INVALID_ARGUMENT;
+        }
         char *d = *value ? pf_strdup(value) : NULL;
         if (*value && !d)
             return PF_NO_MEMORY;
@@ -423,6 +430,13 @@ static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
            unusable device is reported when the CUDA side is built). */
         char why[512];
         (void)pf_cuda_available(p->eng, why, sizeof why);
+    }
+    if (!cuda && p->dump_dir && !p->notified_dump) {
+        pf_log(p->eng, 1,
+               "dump_kernels %s: the CPU backend generates no kernels, so nothing is written "
+               "there (`pipefuse check --dump-kernels DIR` writes those a CUDA run would)",
+               p->dump_dir);
+        p->notified_dump = 1;
     }
     return pf_plan_build(p, inputs, n_inputs, cuda);
 }
@@ -772,6 +786,12 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_
 {
     if (!p->plan)
         return PF_NOT_PLANNED;
+    struct stat st;
+    if (dump_dir && (stat(dump_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        pf_errf(p->errmsg, "%s: dump directory %s: %s", p->source, dump_dir,
+                errno == ENOENT ? "no such directory" : "not a directory");
+        return PF_IO;
+    }
     char why[512];
     if (!pf_nvrtc_available(why, sizeof why)) {
         pf_errf(p->errmsg, "%s: %s", p->source, why);

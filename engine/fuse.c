@@ -176,6 +176,81 @@ static int source_index(const pf_pipeline *p, const pf_unit *un, int a)
     return a;
 }
 
+/* Op headers are pasted one after another, but the preprocessor has no namespaces: two
+   headers with the same include guard (both made from the skeleton: MY_OPS_H), or the
+   same macro, would meet. So every macro a header defines (its guard too) is undefined
+   before and after it, except those of the engine's own headers. */
+static int engine_macro(const char *name, size_t n)
+{
+    const char *const texts[] = {pf_src_point_h, pf_src_fused_rt};
+    for (int t = 0; t < 2; t++)
+        for (const char *q = strstr(texts[t], "#define "); q; q = strstr(q + 1, "#define ")) {
+            const char *m = q + 8;
+            if (strncmp(m, name, n) == 0 &&
+                !(m[n] == '_' || (m[n] >= '0' && m[n] <= '9') || (m[n] >= 'A' && m[n] <= 'Z') ||
+                  (m[n] >= 'a' && m[n] <= 'z')))
+                return 1;
+        }
+    return 0;
+}
+
+static void undef_macros(sb *b, const char *src)
+{
+    for (const char *line = src; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        const char *q = line;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (*q++ != '#')
+            continue;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (strncmp(q, "define", 6) != 0 || (q[6] != ' ' && q[6] != '\t'))
+            continue;
+        q += 6;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        size_t n = 0;
+        while (q[n] == '_' || (q[n] >= '0' && q[n] <= '9') || (q[n] >= 'A' && q[n] <= 'Z') ||
+               (q[n] >= 'a' && q[n] <= 'z'))
+            n++;
+        if (n && !engine_macro(q, n))
+            sb_printf(b, "#undef %.*s\n", (int)n, q);
+    }
+}
+
+/* Lines in b so far. */
+static int sb_lines(const sb *b)
+{
+    int n = 0;
+    for (size_t i = 0; b->s && i < b->n; i++)
+        n += b->s[i] == '\n';
+    return n;
+}
+
+/* Node n's op header inside namespace pf_ns<ns>, its macros undefined around it. Its
+   lines are numbered as the author's: from its own leading #line (pipefuse_add_plugin
+   embeds one naming the header), else as "<stage>.ops" of the plugin's file, so that
+   NVRTC's messages point at the header's own line; the kernel's name (the program's)
+   numbers what follows. */
+static void emit_op(sb *b, const pf_pipeline *p, const pf_node *n, int ns, const char *kernel)
+{
+    const char *src = n->desc->point_source;
+    undef_macros(b, src);
+    sb_printf(b, "namespace pf_ns%d { // %s\n", ns, n->desc->name);
+    if (strncmp(src, "#line ", 6) != 0) {
+        const char *file = n->plugin >= 0 ? p->eng->plugins[n->plugin].path : "?";
+        sb_printf(b, "#line 1 \"");
+        for (const char *c = file; *c; c++) /* a file name with quotes stays one string */
+            sb_printf(b, "%c", *c == '"' || *c == '\\' ? '_' : *c);
+        sb_printf(b, ": op header of stage %s\"\n", n->desc->name);
+    }
+    sb_printf(b, "%s\n", src);
+    sb_printf(b, "#line %d \"%s\"\n} // namespace pf_ns%d\n", sb_lines(b) + 2, kernel, ns);
+    undef_macros(b, src);
+    sb_printf(b, "\n");
+}
+
 char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
                      const char *name)
 {
@@ -192,9 +267,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     for (int a = 0; a < un->n_nodes; a++) {
         if (source_index(p, un, a) != a)
             continue;
-        const pf_node *n = &p->nodes[un->nodes[a]];
-        sb_printf(&b, "namespace pf_ns%d { // %s\n%s\n} // namespace pf_ns%d\n\n", a, n->desc->name,
-                  n->desc->point_source, a);
+        emit_op(&b, p, &p->nodes[un->nodes[a]], a, name);
     }
     /* Pixels per chunk: the widest format's chunk is at most 16 bytes, and at most
        PF_PPT pixels. */
@@ -273,6 +346,43 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     return b.s;
 }
 
+/* After a failed compile of unit u: each distinct op header compiled alone, after
+   pipefuse/point.h as in the kernel. Those that fail are named in p->errmsg, each with
+   its stage, plugin file and NVRTC's log (which points at the header's own lines).
+   Returns how many failed (0: only their combination fails). */
+static int blame_ops(pf_pipeline *p, int u, int arch)
+{
+    const pf_unit *un = &p->plan->units[u];
+    int failed = 0;
+    size_t o = (size_t)snprintf(p->errmsg, PF_ERRMSG_MAX, "%s: ", p->source);
+    for (int a = 0; a < un->n_nodes; a++) {
+        if (source_index(p, un, a) != a)
+            continue;
+        const pf_node *n = &p->nodes[un->nodes[a]];
+        sb b = {0};
+        sb_printf(&b, "#include \"pipefuse/point.h\"\n");
+        emit_op(&b, p, n, a, "pf_op_alone");
+        void *cubin = NULL;
+        size_t size = 0;
+        char *log = NULL;
+        int rc = b.failed ? PF_NO_MEMORY
+                          : pf_nvrtc_compile(b.s, "pf_op_alone", arch, &cubin, &size, &log, NULL);
+        free(cubin);
+        free(b.s);
+        if (rc == PF_STAGE && o < PF_ERRMSG_MAX) {
+            const char *file = n->plugin >= 0 ? p->eng->plugins[n->plugin].path : "?";
+            o += (size_t)snprintf(p->errmsg + o, PF_ERRMSG_MAX - o,
+                                  "%sstage '%s' (op %s of %s): its op header does not compile "
+                                  "with NVRTC:\n%s",
+                                  failed ? "\n" : "", n->id, n->desc->name, file,
+                                  log ? log : "(no log)");
+            failed++;
+        }
+        free(log);
+    }
+    return failed;
+}
+
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
                   int arch, int sm_count, const char *dump_dir, pf_fuse_unit *io, void **cubin,
                   size_t *size)
@@ -298,11 +408,17 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
         pf_errf(p->errmsg, "%s: out of memory generating fused kernel #%d", p->source, u);
         return PF_NO_MEMORY;
     }
-    if (dump_dir && pf_fuse_dump(dump_dir, name, src) != 0)
-        pf_log(p->eng, 1, "cannot write %s/%s.cu: %s", dump_dir, name, strerror(errno));
+    if (dump_dir && pf_fuse_dump(dump_dir, name, src) != 0) {
+        pf_errf(p->errmsg, "%s: cannot write the fused kernel's source %s/%s.cu: %s", p->source,
+                dump_dir, name, strerror(errno));
+        free(src);
+        return PF_IO;
+    }
     char *log = NULL;
     int rc = pf_nvrtc_compile(src, name, arch, cubin, size, &log, NULL);
-    if (rc == PF_STAGE) {
+    if (rc == PF_STAGE && blame_ops(p, u, arch) > 0) {
+        /* the message names the ops that fail alone */
+    } else if (rc == PF_STAGE) {
         /* Keep the source where the user can read it next to NVRTC's message. */
         char path[4200] = "";
         const char *dir = dump_dir;

@@ -144,6 +144,7 @@ struct pf_pipeline {
     pf_stats stats;              /* counters; backend and per-frame fields set on read */
     int notified_cpu;            /* the one-line CPU fallback notice was given */
     int notified_unfused;        /* the notice that point stages run unfused was given */
+    int notified_dump;           /* the notice that the CPU backend dumps no kernels */
     double *band_scale;          /* per node (a unit's first): measured / predicted time */
     int replan;                  /* measured bands ran over budget: plan again */
     int *refines;                /* per node (a unit's first): refinements made so far */

@@ -51,6 +51,7 @@ grep -q "not checked" "$W/deep_radius.out" && fail "deep_radius: a check reporte
 broken huge_radius "FAIL  sdk_huge_radius: radius() returns 300 with the default params; the engine allows 0 to 256 (PF_MAX_RADIUS)" \
     "FAIL  the engine refuses it: $DIR/huge_radius.so: stage 'sdk_huge_radius' with its default params: these params make radius() return 300"
 broken swapped_range "FAIL  sdk_swapped_range.gain: min 10 is above max 0" "PF_NO_MIN / PF_NO_MAX"
+broken prints "FAIL  sdk_prints: the op header calls printf() (line 15), which a point op may not use"
 broken calls_exit "FAIL  the plugin called exit() during: stage sdk_calls_exit"
 broken crasher "FAIL  the plugin crashed (SIGSEGV) during: stage sdk_crasher"
 

@@ -9,6 +9,18 @@
  * below, and keeps every function PF_POINT_FN. Params structs hold only float and
  * int (bool and enum are int, arrays are fixed-size float arrays) so that their
  * layout is the same for the host compiler and for NVRTC.
+ *
+ * Functions an op may call: its own PF_POINT_FN functions, the pf_* helpers and PF_*
+ * macros below, and these C99 float maths functions, which CUDA provides under the same
+ * names: sqrtf cbrtf powf expf exp2f expm1f logf log2f log10f log1pf sinf cosf tanf
+ * asinf acosf atanf atan2f sinhf coshf tanhf floorf ceilf roundf truncf rintf fabsf
+ * fminf fmaxf fmodf copysignf hypotf fmaf. sqrtf, fmaf and the rounding, fabsf, fmin/
+ * fmax, fmodf and copysignf functions give the same bits on CPU and GPU; the others
+ * may differ by a few units in the last place (CUDA documents at most 4 ulp for each
+ * of them, glibc 1 or 2): compare CPU and GPU results with a relative tolerance, as
+ * plugin check does (--tolerance). Nothing else: no I/O (printf would print from every
+ * pixel), no memory or process functions. `pipefuse plugin check` refuses an op header
+ * that calls anything else.
  */
 #ifndef PIPEFUSE_POINT_H
 #define PIPEFUSE_POINT_H
@@ -17,9 +29,11 @@
 #pragma nv_diag_suppress 177 /* helpers below that an op does not use */
 #define PF_POINT_FN static __device__ __forceinline__
 typedef float4 pf_float4;
+/* The same functions as on the CPU (not the fast __powf / __expf intrinsics, whose
+   error grows with the argument). */
 #define PF_SQRTF  sqrtf
-#define PF_POWF   __powf
-#define PF_EXPF   __expf
+#define PF_POWF   powf
+#define PF_EXPF   expf
 #define PF_FLOORF floorf
 #define PF_FABSF  fabsf
 #else
