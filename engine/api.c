@@ -162,6 +162,17 @@ PF_API const char *pf_pipeline_errmsg(const pf_pipeline *p)
 
 /* ---- Parameters -------------------------------------------------------------------------------- */
 
+/* Frees the plan so that the next frame plans again, after completing the frames still
+   in flight on it (their outputs delivered, their tickets then waited for at once): a
+   change of option or shape never loses a submitted frame. */
+static int drop_plan(pf_pipeline *p)
+{
+    int rc = p->plan && p->plan->cuda ? pf_cuda_drain(p) : PF_OK;
+    pf_plan_free(p->plan);
+    p->plan = NULL;
+    return rc;
+}
+
 /* Whether new params for node i still fit the current plan: same output shape, no
    larger scratch. Otherwise the next run plans again. */
 static int plan_still_fits(const pf_pipeline *p, int i)
@@ -242,8 +253,9 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     free(copy);
     p->param_version++;
     if (!plan_still_fits(p, i)) {
-        pf_plan_free(p->plan);
-        p->plan = NULL;
+        rc = drop_plan(p);
+        if (rc != PF_OK)
+            return rc;
     }
     return PF_OK;
 }
@@ -378,9 +390,7 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
     } else {
         goto bad;
     }
-    pf_plan_free(p->plan);
-    p->plan = NULL;
-    return PF_OK;
+    return drop_plan(p);
 bad:
     pf_errf(p->errmsg,
             "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
@@ -406,6 +416,9 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
    every stage has a CUDA implementation, else the CPU with a one-line notice. */
 static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
+    int rc = drop_plan(p); /* a new shape: frames in flight on the old plan complete */
+    if (rc != PF_OK)
+        return rc;
     int cuda = p->opts.backend == PF_BACKEND_CUDA;
     if (p->opts.backend == PF_BACKEND_AUTO && pf_cuda_lost(p->eng))
         cuda = 1; /* fail with the reason rather than switch executors silently */

@@ -58,6 +58,10 @@ int pf_cuda_busy(const struct pf_cuda_plan *c)
 {
     return 0;
 }
+int pf_cuda_drain(pf_pipeline *p)
+{
+    return PF_OK;
+}
 int pf_cuda_scratch_fits(const pf_pipeline *p, int u)
 {
     return 0;
@@ -805,6 +809,26 @@ int pf_cuda_busy(const pf_cuda_plan *c)
         if (c->slots[s].busy)
             return 1;
     return 0;
+}
+
+static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl);
+
+int pf_cuda_drain(pf_pipeline *p)
+{
+    pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
+    int rc = PF_OK;
+    for (;;) { /* oldest ticket first, as the application would have waited */
+        cuda_slot *first = NULL;
+        for (int s = 0; c && s < c->n_slots; s++)
+            if (c->slots[s].busy && (!first || c->slots[s].ticket - first->ticket < 0))
+                first = &c->slots[s];
+        if (!first)
+            return rc;
+        int frc = fail_if_lost(p) != PF_OK ? PF_CUDA : finish(p, c, first);
+        first->busy = 0;
+        if (rc == PF_OK)
+            rc = frc;
+    }
 }
 
 /* ---- Recording a frame ------------------------------------------------------------------------------ */

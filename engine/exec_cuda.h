@@ -37,6 +37,10 @@ int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms);
 /* Kernel launches one frame takes; whether any slot holds a frame in flight. */
 int pf_cuda_launches(const struct pf_cuda_plan *c);
 int pf_cuda_busy(const struct pf_cuda_plan *c);
+/* Completes every frame in flight, oldest first, as pf_pipeline_wait would (outputs
+   copied out, tables combined), before the plan goes: a wait on their tickets then
+   returns PF_OK with the frames delivered. The first error, if any. */
+int pf_cuda_drain(pf_pipeline *p);
 /* Whether unit u's device scratch holds what its stage asks for with its current
    params (so a parameter change needs no new plan). */
 int pf_cuda_scratch_fits(const pf_pipeline *p, int u);
