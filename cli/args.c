@@ -48,17 +48,20 @@ static const cli_opt run_opts[] = {
      "override a parameter, e.g. --set blur.sigma=2.5 or --set turn.angle='\"180\"'"},
     {"--input", 0, "NAME=FILE", "bind another pipeline input (a watermark, a mask) to a file"},
     {"--table-format", 0, "csv|json", "table outputs whose pipeline names no format (default csv)"},
-    {"--zlib", 0, "N", "PNG compression level 0-9 (default 6)"},
+    {"--zlib", 0, "N", "PNG compression level 0-9 (default 1: fast, see --png-filter)"},
     {"--max-pixels", 0, "N", "refuse larger images (default 268435456)"},
     {"--jobs", 0, "N", "files in the engine at once, 1-64 (default: automatic)"},
     {"--max-memory", 0, "SIZE", "memory budget of the files in flight, e.g. 512M or 4G"},
-    {"--file-timeout", 0, "S", "give up on a file after S seconds (0, the default: never)"},
+    {"--file-timeout", 0, "S",
+     "give up on a file after S seconds in the engine, restarting its worker (default 600; "
+     "0: never)"},
     {"--skip-existing", 0, NULL, "skip inputs whose outputs all exist already"},
     {"--joblog", 0, "FILE", "append a line per input (status, time, outputs) to FILE"},
     {"--retry-failed", 0, "FILE", "run again the inputs a --joblog FILE records as failed"},
     {"--shard", 0, "I/N|auto", "take every N-th input from the I-th (several machines)"},
     {"--progress", 0, NULL, "a progress line even when stderr is not a terminal"},
-    {"--png-filter", 0, "F", "PNG row filters: none, sub, up, avg, paeth, fast or all"},
+    {"--png-filter", 0, "F",
+     "PNG row filters: none, sub, up (the default), avg, paeth, fast or all"},
     {NULL, 0, NULL, NULL},
 };
 

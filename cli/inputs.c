@@ -387,7 +387,10 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         goto done;
     }
     r.quiet |= c->quiet;
-    if (!r.pipeline || !r.outdir || !r.n_positional) {
+    int retry = 0; /* --retry-failed FILE brings inputs of its own (run.c) */
+    for (int k = 0; k < r.n_pass; k++)
+        retry |= strcmp(r.pass[k], "--retry-failed") == 0;
+    if (!r.pipeline || !r.outdir || (!r.n_positional && !retry)) {
         fprintf(stderr, "pipefuse run: %s (see pipefuse run --help)\n",
                 !r.pipeline ? "no pipeline file given"
                 : !r.outdir ? "no output directory given (-o DIR, or -o - for stdout)"
@@ -483,7 +486,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
                 r.n_files);
         goto done;
     }
-    if (!r.n_files) {
+    if (!r.n_files && !retry) {
         fprintf(stderr, "pipefuse run: no input files\n");
         goto done;
     }

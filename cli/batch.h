@@ -1,0 +1,100 @@
+/* cli/batch.h: what the files of `pipefuse run` share.
+ *
+ * run.c parses the command line, lists the inputs and supervises; worker.c is the
+ * worker process (the engine, decode and encode threads); outfile.c writes an input's
+ * outputs safely and commits them together. The supervisor forks the worker before it
+ * touches the engine or CUDA, and forks a fresh one whenever a worker dies.
+ */
+#ifndef PF_CLI_BATCH_H
+#define PF_CLI_BATCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "cli.h"
+
+#define RUN_MAX_IO 64 /* pipeline inputs and outputs */
+
+typedef struct run_opts {
+    const char *pipeline;
+    const char *outdir;
+    const char *backend;
+    const char *dump_kernels;
+    const char *max_launch_ms;
+    const char *joblog;
+    const char *retry_failed;
+    int profile;
+    int no_fuse;
+    int quiet;
+    int progress; /* -1 auto (a terminal), 0 off, 1 on */
+    int json_tables;
+    int zlib;
+    int png_filter; /* libpng PNG_FILTER_* mask */
+    int skip_existing;
+    int shard_index, shard_count; /* count 0: no sharding */
+    int lanes;                    /* files in the engine at once (0: automatic) */
+    double file_timeout_s;        /* 0: none */
+    unsigned long long max_pixels;
+    unsigned long long max_memory; /* bytes */
+    const char **sets;
+    int n_sets;
+    const char **binds; /* NAME=FILE */
+    int n_binds;
+    char **inputs; /* files after expanding directories */
+    int n_inputs;
+    const cli_common *common;
+} run_opts;
+
+/* ---- outfile.c: an input's outputs, written safely and committed together ---------------- */
+
+/* Temporary files are "<OUTDIR>/.pftmp-<host>-<pid>-<random>": created with
+   O_CREAT|O_EXCL|O_NOFOLLOW (never through a link), synced, then renamed. */
+#define OUT_TMP_PREFIX ".pftmp-"
+
+typedef struct out_item {
+    const char *final_name; /* a name inside OUTDIR (no '/') */
+    int is_png;
+    const pf_frame *frame; /* PNG */
+    const pf_table *table; /* table */
+    int json;
+} out_item;
+
+typedef struct out_opts {
+    int dirfd;
+    int zlib;
+    int png_filter;
+} out_opts;
+
+/* Writes every item to its own temporary file, syncs them all, renames them in order
+   (the last item is the commit point: it appears last) and syncs the directory. On
+   failure no temporary remains and the first failure is in err; items already renamed
+   are complete files. */
+int out_write_set(const out_opts *o, const out_item *items, int n, char *err, size_t errn);
+
+/* Removes temporaries of earlier runs in dirfd: those of this host whose process is
+   gone, and any older than an hour. Returns how many were removed. */
+int out_remove_stale(int dirfd);
+
+/* The host part of temporary names (a hash of the host name, 8 hex digits). */
+const char *out_host_id(void);
+
+/* ---- worker.c ------------------------------------------------------------------------------------- */
+
+/* Runs the worker process: reads "J <index>\t<path>\n" jobs from job_fd, writes
+   reports to rep_fd (see worker.c for the protocol). Never returns. */
+void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd);
+
+/* Writes the options a worker needs to fd, for a worker started by exec. */
+int run_config_write(int fd, const run_opts *o);
+
+/* Joblog and job-line escaping: tab, newline and backslash as \t \n \\ (run.c). */
+void cli_escape(FILE *f, const char *s);
+void cli_unescape(char *s);
+
+/* Bytes a file's frames need, from its PNG header, for the memory budget; 0 when the
+   header cannot be read (the decoder then reports why). */
+unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
+                                         unsigned long long *pixels);
+
+#endif

@@ -1,0 +1,1361 @@
+/* cli/worker.c: the worker process of `pipefuse run`.
+ *
+ * The supervisor (run.c) forks it and sends input indexes; it decodes, runs and
+ * encodes them with threads and reports each result. Inside:
+ *
+ *   job pipe -> decode (codec threads) -> engine lanes -> encode (codec threads) -> reports
+ *
+ * Codec threads take an encode before a decode, so finished frames leave memory
+ * first; a decode waits while the frames in flight would exceed half of the memory
+ * budget (a file alone is always admitted). Each engine lane owns its pipelines (a
+ * pipeline is used by one thread at a time), one per recent input shape, least
+ * recently used dropped first, so a batch of mixed sizes plans each size once. A lane
+ * submits frames and waits for them in order, so on the GPU the upload, compute and
+ * download of consecutive files overlap; on the CPU, submit runs the frame at once and
+ * the lanes run whole files side by side on the engine's shared thread pool.
+ *
+ * Reports, one line each (a single write, so lines from threads never mix):
+ *   X message            setup failed (the supervisor exits 2)
+ *   O kind ext name      an output of the pipeline (kind i: image, t: table), then
+ *   R lanes              ready
+ *   E index              the file entered the engine (its time limit starts)
+ *   D index 0 ms outs    done; D index 1 ms message: failed
+ *   C index sig where    a fatal signal or exit() while working on index (-1: unknown)
+ *   W where              where a thread is, asked for with "H" on the job pipe (hang)
+ *   L                    the GPU context is lost: the worker exits to get a fresh one
+ *   Z plans              the worker ends normally: pipelines planned
+ * A crash record is written by the signal handler with write(2) only; it names the
+ * stage by the code addresses on the crashing thread's stack: each plugin's mapped
+ * range and its stages' entry points are recorded at start, so the handler only
+ * compares numbers. The engine offers no hook naming the stage it is running, so a
+ * stage is named from the nearest entry point below the faulting address in the
+ * plugin's code; stages of one op are listed together.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "batch.h"
+
+#define PLAN_CACHE 8 /* pipelines per lane, one per recent shape */
+#define MAX_LANES  64
+
+typedef struct job job;
+struct job {
+    int index;
+    char *path;
+    char *names[RUN_MAX_IO]; /* its outputs' names inside OUTDIR, from the supervisor */
+    unsigned long long est;  /* bytes counted against the budget */
+    pf_frame in[RUN_MAX_IO];
+    pf_frame out[RUN_MAX_IO];
+    pf_table tab[RUN_MAX_IO]; /* copies of the table outputs */
+    char **row_names[RUN_MAX_IO];
+    int status; /* 0 ok */
+    int ticket;
+    double t0;
+    char err[2048];
+    job *next;
+};
+
+typedef struct queue {
+    job *head, *tail;
+    int n;
+} queue;
+
+typedef struct cached {
+    pf_pipeline *p;
+    pf_shape shape;
+    unsigned long long use;
+    unsigned long long bytes;
+} cached;
+
+typedef struct lane {
+    pf_engine *e; /* its own: a lane's frames never wait on another lane's threads */
+    cached c[PLAN_CACHE];
+    unsigned long long clock;
+    pthread_t tid;
+} lane;
+
+static struct {
+    const run_opts *o;
+    int rep_fd, dirfd;
+    pf_engine *e;
+    pf_frame bound[RUN_MAX_IO];
+    int n_in, n_out, n_images, has_tables;
+    pf_output_info oi[RUN_MAX_IO];
+    char *out_name[RUN_MAX_IO];
+    int json[RUN_MAX_IO];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    queue decode, ready, encode;
+    int input_closed;
+    int decoding, in_engine, encoding; /* jobs held by threads */
+    unsigned long long bytes_in_flight;
+    int lanes, codecs;
+    atomic_ullong plans;
+    void *lane0;      /* the lane whose pipeline --profile prints */
+    int lane_threads; /* engine threads of each lane */
+    pthread_mutex_t wmu;
+} W = {.mu = PTHREAD_MUTEX_INITIALIZER,
+       .cv = PTHREAD_COND_INITIALIZER,
+       .wmu = PTHREAD_MUTEX_INITIALIZER};
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* ---- Reports ------------------------------------------------------------------------------------- */
+
+/* One line to the supervisor, tabs and newlines in text replaced, at most 4000 bytes
+   (writes up to PIPE_BUF are atomic). */
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+    char line[4000];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    for (int i = 0; i < n; i++)
+        if (line[i] == '\n' || line[i] == '\r')
+            line[i] = ' ';
+    line[n++] = '\n';
+    pthread_mutex_lock(&W.wmu);
+    ssize_t w = write(W.rep_fd, line, (size_t)n);
+    pthread_mutex_unlock(&W.wmu);
+    if (w != n)
+        _exit(5); /* the supervisor is gone */
+}
+
+/* ---- Crash attribution -------------------------------------------------------------------------- */
+
+#define MAX_ENTRIES 512
+#define MAX_RANGES  64
+
+typedef struct entry {
+    uintptr_t addr;
+    int what; /* index into names */
+} entry;
+typedef struct range {
+    uintptr_t lo, hi;
+    int plugin; /* index into names: "plugin NAME (FILE)" */
+} range;
+
+static struct {
+    entry e[MAX_ENTRIES];
+    int n_e;
+    range r[MAX_RANGES];
+    int n_r;
+    char *names[MAX_ENTRIES + MAX_RANGES];
+    int n_names;
+    const char *plugin_file[MAX_RANGES]; /* the files the ranges are looked up for */
+    int plugin_name[MAX_RANGES];
+    int n_files;
+} A;
+
+static __thread int tls_job = -1;
+static __thread const char *tls_step;
+static atomic_int engine_jobs;      /* files inside pf_pipeline_submit/wait */
+static atomic_int engine_last = -1; /* the last one to enter */
+
+static int add_name(const char *s)
+{
+    if (A.n_names >= MAX_ENTRIES + MAX_RANGES || !(A.names[A.n_names] = strdup(s)))
+        return -1;
+    return A.n_names++;
+}
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    for (int f = 0; f < A.n_files; f++) {
+        if (!info->dlpi_name || strcmp(info->dlpi_name, A.plugin_file[f]) != 0)
+            continue;
+        for (int h = 0; h < info->dlpi_phnum && A.n_r < MAX_RANGES; h++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[h];
+            if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+                continue;
+            A.r[A.n_r].lo = info->dlpi_addr + ph->p_vaddr;
+            A.r[A.n_r].hi = A.r[A.n_r].lo + ph->p_memsz;
+            A.r[A.n_r].plugin = A.plugin_name[f];
+            A.n_r++;
+        }
+    }
+    return 0;
+}
+
+static void add_entry(const void *fn, int what)
+{
+    if (fn && A.n_e < MAX_ENTRIES) {
+        A.e[A.n_e].addr = (uintptr_t)fn;
+        A.e[A.n_e].what = what;
+        A.n_e++;
+    }
+}
+
+/* The pipeline's stage ids and ops, read from its file (the engine does not list them). */
+static void build_attribution(void)
+{
+    json_error_t je;
+    json_t *root = json_load_file(W.o->pipeline, 0, &je);
+    json_t *stages = root ? json_object_get(root, "stages") : NULL;
+    int n_st = pf_engine_stage_count(W.e);
+    for (int s = 0; s < n_st; s++) {
+        const char *file, *plugin;
+        const pf_stage_desc *d = pf_engine_stage(W.e, s, &file, &plugin);
+        /* every stage of the pipeline with this op */
+        char ids[1024] = "";
+        size_t used = 0;
+        int count = 0;
+        for (size_t k = 0; stages && k < json_array_size(stages); k++) {
+            json_t *st = json_array_get(stages, k);
+            const char *op = json_string_value(json_object_get(st, "op"));
+            const char *id = json_string_value(json_object_get(st, "id"));
+            if (op && id && strcmp(op, d->name) == 0 && used < sizeof ids - 64) {
+                used += (size_t)snprintf(ids + used, sizeof ids - used, "%s%s", count ? " or " : "",
+                                         id);
+                count++;
+            }
+        }
+        if (!count)
+            continue;
+        int f = 0;
+        while (f < A.n_files && strcmp(A.plugin_file[f], file) != 0)
+            f++;
+        if (f == A.n_files && f < MAX_RANGES) {
+            char pn[1200];
+            snprintf(pn, sizeof pn, "plugin %s (%s)", plugin, file);
+            A.plugin_file[f] = file;
+            A.plugin_name[f] = add_name(pn);
+            A.n_files++;
+        }
+        char text[2048];
+        snprintf(text, sizeof text, "stage %s (op %s, plugin %s: %s)", ids, d->name, plugin, file);
+        int what = add_name(text);
+        if (what < 0)
+            continue;
+        add_entry((const void *)d->point_row, what);
+        add_entry((const void *)d->run_cpu, what);
+        add_entry((const void *)d->run_cuda, what);
+        add_entry((const void *)d->point_cuda, what);
+        add_entry((const void *)d->shape, what);
+        add_entry((const void *)d->check, what);
+        add_entry((const void *)d->radius, what);
+        add_entry((const void *)d->scratch_bytes, what);
+        add_entry((const void *)d->combine, what);
+        add_entry((const void *)d->partial_len, what);
+    }
+    json_decref(root);
+    dl_iterate_phdr(phdr_cb, NULL);
+    void *warm[4];
+    backtrace(warm, 4); /* loads the unwinder now, not in a signal handler */
+}
+
+/* Async-signal-safe: which stage an address belongs to, or NULL. */
+static const char *attribute(uintptr_t a, int *in_plugin)
+{
+    for (int r = 0; r < A.n_r; r++) {
+        if (a < A.r[r].lo || a >= A.r[r].hi)
+            continue;
+        *in_plugin = A.r[r].plugin;
+        const entry *best = NULL;
+        for (int k = 0; k < A.n_e; k++)
+            if (A.e[k].addr <= a && A.e[k].addr >= A.r[r].lo && A.e[k].addr < A.r[r].hi &&
+                (!best || A.e[k].addr > best->addr))
+                best = &A.e[k];
+        if (!best) {
+            /* below every entry point (a cold section placed first): name the op only
+               when the pipeline uses one op of this plugin */
+            for (int k = 0; k < A.n_e; k++)
+                if (A.e[k].addr >= A.r[r].lo && A.e[k].addr < A.r[r].hi) {
+                    if (best && best->what != A.e[k].what)
+                        return NULL;
+                    best = &A.e[k];
+                }
+        }
+        return best ? A.names[best->what] : NULL;
+    }
+    return NULL;
+}
+
+/* Async-signal-safe: where this thread is, from pc and its stack, into buf. */
+static size_t where_am_i(uintptr_t pc, char *buf, size_t size)
+{
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    int plugin = -1;
+    const char *st = pc ? attribute(pc, &plugin) : NULL;
+    for (int i = 0; !st && i < n; i++) /* return addresses: the call is just before */
+        st = attribute((uintptr_t)frames[i] - 1, &plugin);
+    const char *text = st            ? st
+                       : plugin >= 0 ? A.names[plugin]
+                                     : "pipefuse's own code (no plugin code on the thread's stack)";
+    size_t k = 0;
+    for (; text && text[k] && k < size - 1; k++)
+        buf[k] = text[k];
+    buf[k] = 0;
+    return plugin >= 0 ? k : 0;
+}
+
+static size_t put(char *b, size_t at, size_t size, const char *s)
+{
+    while (*s && at < size - 1)
+        b[at++] = *s++;
+    b[at] = 0;
+    return at;
+}
+
+static size_t put_int(char *b, size_t at, size_t size, long v)
+{
+    char t[24];
+    int n = 0;
+    int neg = v < 0;
+    unsigned long u = neg ? (unsigned long)-v : (unsigned long)v;
+    do
+        t[n++] = (char)('0' + u % 10);
+    while ((u /= 10) && n < 22);
+    if (neg)
+        t[n++] = '-';
+    while (n && at < size - 1)
+        b[at++] = t[--n];
+    b[at] = 0;
+    return at;
+}
+
+/* The file this thread is working on, else the only one in the engine, else -1. */
+static int culprit(void)
+{
+    if (tls_job >= 0)
+        return tls_job;
+    return atomic_load(&engine_jobs) == 1 ? atomic_load(&engine_last) : -1;
+}
+
+static void crash_record(const char *what, uintptr_t pc)
+{
+    char line[3900];
+    size_t n = put(line, 0, sizeof line, "C ");
+    n = put_int(line, n, sizeof line, culprit());
+    n = put(line, n, sizeof line, " ");
+    n = put(line, n, sizeof line, what);
+    n = put(line, n, sizeof line, "\t");
+    if (tls_step && tls_job >= 0 && strcmp(tls_step, "engine") != 0) {
+        n = put(line, n, sizeof line, "PNG ");
+        n = put(line, n, sizeof line, tls_step);
+    } else {
+        char where[3000];
+        where_am_i(pc, where, sizeof where);
+        n = put(line, n, sizeof line, where);
+    }
+    n = put(line, n, sizeof line, "\n");
+    ssize_t w = write(W.rep_fd, line, n);
+    (void)w;
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    uintptr_t pc = 0;
+#if defined(__x86_64__)
+    pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
+#else
+    (void)uc;
+#endif
+    const char *name = sig == SIGSEGV   ? "SIGSEGV"
+                       : sig == SIGFPE  ? "SIGFPE"
+                       : sig == SIGBUS  ? "SIGBUS"
+                       : sig == SIGILL  ? "SIGILL"
+                       : sig == SIGABRT ? "SIGABRT"
+                                        : "signal";
+    crash_record(name, pc);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* A thread's answer to "where are you" (hang report): only threads in plugin code. */
+static void on_where(int sig)
+{
+    (void)sig;
+    char line[3900] = "W ";
+    size_t k = where_am_i(0, line + 2, sizeof line - 4);
+    if (!k)
+        return;
+    k += 2;
+    line[k++] = '\n';
+    ssize_t w = write(W.rep_fd, line, k);
+    (void)w;
+}
+
+/* exit() called by a stage: the process is going away with a file half done. */
+static void on_exit_call(void)
+{
+    crash_record("exit() called", 0);
+    _exit(4);
+}
+
+static void install_handlers(void)
+{
+    static char alt[64 * 1024];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    int fatal[] = {SIGSEGV, SIGFPE, SIGBUS, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        sigaction(fatal[i], &sa, NULL);
+    struct sigaction sw;
+    memset(&sw, 0, sizeof sw);
+    sw.sa_handler = on_where;
+    sw.sa_flags = SA_RESTART;
+    sigemptyset(&sw.sa_mask);
+    sigaction(SIGUSR2, &sw, NULL);
+    signal(SIGINT, SIG_IGN); /* Ctrl-C reaches the supervisor, which decides */
+    signal(SIGPIPE, SIG_IGN);
+    atexit(on_exit_call);
+}
+
+/* Asks every other thread where it is (see on_where). */
+static void ask_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    for (struct dirent *de; (de = readdir(d));) {
+        long tid = strtol(de->d_name, NULL, 10);
+        if (tid > 0 && tid != self)
+            syscall(SYS_tgkill, getpid(), (pid_t)tid, SIGUSR2);
+    }
+    closedir(d);
+}
+
+/* ---- Setup ------------------------------------------------------------------------------------- */
+
+/* The engine's notices and warnings, each distinct one once: every lane plans its own
+   pipelines, and "running on the CPU" once is enough. Notices are hidden by -q. */
+static void log_once(void *user, int level, const char *msg)
+{
+    (void)user;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char *seen[32];
+    static int n_seen;
+    if (level == 0 && W.o->quiet)
+        return;
+    pthread_mutex_lock(&mu);
+    int dup = 0;
+    for (int i = 0; i < n_seen && !dup; i++)
+        dup = strcmp(seen[i], msg) == 0;
+    if (!dup && n_seen < 32)
+        seen[n_seen++] = strdup(msg);
+    pthread_mutex_unlock(&mu);
+    if (!dup)
+        fprintf(stderr, "pipefuse: %s%s\n",
+                level == 1   ? "warning: "
+                : level >= 2 ? "error: "
+                             : "",
+                msg);
+}
+
+static int load_pipeline(pf_engine *e, pf_pipeline **out, char *err, size_t errn)
+{
+    const run_opts *o = W.o;
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_file(e, o->pipeline, &p) != PF_OK) {
+        snprintf(err, errn, "%s", pf_engine_errmsg(e));
+        return -1;
+    }
+    if ((o->backend && pf_pipeline_set_option(p, "backend", o->backend) != PF_OK) ||
+        (o->dump_kernels && pf_pipeline_set_option(p, "dump_kernels", o->dump_kernels) != PF_OK) ||
+        (o->max_launch_ms &&
+         pf_pipeline_set_option(p, "max_launch_ms", o->max_launch_ms) != PF_OK) ||
+        (o->profile && pf_pipeline_set_option(p, "profile", "true") != PF_OK) ||
+        (o->no_fuse && pf_pipeline_set_option(p, "fusion", "false") != PF_OK)) {
+        snprintf(err, errn, "%s", pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        return -1;
+    }
+    for (int i = 0; i < o->n_sets; i++) {
+        char key[512];
+        const char *eq = strchr(o->sets[i], '=');
+        if (!eq || (size_t)(eq - o->sets[i]) >= sizeof key) {
+            snprintf(err, errn, "--set %s: expected ID.PARAM=VALUE", o->sets[i]);
+            pf_pipeline_destroy(p);
+            return -1;
+        }
+        memcpy(key, o->sets[i], (size_t)(eq - o->sets[i]));
+        key[eq - o->sets[i]] = 0;
+        if (pf_pipeline_set_param(p, key, eq + 1) != PF_OK) {
+            snprintf(err, errn, "%s", pf_pipeline_errmsg(p));
+            pf_pipeline_destroy(p);
+            return -1;
+        }
+    }
+    *out = p;
+    return 0;
+}
+
+static pf_engine *new_engine(int threads, char *err, size_t errn)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.plugin_path = W.o->common->plugin_path;
+    cfg.threads = threads;
+    cfg.log = log_once;
+    pf_engine *e = NULL;
+    int rc = pf_engine_create(&cfg, &e);
+    if (rc != PF_OK) {
+        snprintf(err, errn, "%s", e ? pf_engine_errmsg(e) : pf_status_str(rc));
+        pf_engine_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+static int setup(char *err, size_t errn)
+{
+    const run_opts *o = W.o;
+    if (!(W.e = new_engine(o->common->threads, err, errn)))
+        return -1;
+    pf_pipeline *p;
+    if (load_pipeline(W.e, &p, err, errn) != 0)
+        return -1;
+    W.n_in = pf_pipeline_input_count(p);
+    W.n_out = pf_pipeline_output_count(p);
+    if (W.n_in > RUN_MAX_IO || W.n_out > RUN_MAX_IO) {
+        snprintf(err, errn, "at most %d inputs and outputs", RUN_MAX_IO);
+        pf_pipeline_destroy(p);
+        return -1;
+    }
+    for (int i = 1; i < W.n_in; i++) {
+        const char *name = pf_pipeline_input_name(p, i), *file = NULL;
+        for (int k = 0; k < o->n_binds; k++) {
+            size_t len = strlen(name);
+            if (strncmp(o->binds[k], name, len) == 0 && o->binds[k][len] == '=')
+                file = o->binds[k] + len + 1;
+        }
+        if (!file) {
+            snprintf(err, errn,
+                     "pipeline input '%s' needs --input %s=FILE (the files on the command line "
+                     "go to '%s')",
+                     name, name, pf_pipeline_input_name(p, 0));
+            pf_pipeline_destroy(p);
+            return -1;
+        }
+        char e2[1024];
+        if (pf_png_read(file, o->max_pixels, &W.bound[i], NULL, e2, sizeof e2) != PF_OK) {
+            snprintf(err, errn, "--input %s: %s", name, e2);
+            pf_pipeline_destroy(p);
+            return -1;
+        }
+    }
+    for (int k = 0; k < W.n_out; k++) {
+        pf_pipeline_output_info(p, k, &W.oi[k]);
+        W.out_name[k] = strdup(W.oi[k].name);
+        W.oi[k].name = W.out_name[k];
+        W.json[k] = W.oi[k].table_format ? W.oi[k].table_format == 2 : o->json_tables;
+        W.n_images += W.oi[k].kind == PF_OUTPUT_IMAGE;
+        W.has_tables |= W.oi[k].kind == PF_OUTPUT_TABLE;
+    }
+    /* Lanes: on the CPU one per core, files side by side; on the GPU one lane keeps
+       its frame slots full. A trial plan tells which backend the pipeline gets. */
+    int cpu = o->backend && strcmp(o->backend, "cpu") == 0;
+    if (!cpu) {
+        pf_shape s[RUN_MAX_IO];
+        for (int i = 0; i < W.n_in; i++)
+            s[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : (pf_shape){1024, 1024};
+        pf_stats st;
+        st.size = sizeof st;
+        if (pf_pipeline_plan(p, s, W.n_in) == PF_OK && pf_pipeline_stats(p, &st) == PF_OK)
+            cpu = strcmp(st.backend, "cpu") == 0;
+        else
+            cpu = !(o->backend && strcmp(o->backend, "cuda") == 0);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    if (o->common->threads > 0 && o->common->threads < cores)
+        cores = o->common->threads;
+    W.lanes = o->lanes ? o->lanes : cpu ? (int)(cores < 8 ? cores : 8) : 1;
+    if (W.lanes > MAX_LANES)
+        W.lanes = MAX_LANES;
+    W.codecs = (int)cores;
+    W.lane_threads = (int)(cores / W.lanes > 0 ? cores / W.lanes : 1);
+    pf_pipeline_destroy(p);
+    build_attribution();
+    return 0;
+}
+
+/* ---- Engine lanes ------------------------------------------------------------------------------- */
+
+static void drop(cached *c)
+{
+    pf_stats st;
+    st.size = sizeof st;
+    if (c->p && pf_pipeline_stats(c->p, &st) == PF_OK)
+        atomic_fetch_add(&W.plans, st.plans);
+    pf_pipeline_destroy(c->p);
+    memset(c, 0, sizeof *c);
+}
+
+/* The lane's pipeline planned for this job's shape: cached, or loaded and planned. */
+static pf_pipeline *pipeline_for(lane *L, job *j)
+{
+    pf_shape s = {j->in[0].width, j->in[0].height};
+    cached *hit = NULL, *victim = &L->c[0];
+    for (int i = 0; i < PLAN_CACHE; i++) {
+        if (L->c[i].p && L->c[i].shape.width == s.width && L->c[i].shape.height == s.height)
+            hit = &L->c[i];
+        if (!L->c[i].p || (victim->p && L->c[i].use < victim->use))
+            victim = &L->c[i];
+    }
+    if (hit) {
+        hit->use = ++L->clock;
+        return hit->p;
+    }
+    drop(victim);
+    pf_pipeline *p;
+    if (load_pipeline(L->e, &p, j->err, sizeof j->err) != 0)
+        return NULL;
+    pf_shape shapes[RUN_MAX_IO];
+    shapes[0] = s;
+    for (int i = 1; i < W.n_in; i++)
+        shapes[i] = (pf_shape){W.bound[i].width, W.bound[i].height};
+    /* Before any buffer: the plan's bytes (the engine counts them from the shapes) and
+       the file's frames, against --max-memory. */
+    pf_memory m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    if (pf_pipeline_memory(p, shapes, W.n_in, &m) != PF_OK) {
+        snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        return NULL;
+    }
+    unsigned long long pb = m.host_bytes + m.pinned_bytes;
+    if (W.o->max_memory && pb + j->est > W.o->max_memory) {
+        snprintf(j->err, sizeof j->err,
+                 "needs %.1f MB: its frames %.1f MB and the pipeline's buffers %.1f MB (the "
+                 "largest, %s, %.1f MB), over --max-memory %.1f MB",
+                 (pb + j->est) / 1e6, j->est / 1e6, pb / 1e6,
+                 m.largest_stage ? m.largest_stage : "?", m.largest_bytes / 1e6,
+                 W.o->max_memory / 1e6);
+        pf_pipeline_destroy(p);
+        return NULL;
+    }
+    if (pf_pipeline_plan(p, shapes, W.n_in) != PF_OK) {
+        snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        return NULL;
+    }
+    /* Plans of other shapes go while the lane's pipelines would hold over a quarter of
+       the memory budget. */
+    for (;;) {
+        unsigned long long held = 0;
+        cached *lru = NULL;
+        for (int i = 0; i < PLAN_CACHE; i++) {
+            held += L->c[i].bytes;
+            if (L->c[i].p && &L->c[i] != victim && (!lru || L->c[i].use < lru->use))
+                lru = &L->c[i];
+        }
+        if (!lru || !W.o->max_memory || held + pb <= W.o->max_memory / 4)
+            break;
+        drop(lru);
+    }
+    victim->p = p;
+    victim->shape = s;
+    victim->use = ++L->clock;
+    victim->bytes = pb;
+    return p;
+}
+
+static const char *copied_row_name(const void *params, int row)
+{
+    return ((char *const *)params)[row];
+}
+
+/* Copies the tables of the frame just waited for, so the lane can go on. */
+static int copy_tables(pf_pipeline *p, job *j)
+{
+    for (int k = 0; k < W.n_out; k++) {
+        if (W.oi[k].kind != PF_OUTPUT_TABLE)
+            continue;
+        pf_table t;
+        if (pf_pipeline_table(p, k, &t) != PF_OK) {
+            snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
+            return -1;
+        }
+        size_t cells = (size_t)t.rows * (size_t)t.cols;
+        double *data = malloc(cells * sizeof *data + 1);
+        char **cols = calloc((size_t)t.cols + 1, sizeof *cols);
+        char **rows = t.row_name ? calloc((size_t)t.rows + 1, sizeof *rows) : NULL;
+        if (!data || !cols || (t.row_name && !rows)) {
+            free(data);
+            free(cols);
+            free(rows);
+            snprintf(j->err, sizeof j->err, "out of memory copying a table");
+            return -1;
+        }
+        memcpy(data, t.data, cells * sizeof *data);
+        for (int c = 0; c < t.cols; c++)
+            cols[c] = strdup(t.columns && t.columns[c] ? t.columns[c] : "");
+        for (int r = 0; rows && r < t.rows; r++)
+            rows[r] = strdup(t.row_name(t.params, r));
+        j->tab[k] = (pf_table){
+            data, t.rows, t.cols, (const char *const *)cols, rows ? copied_row_name : NULL, rows};
+        j->row_names[k] = rows;
+    }
+    return 0;
+}
+
+static void free_job(job *j)
+{
+    for (int k = 0; k < RUN_MAX_IO; k++) {
+        pf_frame_free(&j->out[k]);
+        if (j->tab[k].columns) {
+            for (int c = 0; c < j->tab[k].cols; c++)
+                free((char *)j->tab[k].columns[c]);
+            free((void *)j->tab[k].columns);
+            free((void *)j->tab[k].data);
+        }
+        if (j->row_names[k]) {
+            for (int r = 0; r < j->tab[k].rows; r++)
+                free(j->row_names[k][r]);
+            free(j->row_names[k]);
+        }
+    }
+    pf_frame_free(&j->in[0]);
+    for (int k = 0; k < RUN_MAX_IO; k++)
+        free(j->names[k]);
+    free(j->path);
+    free(j);
+}
+
+static void push(queue *q, job *j)
+{
+    j->next = NULL;
+    if (q->tail)
+        q->tail->next = j;
+    else
+        q->head = j;
+    q->tail = j;
+    q->n++;
+}
+
+static job *pop(queue *q)
+{
+    job *j = q->head;
+    if (j) {
+        q->head = j->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->n--;
+    }
+    return j;
+}
+
+static void to_encode(job *j)
+{
+    pthread_mutex_lock(&W.mu);
+    W.in_engine--;
+    push(&W.encode, j);
+    pthread_cond_broadcast(&W.cv);
+    pthread_mutex_unlock(&W.mu);
+}
+
+/* A failure that loses the GPU context: the worker cannot go on. */
+static int context_lost(int rc)
+{
+    return rc == PF_CUDA;
+}
+
+static void lost_and_exit(job *j)
+{
+    report("D %d 1 %.1f %s (the GPU context is lost; the worker restarts)", j->index,
+           now_ms() - j->t0, j->err);
+    report("L");
+    _exit(3);
+}
+
+static void engine_enter(job *j)
+{
+    atomic_store(&engine_last, j->index);
+    atomic_fetch_add(&engine_jobs, 1);
+    tls_job = j->index;
+    tls_step = "engine";
+    report("E %d", j->index);
+}
+
+static void engine_leave(void)
+{
+    atomic_fetch_sub(&engine_jobs, 1);
+    tls_job = -1;
+    tls_step = NULL;
+}
+
+/* A frame that failed in the engine: its message, and the worker's end when the GPU
+   context is lost. */
+static void engine_failed(job *j, pf_pipeline *p, int rc)
+{
+    snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
+    j->status = 1;
+    engine_leave();
+    if (context_lost(rc))
+        lost_and_exit(j);
+}
+
+/* Waits for the oldest submitted frame of the lane and hands it to the encoders. */
+static void retire(job **fifo, pf_pipeline **fp, int *n)
+{
+    job *j = fifo[0];
+    pf_pipeline *p = fp[0];
+    tls_job = j->index;
+    int rc = pf_pipeline_wait(p, j->ticket);
+    if (rc != PF_OK) {
+        engine_failed(j, p, rc);
+    } else {
+        if (W.has_tables && copy_tables(p, j) != 0)
+            j->status = 1;
+        engine_leave();
+    }
+    memmove(fifo, fifo + 1, sizeof *fifo * (size_t)(*n - 1));
+    memmove(fp, fp + 1, sizeof *fp * (size_t)(*n - 1));
+    (*n)--;
+    to_encode(j);
+}
+
+/* --profile: the last frame's time per launch unit of the first lane, with the stage
+   ids inside each. */
+static void print_profile(const pf_pipeline *p)
+{
+    static const char *const kinds[] = {"point", "stencil", "resample", "reduce"};
+    pf_stats s;
+    s.size = sizeof s;
+    if (pf_pipeline_stats(p, &s) != PF_OK)
+        return;
+    fprintf(stderr, "profile of the last frame of lane 0 (%s; %s):\n", s.backend,
+            strcmp(s.backend, "cpu") ? "GPU time from CUDA events" : "wall time per unit");
+    fprintf(stderr, "  %-4s %-8s %6s %10s %10s %9s %8s  %s\n", "unit", "kind", "bands", "time ms",
+            "model ms", "MB", "GB/s", "stages");
+    double total = 0;
+    for (int i = 0; i < pf_pipeline_unit_count(p); i++) {
+        pf_unit_info u;
+        pf_pipeline_unit(p, i, &u);
+        total += u.measured_ms;
+        fprintf(stderr, "  #%-3d %-8s %6d %10.3f %10.3f %9.1f %8.1f  ", i, kinds[u.kind], u.bands,
+                u.measured_ms, u.predicted_ms, u.bytes / 1e6,
+                u.measured_ms > 0 ? u.bytes / (u.measured_ms * 1e6) : 0.0);
+        for (int k = 0; k < u.n_stages; k++)
+            fprintf(stderr, "%s%s", k ? (u.fused ? " + " : ", ") : "", u.stages[k]);
+        fputc('\n', stderr);
+    }
+    fprintf(stderr, "  total %.3f ms in %d launch(es)", total, s.launches_per_frame);
+    if (s.timed_launches)
+        fprintf(stderr, "; longest launch %.3f ms", s.max_launch_ms);
+    fputc('\n', stderr);
+    if (s.budget_ms > 0)
+        fprintf(stderr, "  watchdog budget %.1f ms: %llu of %llu timed launches over it\n",
+                s.budget_ms, s.launches_over_budget, s.timed_launches);
+}
+
+static void *lane_main(void *arg)
+{
+    lane *L = arg;
+    job *fifo[8];
+    pf_pipeline *fp[8];
+    int n = 0;
+    for (;;) {
+        pthread_mutex_lock(&W.mu);
+        while (!W.ready.n && !(W.input_closed && !W.decode.n && !W.decoding) && !n)
+            pthread_cond_wait(&W.cv, &W.mu);
+        job *j = pop(&W.ready);
+        if (j)
+            W.in_engine++;
+        int done = !j && !n && W.input_closed && !W.decode.n && !W.decoding;
+        pthread_mutex_unlock(&W.mu);
+        if (done)
+            break;
+        if (!j) {
+            retire(fifo, fp, &n);
+            continue;
+        }
+        pf_pipeline *p = pipeline_for(L, j);
+        if (!p) {
+            j->status = 1;
+            to_encode(j);
+            continue;
+        }
+        /* Tables are read after a frame's wait: with table outputs, one frame at a time.
+           On the CPU submit runs the frame: retire it at once. */
+        pf_stats st;
+        st.size = sizeof st;
+        int cpu = pf_pipeline_stats(p, &st) == PF_OK && strcmp(st.backend, "cpu") == 0;
+        int depth = W.has_tables || cpu ? 1 : pf_pipeline_slots(p);
+        if (depth > 8)
+            depth = 8;
+        while (n && n >= depth)
+            retire(fifo, fp, &n);
+        int rc = PF_OK;
+        for (int k = 0; k < W.n_out && rc == PF_OK; k++) {
+            pf_output_info oi;
+            pf_pipeline_output_info(p, k, &oi);
+            if (oi.kind != PF_OUTPUT_IMAGE)
+                continue;
+            int ch = oi.channels ? oi.channels : j->in[0].channels;
+            pf_sample s = oi.bits == 16 ? PF_U16 : oi.bits == 8 ? PF_U8 : j->in[0].sample;
+            rc = pf_frame_alloc(&j->out[k], oi.shape.width, oi.shape.height, s, ch);
+            if (rc != PF_OK)
+                snprintf(j->err, sizeof j->err, "out of memory for a %dx%d output", oi.shape.width,
+                         oi.shape.height);
+        }
+        if (rc != PF_OK) {
+            j->status = 1;
+            to_encode(j);
+            continue;
+        }
+        pf_frame in[RUN_MAX_IO];
+        in[0] = j->in[0];
+        for (int i = 1; i < W.n_in; i++)
+            in[i] = W.bound[i];
+        engine_enter(j);
+        for (;;) {
+            rc = pf_pipeline_submit(p, in, W.n_in, j->out, W.n_out, &j->ticket);
+            if (rc != PF_UNSUPPORTED || !n)
+                break;
+            retire(fifo, fp, &n); /* every slot busy */
+            tls_job = j->index;
+        }
+        tls_job = -1;
+        if (rc != PF_OK) {
+            engine_failed(j, p, rc);
+            to_encode(j);
+            continue;
+        }
+        /* The host input was copied by submit. */
+        pf_frame_free(&j->in[0]);
+        fifo[n] = j;
+        fp[n] = p;
+        n++;
+        if (depth == 1)
+            retire(fifo, fp, &n);
+    }
+    if (W.o->profile && L == W.lane0) {
+        cached *last = NULL;
+        for (int i = 0; i < PLAN_CACHE; i++)
+            if (L->c[i].p && (!last || L->c[i].use > last->use))
+                last = &L->c[i];
+        if (last)
+            print_profile(last->p);
+    }
+    for (int i = 0; i < PLAN_CACHE; i++)
+        drop(&L->c[i]);
+    return NULL;
+}
+
+/* ---- Codec threads --------------------------------------------------------------------------------- */
+
+static void encode(job *j)
+{
+    tls_job = j->index;
+    tls_step = "encode";
+    if (j->status == 0) {
+        out_item items[RUN_MAX_IO];
+        int n = 0, commit = -1;
+        for (int k = 0; k < W.n_out; k++) {
+            int img = W.oi[k].kind == PF_OUTPUT_IMAGE;
+            if (!j->names[k] || !j->names[k][0])
+                break;
+            items[n] = (out_item){j->names[k], img, &j->out[k], &j->tab[k], W.json[k]};
+            if (img && commit < 0)
+                commit = n;
+            n++;
+        }
+        /* The first image output is renamed last: its appearance commits the set. */
+        if (commit < 0)
+            commit = 0;
+        if (n == W.n_out && n > 0) {
+            out_item c = items[commit];
+            memmove(items + commit, items + commit + 1, sizeof *items * (size_t)(n - commit - 1));
+            items[n - 1] = c;
+        }
+        out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter};
+        if (n < W.n_out) {
+            snprintf(j->err, sizeof j->err, "no name for output %d", n);
+            j->status = 1;
+        } else if (out_write_set(&oo, items, n, j->err, sizeof j->err) != 0) {
+            j->status = 1;
+        }
+        if (j->status == 0) {
+            char outs[3000];
+            size_t used = 0;
+            outs[0] = 0;
+            for (int k = 0; k < W.n_out && used < sizeof outs; k++) /* output order */
+                for (int i = 0; i < n; i++)
+                    if (items[i].frame == &j->out[k] && used < sizeof outs)
+                        used += (size_t)snprintf(outs + used, sizeof outs - used, "%s%s",
+                                                 used ? ", " : "", items[i].final_name);
+            report("D %d 0 %.1f %s", j->index, now_ms() - j->t0, outs);
+        }
+    }
+    if (j->status != 0)
+        report("D %d 1 %.1f %s", j->index, now_ms() - j->t0, j->err);
+    tls_job = -1;
+    tls_step = NULL;
+}
+
+static void decode(job *j)
+{
+    tls_job = j->index;
+    tls_step = "decode";
+    j->t0 = now_ms();
+    char err[2048] = "";
+    if (W.o->max_memory && j->est > W.o->max_memory) {
+        snprintf(j->err, sizeof j->err,
+                 "its frames need %.1f MB (from the PNG header), over --max-memory %.1f MB; "
+                 "not decoded",
+                 j->est / 1e6, W.o->max_memory / 1e6);
+        j->status = 1;
+    } else if (pf_png_read(j->path, W.o->max_pixels, &j->in[0], NULL, err, sizeof err) != PF_OK) {
+        /* The reader's messages start with the path; the log names the input already. */
+        size_t pl = strlen(j->path);
+        const char *m = strncmp(err, j->path, pl) == 0 && err[pl] == ':' ? err + pl + 2 : err;
+        snprintf(j->err, sizeof j->err, "%s", m);
+        j->status = 1;
+    }
+    tls_job = -1;
+    tls_step = NULL;
+}
+
+static void *codec_main(void *arg)
+{
+    (void)arg;
+    unsigned long long half = W.o->max_memory / 2;
+    pthread_mutex_lock(&W.mu);
+    for (;;) {
+        job *j = pop(&W.encode);
+        if (j) {
+            W.encoding++;
+            pthread_mutex_unlock(&W.mu);
+            encode(j);
+            unsigned long long est = j->est;
+            free_job(j);
+            pthread_mutex_lock(&W.mu);
+            W.encoding--;
+            W.bytes_in_flight -= est;
+            pthread_cond_broadcast(&W.cv);
+            continue;
+        }
+        j = W.decode.head;
+        int busy = W.bytes_in_flight > 0;
+        if (j && (!busy || !half || W.bytes_in_flight + j->est <= half)) {
+            pop(&W.decode);
+            W.decoding++;
+            W.bytes_in_flight += j->est;
+            pthread_mutex_unlock(&W.mu);
+            decode(j);
+            pthread_mutex_lock(&W.mu);
+            W.decoding--;
+            if (j->status) {
+                W.in_engine++; /* to_encode counts it out */
+                pthread_mutex_unlock(&W.mu);
+                to_encode(j);
+                pthread_mutex_lock(&W.mu);
+            } else {
+                push(&W.ready, j);
+            }
+            pthread_cond_broadcast(&W.cv);
+            continue;
+        }
+        if (W.input_closed && !W.decode.n && !W.decoding && !W.ready.n && !W.in_engine &&
+            !W.encode.n)
+            break;
+        pthread_cond_wait(&W.cv, &W.mu);
+    }
+    pthread_cond_broadcast(&W.cv);
+    pthread_mutex_unlock(&W.mu);
+    return NULL;
+}
+
+/* ---- Memory estimate ------------------------------------------------------------------------------- */
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
+                                         unsigned long long *pixels)
+{
+    unsigned char h[33];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, h, sizeof h);
+    close(fd);
+    static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+    if (n != (ssize_t)sizeof h || memcmp(h, sig, 8) != 0 || memcmp(h + 12, "IHDR", 4) != 0)
+        return 0;
+    unsigned long long w = be32(h + 16), ht = be32(h + 20);
+    int depth = h[24], ctype = h[25];
+    /* channels after expansion: palette and tRNS may become RGBA */
+    int ch = ctype == 0 ? 2 : ctype == 4 ? 2 : 4;
+    int bytes = depth == 16 ? 2 : 1;
+    if (pixels)
+        *pixels = w * ht;
+    unsigned long long in = w * ht * (unsigned long long)(ch * bytes);
+    /* outputs: at most RGBA u16 each, bounded below by the input's size */
+    unsigned long long out = w * ht * (unsigned long long)(ch * bytes);
+    return in + out * (unsigned long long)(n_image_outputs > 0 ? n_image_outputs : 0);
+}
+
+/* ---- Main ------------------------------------------------------------------------------------------ */
+
+void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the supervisor killed: so is the worker */
+    W.o = o;
+    W.rep_fd = rep_fd;
+    W.dirfd = dirfd;
+    char err[3000];
+    install_handlers();
+    if (setup(err, sizeof err) != 0) {
+        report("X %s", err);
+        _exit(2);
+    }
+
+    lane *lanes = calloc((size_t)W.lanes, sizeof *lanes);
+    pthread_t *codecs = calloc((size_t)W.codecs, sizeof *codecs);
+    if (!lanes || !codecs) {
+        report("X out of memory");
+        _exit(2);
+    }
+    W.lane0 = lanes;
+    for (int i = 0; i < W.lanes; i++)
+        if (!(lanes[i].e = new_engine(W.lane_threads, err, sizeof err))) {
+            report("X %s", err);
+            _exit(2);
+        }
+    for (int k = 0; k < W.n_out; k++)
+        report("O %c %d %s", W.oi[k].kind == PF_OUTPUT_IMAGE ? 'i' : 't', W.json[k], W.oi[k].name);
+    report("R %d", W.lanes);
+    for (int i = 0; i < W.lanes; i++)
+        if (pthread_create(&lanes[i].tid, NULL, lane_main, &lanes[i]) != 0) {
+            report("X cannot start a thread");
+            _exit(2);
+        }
+    for (int i = 0; i < W.codecs; i++)
+        if (pthread_create(&codecs[i], NULL, codec_main, NULL) != 0) {
+            report("X cannot start a thread");
+            _exit(2);
+        }
+
+    /* Jobs: "J index\tpath" lines (the path escaped as in the joblog); "H" asks where
+       the threads are; end of file ends. */
+    char buf[16384];
+    size_t have = 0;
+    for (;;) {
+        ssize_t r = read(job_fd, buf + have, sizeof buf - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        char *line = buf, *nl;
+        while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+            *nl = 0;
+            char *tab = strchr(line, '\t');
+            if (line[0] == 'J' && tab) {
+                int idx = atoi(line + 2);
+                job *j = calloc(1, sizeof *j);
+                if (!j || !(j->path = strdup(tab + 1))) {
+                    report("X out of memory");
+                    _exit(2);
+                }
+                /* path, then a name per output, tab-separated */
+                char *field = j->path;
+                for (int k = 0; k <= W.n_out; k++) {
+                    char *next = strchr(field, '\t');
+                    if (next)
+                        *next++ = 0;
+                    cli_unescape(field);
+                    if (k && !(j->names[k - 1] = strdup(field))) {
+                        report("X out of memory");
+                        _exit(2);
+                    }
+                    if (!next)
+                        break;
+                    field = next;
+                }
+                j->index = idx;
+                j->est = worker_estimate_bytes(j->path, W.n_images, NULL);
+                pthread_mutex_lock(&W.mu);
+                push(&W.decode, j);
+                pthread_cond_broadcast(&W.cv);
+                pthread_mutex_unlock(&W.mu);
+            } else if (line[0] == 'H') {
+                ask_threads();
+            }
+            line = nl + 1;
+        }
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+    }
+    pthread_mutex_lock(&W.mu);
+    W.input_closed = 1;
+    pthread_cond_broadcast(&W.cv);
+    pthread_mutex_unlock(&W.mu);
+    for (int i = 0; i < W.codecs; i++)
+        pthread_join(codecs[i], NULL);
+    for (int i = 0; i < W.lanes; i++)
+        pthread_join(lanes[i].tid, NULL);
+    report("Z %llu", (unsigned long long)atomic_load(&W.plans));
+    _exit(0);
+}
+
+/* ---- Entry of an exec'd worker ------------------------------------------------------------------- */
+
+/* The supervisor starts a worker by executing this program again (a fresh process: a
+   forked copy of one that has touched CUDA cannot use CUDA) with PIPEFUSE_RUN_WORKER
+   set to "CONFIG_FD,JOB_FD,REPORT_FD,DIR_FD"; the options come as "key=value" strings,
+   NUL-terminated, on CONFIG_FD (run_config_write). This runs before main. */
+static run_opts wo;
+static cli_common wc;
+
+static const char *cfg_keys[] = {"pipeline",      "outdir",      "backend", "dump_kernels",
+                                 "max_launch_ms", "plugin_path", NULL};
+
+static const char **cfg_str(run_opts *o, cli_common *c, int k)
+{
+    const char **f[] = {&o->pipeline,     &o->outdir,        &o->backend,
+                        &o->dump_kernels, &o->max_launch_ms, &c->plugin_path};
+    return f[k];
+}
+
+int run_config_write(int fd, const run_opts *o)
+{
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    int rc = 0;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int need_ = snprintf(NULL, 0, __VA_ARGS__) + 1;                                            \
+        if (n + (size_t)need_ > cap) {                                                             \
+            char *nb_ = b ? realloc(b, (cap = (n + (size_t)need_) * 2)) : NULL;                    \
+            if (!nb_) {                                                                            \
+                free(b);                                                                           \
+                return -1;                                                                         \
+            }                                                                                      \
+            b = nb_;                                                                               \
+        }                                                                                          \
+        n += (size_t)snprintf(b + n, cap - n, __VA_ARGS__) + 1;                                    \
+    } while (0)
+    if (!b)
+        return -1;
+    cli_common c = *o->common;
+    run_opts copy = *o;
+    for (int k = 0; cfg_keys[k]; k++) {
+        const char *v = *cfg_str(&copy, &c, k);
+        if (v)
+            PUT("%s=%s", cfg_keys[k], v);
+    }
+    PUT("ints=%d %d %d %d %d %d %d %d", o->profile, o->no_fuse, o->quiet, o->json_tables, o->zlib,
+        o->png_filter, o->lanes, o->common->threads);
+    PUT("sizes=%llu %llu", o->max_pixels, o->max_memory);
+    for (int i = 0; i < o->n_sets; i++)
+        PUT("set=%s", o->sets[i]);
+    for (int i = 0; i < o->n_binds; i++)
+        PUT("bind=%s", o->binds[i]);
+#undef PUT
+    for (size_t off = 0; off < n && rc == 0;) {
+        ssize_t w = write(fd, b + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = -1;
+        else
+            off += (size_t)w;
+    }
+    free(b);
+    return rc;
+}
+
+static void read_config(int fd)
+{
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    for (;;) {
+        if (!b)
+            _exit(2);
+        if (n + 1 >= cap && !(b = realloc(b, cap *= 2)))
+            _exit(2);
+        ssize_t r = read(fd, b + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    b[n] = 0;
+    wo.common = &wc;
+    for (size_t off = 0, len; off < n; off += len + 1) {
+        char *kv = b + off, *eq = strchr(kv, '=');
+        len = strlen(kv);
+        if (!eq)
+            continue;
+        *eq = 0;
+        const char *v = eq + 1;
+        for (int k = 0; cfg_keys[k]; k++)
+            if (strcmp(kv, cfg_keys[k]) == 0)
+                *cfg_str(&wo, &wc, k) = v;
+        if (strcmp(kv, "ints") == 0)
+            sscanf(v, "%d %d %d %d %d %d %d %d", &wo.profile, &wo.no_fuse, &wo.quiet,
+                   &wo.json_tables, &wo.zlib, &wo.png_filter, &wo.lanes, &wc.threads);
+        else if (strcmp(kv, "sizes") == 0)
+            sscanf(v, "%llu %llu", &wo.max_pixels, &wo.max_memory);
+        else if (strcmp(kv, "set") == 0 || strcmp(kv, "bind") == 0) {
+            const char ***list = kv[0] == 's' ? &wo.sets : &wo.binds;
+            int *count = kv[0] == 's' ? &wo.n_sets : &wo.n_binds;
+            const char **l = realloc((void *)*list, sizeof *l * (size_t)(*count + 1));
+            if (!l)
+                _exit(2);
+            l[(*count)++] = v;
+            *list = l;
+        }
+    }
+}
+
+__attribute__((constructor)) static void worker_entry(void)
+{
+    const char *v = getenv("PIPEFUSE_RUN_WORKER");
+    int cfg, jobs, reps, dir;
+    if (!v || sscanf(v, "%d,%d,%d,%d", &cfg, &jobs, &reps, &dir) != 4)
+        return;
+    unsetenv("PIPEFUSE_RUN_WORKER");
+    read_config(cfg);
+    worker_main(&wo, jobs, reps, dir);
+}

@@ -1,0 +1,427 @@
+#!/bin/bash
+# tests/cli/batch_test.sh: `pipefuse run` as a batch tool, one section per ctest test.
+#
+#   batch_test.sh SECTION PIPEFUSE HELPER SOURCE_DIR WORK_DIR PLUGIN_DIR
+#
+# SECTION: files (outputs never through a planted link, stale temporaries removed,
+# names), faults (a stage that crashes, divides by zero, aborts, exits or hangs costs
+# its file only), parallel (mixed sizes and bad files, log order, same bytes as one
+# lane), resume (kill -9 mid-batch, then --skip-existing; joblog; --retry-failed),
+# shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
+# a directory without PNGs), names (long input names and output directories).
+# PLUGIN_DIR holds faulty.so (plugins/faulty.c).
+set -u
+SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
+W=$WORK/batch_$SECTION
+rm -rf "$W" && mkdir -p "$W" || exit 1
+unset PIPEFUSE_PLUGIN_PATH JOB_COMPLETION_INDEX SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT
+failures=0
+rc=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+pf() {
+    "$PF" --plugin-path "$PLUG" "$@" >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+}
+
+expect() {
+    if [ "$rc" != "$1" ]; then
+        fail "$2: exit $rc, expected $1"
+        sed 's/^/    | /' "$W/stderr" | head -20 >&2
+    fi
+}
+
+says() {
+    grep -qF -- "$2" "$1" && return
+    fail "$3: no '$2' in $(basename "$1"):"
+    sed 's/^/    | /' "$1" | head -20 >&2
+}
+
+exists() { [ -s "$1" ] || fail "missing output $1"; }
+absent() { [ ! -e "$1" ] && [ ! -L "$1" ] || fail "unexpected file $1"; }
+count() { ls -A "$1" 2>/dev/null | wc -l; }
+no_temps() {
+    local t
+    t=$(ls -A "$1" | grep '^\.pftmp-')
+    [ -z "$t" ] || fail "$2: temporary files left in $1: $t"
+}
+# the PNG is whole (libpng reads it to the end)
+whole_png() { "$HELPER" png "$1" >/dev/null 2>&1 || fail "$1 is not a whole PNG"; }
+
+P=$SRC/pipelines
+IMG=$SRC/samples/images
+
+# a pipeline: brightness, then faulty_copy (mode and trigger width from --set)
+faulty_pipeline() {
+    cat >"$W/faulty.json" <<'EOF'
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "pre", "op": "brightness", "inputs": ["x"]},
+  {"id": "bad", "op": "faulty_copy", "inputs": ["pre"], "params": {"mode": 0}}],
+ "outputs": {"out": "bad"}}
+EOF
+}
+
+# a slow pipeline with an image and a table output: a kill or Ctrl-C finds files in flight
+slow_pipeline() {
+    cat >"$W/slow.json" <<EOF
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "slow", "op": "faulty_slow", "inputs": ["x"], "params": {"ms": $1}},
+  {"id": "hist", "op": "histogram", "inputs": ["slow"]}],
+ "outputs": {"image": "slow", "histogram": "hist"}}
+EOF
+}
+
+# N copies of the helper's PNGs and a sample photo under DIR, named f000.png...
+many() {
+    local dir=$1 n=$2 k=0
+    mkdir -p "$dir" "$W/gen"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    cp "$IMG/camera.png" "$W/gen/zcamera.png"
+    local srcs=("$W"/gen/*.png)
+    while [ $k -lt "$n" ]; do
+        cp "${srcs[$((k % ${#srcs[@]}))]}" "$dir/$(printf 'f%03d.png' $k)"
+        k=$((k + 1))
+    done
+}
+
+# ---- files: written safely, never through a link -----------------------------------------
+section_files() {
+    mkdir -p "$W/in" "$W/out"
+    "$HELPER" pngs "$W/in" || fail "cannot make the input PNGs"
+    echo "not yours" >"$W/victim"
+    # links planted at the final names of an image and of a table
+    ln -s "$W/victim" "$W/out/rgb8.png"
+    ln -s "$W/victim" "$W/out/rgb8.histogram.csv"
+    # links planted at names of the temporaries' form, for every pid around ours
+    local host
+    host=$(python3 -c 'import socket
+x = 2166136261
+for c in socket.gethostname().encode(): x = ((x ^ c) * 16777619) & 0xffffffff
+print("%08x" % x)' 2>/dev/null)
+    for p in $(seq $$ $(($$ + 50))); do
+        ln -s "$W/victim" "$W/out/.pftmp-$host-$p-0000000000000000"
+    done
+    # stale temporaries: one of a dead process of this host, one over an hour old
+    echo stale >"$W/out/.pftmp-$host-999999999-0123456789abcdef"
+    echo stale >"$W/out/.pftmp-00000000-1-0123456789abcdef"
+    touch -d '2 hours ago' "$W/out/.pftmp-00000000-1-0123456789abcdef"
+    echo fresh >"$W/out/.pftmp-00000000-2-0123456789abcdef" # another host's, now: kept
+    pf run "$P/demo.json" "$W/in" -o "$W/out" --backend cpu
+    expect 0 "run into a directory with planted links"
+    [ "$(cat "$W/victim")" = "not yours" ] || fail "a planted link was followed: victim is now '$(head -c 40 "$W/victim")'"
+    for f in rgb8.png rgb8.histogram.csv; do
+        [ -L "$W/out/$f" ] && fail "$f is still the planted link"
+        [ -f "$W/out/$f" ] || fail "$f was not written"
+    done
+    if [ -n "$host" ]; then
+        absent "$W/out/.pftmp-$host-999999999-0123456789abcdef"
+    fi
+    absent "$W/out/.pftmp-00000000-1-0123456789abcdef"
+    exists "$W/out/.pftmp-00000000-2-0123456789abcdef"
+    says "$W/stderr" "temporary file(s) left by an earlier run" "stale temporaries reported"
+    for n in gray16 graya8 rgb8 rgba16 rgba8; do
+        whole_png "$W/out/$n.png"
+        [ "$(wc -l <"$W/out/$n.histogram.csv")" = 65 ] || fail "$n.histogram.csv is not whole"
+    done
+
+    # a sticky, world-writable directory (as /tmp): outputs land, nothing else is left
+    mkdir -p "$W/sticky" && chmod 1777 "$W/sticky"
+    pf run "$P/demo.json" "$W/in/rgb8.png" -o "$W/sticky" -q
+    expect 0 "run into a sticky directory"
+    exists "$W/sticky/rgb8.png"
+    [ "$(count "$W/sticky")" = 2 ] || fail "sticky: $(ls -A "$W/sticky")"
+
+    # outputs get the mode of any new file (umask), and the same bytes as before
+    local mode
+    mode=$(umask 027 && "$PF" run "$P/demo.json" "$W/in/rgb8.png" -o "$W/umask" -q 2>/dev/null &&
+        stat -c %a "$W/umask/rgb8.png")
+    [ "$mode" = 640 ] || fail "output mode under umask 027: $mode, expected 640"
+
+    # the PNG options: another filter or level, the same pixels
+    pf run "$P/demo.json" "$IMG/camera.png" -o "$W/z9" -q --backend cpu --zlib 9 --png-filter all
+    expect 0 "--zlib 9 --png-filter all"
+    pf run "$P/demo.json" "$IMG/camera.png" -o "$W/z0" -q --backend cpu --zlib 0 --png-filter none
+    expect 0 "--zlib 0 --png-filter none"
+    [ "$(stat -c %s "$W/z0/camera.png")" -gt "$(stat -c %s "$W/z9/camera.png")" ] ||
+        fail "--zlib 0 is not larger than --zlib 9"
+    # the same pixels: the statistics of both files agree
+    "$PF" run "$P/analysis.json" "$W/z0/camera.png" -o "$W/a0" -q 2>/dev/null
+    "$PF" run "$P/analysis.json" "$W/z9/camera.png" -o "$W/a9" -q 2>/dev/null
+    exists "$W/a0/camera.stats.csv"
+    cmp -s "$W/a0/camera.stats.csv" "$W/a9/camera.stats.csv" || fail "--zlib/--png-filter changed the pixels"
+    pf run "$P/demo.json" "$W/in/rgb8.png" -o "$W/z0" --png-filter wavelet
+    expect 2 "--png-filter wavelet"
+}
+
+# ---- faults: a stage's crash, exit or hang costs its file only ---------------------------
+section_faults() {
+    faulty_pipeline
+    many "$W/in" 12
+    # the faulty stage misbehaves on the 17-pixel-wide image only: f004.png (rgba8), f010.png
+    local m what
+    for m in 1 2 3 4 5; do
+        case $m in
+        1) what="SIGSEGV" ;;
+        2) what="SIGFPE" ;;
+        3) what="SIGABRT" ;;
+        4) what="exit() called" ;;
+        5) what="timed out after 1 s" ;;
+        esac
+        pf run "$W/faulty.json" "$W/in" -o "$W/out$m" --set bad.mode=$m --set bad.width=17 \
+            --file-timeout 1 --backend cpu
+        expect 1 "mode $m: a batch with a $what stage"
+        for f in f004 f010; do
+            grep -F "$f.png: FAILED" "$W/stderr" | grep -qF "$what" ||
+                fail "mode $m: $f.png not reported as '$what'"
+            grep -F "$f.png: FAILED" "$W/stderr" |
+                grep -qF "stage bad (op faulty_copy, plugin faulty:" ||
+                fail "mode $m: $f.png's failure does not name stage, op and plugin: $(grep -F "$f.png" "$W/stderr")"
+            absent "$W/out$m/$f.png"
+        done
+        [ "$(grep -c FAILED "$W/stderr")" = 2 ] || fail "mode $m: $(grep -c FAILED "$W/stderr") failures, expected 2"
+        [ "$(ls "$W/out$m" | wc -l)" = 10 ] || fail "mode $m: $(ls "$W/out$m" | wc -l) outputs, expected 10"
+        no_temps "$W/out$m" "mode $m"
+        says "$W/stderr" "10 of 12 input(s) done" "mode $m summary"
+        says "$W/stderr" "restarted" "mode $m: the worker restart is reported"
+        for k in 000 001 002 003 005 006; do whole_png "$W/out$m/f$k.png"; done
+    done
+    # a stage error is an ordinary failure, no restart
+    pf run "$W/faulty.json" "$W/in" -o "$W/out6" --set bad.mode=6 --set bad.width=17
+    expect 1 "a stage returning an error"
+    grep -F "f004.png: FAILED" "$W/stderr" | grep -qF "asked to fail" || fail "stage error message"
+    grep -q restarted "$W/stderr" && fail "a stage error restarted the worker"
+    # every file crashing: each fails alone, named, exit 1
+    pf run "$W/faulty.json" "$W/in/f000.png" "$W/in/f001.png" "$W/in/f002.png" -o "$W/all" \
+        --set bad.mode=1
+    expect 1 "every file crashing"
+    [ "$(grep -c 'FAILED: SIGSEGV in stage bad' "$W/stderr")" = 3 ] || fail "three crashes, each named"
+    [ "$(count "$W/all")" = 0 ] || fail "crashes left: $(ls -A "$W/all")"
+}
+
+# ---- parallel: mixed sizes and bad files, in input order, as one lane would --------------
+section_parallel() {
+    many "$W/in" 30
+    cp "$IMG/chelsea.png" "$IMG/coffee.png" "$W/in/"
+    "$HELPER" truncate "$W/in/f002.png" "$W/in/f007.png"
+    echo "hello" >"$W/in/f013.png"
+    : >"$W/in/f021.png"
+    pf run "$P/demo.json" "$W/in" -o "$W/par" --backend cpu --jobs 2
+    expect 1 "a parallel batch with bad files"
+    for bad in f007 f013 f021; do
+        grep -F "$bad.png" "$W/stderr" | grep -q FAILED || fail "$bad.png not reported as failed"
+        absent "$W/par/$bad.png"
+        absent "$W/par/$bad.histogram.csv"
+    done
+    says "$W/stderr" "29 of 32 input(s) done" "summary"
+    # the log is in input order
+    grep -o '^\[[0-9]*/32\]' "$W/stderr" | tr -d '[' | cut -d/ -f1 >"$W/order"
+    seq 1 32 | cmp -s - "$W/order" || fail "log not in input order: $(tr '\n' ' ' <"$W/order")"
+    # plans: one per shape and lane at most (7 shapes here, 2 lanes)
+    local plans
+    plans=$(sed -n 's/.*: \([0-9]*\) plan(s) built/\1/p' "$W/stderr")
+    [ -n "$plans" ] && [ "$plans" -le 14 ] || fail "plans built: '$plans', expected at most 14"
+    # the same bytes as one lane
+    pf run "$P/demo.json" "$W/in" -o "$W/one" --backend cpu --jobs 1 -q
+    expect 1 "the same batch on one lane"
+    for f in "$W"/one/*; do
+        cmp -s "$f" "$W/par/$(basename "$f")" || fail "$(basename "$f") differs between 1 and 2 lanes"
+    done
+    [ "$(count "$W/one")" = "$(count "$W/par")" ] || fail "1 lane: $(count "$W/one") files, 2 lanes: $(count "$W/par")"
+    no_temps "$W/par" "parallel"
+    # tables only (no image output): each input's tables together
+    pf run "$P/analysis.json" "$W/in" -o "$W/tables" --jobs 2 -q
+    expect 1 "analysis in parallel"
+    [ "$(ls "$W/tables" | wc -l)" = $((29 * 3)) ] || fail "analysis: $(ls "$W/tables" | wc -l) tables, expected 87"
+}
+
+# ---- resume: kill -9 mid-batch, then again with --skip-existing; joblog, retry -----------
+section_resume() {
+    slow_pipeline 40
+    many "$W/in" 40
+    "$HELPER" truncate "$W/in/f002.png" "$W/in/f005.png"
+    "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/out" --jobs 2 \
+        --joblog "$W/log.tsv" -q 2>"$W/stderr1" &
+    local pid=$!
+    sleep 0.6
+    kill -9 $pid
+    wait $pid 2>/dev/null
+    sleep 0.2 # the worker dies with its supervisor
+    # whatever is there is whole: each image complete, and its table beside it
+    local done_images=0
+    for f in "$W"/out/f*[0-9].png; do
+        [ -e "$f" ] || continue
+        done_images=$((done_images + 1))
+        whole_png "$f"
+        local t=${f%.png}.histogram.csv
+        [ -f "$t" ] && tail -1 "$t" | grep -q '^255,' || fail "$(basename "$f") committed without its whole table"
+    done
+    [ "$done_images" -gt 0 ] && [ "$done_images" -lt 39 ] ||
+        fail "the kill came at a bad time: $done_images images done; the test needs some, not all"
+    # the joblog has a line per input logged, nothing torn
+    [ "$(head -1 "$W/log.tsv")" = "$(printf 'input\tstatus\tseconds\toutputs\tmessage')" ] ||
+        fail "joblog header: $(head -1 "$W/log.tsv")"
+    awk -F'\t' 'NR > 1 && NF != 5 { exit 1 }' "$W/log.tsv" || fail "a joblog line without 5 fields"
+
+    pf run "$W/slow.json" "$W/in" -o "$W/out" --jobs 2 --skip-existing --joblog "$W/log.tsv"
+    expect 1 "the resumed batch (one bad file)"
+    no_temps "$W/out" "after the resume"
+    says "$W/stderr" "39 of 40 input(s) done" "resumed summary"
+    says "$W/stderr" "skipped (outputs exist)" "skips reported"
+    [ "$(ls "$W/out" | wc -l)" = 78 ] || fail "after the resume: $(ls "$W/out" | wc -l) outputs, expected 78"
+    for f in "$W"/out/f*[0-9].png; do whole_png "$f"; done
+    # none done twice: no input has two "ok" lines in the joblog
+    local twice
+    twice=$(awk -F'\t' '$2 == "ok" { n[$1]++ } END { for (k in n) if (n[k] > 1) print k }' "$W/log.tsv")
+    [ -z "$twice" ] || fail "done twice: $twice"
+    grep -qP "^$W/in/f005.png\tfailed\t[0-9.]+\t\t.*(PNG|png|truncat|read)" "$W/log.tsv" ||
+        fail "joblog line of the failed input: $(grep f005 "$W/log.tsv")"
+    grep -qP "^$W/in/f000.png\tok\t[0-9.]+\tf000.png, f000.histogram.csv\t$" "$W/log.tsv" ||
+        grep -qP "^$W/in/f000.png\tskipped\t" "$W/log.tsv" || fail "joblog line of f000: $(grep f000 "$W/log.tsv")"
+
+    # an output older than its input is not skipped
+    touch -d '1 hour ago' "$W/out/f001.png"
+    pf run "$W/slow.json" "$W/in/f001.png" "$W/in/f003.png" -o "$W/out" --skip-existing
+    expect 0 "--skip-existing with one stale output"
+    says "$W/stderr" "1 skipped" "the fresh one skipped, the stale one redone"
+
+    # --retry-failed: only the failed input runs again (now repaired)
+    cp "$W/in/f002.png" "$W/in/f005.png"
+    pf run "$W/slow.json" -o "$W/out" --retry-failed "$W/log.tsv" --joblog "$W/log2.tsv"
+    expect 0 "--retry-failed"
+    says "$W/stderr" "1 of 1 input(s) done" "one input retried"
+    exists "$W/out/f005.png"
+    [ "$(tail -n +2 "$W/log2.tsv" | cut -f1,2)" = "$(printf '%s\tok' "$W/in/f005.png")" ] ||
+        fail "retry joblog: $(cat "$W/log2.tsv")"
+}
+
+# ---- shards: N processes, every output exactly once ---------------------------------------
+section_shards() {
+    many "$W/in" 25
+    local n=3 i
+    for i in 0 1 2; do
+        "$PF" run "$P/demo.json" "$W/in" -o "$W/out" --shard $i/$n --joblog "$W/log$i.tsv" -q \
+            --backend cpu 2>"$W/err$i" &
+    done
+    wait
+    cat "$W"/log[0-2].tsv | grep -v '^input' | cut -f1 | sort >"$W/all"
+    ls "$W"/in/*.png | sort | cmp -s - "$W/all" || fail "shards: inputs not each done once: $(uniq -d "$W/all")"
+    cat "$W"/log[0-2].tsv | grep -v '^input' | cut -f2 | sort -u | tr '\n' ' ' | grep -qx 'ok ' ||
+        fail "shards: not every input ok"
+    [ "$(ls "$W/out" | wc -l)" = 50 ] || fail "shards: $(ls "$W/out" | wc -l) outputs, expected 50"
+    no_temps "$W/out" "shards"
+    # auto: a Kubernetes Indexed Job (completions given) and a Slurm array take the same shares
+    JOB_COMPLETION_INDEX=1 "$PF" run "$P/demo.json" "$W/in" -o "$W/k8s" --shard auto/3 \
+        --joblog "$W/k8s.tsv" -q --backend cpu 2>"$W/stderr"
+    cmp -s <(cut -f1 "$W/k8s.tsv") <(cut -f1 "$W/log1.tsv") || fail "--shard auto/3 with JOB_COMPLETION_INDEX=1 differs from 1/3"
+    SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=3 \
+        "$PF" run "$P/demo.json" "$W/in" -o "$W/slurm" --shard auto --joblog "$W/slurm.tsv" -q \
+        --backend cpu 2>"$W/stderr"
+    cmp -s <(cut -f1 "$W/slurm.tsv") <(cut -f1 "$W/log2.tsv") || fail "--shard auto with Slurm task 3 of 1..3 differs from 2/3"
+    pf run "$P/demo.json" "$W/in" -o "$W/x" --shard auto
+    expect 2 "--shard auto outside a job"
+    says "$W/stderr" "JOB_COMPLETION_INDEX" "the variables named"
+    pf run "$P/demo.json" "$W/in" -o "$W/x" --shard 3/3
+    expect 2 "--shard 3/3"
+}
+
+# ---- interrupt: Ctrl-C stops cleanly ------------------------------------------------------
+section_interrupt() {
+    slow_pipeline 150
+    many "$W/in" 30
+    # a background job ignores SIGINT unless the shell lets it through: run it in its own
+    # session-less subshell with SIGINT restored
+    (
+        trap - INT
+        exec "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/out" --jobs 2 \
+            --joblog "$W/log.tsv"
+    ) 2>"$W/stderr" &
+    local pid=$!
+    sleep 0.8
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    expect 130 "interrupted batch"
+    says "$W/stderr" "interrupted" "the interrupt reported"
+    says "$W/stderr" "not run (interrupted)" "the summary says what was not run"
+    no_temps "$W/out" "after Ctrl-C"
+    local n_img n_tab n_log
+    n_img=$(ls "$W"/out/f*[0-9].png 2>/dev/null | wc -l)
+    n_tab=$(ls "$W"/out/*.histogram.csv 2>/dev/null | wc -l)
+    n_log=$(grep -c $'\tok\t' "$W/log.tsv")
+    [ "$n_img" -gt 0 ] && [ "$n_img" -lt 30 ] || fail "interrupt: $n_img images done"
+    [ "$n_img" = "$n_tab" ] || fail "interrupt: $n_img images, $n_tab tables"
+    [ "$n_img" = "$n_log" ] || fail "interrupt: $n_img images, $n_log joblog lines ok"
+    for f in "$W"/out/f*[0-9].png; do whole_png "$f"; done
+}
+
+# ---- limits: memory in bytes; a directory without PNGs -----------------------------------
+section_limits() {
+    mkdir -p "$W/empty" "$W/in"
+    cp "$IMG/chelsea.png" "$IMG/camera.png" "$W/in/"
+    pf run "$P/demo.json" "$W/in" -o "$W/out" --max-memory 300K
+    expect 1 "images over --max-memory"
+    grep -F "chelsea.png: FAILED" "$W/stderr" | grep -qF "over --max-memory" ||
+        fail "no clear --max-memory message: $(grep chelsea "$W/stderr")"
+    [ "$(count "$W/out")" = 0 ] || fail "over the limit left: $(ls -A "$W/out")"
+    pf run "$P/demo.json" "$W/in" -o "$W/out2" --max-memory 3M -q
+    expect 1 "an image whose buffers are over --max-memory"
+    says "$W/stderr" "over --max-memory" "the plan's buffers counted"
+    pf run "$P/demo.json" "$W/in" -o "$W/out3" --max-memory 2G -q
+    expect 0 "under --max-memory"
+    pf run "$P/demo.json" "$W/in" -o "$W/out3" --max-memory lots
+    expect 2 "--max-memory lots"
+    # a directory with no PNGs first
+    pf run "$P/demo.json" "$W/empty" "$W/in" -o "$W/out4" -q
+    expect 0 "an empty directory first"
+    says "$W/stderr" "no .png files" "the empty directory reported"
+    exists "$W/out4/camera.png"
+    pf run "$P/demo.json" "$W/empty" -o "$W/out5"
+    expect 2 "only an empty directory"
+}
+
+# ---- names: long input names, long output directories -------------------------------------
+section_names() {
+    mkdir -p "$W/in"
+    local long
+    long=$(printf 'n%.0s' $(seq 1 250))
+    mkdir -p "$W/gen"
+    "$HELPER" pngs "$W/gen" >/dev/null || fail "cannot make the input PNGs"
+    cp "$W/gen/rgb8.png" "$W/in/$long.png"
+    cp "$W/gen/rgba8.png" "$W/in/short.png"
+    # one image output: the 254-byte name fits
+    pf run "$P/sharpen.json" "$W/in" -o "$W/out" -q
+    expect 0 "a 250-character input name, one image output"
+    exists "$W/out/$long.png"
+    # with a table the name would pass 255 bytes: that input fails, clearly
+    pf run "$P/demo.json" "$W/in" -o "$W/out2" -q
+    expect 1 "a 250-character input name whose table name is too long"
+    grep -F "FAILED" "$W/stderr" | grep -qF "over the file system's 255" ||
+        fail "no clear name-length message: $(grep FAILED "$W/stderr")"
+    exists "$W/out2/short.png"
+    [ "$(count "$W/out2")" = 2 ] || fail "long names left: $(ls -A "$W/out2")"
+    # a long output directory: names are whole, not cut
+    local d=$W/out3 seg
+    seg=$(printf 'd%.0s' $(seq 1 200))
+    while [ $((${#d} + 201)) -lt 4080 ]; do d=$d/$seg; done
+    while [ ${#d} -lt 4080 ]; do d=${d}x; done
+    pf run "$P/demo.json" "$W/in/short.png" -o "$d" -q
+    expect 0 "an output directory of 4080 bytes"
+    (cd "$d" && [ -s short.png ] && [ -s short.histogram.csv ]) || fail "outputs in the long directory: $(cd "$d" && ls -A)"
+    pf run "$P/demo.json" "$W/in/short.png" -o "$d/$seg" -q
+    expect 2 "an output directory longer than PATH_MAX"
+    says "$W/stderr" "PATH_MAX" "the long directory named"
+}
+
+case $SECTION in
+files | faults | parallel | resume | shards | interrupt | limits | names) "section_$SECTION" ;;
+*) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
+esac
+if [ "$failures" -gt 0 ]; then
+    echo "batch $SECTION: $failures check(s) failed" >&2
+    exit 1
+fi
+echo "batch $SECTION: all checks passed"
