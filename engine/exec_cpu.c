@@ -6,8 +6,15 @@
  * chain's intermediates stay in cache and only its stored members (read by other
  * units, or outputs) reach memory. Reduce units use bands of a size fixed by the plan
  * and combine partials in band order, so results do not depend on the thread count.
+ *
+ * Edges of point units are fused too: a pipeline input read only by point units is
+ * converted chunk by chunk inside them, straight from the caller's frame, and an
+ * output that only a point unit writes (and nothing reads) is stored chunk by chunk
+ * into the caller's frame; neither passes through a whole float image. The same
+ * conversion functions run on the same values, so the bytes are the same.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,8 +27,12 @@ typedef struct cpu_job {
     pf_plan *plan;
     const pf_unit *u;
     int unit;
-    const pf_frame *frames; /* conversions: frames in or out */
-    int node;               /* conversions: the buffer's node */
+    const pf_frame *frames;      /* conversions: frames in or out */
+    int node;                    /* conversions: the buffer's node */
+    const pf_frame *inputs;      /* the frame's inputs, for point units reading them directly */
+    char *direct_in;             /* per input: converted inside point units, not uploaded */
+    const pf_frame **direct_out; /* per node: the output frame a point unit stores into, or
+                                    NULL (the image buffer, downloaded after) */
     pthread_mutex_t mu;
     char err[PF_ERRMSG_MAX];
 } cpu_job;
@@ -47,6 +58,27 @@ static unsigned char *worker_scratch(const pf_plan *plan, int worker)
 
 /* ---- Units ----------------------------------------------------------------------------- */
 
+/* The index of outside input node sn among u's inputs (it is there: u reads it). */
+static int direct_index(const pf_unit *u, int sn)
+{
+    int k = 0;
+    while (u->inputs[k] != sn)
+        k++;
+    return k;
+}
+
+/* Row y of frame f from pixel x0. */
+static void *frame_at(const pf_frame *f, int y, int x0)
+{
+    return (char *)f->data + (size_t)y * f->pitch +
+           (size_t)x0 * pf_frame_pixel_bytes(f->sample, f->channels);
+}
+
+/* Up to this many of a unit's outside inputs convert into a chunk of their own; the
+   rest (rare) are uploaded as whole images. */
+#define PF_DIRECT_INPUTS 4
+#define PF_DIRECT_CHUNK  256 /* pixels: at least the plan's chunk (PF_CPU_CHUNK) */
+
 static int point_task(void *ctx, int band, int worker)
 {
     cpu_job *j = ctx;
@@ -57,9 +89,19 @@ static int point_task(void *ctx, int band, int worker)
     int y0 = band * u->cpu_band_rows;
     int y1 = y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h;
     pf_float4 *chunks = (pf_float4 *)worker_scratch(plan, worker);
+    _Alignas(64) pf_float4 in_chunk[PF_DIRECT_INPUTS][PF_DIRECT_CHUNK], out_chunk[PF_DIRECT_CHUNK];
+    if (chunk > PF_DIRECT_CHUNK)
+        return PF_INTERNAL;
     for (int y = y0; y < y1; y++) {
         for (int x0 = 0; x0 < w; x0 += chunk) {
             int n = w - x0 < chunk ? w - x0 : chunk;
+            for (int k = 0; k < u->n_inputs && k < PF_DIRECT_INPUTS; k++) {
+                int sn = u->inputs[k];
+                if (sn < j->p->n_inputs && j->direct_in[sn]) {
+                    const pf_frame *f = &j->inputs[sn];
+                    pf_row_to_float4(frame_at(f, y, x0), f->sample, f->channels, n, in_chunk[k]);
+                }
+            }
             for (int a = 0; a < u->n_nodes; a++) {
                 int id = u->nodes[a];
                 const pf_node *node = &nodes[id];
@@ -69,12 +111,18 @@ static int point_task(void *ctx, int band, int worker)
                     int sn = src >= 0 ? u->nodes[src] : -src - 1;
                     if (src >= 0 && !plan->stored[sn])
                         in[k] = chunks + (size_t)u->slot[src] * (size_t)chunk;
+                    else if (src < 0 && sn < j->p->n_inputs && j->direct_in[sn])
+                        in[k] = in_chunk[direct_index(u, sn)];
                     else
                         in[k] = pf_image_row(&plan->buf[sn], y) + x0;
                 }
-                pf_float4 *out = plan->stored[id] ? pf_image_row(&plan->buf[id], y) + x0
-                                                  : chunks + (size_t)u->slot[a] * (size_t)chunk;
+                const pf_frame *df = j->direct_out[id];
+                pf_float4 *out = df                 ? out_chunk
+                                 : plan->stored[id] ? pf_image_row(&plan->buf[id], y) + x0
+                                                    : chunks + (size_t)u->slot[a] * (size_t)chunk;
                 node->desc->point_row(node->params, in, node->n_in, out, x0, n, y, w, h);
+                if (df)
+                    pf_row_from_float4(out_chunk, n, frame_at(df, y, x0), df->sample, df->channels);
             }
         }
     }
@@ -151,6 +199,39 @@ static int download_task(void *ctx, int band, int worker)
 
 /* ---- A frame ---------------------------------------------------------------------------------- */
 
+/* Which inputs point units convert themselves (every used consumer is a point unit
+   that has it among its first PF_DIRECT_INPUTS inputs, and no output shows it), and
+   which outputs they store themselves (written by a point unit, read by nothing, named
+   by exactly one wanted output). */
+static void plan_direct(cpu_job *j, pf_frame *const *outputs)
+{
+    const pf_pipeline *p = j->p;
+    const pf_plan *plan = j->plan;
+    for (int i = 0; i < p->n_inputs; i++) {
+        int ok = !plan->is_out[i];
+        for (int c = plan->cons_first[i]; c < plan->cons_first[i + 1] && ok; c++) {
+            int cn = plan->cons[c], ui = plan->unit_of[cn];
+            if (!p->nodes[cn].used)
+                continue;
+            ok = ui >= 0 && plan->units[ui].kind == PF_UNIT_POINT;
+            for (int k = 0; ok && plan->units[ui].inputs[k] != i; k++)
+                ok = k + 1 < PF_DIRECT_INPUTS && k + 1 < plan->units[ui].n_inputs;
+        }
+        j->direct_in[i] = (char)ok;
+    }
+    for (int o = 0; o < p->n_outputs; o++) {
+        int id = p->outputs[o].node, ui = plan->unit_of[id], named = 0, read = 0;
+        if (!outputs[o] || ui < 0 || plan->units[ui].kind != PF_UNIT_POINT)
+            continue;
+        for (int q = 0; q < p->n_outputs; q++)
+            named += p->outputs[q].node == id;
+        for (int c = plan->cons_first[id]; c < plan->cons_first[id + 1]; c++)
+            read += p->nodes[plan->cons[c]].used;
+        if (named == 1 && !read)
+            j->direct_out[id] = outputs[o];
+    }
+}
+
 static int run_job(cpu_job *j, int n, pf_task_fn fn)
 {
     j->err[0] = 0;
@@ -169,7 +250,18 @@ int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *o
         return PF_INTERNAL;
     }
     int rc = PF_OK;
+    j.inputs = inputs;
+    j.direct_in = calloc((size_t)p->n_inputs, 1);
+    j.direct_out = calloc((size_t)p->n_nodes, sizeof *j.direct_out);
+    if (!j.direct_in || !j.direct_out) {
+        pf_errf(j.err, "%s: out of memory", p->source);
+        rc = PF_NO_MEMORY;
+    } else {
+        plan_direct(&j, outputs);
+    }
     for (int i = 0; i < p->n_inputs && rc == PF_OK; i++) {
+        if (j.direct_in[i])
+            continue;
         j.frames = &inputs[i];
         j.node = i;
         rc = run_job(&j, band_count(inputs[i].height, PF_CONVERT_ROWS), upload_task);
@@ -197,7 +289,7 @@ int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *o
     }
     for (int o = 0; o < p->n_outputs && rc == PF_OK; o++) {
         const pf_frame *f = outputs[o];
-        if (!f || plan->tables[p->outputs[o].node].data)
+        if (!f || plan->tables[p->outputs[o].node].data || j.direct_out[p->outputs[o].node])
             continue;
         j.frames = f;
         j.node = p->outputs[o].node;
@@ -205,6 +297,8 @@ int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *o
     }
     if (rc != PF_OK)
         pf_errf(p->errmsg, "%s", j.err[0] ? j.err : "a CPU task failed");
+    free(j.direct_in);
+    free(j.direct_out);
     pthread_mutex_destroy(&j.mu);
     return rc;
 }
