@@ -1,29 +1,35 @@
 /* cli/worker.c: the worker process of `pipefuse run`.
  *
- * The supervisor (run.c) forks it and sends input indexes; it decodes, runs and
- * encodes them with threads and reports each result. Inside:
+ * The supervisor (run.c) starts it (executing pipefuse again, see worker_entry) and
+ * sends it files; it decodes, runs and encodes them with threads and reports each
+ * result. Inside:
  *
  *   job pipe -> decode (codec threads) -> engine lanes -> encode (codec threads) -> reports
  *
  * Codec threads take an encode before a decode, so finished frames leave memory
  * first; a decode waits while the frames in flight would exceed half of the memory
- * budget (a file alone is always admitted). Each engine lane owns its pipelines (a
- * pipeline is used by one thread at a time), one per recent input shape, least
- * recently used dropped first, so a batch of mixed sizes plans each size once. A lane
- * submits frames and waits for them in order, so on the GPU the upload, compute and
- * download of consecutive files overlap; on the CPU, submit runs the frame at once and
- * the lanes run whole files side by side on the engine's shared thread pool.
+ * budget (a file alone is always admitted). Each engine lane has its own engine and
+ * its own pipelines (a pipeline is used by one thread at a time), one per recent input
+ * shape, least recently used dropped first, so a batch of mixed sizes plans each size
+ * once per lane. A lane submits frames and waits for them in order, so on the GPU the
+ * upload, compute and download of consecutive files overlap; on the CPU, submit runs
+ * the frame at once and the lanes run whole files side by side.
+ *
+ * Jobs, one line each: "J index<TAB>path<TAB>name<TAB>name..." (the input and the
+ * names of its outputs inside OUTDIR, escaped as in the joblog); "H" asks every
+ * thread where it is (a file ran past its time limit). End of file: finish and exit.
  *
  * Reports, one line each (a single write, so lines from threads never mix):
  *   X message            setup failed (the supervisor exits 2)
- *   O kind ext name      an output of the pipeline (kind i: image, t: table), then
+ *   O kind json name     an output of the pipeline (kind i: image, t: table), then
  *   R lanes              ready
+ *   P width height       a lane planned the pipeline for a new shape
  *   E index              the file entered the engine (its time limit starts)
  *   D index 0 ms outs    done; D index 1 ms message: failed
- *   C index sig where    a fatal signal or exit() while working on index (-1: unknown)
- *   W where              where a thread is, asked for with "H" on the job pipe (hang)
+ *   C index sig<TAB>where  a fatal signal or exit() while working on index (-1: unknown)
+ *   W where              where a thread in plugin code is (answer to "H")
  *   L                    the GPU context is lost: the worker exits to get a fresh one
- *   Z plans              the worker ends normally: pipelines planned
+ *   Z plans              the worker ends normally
  * A crash record is written by the signal handler with write(2) only; it names the
  * stage by the code addresses on the crashing thread's stack: each plugin's mapped
  * range and its stages' entry points are recorded at start, so the handler only

@@ -8,7 +8,8 @@
 # its file only), parallel (mixed sizes and bad files, log order, same bytes as one
 # lane), resume (kill -9 mid-batch, then --skip-existing; joblog; --retry-failed),
 # shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
-# a directory without PNGs), names (long input names and output directories).
+# a directory without PNGs), names (long input names and output directories), gpu
+# (the batch on the GPU, a kernel that traps; exit 77 without a GPU).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -189,6 +190,17 @@ section_faults() {
         says "$W/stderr" "restarted" "mode $m: the worker restart is reported"
         for k in 000 001 002 003 005 006; do whole_png "$W/out$m/f$k.png"; done
     done
+    # a death that names no file (_exit: no handler runs): the files held run again one at
+    # a time, so the culprits fail and every other file is done
+    pf run "$W/faulty.json" "$W/in" -o "$W/out7" --set bad.mode=7 --set bad.width=17 --jobs 2
+    expect 1 "a stage calling _exit"
+    for f in f004 f010; do
+        grep -F "$f.png: FAILED" "$W/stderr" | grep -qF "died while running it alone" ||
+            fail "_exit: $f.png not convicted alone: $(grep -F "$f.png" "$W/stderr")"
+    done
+    [ "$(grep -c FAILED "$W/stderr")" = 2 ] || fail "_exit: $(grep -c FAILED "$W/stderr") failures, expected 2"
+    [ "$(ls "$W/out7" | wc -l)" = 10 ] || fail "_exit: $(ls "$W/out7" | wc -l) outputs, expected 10"
+    no_temps "$W/out7" "_exit"
     # a stage error is an ordinary failure, no restart
     pf run "$W/faulty.json" "$W/in" -o "$W/out6" --set bad.mode=6 --set bad.width=17
     expect 1 "a stage returning an error"
@@ -232,6 +244,13 @@ section_parallel() {
     done
     [ "$(count "$W/one")" = "$(count "$W/par")" ] || fail "1 lane: $(count "$W/one") files, 2 lanes: $(count "$W/par")"
     no_temps "$W/par" "parallel"
+    # a progress line when asked for, off a terminal too
+    pf run "$P/demo.json" "$W/in/f000.png" "$W/in/f001.png" -o "$W/prog" --progress -q
+    expect 0 "--progress"
+    says "$W/stderr" "files/s" "the progress line"
+    says "$W/stderr" "ETA" "the progress line's ETA"
+    pf run "$P/demo.json" "$W/in/f000.png" -o "$W/prog" -q
+    grep -q "files/s" "$W/stderr" && fail "a progress line off a terminal without --progress"
     # tables only (no image output): each input's tables together
     pf run "$P/analysis.json" "$W/in" -o "$W/tables" --jobs 2 -q
     expect 1 "analysis in parallel"
@@ -416,8 +435,45 @@ section_names() {
     says "$W/stderr" "PATH_MAX" "the long directory named"
 }
 
+# ---- gpu: the batch on the GPU, and lost contexts -----------------------------------------
+section_gpu() {
+    many "$W/in" 24
+    cp "$IMG/chelsea.png" "$IMG/coffee.png" "$W/in/"
+    pf run "$P/demo.json" "$W/in/f000.png" -o "$W/probe" --backend cuda
+    if [ "$rc" = 2 ] && grep -q -- "--backend cuda" "$W/stderr"; then
+        echo "no usable GPU: skipped"
+        exit 77
+    fi
+    expect 0 "one file on the GPU"
+    pf run "$P/demo.json" "$W/in" -o "$W/gpu" --backend cuda
+    expect 0 "mixed sizes on the GPU"
+    says "$W/stderr" "26 of 26 input(s) done" "GPU summary"
+    grep -o '^\[[0-9]*/26\]' "$W/stderr" | tr -d '[' | cut -d/ -f1 | cmp -s - <(seq 1 26) ||
+        fail "GPU log not in input order"
+    [ "$(ls "$W/gpu" | wc -l)" = 52 ] || fail "GPU: $(ls "$W/gpu" | wc -l) outputs, expected 52"
+    for f in "$W"/gpu/*.png; do whole_png "$f"; done
+    no_temps "$W/gpu" "GPU batch"
+    # a kernel that traps loses the context: each file fails alone, named, the worker restarts
+    cat >"$W/trap.json" <<'EOF'
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "pre", "op": "brightness", "inputs": ["x"]},
+  {"id": "boom", "op": "spin_fault", "inputs": ["pre"], "params": {"trap": true}}],
+ "outputs": {"out": "boom"}}
+EOF
+    pf run "$W/trap.json" "$W/in/f000.png" "$W/in/f001.png" "$W/in/f002.png" -o "$W/trap" \
+        --backend cuda
+    expect 1 "kernels that trap"
+    [ "$(grep -c 'FAILED' "$W/stderr")" = 3 ] || fail "trap: $(grep -c FAILED "$W/stderr") failures, expected 3"
+    says "$W/stderr" "GPU context is lost" "the lost context named"
+    says "$W/stderr" "restarted" "the worker restart reported"
+    [ "$(count "$W/trap")" = 0 ] || fail "trap left: $(ls -A "$W/trap")"
+    # the same stage without the trap runs: the GPU is usable again
+    pf run "$W/trap.json" "$W/in/f000.png" -o "$W/trap2" --backend cuda --set boom.trap=false
+    expect 0 "spin_fault without trap"
+}
+
 case $SECTION in
-files | faults | parallel | resume | shards | interrupt | limits | names) "section_$SECTION" ;;
+files | faults | parallel | resume | shards | interrupt | limits | names | gpu) "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
 if [ "$failures" -gt 0 ]; then

@@ -2,7 +2,8 @@
  * the fault isolation tests of `pipefuse run`. faulty_copy copies its input, except on
  * an input `width` pixels wide (0: every input), where it does what `mode` says:
  * 1 dereferences NULL (SIGSEGV), 2 divides by zero (SIGFPE), 3 calls abort(), 4 calls
- * exit(0), 5 never returns, 6 returns an error. faulty_slow copies after sleeping
+ * exit(0), 5 never returns, 6 returns an error, 7 calls _exit(1) (no handler runs, so
+ * nothing names the file). faulty_slow copies after sleeping
  * `ms` milliseconds, so a batch can be interrupted while files are in flight. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -23,8 +24,8 @@ typedef struct slow_params {
 } slow_params;
 
 static const pf_param_desc faulty_table[] = {
-    PF_INT_PARAM(faulty_params, mode, 0, 0, 6,
-                 "0 copy, 1 SIGSEGV, 2 SIGFPE, 3 abort, 4 exit(0), 5 hang, 6 error"),
+    PF_INT_PARAM(faulty_params, mode, 0, 0, 7,
+                 "0 copy, 1 SIGSEGV, 2 SIGFPE, 3 abort, 4 exit(0), 5 hang, 6 error, 7 _exit(1)"),
     PF_INT_PARAM(faulty_params, width, 0, 0, 1 << 20, "misbehave on inputs this wide (0: all)")};
 
 static const pf_param_desc slow_table[] = {
@@ -66,6 +67,8 @@ static int faulty_cpu(const pf_stage_args *a)
         case 6:
             snprintf(a->err, a->err_size, "asked to fail");
             return 1;
+        case 7:
+            _exit(1);
         }
     }
     copy_rows(a);
