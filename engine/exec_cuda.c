@@ -348,29 +348,41 @@ static size_t take(size_t *top, size_t bytes)
     return off;
 }
 
-/* Happens-before between units: hb[u] holds every unit that has finished when u
-   starts (earlier units on its stream, units it waits for, transitively). */
-static unsigned long long *happens_before(const pf_plan *plan, int words)
+/* Happens-before between units as vector clocks: clock[u * ns + s] is the highest
+   unit of stream s that has finished when u starts (-1: none). Units of one stream run
+   in index order, so v happens before u exactly when clock[u][stream of v] >= v.
+   Units x streams ints, linear in the units (a units x units bitset was quadratic). */
+static int *unit_clocks(const pf_plan *plan, int ns)
 {
     int nu = plan->n_units;
-    unsigned long long *hb = calloc((size_t)nu * (size_t)words + 1, sizeof *hb);
-    if (!hb)
+    int *clock = malloc(sizeof(int) * ((size_t)nu * (size_t)ns + 1));
+    int *last = malloc(sizeof(int) * ((size_t)ns + 1)); /* per stream: its latest unit */
+    if (!clock || !last) {
+        free(clock), free(last);
         return NULL;
-    for (int u = 0; u < nu; u++) {
-        unsigned long long *row = hb + (size_t)u * words;
-        const pf_unit *un = &plan->units[u];
-        for (int v = u - 1; v >= 0; v--) {
-            int pred = plan->units[v].stream == un->stream;
-            for (int k = 0; k < un->n_waits && !pred; k++)
-                pred = un->waits[k] == v;
-            if (!pred)
-                continue;
-            row[v >> 6] |= 1ull << (v & 63);
-            for (int w = 0; w < words; w++)
-                row[w] |= hb[(size_t)v * words + w];
-        }
     }
-    return hb;
+    for (int s = 0; s < ns; s++)
+        last[s] = -1;
+    for (int u = 0; u < nu; u++) {
+        const pf_unit *un = &plan->units[u];
+        int *row = clock + (size_t)u * ns, su = un->stream;
+        int prev = last[su];
+        for (int s = 0; s < ns; s++)
+            row[s] = prev >= 0 ? clock[(size_t)prev * ns + s] : -1;
+        if (prev >= 0)
+            row[su] = prev;
+        for (int k = 0; k < un->n_waits; k++) {
+            int v = un->waits[k];
+            const int *vr = clock + (size_t)v * ns;
+            for (int s = 0; s < ns; s++)
+                row[s] = vr[s] > row[s] ? vr[s] : row[s];
+            int sv = plan->units[v].stream;
+            row[sv] = v > row[sv] ? v : row[sv];
+        }
+        last[su] = u;
+    }
+    free(last);
+    return clock;
 }
 
 /* Device images for every node the GPU computes, reusing a buffer once every unit
@@ -381,14 +393,14 @@ static unsigned long long *happens_before(const pf_plan *plan, int words)
 static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
 {
     const pf_plan *plan = p->plan;
-    int nn = p->n_nodes, nu = plan->n_units, words = (nu + 63) / 64 + 1;
-    unsigned long long *hb = happens_before(plan, words);
+    int nn = p->n_nodes, nu = plan->n_units, ns = c->n_streams;
+    int *clock = unit_clocks(plan, ns);
     /* the readers of node i: units rd[rs[i] .. rs[i + 1]); an output reads as unit nu */
     int *rs = calloc((size_t)nn + 2, sizeof(int)), *rd = NULL, *fill = NULL;
     size_t *cap = malloc(sizeof(size_t) * (size_t)nn), *boff = malloc(sizeof(size_t) * (size_t)nn);
     int *bnode = malloc(sizeof(int) * (size_t)nn);
     int nb = 0, rc = PF_OK;
-    if (!hb || !rs || !cap || !boff || !bnode) {
+    if (!clock || !rs || !cap || !boff || !bnode) {
         rc = PF_NO_MEMORY;
         goto out;
     }
@@ -431,16 +443,16 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
             continue;
         size_t need = c->pitch[i] * (size_t)plan->shapes[i].height;
         int pick = -1;
-        const unsigned long long *row = u >= 0 ? hb + (size_t)u * words : NULL;
+        const int *row = u >= 0 ? clock + (size_t)u * ns : NULL;
         for (int b = 0; b < nb && u >= 0; b++) {
             int old = bnode[b];
             if (cap[b] < need || (pick >= 0 && cap[b] >= cap[pick]))
                 continue;
             int ou = old < p->n_inputs ? -1 : plan->unit_of[old];
-            int ok = ou != u && (ou < 0 || ((row[ou >> 6] >> (ou & 63)) & 1));
+            int ok = ou != u && (ou < 0 || row[plan->units[ou].stream] >= ou);
             for (int k = rs[old]; k < rs[old + 1] && ok; k++) {
                 int r = rd[k];
-                ok = r < nu && r != u && ((row[r >> 6] >> (r & 63)) & 1);
+                ok = r < nu && r != u && row[plan->units[r].stream] >= r;
             }
             if (ok)
                 pick = b;
@@ -454,7 +466,7 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
         c->img_off[i] = boff[pick];
     }
 out:
-    free(hb), free(rs), free(rd), free(fill), free(cap), free(boff), free(bnode);
+    free(clock), free(rs), free(rd), free(fill), free(cap), free(boff), free(bnode);
     return rc;
 }
 
