@@ -88,6 +88,47 @@ static size_t separable_scratch(int r, int width, int rows)
     return (size_t)width * (size_t)(rows + 2 * r) * sizeof(pf_float4);
 }
 
+/* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
+   with ifunc), the row loops below are also built for AVX2 and the CPU picks. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+#define FILTER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FILTER_VECTOR_CLONES
+#endif
+
+/* The row loops of the separable pass, over floats (4 a pixel): o[i] = k0 * c[i], then
+   for each tap t in order o[i] += kt * (a_t[i] + b_t[i]), which is f4_scale and f4_pair
+   of the per-pixel form in the same order, element by element: the same values, in a
+   loop the compiler vectorises. Horizontally a_t and b_t are the row itself shifted by
+   -t and +t pixels (pixels whose taps stay inside the row); vertically, the rows t
+   above and below. */
+FILTER_VECTOR_CLONES static void sep_row_h(const float *restrict src, float *restrict o, int lo,
+                                           int hi, const kernel1d *k)
+{
+    for (int i = lo; i < hi; i++)
+        o[i] = src[i] * k->w[0];
+    for (int t = 1; t <= k->r; t++) {
+        const float kt = k->w[t];
+        for (int i = lo; i < hi; i++)
+            o[i] = o[i] + kt * (src[i - 4 * t] + src[i + 4 * t]);
+    }
+}
+
+FILTER_VECTOR_CLONES static void sep_row_v(const pf_float4 *tmp, size_t w, int y, int s0, int h,
+                                           float *restrict o, const kernel1d *k)
+{
+    const float *c = (const float *)(tmp + (size_t)(y - s0) * w);
+    for (size_t i = 0; i < 4 * w; i++)
+        o[i] = c[i] * k->w[0];
+    for (int t = 1; t <= k->r; t++) {
+        const float kt = k->w[t];
+        const float *up = (const float *)(tmp + (size_t)(clampi(y - t, 0, h - 1) - s0) * w);
+        const float *dn = (const float *)(tmp + (size_t)(clampi(y + t, 0, h - 1) - s0) * w);
+        for (size_t i = 0; i < 4 * w; i++)
+            o[i] = o[i] + kt * (up[i] + dn[i]);
+    }
+}
+
 /* Convolves input 0 with k horizontally then vertically, into the region's rows. */
 static int separable(const pf_stage_args *a, const kernel1d *k)
 {
@@ -106,7 +147,14 @@ static int separable(const pf_stage_args *a, const kernel1d *k)
     for (int y = s0; y < s1; y++) {
         const pf_float4 *src = pf_image_row(in, y);
         pf_float4 *t = tmp + (size_t)(y - s0) * (size_t)w;
+        /* pixels r .. w-r-1 read no clamped tap: the vector loop; the rest per pixel */
+        if (w > 2 * r)
+            sep_row_h((const float *)src, (float *)t, 4 * r, 4 * (w - r), k);
         for (int x = 0; x < w; x++) {
+            if (w > 2 * r && x == r) { /* done above: on to pixel w - r */
+                x = w - r - 1;
+                continue;
+            }
             pf_float4 acc = f4_scale(src[x], k->w[0]);
             for (int i = 1; i <= r; i++)
                 acc = f4_pair(acc, k->w[i], src[clampi(x - i, 0, w - 1)],
@@ -114,19 +162,8 @@ static int separable(const pf_stage_args *a, const kernel1d *k)
             t[x] = acc;
         }
     }
-    for (int y = y0; y < y1; y++) {
-        pf_float4 *dst = pf_image_row(&a->out, y);
-        const pf_float4 *c = tmp + (size_t)(y - s0) * (size_t)w;
-        for (int x = 0; x < w; x++) {
-            pf_float4 acc = f4_scale(c[x], k->w[0]);
-            for (int i = 1; i <= r; i++) {
-                const pf_float4 *up = tmp + (size_t)(clampi(y - i, 0, h - 1) - s0) * (size_t)w;
-                const pf_float4 *dn = tmp + (size_t)(clampi(y + i, 0, h - 1) - s0) * (size_t)w;
-                acc = f4_pair(acc, k->w[i], up[x], dn[x]);
-            }
-            dst[x] = acc;
-        }
-    }
+    for (int y = y0; y < y1; y++)
+        sep_row_v(tmp, (size_t)w, y, s0, h, (float *)pf_image_row(&a->out, y), k);
     return 0;
 }
 
@@ -257,14 +294,6 @@ static pf_float4 median3_px(const void *params, const pf_float4 *n)
 {
     return pf_f4(MEDIAN_CH(x), MEDIAN_CH(y), MEDIAN_CH(z), MEDIAN_CH(w));
 }
-
-/* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
-   with ifunc), the row loop is also built for AVX2 and the CPU picks. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
-#define FILTER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define FILTER_VECTOR_CLONES
-#endif
 
 /* The pixels 1 .. w-2 of a row, whose neighbours need no clamping in x: the samples of
    a row are floats 4 apart per pixel, so each output float is the median of the same
