@@ -71,7 +71,8 @@ static int infer_shapes(pf_pipeline *p, pf_plan *plan)
         if (!n->used)
             continue;
         const pf_shape *s0 = &plan->shapes[n->in[0]];
-        for (int k = 1; k < n->n_in; k++) {
+        /* A resample stage reads each input whole at its own size (overlay's logo). */
+        for (int k = 1; k < n->n_in && n->desc->kind != PF_STAGE_RESAMPLE; k++) {
             const pf_shape *sk = &plan->shapes[n->in[k]];
             if (sk->width != s0->width || sk->height != s0->height) {
                 pf_errf(p->errmsg,

@@ -1,9 +1,11 @@
 /* plugins/composite/composite.c: the `composite` stage family, point stages that
- * combine a base image (input 0) with another (input 1) and, for mask, a mask (input 2).
+ * combine a base image (input 0) with another (input 1) and, for mask, a mask (input 2),
+ * and overlay, a resample stage laying an image of any size over the base.
  *
  * The ops are in kernels/point/composite_ops.h (embedded as pf_src_composite_ops for
  * NVRTC); this file only declares them: one COMPOSITE_STAGE line and its param rows. */
 #include "composite_ops.h"
+#include "overlay.h"
 #include "pipefuse/plugin.h"
 
 extern const char pf_src_composite_ops[];
@@ -55,9 +57,74 @@ COMPOSITE_STAGE("mask", composite_mask, composite_mask_params, 3,
                 "[0, 1]; inputs base, other, mask",
                 PF_BOOL_PARAM(composite_mask_params, invert, 0, "use 1 - luma(mask) as the weight"))
 
+/* ---- overlay: an image of any size over the base (a resample stage) ----------- */
+
+static int overlay_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                         size_t err_size)
+{
+    *out = in[0]; /* the base's size; the overlay may be any size, and may reach outside */
+    return 0;
+}
+
+/* alpha_over of the overlay (its alpha times opacity) where it covers the base; the
+   base elsewhere. */
+static int overlay_run(const pf_stage_args *a)
+{
+    const pf_overlay_params *p = (const pf_overlay_params *)a->params;
+    const pf_image *b = &a->in[0], *o = &a->in[1];
+    const long long ox = pf_gravity_x(p->gravity, b->width, o->width, p->x);
+    const long long oy = pf_gravity_y(p->gravity, b->height, o->height, p->y);
+    const composite_none_params none = {0};
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        const pf_float4 *src = pf_image_row(b, y);
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        const long long sy = y - oy;
+        const pf_float4 *orow = sy >= 0 && sy < o->height ? pf_image_row(o, (int)sy) : NULL;
+        for (int x = 0; x < a->out.width; x++) {
+            const long long sx = x - ox;
+            pf_float4 v = src[x];
+            if (orow && sx >= 0 && sx < o->width) {
+                pf_float4 pair[2] = {v, orow[sx]};
+                pair[1].w *= p->opacity;
+                v = composite_alpha_over(&none, pair, (pf_pos){x, y, b->width, b->height});
+            }
+            dst[x] = v;
+        }
+    }
+    return 0;
+}
+
+int composite_overlay_cuda(const pf_stage_args *a);
+static const char *const overlay_gravities[] = {PF_GRAVITY_NAMES, NULL};
+static const pf_param_desc overlay_table[] = {
+    PF_INT_PARAM(pf_overlay_params, x, 0, -PF_GEOMETRY_MAX_SIDE, PF_GEOMETRY_MAX_SIDE,
+                 "columns from the left edge, or inward from the gravity's anchor"),
+    PF_INT_PARAM(pf_overlay_params, y, 0, -PF_GEOMETRY_MAX_SIDE, PF_GEOMETRY_MAX_SIDE,
+                 "rows from the top edge, or inward from the gravity's anchor"),
+    PF_ENUM_PARAM(pf_overlay_params, gravity, 0, overlay_gravities,
+                  "where the overlay sits: none (at x, y) or center, top, bottom, left, right, "
+                  "top-left, top-right, bottom-left, bottom-right"),
+    PF_FLOAT_PARAM(pf_overlay_params, opacity, 1, 0, 1, "factor on the overlay's alpha"),
+};
+static const pf_stage_desc composite_overlay_desc = {
+    .size = PF_STAGE_DESC_SIZE,
+    .name = "overlay",
+    .doc = "Lay another image (input 1, any size: a watermark, a logo) over the base at a "
+           "position or a gravity, alpha over with an opacity; the output has the base's size",
+    .kind = PF_STAGE_RESAMPLE,
+    .n_inputs = 2,
+    .cost = 1,
+    .params_size = sizeof(pf_overlay_params),
+    PF_PARAMS(overlay_table),
+    .shape = overlay_shape,
+    .run_cpu = overlay_run,
+    .run_cuda = PF_CUDA(composite_overlay_cuda),
+};
+
 static const pf_stage_desc *const composite_stages[] = {
     &composite_blend_desc,      &composite_add_desc,        &composite_multiply_desc,
     &composite_difference_desc, &composite_alpha_over_desc, &composite_mask_desc,
+    &composite_overlay_desc,
 };
 
 PF_DEFINE_PLUGIN("composite", "0.1.0",

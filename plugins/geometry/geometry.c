@@ -82,16 +82,21 @@ static int run_mapped(const pf_stage_args *a, map_fn map, pf_float4 fill)
         return run_mapped(a, id##_map, pf_f4(0, 0, 0, 0));                                         \
     }
 
+static const char *const gravities[] = {PF_GRAVITY_NAMES, NULL};
+
 static int crop_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                       size_t err_size)
 {
     const pf_crop_params *p = (const pf_crop_params *)params;
-    long long w = p->width > 0 ? p->width : (long long)in->width - p->x;
-    long long h = p->height > 0 ? p->height : (long long)in->height - p->y;
-    if (p->x < 0 || p->y < 0 || w < 1 || h < 1 || p->x + w > in->width || p->y + h > in->height)
+    long long x, y, w, h;
+    pf_crop_rect(p, in->width, in->height, &x, &y, &w, &h);
+    if (x < 0 || y < 0 || w < 1 || h < 1 || x + w > in->width || y + h > in->height)
         return shape_error(err, err_size,
-                           "crop: x %d, y %d, width %d, height %d is outside the %dx%d input", p->x,
-                           p->y, p->width, p->height, in->width, in->height);
+                           "crop: the %lldx%lld rectangle at %lld,%lld (x %d, y %d, width %d, "
+                           "height %d, width_pct %g, height_pct %g, gravity %s) is outside the "
+                           "%dx%d input",
+                           w, h, x, y, p->x, p->y, p->width, p->height, p->width_pct, p->height_pct,
+                           gravities[p->gravity], in->width, in->height);
     out->width = (int)w;
     out->height = (int)h;
     return 0;
@@ -99,9 +104,10 @@ static int crop_shape(const void *params, const pf_shape *in, pf_shape *out, cha
 
 static int crop_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
 {
-    const pf_crop_params *p = (const pf_crop_params *)params;
-    *sx = x + p->x;
-    *sy = y + p->y;
+    long long x0, y0, cw, ch;
+    pf_crop_rect((const pf_crop_params *)params, w, h, &x0, &y0, &cw, &ch);
+    *sx = (int)(x + x0);
+    *sy = (int)(y + y0);
     return 1;
 }
 MAPPED_RUN(crop)
@@ -118,7 +124,14 @@ MAPPED_RUN(flip)
 static int rotate_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                         size_t err_size)
 {
-    int swap = ((const pf_rotate_params *)params)->angle != PF_ROTATE_180;
+    const pf_rotate_params *p = (const pf_rotate_params *)params;
+    if (p->degrees != 0) {
+        double w = in->width, h = in->height;
+        if (p->expand)
+            pf_rotated_size(p->degrees, in->width, in->height, &w, &h);
+        return set_shape("rotate", in, w, h, out, err, err_size);
+    }
+    int swap = p->angle != PF_ROTATE_180;
     out->width = swap ? in->height : in->width;
     out->height = swap ? in->width : in->height;
     return 0;
@@ -143,7 +156,49 @@ static int rotate_map(const void *params, int w, int h, int x, int y, int *sx, i
     }
     return 1;
 }
-MAPPED_RUN(rotate)
+
+/* Any angle: each output pixel centre turned back into the input, bilinear between the
+   four nearest pixels, fill for those outside; in double, in this order, as on CUDA. */
+static int rotate_any_run(const pf_stage_args *a)
+{
+    const pf_rotate_params *p = (const pf_rotate_params *)a->params;
+    const pf_image *in = &a->in[0];
+    const pf_float4 fill = pf_f4(p->fill[0], p->fill[1], p->fill[2], p->fill[3]);
+    double s, c;
+    pf_sincos_deg(p->degrees, &s, &c);
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        pf_float4 *dst = pf_image_row(&a->out, y);
+        for (int x = 0; x < a->out.width; x++) {
+            double fx, fy;
+            int x0, y0;
+            pf_rotate_source(s, c, a->out.width, a->out.height, in->width, in->height, x, y, &x0,
+                             &y0, &fx, &fy);
+            double acc[4] = {0, 0, 0, 0};
+            for (int k = 0; k < 4; k++) {
+                int ix = x0 + (k & 1), iy = y0 + (k >> 1);
+                double w = (k & 1 ? fx : 1.0 - fx) * (k >> 1 ? fy : 1.0 - fy);
+                if (w == 0)
+                    continue;
+                pf_float4 v = ix >= 0 && ix < in->width && iy >= 0 && iy < in->height
+                                  ? pf_image_row(in, iy)[ix]
+                                  : fill;
+                acc[0] += w * v.x;
+                acc[1] += w * v.y;
+                acc[2] += w * v.z;
+                acc[3] += w * v.w;
+            }
+            dst[x] = pf_f4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
+        }
+    }
+    return 0;
+}
+
+static int rotate_run(const pf_stage_args *a)
+{
+    if (((const pf_rotate_params *)a->params)->degrees != 0)
+        return rotate_any_run(a);
+    return run_mapped(a, rotate_map, pf_f4(0, 0, 0, 0));
+}
 
 static int pad_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                      size_t err_size)
@@ -174,6 +229,18 @@ static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, c
 {
     const pf_resize_params *p = (const pf_resize_params *)params;
     double w = p->width, h = p->height;
+    if (p->width > 0 && p->height > 0 && p->fit != PF_FIT_STRETCH) {
+        double sx = (double)p->width / in->width, sy = (double)p->height / in->height;
+        double f = p->fit == PF_FIT_INSIDE ? fmin(sx, sy) : fmax(sx, sy);
+        if (p->shrink_only && f > 1)
+            f = 1;
+        /* the side that sets the factor is exactly the box's */
+        w = f == sx ? p->width : (double)in->width * f;
+        h = f == sy ? p->height : (double)in->height * f;
+        if (f == 1)
+            w = in->width, h = in->height;
+        return set_shape("resize", in, w, h, out, err, err_size);
+    }
     if (p->width > 0 && p->height <= 0)
         h = (double)in->height * p->width / in->width;
     else if (p->height > 0 && p->width <= 0)
@@ -181,6 +248,10 @@ static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, c
     else if (p->width <= 0 && p->height <= 0) {
         w = (double)in->width * p->scale;
         h = (double)in->height * p->scale;
+    }
+    if (p->shrink_only && (w > in->width || h > in->height)) { /* both grow together */
+        w = fmin(w, in->width);
+        h = fmin(h, in->height);
     }
     return set_shape("resize", in, w, h, out, err, err_size);
 }
@@ -269,6 +340,8 @@ static int resize_run(const pf_stage_args *a)
 static const char *const resize_modes[] = {"bilinear", "nearest", "area", NULL};
 static const char *const flip_axes[] = {"horizontal", "vertical", "both", NULL};
 static const char *const rotate_angles[] = {"90", "180", "270", NULL};
+static const char *const fits[] = {"stretch", "inside", "cover", NULL};
+static const float rotate_fill_def[4] = {0, 0, 0, 0};
 static const float pad_color_def[4] = {0, 0, 0, 1};
 
 static const pf_param_desc resize_params[] = {
@@ -284,12 +357,32 @@ static const pf_param_desc resize_params[] = {
              "bilinear (pixel centres aligned), nearest, or area (exact box average when "
              "shrinking, bilinear when enlarging)",
              resize_modes),
+    ENUM_ROW(pf_resize_params, fit,
+             "with width and height both given: stretch (exactly that size), inside (the "
+             "largest size within the box keeping the aspect ratio) or cover (the smallest "
+             "size covering it, keeping the aspect ratio)",
+             fits),
+    PF_BOOL_PARAM(pf_resize_params, shrink_only, 0,
+                  "never enlarge: an input already within the size keeps its own"),
 };
 static const pf_param_desc crop_params[] = {
-    INT_ROW(pf_crop_params, x, "left edge of the kept rectangle", 0, SIDE),
-    INT_ROW(pf_crop_params, y, "top edge of the kept rectangle", 0, SIDE),
-    INT_ROW(pf_crop_params, width, "width kept; 0: up to the right edge", 0, SIDE),
-    INT_ROW(pf_crop_params, height, "height kept; 0: up to the bottom edge", 0, SIDE),
+    PF_INT_PARAM(pf_crop_params, x, 0, -SIDE, SIDE,
+                 "left edge of the kept rectangle; with a gravity, columns inward from it"),
+    PF_INT_PARAM(pf_crop_params, y, 0, -SIDE, SIDE,
+                 "top edge of the kept rectangle; with a gravity, rows inward from it"),
+    INT_ROW(pf_crop_params, width,
+            "width kept; 0: width_pct, else up to the right edge (with a gravity: all)", 0, SIDE),
+    INT_ROW(pf_crop_params, height,
+            "height kept; 0: height_pct, else up to the bottom edge (with a gravity: all)", 0,
+            SIDE),
+    ENUM_ROW(pf_crop_params, gravity,
+             "where the rectangle sits: none (at x, y) or center, top, bottom, left, right, "
+             "top-left, top-right, bottom-left, bottom-right, with x and y moving it inward",
+             gravities),
+    PF_FLOAT_PARAM(pf_crop_params, width_pct, 0, 0, 100,
+                   "width kept in percent of the input's, when width is 0 (0: unused)"),
+    PF_FLOAT_PARAM(pf_crop_params, height_pct, 0, 0, 100,
+                   "height kept in percent of the input's, when height is 0 (0: unused)"),
 };
 static const pf_param_desc flip_params[] = {
     ENUM_ROW(pf_flip_params, axis, "horizontal (mirror left-right), vertical (upside down) or both",
@@ -298,6 +391,13 @@ static const pf_param_desc flip_params[] = {
 static const pf_param_desc rotate_params[] = {
     ENUM_ROW(pf_rotate_params, angle, "clockwise turn in degrees; 90 and 270 swap width and height",
              rotate_angles),
+    PF_FLOAT_PARAM(pf_rotate_params, degrees, 0, -360, 360,
+                   "any clockwise angle, bilinear (0: angle is used instead)"),
+    PF_BOOL_PARAM(pf_rotate_params, expand, 1,
+                  "with degrees: the output holds the whole turned input (else the input's size)"),
+    {"fill", "with degrees: RGBA where no input pixel lands", PF_OFFSET(pf_rotate_params, fill),
+     PF_PARAM_FLOAT_ARRAY, .min = PF_NO_MIN, .max = PF_NO_MAX, .count = 4,
+     .def_array = rotate_fill_def},
 };
 static const pf_param_desc pad_params[] = {
     INT_ROW(pf_pad_params, left, "columns added on the left", 0, SIDE),
@@ -330,11 +430,19 @@ int pad_cuda(const pf_stage_args *a);
                                      .run_cpu = id##_run,                                          \
                                      .run_cuda = PF_CUDA(id##_cuda)}
 
-RESAMPLE(resize, "Resize to a given size or by a factor: bilinear, nearest or area", resize_shape,
-         4);
-RESAMPLE(crop, "Keep a rectangle of the input; fails when it reaches outside", crop_shape, 1);
+RESAMPLE(resize,
+         "Resize to a given size, into or over a box keeping the aspect ratio, or by a "
+         "factor, optionally never enlarging: bilinear, nearest or area",
+         resize_shape, 4);
+RESAMPLE(crop,
+         "Keep a rectangle of the input, in pixels or percent, at a position or a gravity; "
+         "fails when it reaches outside",
+         crop_shape, 1);
 RESAMPLE(flip, "Mirror horizontally, vertically or both", same_shape, 1);
-RESAMPLE(rotate, "Rotate clockwise by a quarter, half or three quarter turn", rotate_shape, 1);
+RESAMPLE(rotate,
+         "Rotate clockwise by a quarter, half or three quarter turn, or by any angle "
+         "(bilinear, with a fill colour, the output expanded to hold it or not)",
+         rotate_shape, 1);
 RESAMPLE(pad, "Add borders of a constant color around the input", pad_shape, 1);
 
 static const pf_stage_desc *const geometry_stages[] = {&resize, &crop, &flip, &rotate, &pad};

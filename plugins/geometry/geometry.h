@@ -3,20 +3,104 @@
 #ifndef PF_PLUGIN_GEOMETRY_H
 #define PF_PLUGIN_GEOMETRY_H
 
+#include <math.h>
+
 #define PF_GEOMETRY_MAX_SIDE   262144    /* largest output width or height */
 #define PF_GEOMETRY_MAX_PIXELS (1 << 30) /* largest output area (16 GiB of float RGBA) */
 
+#ifdef __CUDACC__
+#define PF_GEOM_HD static __host__ __device__ __forceinline__
+#else
+#define PF_GEOM_HD static inline
+#endif
+/* Double products and sums that the device compiler may not fuse into an FMA, so the
+   host and the device compute the same bits (the host build does not contract). */
+#ifdef __CUDA_ARCH__
+#define PF_GM(a, b) __dmul_rn((a), (b))
+#define PF_GA(a, b) __dadd_rn((a), (b))
+#else
+#define PF_GM(a, b) ((a) * (b))
+#define PF_GA(a, b) ((a) + (b))
+#endif
+
 enum { PF_RESIZE_BILINEAR, PF_RESIZE_NEAREST, PF_RESIZE_AREA };
+enum { PF_FIT_STRETCH, PF_FIT_INSIDE, PF_FIT_COVER };
 typedef struct pf_resize_params {
     int width, height; /* 0: derived from the other keeping the aspect, both 0: scale */
     float scale;       /* used when width and height are both 0 */
     int mode;          /* PF_RESIZE_* */
+    int fit;           /* PF_FIT_*: with width and height both given */
+    int shrink_only;   /* never larger than the input */
 } pf_resize_params;
 
+/* Where a rectangle goes by gravity: none (x, y from the top left, as given), or an
+   anchor with x, y measured inward from it. */
+enum {
+    PF_GRAVITY_NONE,
+    PF_GRAVITY_CENTER,
+    PF_GRAVITY_TOP,
+    PF_GRAVITY_BOTTOM,
+    PF_GRAVITY_LEFT,
+    PF_GRAVITY_RIGHT,
+    PF_GRAVITY_TOP_LEFT,
+    PF_GRAVITY_TOP_RIGHT,
+    PF_GRAVITY_BOTTOM_LEFT,
+    PF_GRAVITY_BOTTOM_RIGHT
+};
+#define PF_GRAVITY_NAMES                                                                           \
+    "none", "center", "top", "bottom", "left", "right", "top-left", "top-right", "bottom-left",    \
+        "bottom-right"
+
+/* floor(d / 2): centring rounds towards the top left also when the rectangle is larger. */
+PF_GEOM_HD long long pf_half_floor(long long d)
+{
+    return d >= 0 ? d / 2 : -((1 - d) / 2);
+}
+
+/* The left (top) edge of a w (h) wide rectangle in an n wide space by gravity g, moved
+   inward by off. */
+PF_GEOM_HD long long pf_gravity_x(int g, long long n, long long w, long long off)
+{
+    if (g == PF_GRAVITY_CENTER || g == PF_GRAVITY_TOP || g == PF_GRAVITY_BOTTOM)
+        return pf_half_floor(n - w) + off;
+    if (g == PF_GRAVITY_RIGHT || g == PF_GRAVITY_TOP_RIGHT || g == PF_GRAVITY_BOTTOM_RIGHT)
+        return n - w - off;
+    return off;
+}
+PF_GEOM_HD long long pf_gravity_y(int g, long long n, long long h, long long off)
+{
+    if (g == PF_GRAVITY_CENTER || g == PF_GRAVITY_LEFT || g == PF_GRAVITY_RIGHT)
+        return pf_half_floor(n - h) + off;
+    if (g == PF_GRAVITY_BOTTOM || g == PF_GRAVITY_BOTTOM_LEFT || g == PF_GRAVITY_BOTTOM_RIGHT)
+        return n - h - off;
+    return off;
+}
+
 typedef struct pf_crop_params {
-    int x, y;          /* top left corner in the input */
-    int width, height; /* 0: up to the right (bottom) edge */
+    int x, y;          /* top left corner in the input; with a gravity, the offset inward */
+    int width, height; /* 0: up to the right (bottom) edge, or from the percentages */
+    int gravity;       /* PF_GRAVITY_* */
+    float width_pct;   /* percent of the input's width, when width is 0; 0: unused */
+    float height_pct;  /* percent of the input's height, when height is 0; 0: unused */
 } pf_crop_params;
+
+/* The kept rectangle in a w x h input (not checked against it). */
+PF_GEOM_HD void pf_crop_rect(const pf_crop_params *p, int w, int h, long long *x, long long *y,
+                             long long *cw, long long *ch)
+{
+    *cw = p->width > 0                    ? p->width
+          : p->width_pct > 0              ? (long long)((double)w * p->width_pct / 100.0 + 0.5)
+          : p->gravity == PF_GRAVITY_NONE ? (long long)w - p->x
+                                          : (long long)w;
+    *ch = p->height > 0                   ? p->height
+          : p->height_pct > 0             ? (long long)((double)h * p->height_pct / 100.0 + 0.5)
+          : p->gravity == PF_GRAVITY_NONE ? (long long)h - p->y
+                                          : (long long)h;
+    *cw = *cw < 1 && p->width <= 0 && p->width_pct > 0 ? 1 : *cw; /* a percent: 1 at least */
+    *ch = *ch < 1 && p->height <= 0 && p->height_pct > 0 ? 1 : *ch;
+    *x = pf_gravity_x(p->gravity, w, *cw, p->x);
+    *y = pf_gravity_y(p->gravity, h, *ch, p->y);
+}
 
 enum { PF_FLIP_HORIZONTAL, PF_FLIP_VERTICAL, PF_FLIP_BOTH };
 typedef struct pf_flip_params {
@@ -25,8 +109,73 @@ typedef struct pf_flip_params {
 
 enum { PF_ROTATE_90, PF_ROTATE_180, PF_ROTATE_270 };
 typedef struct pf_rotate_params {
-    int angle; /* PF_ROTATE_*, clockwise */
+    int angle;     /* PF_ROTATE_*, clockwise */
+    float degrees; /* any angle, clockwise; 0: angle */
+    int expand;    /* the output holds the whole rotated input; else the input's size */
+    float fill[4]; /* RGBA where no input pixel lands */
 } pf_rotate_params;
+
+/* sin and cos of a clockwise turn of deg degrees, computed the same way on the host and
+   the device (no library call, no contraction): the angle is reduced to [-45, 45] by
+   quarter turns, exact for multiples of 90, then Taylor series to degree 17 and 16
+   (truncation error below 1e-16 there). */
+PF_GEOM_HD void pf_sincos_deg(double deg, double *s, double *c)
+{
+    double a = PF_GA(deg, -PF_GM(360.0, floor(deg / 360.0))); /* [0, 360) */
+    int q = (int)floor(PF_GA(a, 45.0) / 90.0);
+    double r = PF_GM(PF_GA(a, -PF_GM(90.0, (double)q)), 0.017453292519943295); /* |r| <= pi/4 */
+    double r2 = PF_GM(r, r);
+    double sp = PF_GM(r2, 1.0 / 355687428096000.0), cp = PF_GM(r2, 1.0 / 20922789888000.0);
+#define PF_SC_STEP(ks, kc) sp = PF_GM(r2, PF_GA(ks, sp)), cp = PF_GM(r2, PF_GA(kc, cp))
+    PF_SC_STEP(-1.0 / 1307674368000.0, -1.0 / 87178291200.0); /* Horner in r^2 */
+    PF_SC_STEP(1.0 / 6227020800.0, 1.0 / 479001600.0);
+    PF_SC_STEP(-1.0 / 39916800.0, -1.0 / 3628800.0);
+    PF_SC_STEP(1.0 / 362880.0, 1.0 / 40320.0);
+    PF_SC_STEP(-1.0 / 5040.0, -1.0 / 720.0);
+    PF_SC_STEP(1.0 / 120.0, 1.0 / 24.0);
+    PF_SC_STEP(-1.0 / 6.0, -1.0 / 2.0);
+#undef PF_SC_STEP
+    double sn = PF_GA(r, PF_GM(r, sp)), cs = PF_GA(1.0, cp);
+    switch (q & 3) {
+    case 0:
+        *s = sn, *c = cs;
+        break;
+    case 1:
+        *s = cs, *c = -sn;
+        break;
+    case 2:
+        *s = -sn, *c = -cs;
+        break;
+    default:
+        *s = -cs, *c = sn;
+        break;
+    }
+}
+
+/* Output pixel (x, y) of an ow x oh turn by (s, c) of an iw x ih input: where its
+   centre comes from, as x0 + fx, y0 + fy with fx, fy in [0, 1) (pixel centres at
+   integers). Centres map to centres; 90 degrees gives exact integers. */
+PF_GEOM_HD void pf_rotate_source(double s, double c, int ow, int oh, int iw, int ih, int x, int y,
+                                 int *x0, int *y0, double *fx, double *fy)
+{
+    double dx = PF_GA((double)x + 0.5, -0.5 * ow), dy = PF_GA((double)y + 0.5, -0.5 * oh);
+    double sx = PF_GA(PF_GA(PF_GM(c, dx), PF_GM(s, dy)), 0.5 * iw - 0.5);
+    double sy = PF_GA(PF_GA(PF_GM(-s, dx), PF_GM(c, dy)), 0.5 * ih - 0.5);
+    double lx = floor(sx), ly = floor(sy);
+    *x0 = (int)lx, *y0 = (int)ly;
+    *fx = PF_GA(sx, -lx), *fy = PF_GA(sy, -ly);
+}
+
+/* The output size of a turn by deg of a w x h input: the bounding box, rounded. */
+PF_GEOM_HD void pf_rotated_size(double deg, int w, int h, double *ow, double *oh)
+{
+    double s, c;
+    pf_sincos_deg(deg, &s, &c);
+    s = fabs(s), c = fabs(c);
+    /* a box edge within 1e-9 of an integer is that integer (no sliver from rounding) */
+    *ow = ceil((double)w * c + (double)h * s - 1e-9);
+    *oh = ceil((double)w * s + (double)h * c - 1e-9);
+}
 
 typedef struct pf_pad_params {
     int left, right, top, bottom; /* pixels added on each side */

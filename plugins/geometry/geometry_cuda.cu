@@ -5,7 +5,9 @@
  * Params are read on the device only (they may change between graph replays); launch
  * configurations depend on the image sizes alone. Output sizes are fixed per plan.
  *
- * crop, flip, rotate and pad copy pixels, so they are bit-identical to the CPU. resize
+ * crop, flip, quarter turns and pad copy pixels, so they are bit-identical to the CPU.
+ * rotate by any angle computes its sin, cos and source positions with geometry.h's
+ * host-and-device helpers and its bilinear sum like resize, bit-identical too. resize
  * repeats geometry.c's double arithmetic operation by operation, through __dmul_rn,
  * __dadd_rn, __dsub_rn and __ddiv_rn so that nvcc cannot contract a product and a sum
  * into an FMA (the CPU build does not contract either), in the same tap order: its
@@ -50,9 +52,10 @@ __global__ void __launch_bounds__(M_X *M_Y)
     int sx, sy;
     float4 v;
     if (MAP == MAP_CROP) {
-        const pf_crop_params *p = (const pf_crop_params *)params;
-        sx = x + p->x;
-        sy = y + p->y;
+        long long x0, y0, cw, ch; /* geometry.h: pixels or percent, at a gravity */
+        pf_crop_rect((const pf_crop_params *)params, w, h, &x0, &y0, &cw, &ch);
+        sx = x + (int)x0;
+        sy = y + (int)y0;
         v = pf_at_clamped_d(in, sx, sy);
     } else if (MAP == MAP_FLIP) {
         const int axis = ((const pf_flip_params *)params)->axis;
@@ -95,6 +98,42 @@ template <int MAP> static int launch_map(const pf_stage_args *a, const char *wha
 #define R_T 32
 #define R_Y 8
 
+/* Any angle, for output column x from row y in steps of R_Y: geometry.c's
+   rotate_any_run, operation for operation (bilinear in double, fill outside). */
+static __device__ void rotate_any(const pf_rotate_params *__restrict__ p, const pf_image &in,
+                                  const pf_image &out, int x, int y, int y1)
+{
+    if (x >= out.width)
+        return;
+    double s, c;
+    pf_sincos_deg((double)p->degrees, &s, &c);
+    const float4 fill = make_float4(p->fill[0], p->fill[1], p->fill[2], p->fill[3]);
+    for (int k = 0; k < R_T / R_Y; k++, y += R_Y) {
+        if (y >= y1)
+            return;
+        double fx, fy;
+        int x0, y0;
+        pf_rotate_source(s, c, out.width, out.height, in.width, in.height, x, y, &x0, &y0, &fx,
+                         &fy);
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (int t = 0; t < 4; t++) {
+            const int ix = x0 + (t & 1), iy = y0 + (t >> 1);
+            const double wt =
+                __dmul_rn(t & 1 ? fx : __dsub_rn(1.0, fx), t >> 1 ? fy : __dsub_rn(1.0, fy));
+            if (wt == 0)
+                continue;
+            const float4 v =
+                ix >= 0 && ix < in.width && iy >= 0 && iy < in.height ? pf_row_d(in, iy)[ix] : fill;
+            a0 = __dadd_rn(a0, __dmul_rn(wt, (double)v.x));
+            a1 = __dadd_rn(a1, __dmul_rn(wt, (double)v.y));
+            a2 = __dadd_rn(a2, __dmul_rn(wt, (double)v.z));
+            a3 = __dadd_rn(a3, __dmul_rn(wt, (double)v.w));
+        }
+        pf_row_d(out, y)[x] = make_float4(__double2float_rn(a0), __double2float_rn(a1),
+                                          __double2float_rn(a2), __double2float_rn(a3));
+    }
+}
+
 __global__ void __launch_bounds__(R_T *R_Y)
     rotate_kernel(const pf_rotate_params *__restrict__ p, pf_image in, pf_image out, int y0, int y1)
 {
@@ -103,6 +142,10 @@ __global__ void __launch_bounds__(R_T *R_Y)
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int X0 = blockIdx.x * R_T, Y0 = y0 + blockIdx.y * R_T;
     const int w = in.width, h = in.height;
+    if (p->degrees != 0) { /* any angle: the same for every block, before any barrier */
+        rotate_any(p, in, out, X0 + tx, Y0 + ty, y1);
+        return;
+    }
     if (angle != PF_ROTATE_90 && angle != PF_ROTATE_270) { /* geometry.c's default: 180 */
         const int x = X0 + tx;
         for (int k = ty; k < R_T; k += R_Y) {

@@ -560,14 +560,14 @@ static void test_geometry(pf_rng *r)
         pf_image in = test_input(r, s, 0);
         /* up, down, mixed per axis, same size, by a factor, from one side, to 1x1 */
         pf_resize_params rs[] = {
-            {2 * w + 1, 3 * h, 1, 0},
-            {w / 3 > 0 ? w / 3 : 1, h / 2 > 0 ? h / 2 : 1, 1, 0},
-            {2 * w, h / 3 > 0 ? h / 3 : 1, 1, 0},
-            {w > 2 ? w - 2 : 1, h + 5, 1, 0},
-            {w, h, 1, 0},
-            {0, 0, 0.37f, 0},
-            {0, 0, 1.0f / 1024, 0},
-            {7, 0, 1, 0},
+            {2 * w + 1, 3 * h, 1, 0, 0, 0},
+            {w / 3 > 0 ? w / 3 : 1, h / 2 > 0 ? h / 2 : 1, 1, 0, 0, 0},
+            {2 * w, h / 3 > 0 ? h / 3 : 1, 1, 0, 0, 0},
+            {w > 2 ? w - 2 : 1, h + 5, 1, 0, 0, 0},
+            {w, h, 1, 0, 0, 0},
+            {0, 0, 0.37f, 0, 0, 0},
+            {0, 0, 1.0f / 1024, 0, 0, 0},
+            {7, 0, 1, 0, 0, 0},
         };
         for (int mode = 0; mode < 3; mode++)
             for (int i = 0; i < PF_COUNTOF(rs); i++) {
@@ -580,14 +580,36 @@ static void test_geometry(pf_rng *r)
                 check_image("geometry", "resize", &p, &in, 0, NULL, label);
             }
         pf_crop_params cs[] = {
-            {0, 0, 0, 0},         {0, 0, w, h},
-            {w - 1, h - 1, 1, 1}, {w / 3, h / 4, (w + 1) / 2, (h + 1) / 2},
-            {w / 2, 0, 0, 1},
+            {0, 0, 0, 0, 0, 0, 0},         {0, 0, w, h, 0, 0, 0},
+            {w - 1, h - 1, 1, 1, 0, 0, 0}, {w / 3, h / 4, (w + 1) / 2, (h + 1) / 2, 0, 0, 0},
+            {w / 2, 0, 0, 1, 0, 0, 0},
         };
         for (int i = 0; i < PF_COUNTOF(cs); i++) {
             snprintf(label, sizeof label, "crop %d,%d %dx%d on %dx%d", cs[i].x, cs[i].y,
                      cs[i].width, cs[i].height, w, h);
             check_image("geometry", "crop", &cs[i], &in, 0, NULL, label);
+        }
+        /* gravities and percentages; any angle, expanded or not, with a fill */
+        pf_crop_params cg[] = {
+            {0, 0, 0, 0, PF_GRAVITY_CENTER, 50, 50},
+            {0, 0, 1, 1, PF_GRAVITY_BOTTOM_RIGHT, 0, 0},
+            {0, 0, 0, 0, PF_GRAVITY_TOP, 100, 60},
+        };
+        for (int i = 0; i < PF_COUNTOF(cg); i++) {
+            snprintf(label, sizeof label, "crop gravity %d %g%% x %g%% on %dx%d", cg[i].gravity,
+                     cg[i].width_pct, cg[i].height_pct, w, h);
+            check_image("geometry", "crop", &cg[i], &in, 0, NULL, label);
+        }
+        pf_rotate_params rd[] = {
+            {.degrees = 30, .expand = 1},
+            {.degrees = -12.5f, .expand = 0, .fill = {0.25f, 0.5f, 0.75f, 1}},
+            {.degrees = 90, .expand = 1},
+            {.degrees = 181, .expand = 1, .fill = {0, 0, 0, 1}},
+        };
+        for (int i = 0; i < PF_COUNTOF(rd); i++) {
+            snprintf(label, sizeof label, "rotate %g degrees%s on %dx%d", rd[i].degrees,
+                     rd[i].expand ? " expanded" : "", w, h);
+            check_image("geometry", "rotate", &rd[i], &in, 0, NULL, label);
         }
         for (int axis = 0; axis < 3; axis++) {
             snprintf(label, sizeof label, "flip %d on %dx%d", axis, w, h);
@@ -595,7 +617,8 @@ static void test_geometry(pf_rng *r)
         }
         for (int angle = 0; angle < 3; angle++) {
             snprintf(label, sizeof label, "rotate %d on %dx%d", angle, w, h);
-            check_image("geometry", "rotate", &(pf_rotate_params){angle}, &in, 0, NULL, label);
+            check_image("geometry", "rotate", &(pf_rotate_params){.angle = angle}, &in, 0, NULL,
+                        label);
         }
         pf_pad_params ps[] = {
             {0, 0, 0, 0, {0, 0, 0, 1}},
@@ -610,12 +633,12 @@ static void test_geometry(pf_rng *r)
         /* copies keep NaNs where they are */
         pf_image nan_in = test_input(r, s, 5);
         snprintf(label, sizeof label, "rotate 90 with NaNs on %dx%d", w, h);
-        check_image("geometry", "rotate", &(pf_rotate_params){PF_ROTATE_90}, &nan_in, 0, NULL,
-                    label);
+        check_image("geometry", "rotate", &(pf_rotate_params){.angle = PF_ROTATE_90}, &nan_in, 0,
+                    NULL, label);
         snprintf(label, sizeof label, "resize nearest with NaNs on %dx%d", w, h);
         check_image("geometry", "resize",
-                    &(pf_resize_params){w + 3, h > 1 ? h - 1 : 1, 1, PF_RESIZE_NEAREST}, &nan_in, 0,
-                    NULL, label);
+                    &(pf_resize_params){w + 3, h > 1 ? h - 1 : 1, 1, PF_RESIZE_NEAREST, 0, 0},
+                    &nan_in, 0, NULL, label);
         pf_test_image_free(&nan_in);
         pf_test_image_free(&in);
     }
@@ -769,16 +792,16 @@ static void test_capture(pf_rng *r)
     check_capture("filter", "sobel", &(pf_sobel_params){1}, &(pf_sobel_params){3}, s, r);
     check_capture("filter", "unsharp", &(pf_unsharp_params){1, 1, 0},
                   &(pf_unsharp_params){20, 3, 0.01f}, s, r);
-    check_capture("geometry", "resize", &(pf_resize_params){50, 30, 1, PF_RESIZE_BILINEAR},
-                  &(pf_resize_params){50, 30, 1, PF_RESIZE_AREA}, s, r);
-    check_capture("geometry", "crop", &(pf_crop_params){0, 0, 40, 30},
-                  &(pf_crop_params){50, 20, 40, 30}, s, r);
+    check_capture("geometry", "resize", &(pf_resize_params){50, 30, 1, PF_RESIZE_BILINEAR, 0, 0},
+                  &(pf_resize_params){50, 30, 1, PF_RESIZE_AREA, 0, 0}, s, r);
+    check_capture("geometry", "crop", &(pf_crop_params){0, 0, 40, 30, 0, 0, 0},
+                  &(pf_crop_params){50, 20, 40, 30, 0, 0, 0}, s, r);
     check_capture("geometry", "flip", &(pf_flip_params){PF_FLIP_HORIZONTAL},
                   &(pf_flip_params){PF_FLIP_BOTH}, s, r);
-    check_capture("geometry", "rotate", &(pf_rotate_params){PF_ROTATE_90},
-                  &(pf_rotate_params){PF_ROTATE_270}, s, r);
-    check_capture("geometry", "rotate", &(pf_rotate_params){PF_ROTATE_90},
-                  &(pf_rotate_params){PF_ROTATE_180}, sq, r);
+    check_capture("geometry", "rotate", &(pf_rotate_params){.angle = PF_ROTATE_90},
+                  &(pf_rotate_params){.angle = PF_ROTATE_270}, s, r);
+    check_capture("geometry", "rotate", &(pf_rotate_params){.angle = PF_ROTATE_90},
+                  &(pf_rotate_params){.angle = PF_ROTATE_180}, sq, r);
     check_capture("geometry", "pad", &(pf_pad_params){1, 2, 3, 4, {0, 0, 0, 1}},
                   &(pf_pad_params){3, 0, 7, 0, {1, 1, 1, 1}}, s, r);
     check_capture("analysis", "histogram", &(pf_histogram_params){256}, &(pf_histogram_params){256},

@@ -120,15 +120,15 @@ static void test_resize(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         for (int m = 0; m < 3; m++) {
             pf_resize_params cases[] = {
-                {w, h, 1, m},                             /* same size */
-                {0, 0, 1, m},                             /* scale 1 */
-                {pf_rng_range(r, 1, 2 * w + 3), 0, 1, m}, /* width, keep aspect */
-                {0, pf_rng_range(r, 1, 2 * h + 3), 1, m}, /* height, keep aspect */
-                {pf_rng_range(r, 1, w + 2), pf_rng_range(r, 1, 2 * h), 1, m},
-                {pf_rng_range(r, 1, w), pf_rng_range(r, 1, h), 1, m}, /* shrink */
-                {0, 0, 0.1f + 2.9f * pf_rng_float(r), m},
-                {0, 0, 1.0f / 1024, m}, /* to 1x1 */
-                {0, 0, w * h <= 6 ? 64.0f : 1.5f, m},
+                {w, h, 1, m, 0, 0},                             /* same size */
+                {0, 0, 1, m, 0, 0},                             /* scale 1 */
+                {pf_rng_range(r, 1, 2 * w + 3), 0, 1, m, 0, 0}, /* width, keep aspect */
+                {0, pf_rng_range(r, 1, 2 * h + 3), 1, m, 0, 0}, /* height, keep aspect */
+                {pf_rng_range(r, 1, w + 2), pf_rng_range(r, 1, 2 * h), 1, m, 0, 0},
+                {pf_rng_range(r, 1, w), pf_rng_range(r, 1, h), 1, m, 0, 0}, /* shrink */
+                {0, 0, 0.1f + 2.9f * pf_rng_float(r), m, 0, 0},
+                {0, 0, 1.0f / 1024, m, 0, 0}, /* to 1x1 */
+                {0, 0, w * h <= 6 ? 64.0f : 1.5f, m, 0, 0},
             };
             for (int c = 0; c < PF_COUNTOF(cases); c++) {
                 pf_shape s = resize_size(&cases[c], w, h);
@@ -141,18 +141,18 @@ static void test_resize(pf_rng *r)
             }
             /* The same size is the input, to the bit, in every mode. */
             pf_image out;
-            CHECK(run_stage("resize", &(pf_resize_params){w, h, 1, m}, &in, &out) == 0 &&
+            CHECK(run_stage("resize", &(pf_resize_params){w, h, 1, m, 0, 0}, &in, &out) == 0 &&
                   fd_same_bits(&in, &out));
             pf_test_image_free(&out);
         }
         pf_test_image_free(&in);
     }
     char err[256];
-    pf_resize_params big = {0, 0, 64, PF_RESIZE_BILINEAR};
+    pf_resize_params big = {0, 0, 64, PF_RESIZE_BILINEAR, 0, 0};
     CHECKF(shape_error("resize", &big, (pf_shape){20000, 10}, err, sizeof err) != 0 &&
                strstr(err, "20000x10") && strstr(err, "1280000x640"),
            "resize past the largest side: \"%s\"", err);
-    pf_resize_params huge = {60000, 60000, 1, PF_RESIZE_BILINEAR};
+    pf_resize_params huge = {60000, 60000, 1, PF_RESIZE_BILINEAR, 0, 0};
     CHECKF(shape_error("resize", &huge, (pf_shape){10, 10}, err, sizeof err) != 0 &&
                strstr(err, "60000x60000"),
            "resize past the largest area: \"%s\"", err);
@@ -167,12 +167,12 @@ static void test_crop(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         int x = pf_rng_range(r, 0, w - 1), y = pf_rng_range(r, 0, h - 1);
         pf_crop_params cases[] = {
-            {0, 0, 0, 0},                                                 /* all */
-            {0, 0, w, h},                                                 /* all */
-            {x, y, 1, 1},                                                 /* a pixel */
-            {x, y, 0, 0},                                                 /* to the edges */
-            {x, y, pf_rng_range(r, 1, w - x), pf_rng_range(r, 1, h - y)}, /* random */
-            {w - 1, h - 1, 1, 1},                                         /* last pixel */
+            {0, 0, 0, 0, 0, 0, 0}, /* all */
+            {0, 0, w, h, 0, 0, 0}, /* all */
+            {x, y, 1, 1, 0, 0, 0}, /* a pixel */
+            {x, y, 0, 0, 0, 0, 0}, /* to the edges */
+            {x, y, pf_rng_range(r, 1, w - x), pf_rng_range(r, 1, h - y), 0, 0, 0}, /* random */
+            {w - 1, h - 1, 1, 1, 0, 0, 0},                                         /* last pixel */
         };
         for (int c = 0; c < PF_COUNTOF(cases); c++) {
             const pf_crop_params *p = &cases[c];
@@ -191,8 +191,9 @@ static void test_crop(pf_rng *r)
         }
         /* Outside the input: an error that names both sizes. */
         pf_crop_params bad[] = {
-            {w, 0, 0, 0}, {0, h, 0, 0},     {0, 0, w + 1, h},     {0, 0, w, h + 1},
-            {1, 0, w, h}, {0, h - 1, 1, 2}, {x, y, w - x + 1, 1},
+            {w, 0, 0, 0, 0, 0, 0},         {0, h, 0, 0, 0, 0, 0}, {0, 0, w + 1, h, 0, 0, 0},
+            {0, 0, w, h + 1, 0, 0, 0},     {1, 0, w, h, 0, 0, 0}, {0, h - 1, 1, 2, 0, 0, 0},
+            {x, y, w - x + 1, 1, 0, 0, 0},
         };
         for (int c = 0; c < PF_COUNTOF(bad); c++) {
             char err[256], insize[32], req[64];
@@ -251,17 +252,17 @@ static void test_flip_rotate(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         for (int k = 0; k < 3; k++) {
             check_forward("flip", &(pf_flip_params){k}, k, w, h, flip_to, &in, axes[k]);
-            check_forward("rotate", &(pf_rotate_params){k}, k, k == 1 ? w : h, k == 1 ? h : w,
-                          turn_to, &in, angles[k]);
+            check_forward("rotate", &(pf_rotate_params){.angle = k}, k, k == 1 ? w : h,
+                          k == 1 ? h : w, turn_to, &in, angles[k]);
         }
         /* Four quarter turns, and 90 then 270, give the input back; 180 is both flips. */
         pf_image a, b, c, d;
-        CHECK(run_stage("rotate", &(pf_rotate_params){PF_ROTATE_90}, &in, &a) == 0);
-        CHECK(run_stage("rotate", &(pf_rotate_params){PF_ROTATE_90}, &a, &b) == 0);
-        CHECK(run_stage("rotate", &(pf_rotate_params){PF_ROTATE_180}, &b, &c) == 0);
+        CHECK(run_stage("rotate", &(pf_rotate_params){.angle = PF_ROTATE_90}, &in, &a) == 0);
+        CHECK(run_stage("rotate", &(pf_rotate_params){.angle = PF_ROTATE_90}, &a, &b) == 0);
+        CHECK(run_stage("rotate", &(pf_rotate_params){.angle = PF_ROTATE_180}, &b, &c) == 0);
         CHECKF(fd_same_bits(&in, &c), "rotate %dx%d: 90 + 90 + 180 is not the identity", w, h);
         pf_test_image_free(&c);
-        CHECK(run_stage("rotate", &(pf_rotate_params){PF_ROTATE_270}, &a, &c) == 0);
+        CHECK(run_stage("rotate", &(pf_rotate_params){.angle = PF_ROTATE_270}, &a, &c) == 0);
         CHECKF(fd_same_bits(&in, &c), "rotate %dx%d: 90 + 270 is not the identity", w, h);
         CHECK(run_stage("flip", &(pf_flip_params){PF_FLIP_BOTH}, &in, &d) == 0);
         CHECKF(pf_test_image_maxdiff(&b, &d) == 0, "rotate 180 differs from flip both");
