@@ -76,11 +76,19 @@ static int reg_overlaps(const char *base, size_t bytes)
     return 0;
 }
 
-/* Releases entry i's memory or registration and removes it (under reg_mu). */
-static void reg_release(int i)
+/* Removes entry i (under reg_mu) and returns it, to be released outside the lock. */
+static host_range reg_remove(int i)
 {
     host_range r = reg[i];
     reg[i] = reg[--reg_n];
+    return r;
+}
+
+/* Frees a removed entry's memory or undoes its registration. Outside reg_mu: these
+   calls can take long (cudaFreeHost may wait for the device), and every submit looks
+   the registry up. */
+static void range_release(host_range r)
+{
     switch (r.kind) {
 #ifdef PF_HAVE_CUDA
     case RANGE_ALLOC_PINNED:
@@ -113,16 +121,22 @@ int pf_hostmem_pinned(const void *ptr, size_t bytes)
 
 void pf_hostmem_engine_free(const pf_engine *e)
 {
-    pthread_mutex_lock(&reg_mu);
-    for (int i = reg_n - 1; i >= 0; i--)
-        if (reg[i].eng == e)
-            reg_release(i);
-    if (reg_n == 0) {
-        free(reg);
-        reg = NULL;
-        reg_cap = 0;
+    for (;;) {
+        host_range r = {0};
+        pthread_mutex_lock(&reg_mu);
+        for (int i = reg_n - 1; i >= 0 && !r.base; i--)
+            if (reg[i].eng == e)
+                r = reg_remove(i);
+        if (!r.base && reg_n == 0) {
+            free(reg);
+            reg = NULL;
+            reg_cap = 0;
+        }
+        pthread_mutex_unlock(&reg_mu);
+        if (!r.base)
+            return;
+        range_release(r);
     }
-    pthread_mutex_unlock(&reg_mu);
 }
 
 size_t pf_frame_span(const pf_frame *f)
@@ -196,11 +210,14 @@ PF_API void pf_frame_free_host(pf_engine *e, pf_frame *f)
     (void)e;
     if (!f || !f->data)
         return;
+    host_range r = {0};
     pthread_mutex_lock(&reg_mu);
     int i = reg_find(f->data);
     if (i >= 0 && (reg[i].kind == RANGE_ALLOC_PINNED || reg[i].kind == RANGE_ALLOC_PLAIN))
-        reg_release(i);
+        r = reg_remove(i);
     pthread_mutex_unlock(&reg_mu);
+    if (r.base)
+        range_release(r);
     memset(f, 0, sizeof *f);
 }
 
@@ -214,13 +231,17 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
     }
     char why[512] = "";
     int cuda = pf_cuda_available(e, why, sizeof why);
+    /* Page-locking takes long: not under the lock. A range registered by another thread
+       meanwhile is caught when the entry is added, and this registration undone. */
     pthread_mutex_lock(&reg_mu);
+    int overlap = reg_overlaps(ptr, bytes);
+    pthread_mutex_unlock(&reg_mu);
     int rc = PF_OK;
     range_kind kind = RANGE_PLAIN;
-    if (reg_overlaps(ptr, bytes)) {
+    if (overlap) {
         pf_errf(e->errmsg, "pf_engine_register_host: %p + %zu overlaps memory already registered",
                 ptr, bytes);
-        rc = PF_INVALID_ARGUMENT;
+        return PF_INVALID_ARGUMENT;
     }
 #ifdef PF_HAVE_CUDA
     if (rc == PF_OK && cuda) {
@@ -243,14 +264,21 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
 #else
     (void)cuda;
 #endif
-    if (rc == PF_OK && (rc = reg_add(ptr, bytes, kind, e)) != PF_OK) {
+    if (rc != PF_OK)
+        return rc;
+    pthread_mutex_lock(&reg_mu);
+    if (reg_overlaps(ptr, bytes)) {
+        pf_errf(e->errmsg, "pf_engine_register_host: %p + %zu overlaps memory already registered",
+                ptr, bytes);
+        rc = PF_INVALID_ARGUMENT;
+    } else if ((rc = reg_add(ptr, bytes, kind, e)) != PF_OK) {
         pf_errf(e->errmsg, "pf_engine_register_host: out of memory");
-#ifdef PF_HAVE_CUDA
-        if (kind == RANGE_REGISTERED)
-            cudaHostUnregister(ptr);
-#endif
     }
     pthread_mutex_unlock(&reg_mu);
+#ifdef PF_HAVE_CUDA
+    if (rc != PF_OK && kind == RANGE_REGISTERED)
+        cudaHostUnregister(ptr);
+#endif
     return rc;
 }
 
@@ -258,12 +286,15 @@ PF_API int pf_engine_unregister_host(pf_engine *e, void *ptr)
 {
     if (!e)
         return PF_INVALID_ARGUMENT;
+    host_range r = {0};
     pthread_mutex_lock(&reg_mu);
     int i = reg_find(ptr);
     int ok = i >= 0 && reg[i].kind != RANGE_ALLOC_PINNED && reg[i].kind != RANGE_ALLOC_PLAIN;
     if (ok)
-        reg_release(i);
+        r = reg_remove(i);
     pthread_mutex_unlock(&reg_mu);
+    if (ok)
+        range_release(r);
     if (!ok) {
         pf_errf(e->errmsg, "pf_engine_unregister_host: %p is not the start of a registered range",
                 ptr);
