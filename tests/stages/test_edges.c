@@ -2,6 +2,8 @@
  * through the CPU executor with integer frames (the way files reach them):
  *   - every u8 and u16 sample loads as k / max correctly rounded, and gray stays gray;
  *   - f32 stores to u8 and u16 round half up and clamp, around every rounding tie;
+ *   - point units reading and writing the caller's frames directly give the bytes of
+ *     the whole-image path;
  *   - the GPU's three-instruction form of that division (kernels/fused_rt.h,
  *     pf_div_code) equals it for every code, computed here with C's fmaf;
  *   - levels: a value at in_low gives out_low at any gamma, 8 and 16 bits;
@@ -205,6 +207,70 @@ static void test_stores(void)
     pf_frame_free(&in);
 }
 
+/* Point units convert inputs and store outputs themselves when nothing else reads them
+   (engine/exec_cpu.c); the bytes must be those of the whole-image path, which runs when
+   an output is named twice or a stencil also reads the input. Odd width (a ragged last
+   chunk), 16-bit gray and 8-bit RGBA. */
+static void test_direct_edges(void)
+{
+#define CHAIN                                                                                      \
+    "{\"id\": \"s\", \"op\": \"contrast\", \"inputs\": [\"x\"], \"params\": {\"amount\": 1.7}}, "  \
+    "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"x\"], \"params\": {\"opacity\": "    \
+    "0.3}}"
+    static const char *const json[] = {
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [" CHAIN
+        "], \"outputs\": {\"o\": \"t\"}}",
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [" CHAIN
+        "], \"outputs\": {\"o\": \"t\", "
+        "\"p\": \"t\"}}",
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [" CHAIN
+        ", {\"id\": \"m\", \"op\": \"median3\", \"inputs\": [\"x\"]}], \"outputs\": {\"o\": "
+        "\"t\", \"m\": \"m\"}}",
+    };
+#undef CHAIN
+    pf_rng r;
+    pf_rng_seed(&r, 17);
+    for (int f = 0; f < 2; f++) {
+        pf_sample smp = f ? PF_U8 : PF_U16;
+        int ch = f ? 4 : 1;
+        pf_frame in;
+        if (pf_frame_alloc(&in, 517, 9, smp, ch) != PF_OK)
+            exit(1);
+        for (int y = 0; y < 9; y++)
+            for (int i = 0; i < 517 * ch; i++) {
+                char *row = (char *)in.data + (size_t)y * in.pitch;
+                if (smp == PF_U8)
+                    ((unsigned char *)row)[i] = (unsigned char)pf_rng_u32(&r);
+                else
+                    ((unsigned short *)row)[i] = (unsigned short)pf_rng_u32(&r);
+            }
+        pf_frame out[3][2];
+        for (int k = 0; k < 3; k++) {
+            out[k][0] = like(&in, smp, ch);
+            out[k][1] = like(&in, smp, ch);
+            pf_pipeline *p = load(json[k]);
+            if (p) {
+                int rc = pf_pipeline_run(p, &in, 1, out[k], k ? 2 : 1);
+                CHECKF(rc == PF_OK, "direct edges %d: %s", k, pf_pipeline_errmsg(p));
+            }
+            pf_pipeline_destroy(p);
+        }
+        size_t row = 517 * pf_frame_pixel_bytes(smp, ch);
+        for (int k = 1; k < 3; k++)
+            for (int y = 0; y < 9; y++)
+                CHECKF(!memcmp((char *)out[0][0].data + y * out[0][0].pitch,
+                               (char *)out[k][0].data + y * out[k][0].pitch, row),
+                       "%s: direct edges differ from pipeline %d, row %d", f ? "rgba8" : "gray16",
+                       k, y);
+        for (int y = 0; y < 9; y++)
+            CHECK(!memcmp((char *)out[1][0].data + y * out[1][0].pitch,
+                          (char *)out[1][1].data + y * out[1][1].pitch, row));
+        for (int k = 0; k < 3; k++)
+            pf_frame_free(&out[k][0]), pf_frame_free(&out[k][1]);
+        pf_frame_free(&in);
+    }
+}
+
 /* ---- levels ------------------------------------------------------------------------------ */
 
 /* The example of the report: gray8 [51, 52, 204], in 0.2..0.8, gamma 10. */
@@ -392,6 +458,7 @@ int main(void)
         fusion = fusions[i];
         test_loads();
         test_stores();
+        test_direct_edges();
         test_levels_example();
         test_levels_codes();
         test_threshold();
