@@ -1007,24 +1007,24 @@ static int print_dot(const pf_pipeline *p, FILE *f)
     return ferror(f) ? PF_IO : PF_OK;
 }
 
-PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
+/* A print of the plan, inside the pipeline's one-thread-at-a-time guard. */
+static int guarded_print(const pf_pipeline *p, FILE *f, int (*print)(const pf_pipeline *, FILE *))
 {
     if (!p || !f)
         return PF_NOT_PLANNED;
     if (!enter(p))
         return PF_BUSY;
-    int rc = print_plan(p, f);
+    int rc = print(p, f);
     leave(p);
     return rc;
 }
 
+PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
+{
+    return guarded_print(p, f, print_plan);
+}
+
 PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
 {
-    if (!p || !f)
-        return PF_NOT_PLANNED;
-    if (!enter(p))
-        return PF_BUSY;
-    int rc = print_dot(p, f);
-    leave(p);
-    return rc;
+    return guarded_print(p, f, print_dot);
 }

@@ -196,12 +196,7 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
         pf_errf(e->errmsg, "pf_frame_alloc_host: out of memory");
         return rc;
     }
-    out->data = mem;
-    out->width = width;
-    out->height = height;
-    out->pitch = pitch;
-    out->sample = sample;
-    out->channels = channels;
+    *out = (pf_frame){mem, width, height, pitch, sample, channels};
     return PF_OK;
 }
 
