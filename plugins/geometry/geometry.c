@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "pipefuse/plugin.h"
 
@@ -62,16 +64,51 @@ static int same_shape(const void *params, const pf_shape *in, pf_shape *out, cha
    when it lies outside the input (pad's border). */
 typedef int (*map_fn)(const void *params, int w, int h, int x, int y, int *sx, int *sy);
 
+/* Output pixel (x, y) by map, the definition: the mapped pixel, clamped, or fill. */
+static pf_float4 mapped_px(const pf_stage_args *a, map_fn map, pf_float4 fill, int x, int y)
+{
+    int sx, sy;
+    const pf_image *in = &a->in[0];
+    return map(a->params, in->width, in->height, x, y, &sx, &sy) ? pf_image_at_clamped(in, sx, sy)
+                                                                 : fill;
+}
+
+/* Every map here (crop, flip, the quarter turns, pad) is affine along an output row:
+   (sx, sy) = (sx0 + x dx, sy0 + x dy). So a row asks map for its first, second and last
+   pixels only, and copies pixels whose source lies inside the input straight from
+   their row (a memcpy where the row is a plain run); pixels outside (pad's border), and
+   any row where the three points are not on one line, take mapped_px: the same values
+   as asking map for every pixel. */
 static int run_mapped(const pf_stage_args *a, map_fn map, pf_float4 fill)
 {
     const pf_image *in = &a->in[0];
-    int sx, sy;
+    const int w = a->out.width, iw = in->width, ih = in->height;
     for (int y = a->region.y0; y < a->region.y1; y++) {
         pf_float4 *dst = pf_image_row(&a->out, y);
-        for (int x = 0; x < a->out.width; x++)
-            dst[x] = map(a->params, in->width, in->height, x, y, &sx, &sy)
-                         ? pf_image_at_clamped(in, sx, sy)
-                         : fill;
+        int sx0, sy0, sx1, sy1, sxl, syl;
+        map(a->params, iw, ih, 0, y, &sx0, &sy0);
+        map(a->params, iw, ih, 1, y, &sx1, &sy1);
+        map(a->params, iw, ih, w - 1, y, &sxl, &syl);
+        const long long dx = sx1 - sx0, dy = sy1 - sy0;
+        if (w < 2 || sxl != sx0 + dx * (w - 1) || syl != sy0 + dy * (w - 1)) {
+            for (int x = 0; x < w; x++)
+                dst[x] = mapped_px(a, map, fill, x, y);
+            continue;
+        }
+        int x = 0;
+        if (dy == 0 && dx == 1 && sy0 >= 0 && sy0 < ih) { /* crop, pad: one run of a row */
+            int lo = sx0 < 0 ? -sx0 : 0, hi = sx0 + w > iw ? iw - sx0 : w;
+            for (; x < lo && x < w; x++)
+                dst[x] = mapped_px(a, map, fill, x, y);
+            if (hi > lo)
+                memcpy(dst + lo, pf_image_row(in, sy0) + sx0 + lo, sizeof(pf_float4) * (hi - lo));
+            x = hi > lo ? hi : x;
+        }
+        for (; x < w; x++) {
+            long long sx = sx0 + dx * x, sy = sy0 + dy * x;
+            dst[x] = sx >= 0 && sx < iw && sy >= 0 && sy < ih ? pf_image_row(in, (int)sy)[sx]
+                                                              : mapped_px(a, map, fill, x, y);
+        }
     }
     return 0;
 }
@@ -298,33 +335,82 @@ static double span_weight(const span *s, int k, int *idx)
     return k ? s->f : 1 - s->f;
 }
 
+/* The horizontal taps of every output column, computed once per band (they were
+   computed per pixel of every row): column x has taps tap[x * stride + i], i < count[x]. */
+typedef struct xtaps {
+    int stride;
+    int *count, *idx;
+    double *w;
+} xtaps;
+
+static int xtaps_make(xtaps *t, int mode, int n_in, int n_out)
+{
+    t->stride = 1;
+    for (int x = 0; x < n_out; x++) {
+        span s = axis_span(mode, n_in, n_out, x);
+        t->stride = s.count > t->stride ? s.count : t->stride;
+    }
+    size_t n = (size_t)n_out * (size_t)t->stride;
+    t->count = malloc(sizeof(int) * (size_t)n_out);
+    t->idx = malloc(sizeof(int) * n);
+    t->w = malloc(sizeof(double) * n);
+    if (!t->count || !t->idx || !t->w)
+        return -1;
+    for (int x = 0; x < n_out; x++) {
+        span s = axis_span(mode, n_in, n_out, x);
+        t->count[x] = s.count;
+        for (int i = 0; i < s.count; i++)
+            t->w[(size_t)x * t->stride + i] =
+                span_weight(&s, i, &t->idx[(size_t)x * t->stride + i]);
+    }
+    return 0;
+}
+
+static void xtaps_free(xtaps *t)
+{
+    free(t->count);
+    free(t->idx);
+    free(t->w);
+}
+
 static int resize_run(const pf_stage_args *a)
 {
     const pf_resize_params *p = (const pf_resize_params *)a->params;
     const pf_image *in = &a->in[0];
+    xtaps tx = {0};
+    if (xtaps_make(&tx, p->mode, in->width, a->out.width) != 0) {
+        xtaps_free(&tx);
+        if (a->err && a->err_size)
+            snprintf(a->err, a->err_size, "resize: out of memory for the taps of %d columns",
+                     a->out.width);
+        return -1;
+    }
     for (int y = a->region.y0; y < a->region.y1; y++) {
         span sy = axis_span(p->mode, in->height, a->out.height, y);
         pf_float4 *dst = pf_image_row(&a->out, y);
         for (int x = 0; x < a->out.width; x++) {
-            span sx = axis_span(p->mode, in->width, a->out.width, x);
+            const int *ixs = tx.idx + (size_t)x * tx.stride;
+            const double *wxs = tx.w + (size_t)x * tx.stride;
             double acc[4] = {0, 0, 0, 0};
             for (int j = 0; j < sy.count; j++) {
-                int iy, ix;
+                int iy;
                 double wy = span_weight(&sy, j, &iy);
                 const pf_float4 *src = pf_image_row(in, iy);
-                for (int i = 0; i < sx.count; i++) {
-                    double w = wy * span_weight(&sx, i, &ix);
+                for (int i = 0; i < tx.count[x]; i++) {
+                    double w = wy * wxs[i];
                     if (w == 0) /* so that an exact tap is exact even beside an inf */
                         continue;
-                    acc[0] += w * src[ix].x;
-                    acc[1] += w * src[ix].y;
-                    acc[2] += w * src[ix].z;
-                    acc[3] += w * src[ix].w;
+                    const pf_float4 v = src[ixs[i]];
+                    acc[0] += w * v.x;
+                    acc[1] += w * v.y;
+                    acc[2] += w * v.z;
+                    acc[3] += w * v.w;
                 }
             }
             dst[x] = pf_f4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
         }
     }
+    xtaps_free(&tx);
     return 0;
 }
 
