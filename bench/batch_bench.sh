@@ -124,7 +124,7 @@ run() {
 PFT=("$PF" --threads "$THREADS")
 run "codec floor (pipefuse, cpu)" "${PFT[@]}" run "$WORK/copy.json" "$IN" -o "$WORK/out" -q --backend cpu
 run "pipefuse demo.json cpu" "${PFT[@]}" run "$HERE/pipelines/demo.json" "$IN" -o "$WORK/out" -q --backend cpu
-if "$PF" info 2>/dev/null | grep -qiE '^ *(device|gpu) *[0-9]|sm_[0-9]'; then
+if "$PF" info 2>/dev/null | grep -q 'compute capability'; then
     run "codec floor (pipefuse, cuda)" "${PFT[@]}" run "$WORK/copy.json" "$IN" -o "$WORK/out" -q --backend cuda
     run "pipefuse demo.json cuda" "${PFT[@]}" run "$HERE/pipelines/demo.json" "$IN" -o "$WORK/out" -q --backend cuda
 else

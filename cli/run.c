@@ -486,6 +486,8 @@ typedef struct sup {
     unsigned long long bytes_done;
     unsigned long long plans;
     int restarts;
+    double t_dec, t_eng, t_enc; /* ms summed over the files done */
+    int n_timed;
 } sup;
 
 /* The name of output k of input i (inside OUTDIR), malloc'd. */
@@ -682,7 +684,7 @@ static int on_line(sup *s, char *line)
         return 0;
     case 'R':
         w->ready = 1;
-        w->lanes = atoi(rest);
+        sscanf(rest, "%d %d", &w->lanes, &w->codecs);
         return 0;
     case 'E': {
         int i = atoi(rest);
@@ -701,6 +703,17 @@ static int on_line(sup *s, char *line)
             return 0;
         const char *msg = rest + used;
         finish(s, i, failed ? ST_FAILED : ST_OK, msg, failed ? "failed" : NULL, ms);
+        return 0;
+    }
+    case 'T': {
+        int i;
+        double d, e, c;
+        if (sscanf(rest, "%d %lf %lf %lf", &i, &d, &e, &c) == 4) {
+            s->t_dec += d;
+            s->t_eng += e;
+            s->t_enc += c;
+            s->n_timed++;
+        }
         return 0;
     }
     case 'C':
@@ -1002,6 +1015,11 @@ static void summary(sup *s, int was_interrupted)
         fprintf(stderr, "pipefuse: the worker process was restarted %d time(s)\n", s->restarts);
     if (!o->quiet)
         fprintf(stderr, "pipefuse: %llu plan(s) built\n", s->plans);
+    if (!o->quiet && s->n_timed)
+        fprintf(stderr,
+                "pipefuse: per file, on average: decode %.1f ms, engine %.1f ms (submit to "
+                "done), encode and write %.1f ms; each on its own thread, overlapping\n",
+                s->t_dec / s->n_timed, s->t_eng / s->n_timed, s->t_enc / s->n_timed);
 }
 
 static int supervise(sup *s)
@@ -1038,7 +1056,9 @@ static int supervise(sup *s)
                 break;
             }
         }
-        int cap = s->w.lanes * 2 + 4;
+        /* enough files for every codec thread and two per lane; the worker bounds
+           their bytes */
+        int cap = s->w.lanes * 2 + s->w.codecs + 2;
         while (!stopping && s->w.outstanding < cap) {
             int i = next_job(s);
             if (i < 0)

@@ -22,9 +22,11 @@
  * Reports, one line each (a single write, so lines from threads never mix):
  *   X message            setup failed (the supervisor exits 2)
  *   O kind json name     an output of the pipeline (kind i: image, t: table), then
- *   R lanes              ready
+ *   R lanes codecs       ready
  *   P width height       a lane planned the pipeline for a new shape
  *   E index              the file entered the engine (its time limit starts)
+ *   T index dec eng enc  milliseconds of a file done: decode, engine (submit to wait
+ *                        done), encode and write
  *   D index 0 ms outs    done; D index 1 ms message: failed
  *   C index sig<TAB>where  a fatal signal or exit() while working on index (-1: unknown)
  *   W where              where a thread in plugin code is (answer to "H")
@@ -73,6 +75,7 @@ struct job {
     int status; /* 0 ok */
     int ticket;
     double t0;
+    double dec_ms, eng_ms, enc_ms; /* where its time went */
     char err[2048];
     job *next;
 };
@@ -607,7 +610,10 @@ static int setup(char *err, size_t errn)
         cores = 1;
     if (o->common->threads > 0 && o->common->threads < cores)
         cores = o->common->threads;
-    W.lanes = o->lanes ? o->lanes : cpu ? (int)(cores < 8 ? cores : 8) : 1;
+    /* On the GPU a lane keeps its frame slots full; a pipeline with table outputs waits
+       for each frame before the next (tables are read after the wait), so three lanes,
+       each with its own engine and streams, keep the GPU busy instead. */
+    W.lanes = o->lanes ? o->lanes : cpu ? (int)(cores < 8 ? cores : 8) : W.has_tables ? 3 : 1;
     if (W.lanes > MAX_LANES)
         W.lanes = MAX_LANES;
     W.codecs = (int)cores;
@@ -678,7 +684,8 @@ static pf_pipeline *pipeline_for(lane *L, job *j)
         pf_pipeline_destroy(p);
         return NULL;
     }
-    /* Plans of other shapes go while the lane's pipelines would hold over a quarter of
+    report("P %d %d", s.width, s.height);
+    /* Plans of other shapes go while the lanes' pipelines would hold over a quarter of
        the memory budget. */
     for (;;) {
         unsigned long long held = 0;
@@ -688,7 +695,7 @@ static pf_pipeline *pipeline_for(lane *L, job *j)
             if (L->c[i].p && &L->c[i] != victim && (!lru || L->c[i].use < lru->use))
                 lru = &L->c[i];
         }
-        if (!lru || !W.o->max_memory || held + pb <= W.o->max_memory / 4)
+        if (!lru || !W.o->max_memory || held + pb <= W.o->max_memory / 4 / (unsigned)W.lanes)
             break;
         drop(lru);
     }
@@ -799,8 +806,14 @@ static int context_lost(int rc)
     return rc == PF_CUDA;
 }
 
+/* The context is the process's: other lanes fail too once it is lost. The first lane
+   to see it blames its file and ends the worker; the others' files run again. */
 static void lost_and_exit(job *j)
 {
+    static atomic_int once;
+    if (atomic_exchange(&once, 1) != 0)
+        for (;;)
+            pause();
     report("D %d 1 %.1f %s (the GPU context is lost; the worker restarts)", j->index,
            now_ms() - j->t0, j->err);
     report("L");
@@ -813,6 +826,7 @@ static void engine_enter(job *j)
     atomic_fetch_add(&engine_jobs, 1);
     tls_job = j->index;
     tls_step = "engine";
+    j->eng_ms = now_ms(); /* the start, until retire */
     report("E %d", j->index);
 }
 
@@ -841,6 +855,7 @@ static void retire(job **fifo, pf_pipeline **fp, int *n)
     pf_pipeline *p = fp[0];
     tls_job = j->index;
     int rc = pf_pipeline_wait(p, j->ticket);
+    j->eng_ms = now_ms() - j->eng_ms;
     if (rc != PF_OK) {
         engine_failed(j, p, rc);
     } else {
@@ -986,6 +1001,7 @@ static void *lane_main(void *arg)
 
 static void encode(job *j)
 {
+    double enc_start = now_ms();
     tls_job = j->index;
     tls_step = "encode";
     if (j->status == 0) {
@@ -1024,6 +1040,7 @@ static void encode(job *j)
                     if (items[i].frame == &j->out[k] && used < sizeof outs)
                         used += (size_t)snprintf(outs + used, sizeof outs - used, "%s%s",
                                                  used ? ", " : "", items[i].final_name);
+            report("T %d %.3f %.3f %.3f", j->index, j->dec_ms, j->eng_ms, now_ms() - enc_start);
             report("D %d 0 %.1f %s", j->index, now_ms() - j->t0, outs);
         }
     }
@@ -1038,6 +1055,7 @@ static void decode(job *j)
     tls_job = j->index;
     tls_step = "decode";
     j->t0 = now_ms();
+    double dec_start = j->t0;
     char err[2048] = "";
     if (W.o->max_memory && j->est > W.o->max_memory) {
         snprintf(j->err, sizeof j->err,
@@ -1052,6 +1070,7 @@ static void decode(job *j)
         snprintf(j->err, sizeof j->err, "%s", m);
         j->status = 1;
     }
+    j->dec_ms = now_ms() - dec_start;
     tls_job = -1;
     tls_step = NULL;
 }
@@ -1167,7 +1186,7 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
         }
     for (int k = 0; k < W.n_out; k++)
         report("O %c %d %s", W.oi[k].kind == PF_OUTPUT_IMAGE ? 'i' : 't', W.json[k], W.oi[k].name);
-    report("R %d", W.lanes);
+    report("R %d %d", W.lanes, W.codecs);
     for (int i = 0; i < W.lanes; i++)
         if (pthread_create(&lanes[i].tid, NULL, lane_main, &lanes[i]) != 0) {
             report("X cannot start a thread");
