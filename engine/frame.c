@@ -56,8 +56,11 @@ PF_API void pf_frame_free(pf_frame *f)
 
 /* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
    with ifunc), the conversion loops are also built for AVX2 and the CPU picks: twice the
-   vector width, about half the time per row; the same arithmetic, so the same results. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+   vector width, about half the time per row; the same arithmetic, so the same results.
+   Not under the sanitizers: the ifunc resolvers run before their runtimes are set up
+   (a ThreadSanitizer build crashed while loading the library). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&                                \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define PF_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define PF_VECTOR_CLONES

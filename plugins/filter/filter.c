@@ -89,8 +89,10 @@ static size_t separable_scratch(int r, int width, int rows)
 }
 
 /* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
-   with ifunc), the row loops below are also built for AVX2 and the CPU picks. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+   with ifunc), the row loops below are also built for AVX2 and the CPU picks; not under
+   the sanitizers (see frame.c). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&                                \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define FILTER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define FILTER_VECTOR_CLONES
