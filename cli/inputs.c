@@ -1,7 +1,8 @@
 /* cli/inputs.c: `pipefuse run` as the user writes it, turned into the batch that run.c
  * carries out.
  *
- * Before the batch: --backend cuda is refused once when no GPU can run it; directory
+ * Before the batch: --backend cuda is refused once when no GPU can run it (asked in a
+ * child process: the supervisor holds no CUDA context); directory
  * inputs are listed (with --recursive, their subfolders too, keeping each file's folder
  * for its outputs' names); files in the output folder that are this pipeline's outputs
  * of other inputs there are left out (x.edges.png beside x.png, when -o is the input
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -354,6 +356,40 @@ static int drop_outputs(run_args *r, const pipe_outputs *po)
     return 0;
 }
 
+/* --backend cuda: whether the CUDA backend can run, asked in a child process, so that
+   this one (the batch's supervisor) never holds a CUDA context. 0, or -1 after the
+   reason is printed. */
+static int require_cuda(const cli_common *c)
+{
+    if (!c->backend || strcmp(c->backend, "cuda") != 0)
+        return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "pipefuse run: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        pf_engine *e = cli_engine(c);
+        int bad = !e || cli_require_backend(e, c->backend, "run") != 0;
+        pf_engine_destroy(e);
+        fflush(NULL);
+        _exit(bad ? 1 : 0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            fprintf(stderr, "pipefuse run: waitpid: %s\n", strerror(errno));
+            return -1;
+        }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (!WIFEXITED(st))
+        fprintf(stderr, "pipefuse run: --backend cuda: probing the device crashed (signal %d)\n",
+                WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return -1;
+}
+
 static void free_args(run_args *r)
 {
     for (int i = 0; i < r->n_files; i++) {
@@ -397,8 +433,10 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
                             : "no input files");
         goto done;
     }
+    if (require_cuda(c) != 0)
+        goto done;
     e = cli_engine(c);
-    if (!e || cli_require_backend(e, c->backend, "run") != 0)
+    if (!e)
         goto done;
     if (pf_pipeline_load_file(e, r.pipeline, &p) != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
