@@ -1,6 +1,7 @@
 # Checking builds beyond PIPEFUSE_SANITIZE (ASan + UBSan, in the top-level file):
 #
-#   PIPEFUSE_TSAN=ON  ThreadSanitizer over every C target (the `tsan` preset, clang or gcc).
+#   PIPEFUSE_TSAN=ON  ThreadSanitizer over every C target (the `tsan` preset, gcc: see
+#                     docs/testing.md on clang 14).
 #   PIPEFUSE_FUZZ=ON  libFuzzer targets in tests/fuzz/ (the `fuzz` preset, clang only):
 #                     every C target is instrumented for coverage with ASan and UBSan,
 #                     and the fuzz targets link libFuzzer's main. docs/testing.md says
