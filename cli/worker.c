@@ -946,7 +946,8 @@ static void *lane_main(void *arg)
             pf_pipeline_output_info(p, k, &oi);
             if (oi.kind != PF_OUTPUT_IMAGE)
                 continue;
-            int ch = oi.channels ? oi.channels : j->in[0].channels;
+            /* "auto" channels: the input's, widened where a stage's output needs more */
+            int ch = pf_pipeline_output_channels(p, k, j->in[0].channels);
             pf_sample s = oi.bits == 16 ? PF_U16 : oi.bits == 8 ? PF_U8 : j->in[0].sample;
             rc = pf_frame_alloc(&j->out[k], oi.shape.width, oi.shape.height, s, ch);
             if (rc != PF_OK)

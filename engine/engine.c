@@ -707,3 +707,38 @@ PF_API const pf_stage_desc *pf_engine_find_stage(const pf_engine *e, const char 
             return e->stages[i].desc;
     return NULL;
 }
+
+/* ---- What stages declare about their output -------------------------------------------------- */
+
+PF_API int pf_pipeline_output_channels(const pf_pipeline *p, int i, int in_channels)
+{
+    if (!p || i < 0 || i >= p->n_outputs)
+        return 0;
+    const pf_output_decl *o = &p->outputs[i];
+    const pf_node *out = &p->nodes[o->node];
+    if (out->desc && out->desc->kind == PF_STAGE_REDUCE)
+        return 0;
+    if (o->channels)
+        return o->channels;
+    /* need[n]: bit 1 colour, bit 2 alpha, of node n and every stage before it on the
+       way (nodes are in topological order; a reduce passes nothing on). */
+    unsigned char small[256], *need = p->n_nodes <= 256 ? small : malloc((size_t)p->n_nodes);
+    if (!need)
+        return in_channels;
+    memset(need, 0, (size_t)o->node + 1);
+    for (int n = 0; n <= o->node; n++) {
+        const pf_node *nd = &p->nodes[n];
+        int oc = nd->desc ? nd->desc->out_channels : 0;
+        need[n] = (unsigned char)((oc >= 3 ? 1 : 0) | (oc == 2 || oc == 4 ? 2 : 0));
+        for (int k = 0; nd->desc && nd->desc->kind != PF_STAGE_REDUCE && k < nd->n_in; k++)
+            need[n] |= need[nd->in[k]];
+    }
+    int colour = need[o->node] & 1, alpha = need[o->node] & 2, ch = in_channels;
+    if (need != small)
+        free(need);
+    if (colour && ch < 3)
+        ch += 2; /* 1 -> 3, 2 -> 4 */
+    if (alpha && (ch == 1 || ch == 3))
+        ch += 1;
+    return ch;
+}

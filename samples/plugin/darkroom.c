@@ -1,4 +1,4 @@
-/* samples/plugin/darkroom.c: a pipefuse plugin with two stages, built only against an
+/* samples/plugin/darkroom.c: a pipefuse plugin with three stages, built only against an
  * installed pipefuse (see CMakeLists.txt and README.md).
  *
  *   spotlight  a POINT stage that uses the pixel's position: a soft disc of light
@@ -6,18 +6,22 @@
  *              stage, built-in or not.
  *   emboss     a STENCIL stage: a directional relief from each pixel's 3x3
  *              neighbourhood (radius 1).
+ *   zones      a REDUCE stage: a table of the pixel count and mean luma of each luma
+ *              zone (shadows to highlights), written as CSV or JSON.
  *
  * A plugin is a shared library exporting exactly one symbol, pf_plugin_entry, that
  * returns a descriptor listing its stages. The plugin never links against the engine
  * and calls nothing in it: everything is declared in static tables below, and the engine
  * calls the functions those tables point to. Only "pipefuse/plugin.h" is needed.
  *
- * Read it top to bottom: the point stage, the stencil stage, then the plugin.
+ * Read it top to bottom: the point stage, the stencil stage, the reduce stage, then the
+ * plugin.
  */
 #include "pipefuse/plugin.h"
 
 #include "emboss.h"
 #include "spotlight_ops.h"
+#include "zones.h"
 
 /* ======================================================================================
  * spotlight: a point stage
@@ -84,6 +88,7 @@ static const pf_stage_desc spotlight_desc = {
    Constant here; a blur would compute it from its params. */
 static int emboss_radius(const void *params)
 {
+    (void)params; /* radius 1 whatever the params */
     return 1;
 }
 
@@ -145,14 +150,123 @@ static const pf_stage_desc emboss_desc = {
 };
 
 /* ======================================================================================
+ * zones: a reduce stage
+ * ====================================================================================== */
+
+/* A reduce stage makes a small table from an image. So that the engine can split the
+   work (across cores, and under the GPU watchdog), it computes one PARTIAL per band of
+   input rows, and the engine folds the partials, in band order, into the table.
+
+   Here the table has one row per zone and two columns, the pixel count and the mean
+   luma; a partial holds, per zone, the count and the sum of luma (2 * zones doubles:
+   counts first, then sums). */
+
+static const char *const zones_columns[] = {"pixels", "mean_luma", NULL};
+
+/* The table's shape: 2 columns, `zones` rows. Called when the engine plans. */
+static int zones_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                       size_t err_size)
+{
+    (void)in, (void)err, (void)err_size;
+    out->width = 2;
+    out->height = ((const zones_params *)params)->zones;
+    return 0;
+}
+
+static size_t zones_partial_len(const void *params, const pf_shape *in)
+{
+    (void)in;
+    return 2 * (size_t)((const zones_params *)params)->zones;
+}
+
+/* The CPU partial of input rows [a->region.y0, a->region.y1) into a->partial, which the
+   engine has zeroed. Only those rows: other bands are other calls. */
+static int zones_run(const pf_stage_args *a)
+{
+    const zones_params *p = (const zones_params *)a->params;
+    double *count = a->partial, *sum = a->partial + p->zones;
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        const pf_float4 *row = pf_image_row(&a->in[0], y);
+        for (int x = 0; x < a->in[0].width; x++) {
+            float l = pf_luma(row[x]);
+            int z = zones_of(p->zones, l);
+            count[z] += 1;
+            sum[z] += l;
+        }
+    }
+    return 0;
+}
+
+/* Folds n partials, in band order, into the table (rows x columns, row-major). Every
+   entry is written: the engine does not clear the table between frames. */
+static void zones_combine(const void *params, const pf_shape *in, const double *partials, int n,
+                          double *result)
+{
+    (void)in;
+    int zones = ((const zones_params *)params)->zones;
+    for (int z = 0; z < zones; z++) {
+        double count = 0, sum = 0;
+        for (int b = 0; b < n; b++) {
+            count += partials[(size_t)b * 2 * zones + z];
+            sum += partials[(size_t)b * 2 * zones + zones + z];
+        }
+        result[2 * z] = count;
+        result[2 * z + 1] = count > 0 ? sum / count : 0;
+    }
+}
+
+static const char *zones_row_name(const void *params, int row)
+{
+    static const char *const names[ZONES_MAX] = {
+        "zone0", "zone1", "zone2",  "zone3",  "zone4",  "zone5",  "zone6",  "zone7",
+        "zone8", "zone9", "zone10", "zone11", "zone12", "zone13", "zone14", "zone15"};
+    (void)params;
+    return row >= 0 && row < ZONES_MAX ? names[row] : "zone";
+}
+
+/* The CUDA version (darkroom_cuda.cu) needs device scratch for its per-row partials.
+   The engine asks once per plan for the WHOLE input (rows = its height), and gives every
+   band's call that block: a band never has more rows. The CUDA side lays partials out
+   with a fixed stride of 2 * ZONES_MAX doubles per row, since its launcher cannot read
+   the params (they are in device memory). */
+int zones_cuda(const pf_stage_args *a);
+static size_t zones_cuda_scratch(const void *params, int width, int rows)
+{
+    (void)params, (void)width;
+    return (size_t)rows * 2 * ZONES_MAX * sizeof(double);
+}
+
+static const pf_param_desc zones_table[] = {
+    PF_INT_PARAM(zones_params, zones, 4, 2, ZONES_MAX, "luma zones, from shadows to highlights"),
+};
+
+static const pf_stage_desc zones_desc = {
+    .size = PF_STAGE_DESC_SIZE,
+    .name = "zones",
+    .doc = "Pixel count and mean Rec. 709 luma of each of `zones` equal luma zones",
+    .kind = PF_STAGE_REDUCE,
+    .n_inputs = 1,
+    .params_size = sizeof(zones_params),
+    PF_PARAMS(zones_table),
+    .shape = zones_shape,
+    .partial_len = zones_partial_len,
+    .run_cpu = zones_run,
+    .combine = zones_combine,
+    .columns = zones_columns,
+    .row_name = zones_row_name,
+    .run_cuda = PF_CUDA(zones_cuda),
+    .cuda_scratch_bytes = zones_cuda_scratch,
+};
+
+/* ======================================================================================
  * The plugin
  * ====================================================================================== */
 
-static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_desc};
+static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_desc, &zones_desc};
 
 /* Defines pf_plugin_entry, returning the plugin's name, version, doc and stages, stamped
    with the PF_ABI_VERSION of the headers it was built with. */
 PF_DEFINE_PLUGIN("darkroom", "1.0.0",
-                 "Sample plugin: a spotlight (point) and an emboss "
-                 "(stencil)",
+                 "Sample plugin: a spotlight (point), an emboss (stencil) and luma zones "
+                 "(reduce)",
                  darkroom_stages)

@@ -451,8 +451,40 @@ static void test_path_rules(void)
     CHECK(chmod(top, 0755) == 0);
 }
 
+/* A stage that declares its output needs colour widens an "auto" output (gray to RGB,
+   gray+alpha to RGBA), through later stages too; a declared format wins. */
+static void test_out_channels(void)
+{
+    pf_engine *e = NULL;
+    int rc = create(case_dir("colour"), 0, &e);
+    CHECKF(rc == PF_OK && pf_engine_find_stage(e, "tp_sepia"), "colour: %s", pf_engine_errmsg(e));
+    static const char json[] =
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": [{\"id\": \"s\", \"op\": "
+        "\"tp_sepia\"}, {\"id\": \"b\", \"op\": \"brightness\"}, {\"id\": \"plain\", \"op\": "
+        "\"brightness\", \"inputs\": [\"x\"]}], \"outputs\": {\"o\": \"b\", \"gray\": {\"from\": "
+        "\"b\", \"format\": \"gray8\"}, \"p\": \"plain\"}}";
+    pf_pipeline *p = NULL;
+    rc = rc == PF_OK ? pf_pipeline_load_string(e, json, "colour", &p) : rc;
+    CHECKF(rc == PF_OK, "%s", pf_engine_errmsg(e));
+    if (rc == PF_OK) {
+        static const int want_o[5] = {0, 3, 4, 3, 4}, want_p[5] = {0, 1, 2, 3, 4};
+        for (int ch = 1; ch <= 4; ch++) {
+            CHECKF(pf_pipeline_output_channels(p, 0, ch) == want_o[ch], "o from %d: %d", ch,
+                   pf_pipeline_output_channels(p, 0, ch));
+            CHECK(pf_pipeline_output_channels(p, 1, ch) == 1);
+            CHECKF(pf_pipeline_output_channels(p, 2, ch) == want_p[ch], "p from %d: %d", ch,
+                   pf_pipeline_output_channels(p, 2, ch));
+        }
+        CHECK(pf_pipeline_output_channels(p, 3, 1) == 0 &&
+              pf_pipeline_output_channels(NULL, 0, 1) == 0);
+    }
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+}
+
 int main(void)
 {
+    test_out_channels();
     test_refused();
     test_same_stage_name();
     test_ranges();

@@ -11,7 +11,8 @@
 #    must undo for the engine to accept the plugin), its ctest (plugin check) run;
 # 3. `pipefuse stages` names the plugin's file; `pipefuse check` shows the sample's
 #    point stage fused with built-in ones; `pipefuse run` over the sample photos with
-#    --backend cpu and with auto, through --plugin-path and PIPEFUSE_PLUGIN_PATH;
+#    --backend cpu and with auto, through --plugin-path and PIPEFUSE_PLUGIN_PATH; the
+#    reduce sample's table with both backends;
 # 4. the skeleton built the same way and checked; then again with nothing but
 #    pkg-config, sed and cc (CPU only), as a Makefile would;
 # 5. an application built with find_package(pipefuse) and pipefuse::pipefuse, and one
@@ -78,6 +79,17 @@ for backend in cpu auto; do
         [ -s "$W/out-$backend/$(basename "$img")" ] || fail "run --backend $backend: no output for $(basename "$img")"
     done
 done
+# The reduce sample: a CSV table per photo, the same counts on every backend.
+says stages "zones  (reduce, 1 input)  from darkroom: $PLUG/darkroom.so"
+for backend in cpu auto; do
+    step "zones_$backend" "$PF" --plugin-path "$PLUG" run "$SAMPLE/zones.json" "$SRC/samples/images/coffee.png" \
+        -o "$W/zones-$backend" --backend "$backend" -q
+done
+Z=$W/zones-cpu/coffee.zones.csv
+[ "$(head -1 "$Z" 2>/dev/null)" = "row,pixels,mean_luma" ] && [ "$(wc -l <"$Z")" -ge 6 ] ||
+    fail "zones: $Z is not a table of 6 zones"
+cmp -s <(cut -d, -f1,2 "$Z") <(cut -d, -f1,2 "$W/zones-auto/coffee.zones.csv" 2>/dev/null) ||
+    fail "zones: the pixel counts differ between --backend cpu and auto"
 PIPEFUSE_PLUGIN_PATH=$PLUG step run_env "$PF" run "$SAMPLE/darkroom.json" "$SRC/samples/images/coffee.png" -o "$W/out-env" -q
 [ -s "$W/out-env/coffee.png" ] || fail "run through PIPEFUSE_PLUGIN_PATH: no output"
 cmp -s "$W/out-cpu/coffee.png" "$W/out-env/coffee.png" || fail "the CPU runs through --plugin-path and PIPEFUSE_PLUGIN_PATH differ"
@@ -102,7 +114,8 @@ mkdir -p "$W/pc-plugin" && chmod 755 "$W/pc-plugin"
     sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/\\n"/' "$SAMPLE/skeleton/my_ops.h"
     printf ';\n'
 } >"$W/my_ops_src.c"
-if step pc_plugin cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden $CFLAGS -I"$SAMPLE/skeleton" \
+# The skeleton compiles without a warning under -Wall -Wextra, as authors will build it.
+if step pc_plugin cc -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden $CFLAGS -I"$SAMPLE/skeleton" \
     "$SAMPLE/skeleton/my_plugin.c" "$W/my_ops_src.c" -o "$W/pc-plugin/myplugin.so" -lm &&
     step pc_plugin_check "$PF" plugin check "$W/pc-plugin/myplugin.so"; then
     # Without NVRTC on the machine the compile is reported as skipped.

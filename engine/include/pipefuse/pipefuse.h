@@ -207,6 +207,12 @@ int pf_pipeline_input_count(const pf_pipeline *p);
 const char *pf_pipeline_input_name(const pf_pipeline *p, int i);
 int pf_pipeline_output_count(const pf_pipeline *p);
 int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *info);
+/* The channels image output i is written with for a primary input of in_channels: its
+   declared format's (info.channels), or for "auto" the input's, widened when a stage on
+   the way declares that its output needs more (pf_stage_desc.out_channels): colour
+   makes gray 1 -> 3 and gray+alpha 2 -> 4, alpha makes 1 -> 2 and 3 -> 4. A sepia stage
+   on a gray photo is so written as RGB. 0 for a bad index or a table output. */
+int pf_pipeline_output_channels(const pf_pipeline *p, int i, int in_channels);
 
 /* Plans the pipeline for input shapes (one per input, in order): shape inference,
    fusion groups, launch units and buffers. Done once per shape; run() plans again

@@ -10,9 +10,10 @@ extern const char pf_src_my_ops[];        /* my_ops.h's text (pipefuse_add_plugi
 PF_POINT_ROW(my_gain, my_gain_params)     /* defines my_gain_row, the CPU version */
 int my_gain_cuda(const pf_stage_args *a); /* my_plugin_cuda.cu */
 
+/* One row per field: name (the field's), default, min, max (PF_NO_MAX: none), doc. The
+   macro checks at compile time that the field is a float. */
 static const pf_param_desc my_gain_table[] = {
-    {"gain", "factor on R, G and B", PF_OFFSET(my_gain_params, gain), PF_PARAM_FLOAT, .def = 1,
-     .min = 0, .max = 8},
+    PF_FLOAT_PARAM(my_gain_params, gain, 1, 0, 8, "factor on R, G and B"),
 };
 
 static const pf_stage_desc my_gain_desc = {
@@ -28,6 +29,7 @@ static const pf_stage_desc my_gain_desc = {
 
 static int my_blur3_radius(const void *params)
 {
+    (void)params; /* the same radius whatever the params */
     return 1;
 }
 
@@ -51,8 +53,7 @@ static int my_blur3_run(const pf_stage_args *a)
 int my_blur3_cuda(const pf_stage_args *a); /* my_plugin_cuda.cu */
 
 static const pf_param_desc my_blur3_table[] = {
-    {"mix", "0: the input unchanged, 1: the 3x3 mean", PF_OFFSET(my_blur3_params, mix),
-     PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 1},
+    PF_FLOAT_PARAM(my_blur3_params, mix, 1, 0, 1, "0: the input unchanged, 1: the 3x3 mean"),
 };
 
 static const pf_stage_desc my_blur3_desc = {

@@ -26,6 +26,7 @@
 #define TP_TINY         13 /* a stage struct too small to hold even the common fields */
 #define TP_SWAPPED      14 /* a range with min > max (ABI 1.1: refused; TP_ABI_1_0: unbounded) */
 #define TP_RADIUS       15 /* a stencil whose radius is its int param r (TP_RADIUS_DEF) */
+#define TP_COLOUR       16 /* a point stage whose output needs colour (out_channels 3) */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -231,6 +232,11 @@ static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE,
                                        PF_PARAMS(tp_radius_table),
                                        .radius = tp_param_radius,
                                        .run_cpu = tp_copy_run};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_COLOUR
+static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, "tp_sepia", 1, tp_gain_row),
+                                       .out_channels = 3};
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 
 #elif TP_CASE == TP_TINY
