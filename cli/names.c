@@ -251,7 +251,8 @@ int cli_names_finish(int quiet)
     if (!(set.slot = calloc(set.cap, sizeof *set.slot)))
         return -1;
     int rc = 0;
-    qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
+    if (names.n > 0) /* no inputs (a folder without PNGs): e is NULL, not for qsort */
+        qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
     for (int i = 0; i < names.n && rc == 0; i++) { /* one key per distinct path */
         name_entry *e = &names.e[i];
         if (i > 0 && strcmp(names.e[i - 1].input, e->input) == 0)

@@ -16,6 +16,8 @@ SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
 W=$WORK/batch_$SECTION
 rm -rf "$W" && mkdir -p "$W" || exit 1
 unset PIPEFUSE_PLUGIN_PATH JOB_COMPLETION_INDEX SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT
+# under AddressSanitizer the worker's own handlers name crashing stages, not ASan's
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_sigfpe=0:handle_abort=0:allow_user_segv_handler=1"
 failures=0
 rc=0
 
