@@ -161,6 +161,11 @@ static void test_refused(void)
     expect_refused("bad_default", d, file_in(d, "baddef.so"), "tp_bad_default.gain", "default",
                    NULL);
 
+    /* An array default out of range is named by its element, not element 0. */
+    d = case_dir("bad_array");
+    expect_refused("bad_array", d, file_in(d, "badarray.so"), "tp_bad_array.v",
+                   "default element [2] = 20", NULL);
+
     d = case_dir("bad_offset");
     expect_refused("bad_offset", d, file_in(d, "badoff.so"), "tp_bad_offset.gain", "offset 64",
                    NULL);

@@ -18,6 +18,19 @@ unset PIPEFUSE_PLUGIN_PATH
 . "$(dirname "$0")/testlib.sh"
 
 printf '{"pipefuse": 1, "inputs": ["x"], "stages": [{"id": "a", "op": "twin_a.tint", "params": {"amount": 0.2}}, {"id": "b", "op": "twin_b.tint", "params": {"amount": -0.1}}, {"id": "c", "op": "contrast"}], "outputs": {"o": "c"}}\n' >"$W/twins.json"
+
+# Without NVRTC too: a missing dump directory is an error and nothing is claimed; a CPU
+# run asked to dump kernels says that it makes none.
+run dump_missing "$PF" --plugin-path "$B/twins" check "$W/twins.json" --dump-kernels "$W/nonexistent"
+expect dump_missing 2
+says dump_missing "dump directory $W/nonexistent: no such directory"
+grep -q "generated into" "$W/dump_missing.out" && fail "dump_missing: claims kernels were generated"
+mkdir -p "$W/cpu-dump"
+run cpu_dump "$PF" --plugin-path "$B/twins" run "$W/twins.json" "$(dirname "$0")/../data/pngsuite/basn2c08.png" \
+    -o "$W/cpu-out" --backend cpu --dump-kernels "$W/cpu-dump"
+expect cpu_dump 0
+says cpu_dump "the CPU backend generates no kernels, so nothing is written there"
+
 run twins "$PF" --plugin-path "$B/twins" check "$W/twins.json" --size 64x48
 if grep -q "fused kernels: not compiled" "$W/twins.out"; then
     echo "NVRTC is not available here: skipped ($(grep 'not compiled' "$W/twins.out"))"
@@ -39,12 +52,6 @@ K=$(ls "$W"/dump/*.cu 2>/dev/null | head -1)
 [ -n "$K" ] && [ "$(grep -c '^#undef MY_OPS_H' "$K")" -ge 4 ] || fail "the guard MY_OPS_H is not undefined around both headers"
 [ -n "$K" ] && grep -q 'twin_a_ops.h"' "$K" && grep -q 'twin_b_ops.h"' "$K" ||
     fail "the kernel source has no #line naming the op headers"
-
-# A missing dump directory: an error, nothing claimed.
-run dump_missing "$PF" --plugin-path "$B/twins" check "$W/twins.json" --dump-kernels "$W/nonexistent"
-expect dump_missing 2
-says dump_missing "dump directory $W/nonexistent: no such directory"
-grep -q "generated into" "$W/dump_missing.out" && fail "dump_missing: claims kernels were generated"
 
 # An op header NVRTC cannot compile: the author's header and line, that stage only.
 mkdir -p "$W/cxx" && chmod 755 "$W/cxx" && cp "$B/broken/cxx_only.so" "$W/cxx/" || exit 1

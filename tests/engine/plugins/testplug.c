@@ -27,6 +27,7 @@
 #define TP_SWAPPED      14 /* a range with min > max (ABI 1.1: refused; TP_ABI_1_0: unbounded) */
 #define TP_RADIUS       15 /* a stencil whose radius is its int param r (TP_RADIUS_DEF) */
 #define TP_COLOUR       16 /* a point stage whose output needs colour (out_channels 3) */
+#define TP_BAD_ARRAY    17 /* an array default whose element [2] is out of range */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -232,6 +233,22 @@ static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE,
                                        PF_PARAMS(tp_radius_table),
                                        .radius = tp_param_radius,
                                        .run_cpu = tp_copy_run};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_BAD_ARRAY
+typedef struct tp_array_params {
+    float v[3];
+} tp_array_params;
+static const float tp_array_def[3] = {0.5f, 1.0f, 20.0f};
+static const pf_param_desc tp_array_table[] = {
+    PF_FLOAT_ARRAY_PARAM(tp_array_params, v, tp_array_def, 0, 10, "three values")};
+static const pf_stage_desc tp_stage = {.size = PF_STAGE_DESC_SIZE,
+                                       .name = "tp_bad_array",
+                                       .kind = PF_STAGE_POINT,
+                                       .n_inputs = 1,
+                                       .params_size = sizeof(tp_array_params),
+                                       PF_PARAMS(tp_array_table),
+                                       .point_row = tp_gain_row};
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 
 #elif TP_CASE == TP_COLOUR
