@@ -561,6 +561,9 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         run_argv[run_argc++] = r.pass[i];
     for (int i = 0; i < r.n_files; i++)
         run_argv[run_argc++] = r.files[i].path;
+    /* named now: po's strings belong to the pipeline */
+    char *stdout_name =
+        to_stdout ? cli_output_name(r.files[0].path, po.name[0], po.ext[0], 1) : NULL;
     pf_pipeline_destroy(p);
     p = NULL;
     pf_engine_destroy(e);
@@ -568,8 +571,10 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     status = cli_run(run_argc, run_argv, c);
 
     if (to_stdout && status == PF_EXIT_OK) {
-        char *name = cli_output_name(r.files[0].path, po.name[0], po.ext[0], 1), *full = NULL;
-        int fd = name && asprintf(&full, "%s/%s", r.outdir, name) >= 0 ? open(full, O_RDONLY) : -1;
+        char *full = NULL;
+        int fd = stdout_name && asprintf(&full, "%s/%s", r.outdir, stdout_name) >= 0
+                     ? open(full, O_RDONLY)
+                     : -1;
         if (fd < 0 || copy_fd(fd, STDOUT_FILENO) != 0) {
             fprintf(stderr, "pipefuse run: cannot write the output to stdout: %s\n",
                     strerror(errno));
@@ -578,8 +583,8 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         if (fd >= 0)
             close(fd);
         free(full);
-        free(name);
     }
+    free(stdout_name);
     goto done;
 oom:
     fprintf(stderr, "pipefuse run: out of memory\n");
