@@ -24,6 +24,8 @@ WORK=${TMPDIR:-/tmp}/pipefuse_batch_bench
 THREADS=$(nproc)
 KEEP=0
 SCALE=1 # copies per photo and size are multiplied by this (--files sets it)
+# calc EXPR DIGITS: arithmetic with awk (bc is not on every machine)
+calc() { awk "BEGIN { printf \"%.$2f\", $1 }"; }
 while [ $# -gt 0 ]; do
     case $1 in
     --pipefuse) PF=$2; shift 2 ;;
@@ -117,8 +119,10 @@ run() {
     [ -n "$TIME" ] && rss=$(tail -1 "$WORK/rss")
     local outs
     outs=$(find "$WORK/out" -name '*.png' | wc -l)
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(echo "$t1 - $t0" | bc)" "$rss" "$rc" "$outs" >>"$RESULTS"
-    echo "  $name: $(echo "$t1 - $t0" | bc) s, exit $rc, $outs outputs"
+    local secs
+    secs=$(calc "$t1 - $t0" 3)
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$secs" "$rss" "$rc" "$outs" >>"$RESULTS"
+    echo "  $name: $secs s, exit $rc, $outs outputs"
 }
 
 PFT=("$PF" --threads "$THREADS")
@@ -154,11 +158,11 @@ echo "$(date -u +%Y-%m-%d) $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo
 printf '%-30s %8s %8s %8s %8s %9s %8s %s\n' run seconds files/s Mpix/s MB/s peak_MB vs_floor exit
 floor=$(head -1 "$RESULTS" | cut -f2)
 while IFS=$'\t' read -r name secs rss rc outs; do
-    fps=$(echo "scale=1; $FILES / $secs" | bc)
-    mps=$([ -n "$MPIX" ] && echo "scale=1; $MPIX / $secs" | bc || echo -)
-    mbs=$(echo "scale=1; $MB / $secs" | bc)
-    peak=$([ "$rss" != - ] && echo "scale=0; $rss / 1024" | bc || echo -)
-    vs=$(echo "scale=2; $floor / $secs" | bc)
+    fps=$(calc "$FILES / $secs" 1)
+    mps=$([ -n "$MPIX" ] && calc "$MPIX / $secs" 1 || echo -)
+    mbs=$(calc "$MB / $secs" 1)
+    peak=$([ "$rss" != - ] && calc "$rss / 1024" 0 || echo -)
+    vs=$(calc "$floor / $secs" 2)
     printf '%-30s %8.2f %8s %8s %8s %9s %8s %s\n' "$name" "$secs" "$fps" "$mps" "$mbs" "$peak" "$vs" "$rc"
 done <"$RESULTS"
 echo "(vs_floor: the codec floor's time over this run's: 1.0 runs at the codec's speed)"

@@ -553,8 +553,8 @@ static int is_device_array(PyObject *obj)
         Py_DECREF(c);
         return r;
     }
-    if (PyObject_CheckBuffer(obj))
-        return 0;
+    /* The device interfaces before the buffer protocol: a CuPy array exports a buffer
+       that refuses every access from the host. */
     if (PyObject_HasAttrString(obj, "__cuda_array_interface__"))
         return 1;
     if (PyObject_HasAttrString(obj, "__dlpack_device__")) {
