@@ -340,37 +340,7 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
 {
     if (!name || !value)
         return PF_INVALID_ARGUMENT;
-    char *end = NULL;
-    long iv = strtol(value, &end, 10);
-    int is_int = end != value && *end == 0;
-    double dv = strtod(value, &end);
-    int is_num = end != value && *end == 0;
-    int is_bool = strcmp(value, "true") == 0 || strcmp(value, "false") == 0;
-    if (strcmp(name, "backend") == 0) {
-        if (strcmp(value, "auto") == 0)
-            p->opts.backend = PF_BACKEND_AUTO;
-        else if (strcmp(value, "cpu") == 0)
-            p->opts.backend = PF_BACKEND_CPU;
-        else if (strcmp(value, "cuda") == 0)
-            p->opts.backend = PF_BACKEND_CUDA;
-        else
-            goto bad;
-    } else if (strcmp(name, "fusion") == 0 && is_bool) {
-        p->opts.fusion = value[0] == 't';
-    } else if (strcmp(name, "graph") == 0 && is_bool) {
-        p->opts.graph = value[0] == 't';
-        return PF_OK; /* chosen per frame: the plan stays */
-    } else if (strcmp(name, "streams") == 0 && is_int && iv >= 0 && iv <= 64) {
-        p->opts.streams = (int)iv;
-    } else if (strcmp(name, "threads") == 0 && is_int && iv >= 0 && iv <= 1024) {
-        p->opts.threads = (int)iv;
-        return PF_OK;
-    } else if (strcmp(name, "profile") == 0 && is_bool) {
-        p->profile = value[0] == 't';
-        return PF_OK;
-    } else if (strcmp(name, "slots") == 0 && is_int && iv >= 1 && iv <= 8) {
-        p->slots = (int)iv;
-    } else if (strcmp(name, "dump_kernels") == 0) {
+    if (strcmp(name, "dump_kernels") == 0) { /* a directory, not a value: only here */
         struct stat st;
         if (*value && (stat(value, &st) != 0 || !S_ISDIR(st.st_mode))) {
             pf_errf(p->errmsg, "dump_kernels %s: %s", value,
@@ -383,23 +353,22 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
         free(p->dump_dir);
         p->dump_dir = d;
         return PF_OK;
-    } else if (strcmp(name, "max_launch_ms") == 0 && is_num && dv >= 0 && dv <= 1e6) {
-        p->opts.max_launch_ms = dv;
-    } else if (strcmp(name, "max_memory") == 0 && is_int && iv >= 0) {
-        p->opts.max_memory = (size_t)strtoull(value, NULL, 10);
-    } else {
-        goto bad;
     }
-    return drop_plan(p);
-bad:
-    pf_errf(p->errmsg,
-            "option %s: bad name or value '%s' (backend auto|cpu|cuda, fusion true|false, "
-            "graph true|false, streams 0-64, threads 0-1024, slots 1-8, max_launch_ms >= 0, "
-            "max_memory bytes >= 0, "
-            "profile true|false, "
-            "dump_kernels DIR)",
-            name, value);
-    return PF_INVALID_ARGUMENT;
+    /* Every other option: the table the pipeline loader uses too (options.c). */
+    char msg[512];
+    int replan = 0;
+    int rc = pf_option_set_text(&p->opts, name, value, &replan, msg, sizeof msg);
+    if (rc == PF_NO_MEMORY)
+        return rc;
+    if (rc != PF_OK) {
+        pf_errf(p->errmsg, "option %s: %s", name, msg);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (replan) {
+        pf_plan_free(p->plan);
+        p->plan = NULL;
+    }
+    return PF_OK;
 }
 
 PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
@@ -678,7 +647,7 @@ PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_
 
 PF_API int pf_pipeline_slots(const pf_pipeline *p)
 {
-    return p ? (p->slots ? p->slots : 3) : 0;
+    return p ? (p->opts.slots ? p->opts.slots : 3) : 0;
 }
 
 /* The smallest pf_stats accepted: up to `backend`, as no caller can want less. */

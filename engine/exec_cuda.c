@@ -92,7 +92,6 @@ int pf_cuda_sm_count(pf_engine *e)
 
 #include "../kernels/convert.h"
 
-#define PF_MAX_SLOTS   8
 #define PF_MAX_REFINES 3 /* band refinements per unit after measuring */
 #define PF_DEV_ALIGN   256
 
@@ -786,13 +785,14 @@ int pf_cuda_plan_build(pf_pipeline *p)
         return PF_NO_MEMORY;
     plan->cu = c;
     c->n_streams = plan->n_streams > 0 ? plan->n_streams : 1;
-    c->n_slots = p->slots > 0 ? (p->slots < PF_MAX_SLOTS ? p->slots : PF_MAX_SLOTS) : 3;
+    c->n_slots =
+        p->opts.slots > 0 ? (p->opts.slots < PF_MAX_SLOTS ? p->opts.slots : PF_MAX_SLOTS) : 3;
     int rc = decide_fusion(p, c);
     if (rc != PF_OK)
         return rc;
     c->launches = count_launches(p, c);
     c->max_timed = c->launches;
-    c->measure_frames = plan->budget_ms > 0 || p->profile ? 2 : 0;
+    c->measure_frames = plan->budget_ms > 0 || p->opts.profile ? 2 : 0;
     rc = layout(p, c);
     if (rc == PF_NO_MEMORY)
         pf_errf(p->errmsg, "%s: out of host memory planning", p->source);
@@ -1484,7 +1484,7 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
        with each launch timed: that is where band times are measured. */
     /* The plan's first frame is not timed: first launches include loading modules
        (CUDA loads them lazily), which would make every band look over budget. */
-    sl->measuring = (c->measure_frames > 0 && c->frames_planned > 0) || p->profile;
+    sl->measuring = (c->measure_frames > 0 && c->frames_planned > 0) || p->opts.profile;
     sl->n_timed = 0;
     if (c->measure_frames > 0 && c->frames_planned > 0)
         c->measure_frames--;

@@ -126,7 +126,23 @@ typedef struct pf_options {
     double max_launch_ms; /* 0: from the device's watchdog */
     int threads;          /* 0: the engine's */
     size_t max_memory;    /* bytes of buffers a plan may take; 0: no limit */
+    int slots;            /* CUDA frames in flight; 0: 3 */
+    int profile;          /* time every launch with events (off in the hot path) */
 } pf_options;
+
+/* The options table (options.c), shared by the loader and pf_pipeline_set_option.
+   pf_option_set takes a JSON value, pf_option_set_text the API's text ("2.5", "true",
+   "cuda"); both return PF_OK, or PF_PIPELINE with a message without location in err
+   (an unknown name: with the closest one). *replan (may be NULL) is set when the
+   value changed and the option makes the next frame plan again. */
+#define PF_MAX_SLOTS 8
+void pf_options_default(pf_options *o);
+int pf_option_set(pf_options *o, const char *name, const struct json_t *v, int *replan, char *err,
+                  size_t err_size);
+int pf_option_set_text(pf_options *o, const char *name, const char *text, int *replan, char *err,
+                       size_t err_size);
+int pf_option_count(void);
+const char *pf_option_name(int i);
 
 struct pf_plan;
 
@@ -139,7 +155,6 @@ struct pf_pipeline {
     pf_output_decl *outputs;
     int n_outputs;
     pf_options opts;
-    int slots; /* CUDA frames in flight */
     struct pf_plan *plan;
     pf_stats stats;              /* counters; backend and per-frame fields set on read */
     int notified_cpu;            /* the one-line CPU fallback notice was given */
@@ -149,7 +164,6 @@ struct pf_pipeline {
     int replan;                  /* measured bands ran over budget: plan again */
     int *refines;                /* per node (a unit's first): refinements made so far */
     unsigned long param_version; /* bumped by every accepted parameter change */
-    int profile;                 /* time every launch with events (off in the hot path) */
     char *dump_dir;              /* --dump-kernels: where generated sources are written */
     _Atomic int in_use;          /* a thread is inside a call on it (PF_BUSY for others) */
     int last_ticket;             /* the last ticket issued, on any backend and plan */

@@ -942,62 +942,29 @@ static int walk_outputs(loader *L, json_t *v)
 
 /* ---- Options --------------------------------------------------------------------------- */
 
-/* Options are checked with the parameter rules: one table, one set of messages. */
-typedef struct opt_fields {
-    int backend, fusion, graph, streams, threads;
-} opt_fields;
-
-static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
-static const pf_param_desc opt_table[] = {
-    {"backend", "executor", offsetof(opt_fields, backend), PF_PARAM_ENUM, 0, 1, 0, backend_names, 0,
-     NULL},
-    {"fusion", "fuse point stages", offsetof(opt_fields, fusion), PF_PARAM_BOOL, 1, 1, 0, NULL, 0,
-     NULL},
-    {"graph", "CUDA Graph replay", offsetof(opt_fields, graph), PF_PARAM_BOOL, 1, 1, 0, NULL, 0,
-     NULL},
-    {"streams", "CUDA streams", offsetof(opt_fields, streams), PF_PARAM_INT, 0, 0, 64, NULL, 0,
-     NULL},
-    {"threads", "CPU threads", offsetof(opt_fields, threads), PF_PARAM_INT, 0, 0, 1024, NULL, 0,
-     NULL},
-};
-#define N_OPTS ((int)(sizeof opt_table / sizeof opt_table[0]))
-
+/* Options go through the table that pf_pipeline_set_option uses too (options.c). */
 static int walk_options(loader *L, json_t *v)
 {
     if (!json_is_object(v))
         return wrong_type(L, "options", v, "an object such as {\"backend\": \"cpu\"}");
-    const char *names[N_OPTS + 1];
-    for (int i = 0; i < N_OPTS; i++)
-        names[i] = opt_table[i].name;
-    names[N_OPTS] = "max_launch_ms";
-    opt_fields f = {PF_BACKEND_AUTO, 1, 1, 0, 0};
     char path[PATH_SIZE], msg[1024];
+    const char *names[32];
+    int n = 0;
+    while (n < 32 && pf_option_name(n))
+        names[n] = pf_option_name(n), n++;
     const char *key;
     json_t *o;
     json_object_foreach(v, key, o)
     {
         path_key(path, "options", key);
-        if (strcmp(key, "max_launch_ms") == 0) {
-            double ms = json_number_value(o);
-            if (!json_is_number(o) || !(ms >= 0) || ms > 1e9)
-                return wrong_type(L, path, o, "a number of milliseconds >= 0 (0: from the device)");
-            L->opts.max_launch_ms = ms;
-            continue;
-        }
-        const pf_param_desc *pd = NULL;
-        for (int i = 0; i < N_OPTS; i++)
-            if (strcmp(opt_table[i].name, key) == 0)
-                pd = &opt_table[i];
-        if (!pd)
-            return bad_key(L, "options", key, names, N_OPTS + 1, "options");
-        if (pf_param_set_json(pd, o, &f, msg, sizeof msg) != PF_OK)
+        int known = 0;
+        for (int i = 0; i < n && !known; i++)
+            known = strcmp(names[i], key) == 0;
+        if (!known)
+            return bad_key(L, "options", key, names, n, "options");
+        if (pf_option_set(&L->opts, key, o, NULL, msg, sizeof msg) != PF_OK)
             return fail(L, PF_PIPELINE, path, "%s", msg);
     }
-    L->opts.backend = (pf_backend)f.backend;
-    L->opts.fusion = f.fusion;
-    L->opts.graph = f.graph;
-    L->opts.streams = f.streams;
-    L->opts.threads = f.threads;
     return PF_OK;
 }
 
@@ -1211,9 +1178,7 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
     L.p = p;
     L.e = p->eng;
     L.src = source ? source : "(pipeline)";
-    L.opts.backend = PF_BACKEND_AUTO;
-    L.opts.fusion = 1;
-    L.opts.graph = 1;
+    pf_options_default(&L.opts);
     if (!text)
         return fail(&L, PF_INVALID_ARGUMENT, NULL, "no pipeline text");
     if (strnlen(text, MAX_TEXT + 1) > MAX_TEXT)

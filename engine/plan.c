@@ -827,7 +827,7 @@ static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
 static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m, int *largest)
 {
     double host = 0, device = 0, pinned = 0, big = -1, scratch = 0, dev_scratch = 0;
-    int slots = p->slots ? p->slots : 3;
+    int slots = p->opts.slots ? p->opts.slots : 3;
     *largest = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         int used = i < p->n_inputs || plan->unit_of[i] >= 0;
