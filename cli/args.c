@@ -62,6 +62,10 @@ static const cli_opt run_opts[] = {
     {"--progress", 0, NULL, "a progress line even when stderr is not a terminal"},
     {"--png-filter", 0, "F",
      "PNG row filters: none, sub, up (the default), avg, paeth, fast or all"},
+    {"--strip", 0, NULL,
+     "write no metadata chunks; without it PNG outputs keep the input's gAMA, cHRM, sRGB, "
+     "text, and the iCCP, sBIT and pHYs chunks while they still hold (same colour kind, "
+     "same type and depth, same size)"},
     {NULL, 0, NULL, NULL},
 };
 

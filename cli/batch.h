@@ -32,6 +32,7 @@ typedef struct run_opts {
     int zlib;
     int png_filter; /* libpng PNG_FILTER_* mask */
     int skip_existing;
+    int strip;                    /* --strip: no colour, density or text chunks in PNG outputs */
     int shard_index, shard_count; /* count 0: no sharding */
     int lanes;                    /* files in the engine at once (0: automatic) */
     double file_timeout_s;        /* 0: none */
@@ -58,6 +59,10 @@ typedef struct out_item {
     const pf_frame *frame; /* PNG */
     const pf_table *table; /* table */
     int json;
+    /* The input's metadata chunks and header (PNG; meta NULL: none), written where they
+       still describe the frame, by pf_png_write_meta's rules (pipefuse/png.h). */
+    const pf_png_meta *meta;
+    const pf_png_info *src;
 } out_item;
 
 typedef struct out_opts {

@@ -95,10 +95,59 @@ static void png_warn_fn(png_structp png, png_const_charp msg)
     (void)msg;
 }
 
-static int write_png(FILE *fp, const pf_frame *f, int zlib, int filter, char *err, size_t errn)
+static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                             PNG_COLOR_TYPE_RGB_ALPHA};
+
+/* The metadata chunks an input may carry to its outputs (pf_png_read_meta keeps these),
+   five bytes each as png_set_keep_unknown_chunks wants them. */
+static const png_byte meta_names[] = "gAMA\0cHRM\0sRGB\0iCCP\0sBIT\0pHYs\0tEXt\0zTXt\0iTXt";
+#define META_NAMES 9
+
+/* Whether the input's chunk `name` still describes frame f: pf_png_write_meta's rules
+   (pipefuse/png.h). gAMA, cHRM and sRGB say how stored values encode colour, and stages
+   work on stored values; text is about the picture: kept. An ICC profile is for gray or
+   for colour data: kept while the output is of the input's kind. sBIT holds for the
+   input's colour type and depth, pHYs for its pixel size: kept when those are the same. */
+static int meta_applies(const char *name, const pf_png_info *src, const pf_frame *f)
 {
-    static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
-                                 PNG_COLOR_TYPE_RGB_ALPHA};
+    if (!memcmp(name, "iCCP", 4))
+        return !(src->color_type & PNG_COLOR_MASK_COLOR) == (f->channels <= 2);
+    if (!memcmp(name, "sBIT", 4))
+        return src->color_type == ctypes[f->channels - 1] &&
+               src->bit_depth == (f->sample == PF_U16 ? 16 : 8);
+    if (!memcmp(name, "pHYs", 4))
+        return src->width == f->width && src->height == f->height;
+    return 1;
+}
+
+/* Hands libpng the chunks of meta that apply to f, all before the image data (text may
+   go anywhere; colour and density must). libpng copies each chunk; a failure longjmps. */
+static void set_meta(png_structp png, png_infop info, const pf_png_meta *meta,
+                     const pf_png_info *src, const pf_frame *f)
+{
+    int n = pf_png_meta_count(meta), any = 0;
+    for (int i = 0; i < n; i++) {
+        const void *data;
+        size_t size;
+        const char *name = pf_png_meta_chunk(meta, i, &data, &size);
+        if (!name || !meta_applies(name, src, f))
+            continue;
+        if (!any) /* gAMA and the others are known chunks: written only when asked for */
+            png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, meta_names, META_NAMES);
+        any = 1;
+        png_unknown_chunk c;
+        memset(&c, 0, sizeof c);
+        memcpy(c.name, name, 4);
+        c.data = (png_byte *)data; /* libpng copies it */
+        c.size = size;
+        c.location = PNG_HAVE_IHDR;
+        png_set_unknown_chunks(png, info, &c, 1); /* appends */
+    }
+}
+
+static int write_png(FILE *fp, const pf_frame *f, int zlib, int filter, const pf_png_meta *meta,
+                     const pf_png_info *src, char *err, size_t errn)
+{
     if ((f->sample != PF_U8 && f->sample != PF_U16) || f->channels < 1 || f->channels > 4) {
         snprintf(err, errn, "cannot write PNG: %d channels of %s samples", f->channels,
                  f->sample == PF_F32 ? "f32" : "unknown");
@@ -127,6 +176,8 @@ static int write_png(FILE *fp, const pf_frame *f, int zlib, int filter, char *er
     png_set_IHDR(png, info, (png_uint_32)f->width, (png_uint_32)f->height,
                  f->sample == PF_U16 ? 16 : 8, ctypes[f->channels - 1], PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (meta && src)
+        set_meta(png, info, meta, src, f);
     png_write_info(png, info);
     const uint16_t one = 1;
     if (f->sample == PF_U16 && *(const uint8_t *)&one == 1)
@@ -248,7 +299,7 @@ static int write_item(const out_opts *o, int pfd, const out_item *it, char *tmp,
     }
     int rc = 0;
     if (it->is_png)
-        rc = write_png(fp, it->frame, o->zlib, o->png_filter, err, errn);
+        rc = write_png(fp, it->frame, o->zlib, o->png_filter, it->meta, it->src, err, errn);
     else
         write_table(fp, it->table, it->json);
     if (rc == 0 && (fflush(fp) != 0 || ferror(fp))) {

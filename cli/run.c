@@ -356,6 +356,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->progress = 1;
         } else if (strcmp(a, "--skip-existing") == 0) {
             o->skip_existing = 1;
+        } else if (strcmp(a, "--strip") == 0) {
+            o->strip = 1;
         } else if (strcmp(a, "--joblog") == 0 && v) {
             o->joblog = argv[++i];
         } else if (strcmp(a, "--retry-failed") == 0 && v) {

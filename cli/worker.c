@@ -71,6 +71,10 @@ struct job {
     pf_frame in[RUN_MAX_IO];
     pf_frame out[RUN_MAX_IO];
     pf_table tab[RUN_MAX_IO]; /* copies of the table outputs */
+    /* The input's colour, density and text chunks, kept by its decode (NULL with --strip),
+       and its header, which says which of them still apply to an output. */
+    pf_png_meta *meta;
+    pf_png_info src;
     char **row_names[RUN_MAX_IO];
     int status; /* 0 ok */
     int ticket;
@@ -762,6 +766,7 @@ static void free_job(job *j)
         }
     }
     pf_frame_free(&j->in[0]);
+    pf_png_meta_free(j->meta);
     for (int k = 0; k < RUN_MAX_IO; k++)
         free(j->names[k]);
     free(j->path);
@@ -1012,7 +1017,8 @@ static void encode(job *j)
             int img = W.oi[k].kind == PF_OUTPUT_IMAGE;
             if (!j->names[k] || !j->names[k][0])
                 break;
-            items[n] = (out_item){j->names[k], img, &j->out[k], &j->tab[k], W.json[k]};
+            items[n] =
+                (out_item){j->names[k], img, &j->out[k], &j->tab[k], W.json[k], j->meta, &j->src};
             if (img && commit < 0)
                 commit = n;
             n++;
@@ -1064,7 +1070,10 @@ static void decode(job *j)
                  "not decoded",
                  j->est / 1e6, W.o->max_memory / 1e6);
         j->status = 1;
-    } else if (pf_png_read(j->path, W.o->max_pixels, &j->in[0], NULL, err, sizeof err) != PF_OK) {
+    } else if ((W.o->strip
+                    ? pf_png_read(j->path, W.o->max_pixels, &j->in[0], &j->src, err, sizeof err)
+                    : pf_png_read_meta(j->path, W.o->max_pixels, &j->in[0], &j->src, &j->meta, err,
+                                       sizeof err)) != PF_OK) {
         /* The reader's messages start with the path; the log names the input already. */
         size_t pl = strlen(j->path);
         const char *m = strncmp(err, j->path, pl) == 0 && err[pl] == ':' ? err + pl + 2 : err;
@@ -1308,8 +1317,8 @@ int run_config_write(int fd, const run_opts *o)
         if (v)
             PUT("%s=%s", cfg_keys[k], v);
     }
-    PUT("ints=%d %d %d %d %d %d %d %d", o->profile, o->no_fuse, o->quiet, o->json_tables, o->zlib,
-        o->png_filter, o->lanes, o->common->threads);
+    PUT("ints=%d %d %d %d %d %d %d %d %d", o->profile, o->no_fuse, o->quiet, o->json_tables,
+        o->zlib, o->png_filter, o->lanes, o->common->threads, o->strip);
     PUT("sizes=%llu %llu", o->max_pixels, o->max_memory);
     for (int i = 0; i < o->n_sets; i++)
         PUT("set=%s", o->sets[i]);
@@ -1359,8 +1368,8 @@ static void read_config(int fd)
             if (strcmp(kv, cfg_keys[k]) == 0)
                 *cfg_str(&wo, &wc, k) = v;
         if (strcmp(kv, "ints") == 0)
-            sscanf(v, "%d %d %d %d %d %d %d %d", &wo.profile, &wo.no_fuse, &wo.quiet,
-                   &wo.json_tables, &wo.zlib, &wo.png_filter, &wo.lanes, &wc.threads);
+            sscanf(v, "%d %d %d %d %d %d %d %d %d", &wo.profile, &wo.no_fuse, &wo.quiet,
+                   &wo.json_tables, &wo.zlib, &wo.png_filter, &wo.lanes, &wc.threads, &wo.strip);
         else if (strcmp(kv, "sizes") == 0)
             sscanf(v, "%llu %llu", &wo.max_pixels, &wo.max_memory);
         else if (strcmp(kv, "set") == 0 || strcmp(kv, "bind") == 0) {
