@@ -33,6 +33,11 @@ int pf_is_identifier(const char *s);
 /* malloc/calloc/strdup that never return NULL silently: callers still check. */
 char *pf_strdup(const char *s);
 
+/* A min-heap of ints in h[0..*n) (util.c): the planner's and the loader's topological
+   orders take the smallest ready index first. h has room for every push. */
+void pf_heap_push(int *h, int *n, int v);
+int pf_heap_pop(int *h, int *n);
+
 /* One small integer naming a frame format (sample type and channels, 1..20), for keys
    of compiled kernel variants and captured graphs; 0 is free for "no frame". */
 static inline int pf_format_code(int sample, int channels)

@@ -719,33 +719,6 @@ static int report_cycle(loader *L, const char *done)
     return fail(L, PF_PIPELINE, path, "cycle: %s", msg);
 }
 
-/* A min-heap of stage indices: of the stages ready, the first in the file. */
-static void heap_push(int *h, int *n, int v)
-{
-    int i = (*n)++;
-    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2)
-        h[i] = h[(i - 1) / 2];
-    h[i] = v;
-}
-
-static int heap_pop(int *h, int *n)
-{
-    int top = h[0], v = h[--*n], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = v;
-    return top;
-}
-
 /* Topological order, stable: of the stages ready, the first in the file goes first
    (Kahn's algorithm over a heap; a consumer list per stage, multiplicity kept). */
 static int order_stages(loader *L)
@@ -776,14 +749,14 @@ static int order_stages(loader *L)
     int nh = 0, pos = 0;
     for (int k = 0; k < n; k++)
         if (!pending[k])
-            heap_push(heap, &nh, k);
+            pf_heap_push(heap, &nh, k);
     while (nh > 0) {
-        int k = heap_pop(heap, &nh);
+        int k = pf_heap_pop(heap, &nh);
         done[k] = 1;
         L->st[k].order = pos++;
         for (int c = first[k]; c < first[k + 1]; c++)
             if (--pending[cons[c]] == 0)
-                heap_push(heap, &nh, cons[c]);
+                pf_heap_push(heap, &nh, cons[c]);
     }
     if (pos < n)
         st = report_cycle(L, done);

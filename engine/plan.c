@@ -388,33 +388,6 @@ static int index_graph(const pf_pipeline *p, pf_plan *plan)
     return PF_OK;
 }
 
-/* A min-heap of ints. */
-static void heap_push(int *h, int *n, int v)
-{
-    int i = (*n)++;
-    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2)
-        h[i] = h[(i - 1) / 2];
-    h[i] = v;
-}
-
-static int heap_pop(int *h, int *n)
-{
-    int top = h[0], v = h[--*n], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = v;
-    return top;
-}
-
 static int make_units(pf_pipeline *p, pf_plan *plan)
 {
     int nn = p->n_nodes;
@@ -461,15 +434,15 @@ static int make_units(pf_pipeline *p, pf_plan *plan)
     int nh = 0, placed = 0;
     for (int u = 0; u < nraw; u++)
         if (!pending[u])
-            heap_push(heap, &nh, head[u]);
+            pf_heap_push(heap, &nh, head[u]);
     while (nh > 0) {
-        int u = first_unit[heap_pop(heap, &nh)];
+        int u = first_unit[pf_heap_pop(heap, &nh)];
         order[u] = placed++;
         for (int j = head[u]; j >= 0; j = next[j]) {
             for (int c = plan->cons_first[j]; c < plan->cons_first[j + 1]; c++) {
                 int cu = first_unit[plan->cons[c]];
                 if (cu >= 0 && cu != u && --pending[cu] == 0)
-                    heap_push(heap, &nh, head[cu]);
+                    pf_heap_push(heap, &nh, head[cu]);
             }
         }
     }

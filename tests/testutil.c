@@ -126,3 +126,33 @@ const char *pf_test_tmpdir(const char *name)
     }
     return path;
 }
+
+double pf_test_frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *at_y)
+{
+    double m = 0;
+    for (int y = 0; y < a->height; y++) {
+        const char *ra = (const char *)a->data + (size_t)y * a->pitch;
+        const char *rb = (const char *)b->data + (size_t)y * b->pitch;
+        for (int i = 0; i < a->width * a->channels; i++) {
+            double d;
+            if (a->sample == PF_U8)
+                d = fabs((double)((const unsigned char *)ra)[i] - ((const unsigned char *)rb)[i]);
+            else if (a->sample == PF_U16)
+                d = fabs((double)((const unsigned short *)ra)[i] -
+                         ((const unsigned short *)rb)[i]) /
+                    257.0;
+            else
+                d = fabs((double)((const float *)ra)[i] - ((const float *)rb)[i]) * 255.0;
+            if (isnan(d))
+                d = INFINITY;
+            if (d > m) {
+                m = d;
+                if (at_x)
+                    *at_x = i / a->channels;
+                if (at_y)
+                    *at_y = y;
+            }
+        }
+    }
+    return m;
+}

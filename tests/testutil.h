@@ -49,6 +49,11 @@ void pf_test_image_free(pf_image *im);
 /* Largest |a-b| over all channels; NaN anywhere counts as infinity. */
 double pf_test_image_maxdiff(const pf_image *a, const pf_image *b);
 
+/* Largest difference between two frames of one format and size, in output steps (1 =
+   one 8-bit step; u16 values / 257; floats * 255); NaN counts as infinity. Where it
+   is largest goes to *at_x, *at_y (either may be NULL). */
+double pf_test_frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *at_y);
+
 /* An engine over the build tree's plugins only (no environment path), or exit(1). */
 pf_engine *pf_test_engine(void);
 

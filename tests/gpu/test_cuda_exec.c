@@ -50,32 +50,6 @@ static pf_frame like(const pf_frame *f, int w, int h, pf_sample s, int ch)
     return o;
 }
 
-/* Largest difference between two frames in output steps (1 = one 8-bit step). */
-static double frame_diff(const pf_frame *a, const pf_frame *b)
-{
-    double m = 0;
-    for (int y = 0; y < a->height; y++) {
-        const char *ra = (const char *)a->data + (size_t)y * a->pitch;
-        const char *rb = (const char *)b->data + (size_t)y * b->pitch;
-        for (int i = 0; i < a->width * a->channels; i++) {
-            double d;
-            if (a->sample == PF_U8)
-                d = fabs((double)((const unsigned char *)ra)[i] - ((const unsigned char *)rb)[i]);
-            else if (a->sample == PF_U16)
-                d = fabs((double)((const unsigned short *)ra)[i] -
-                         ((const unsigned short *)rb)[i]) /
-                    257.0;
-            else
-                d = fabs((double)((const float *)ra)[i] - ((const float *)rb)[i]) * 255.0;
-            if (isnan(d))
-                return INFINITY;
-            if (d > m)
-                m = d;
-        }
-    }
-    return m;
-}
-
 /* The first bytes of two frames' first row, for a replayed failing case. */
 static void print_head(const pf_frame *a, const pf_frame *b)
 {
@@ -142,7 +116,7 @@ static void compare_backends(const char *what, pf_pipeline *p, const pf_frame *i
                     CHECKF(worst < 1e-4, "%s: table %d differs by %g (graph=%s fusion=%s)", what, o,
                            worst, modes[m][0], modes[m][1]);
                 } else {
-                    double d = frame_diff(&ref[o], &got[o]);
+                    double d = pf_test_frame_diff(&ref[o], &got[o], NULL, NULL);
                     CHECKF(d <= 1.0, "%s: output %d differs by %g steps (graph=%s fusion=%s)", what,
                            o, d, modes[m][0], modes[m][1]);
                     if (d > 1.0 && getenv("PF_TEST_REPLAY"))
@@ -290,8 +264,9 @@ static void test_steady_state(pf_rng *r)
     /* The live change took effect: compare with the CPU at the last amount. */
     pf_pipeline_set_option(p, "backend", "cpu");
     CHECK(pf_pipeline_run(p, &in, 1, &out2, 1) == PF_OK);
-    CHECKF(frame_diff(&out, &out2) <= 1.0, "live parameter did not reach the GPU (%g)",
-           frame_diff(&out, &out2));
+    CHECKF(pf_test_frame_diff(&out, &out2, NULL, NULL) <= 1.0,
+           "live parameter did not reach the GPU (%g)",
+           pf_test_frame_diff(&out, &out2, NULL, NULL));
 
     /* Frames in flight: three submitted before any wait. */
     pf_pipeline_set_option(p, "backend", "cuda");
@@ -305,7 +280,8 @@ static void test_steady_state(pf_rng *r)
     CHECK(pf_pipeline_submit(p, &in, 1, &out2, 1, &extra) == PF_UNSUPPORTED); /* all busy */
     for (int i = 2; i >= 0; i--) {
         CHECK(pf_pipeline_wait(p, tickets[i]) == PF_OK);
-        CHECKF(frame_diff(&outs[i], &out) <= 1.0, "in-flight frame %d differs", i);
+        CHECKF(pf_test_frame_diff(&outs[i], &out, NULL, NULL) <= 1.0, "in-flight frame %d differs",
+               i);
     }
     CHECK(pf_pipeline_wait(p, 12345) == PF_INVALID_ARGUMENT);
 
@@ -327,8 +303,9 @@ static void test_steady_state(pf_rng *r)
     pf_frame back = like(&in, 640, 360, PF_U8, 4);
     CHECK(cudaMemcpy2D(back.data, back.pitch, dout.data, dout.pitch, 640 * 4, 360,
                        cudaMemcpyDeviceToHost) == cudaSuccess);
-    CHECKF(frame_diff(&back, &out) <= 1.0, "device frames differ from host frames (%g)",
-           frame_diff(&back, &out));
+    CHECKF(pf_test_frame_diff(&back, &out, NULL, NULL) <= 1.0,
+           "device frames differ from host frames (%g)",
+           pf_test_frame_diff(&back, &out, NULL, NULL));
     CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
     cudaFree(din.data);
     cudaFree(dout.data);

@@ -436,35 +436,6 @@ static buf make_buf(pf_rng *r, int w, int h, pf_sample s, int ch, int fill)
     return b;
 }
 
-/* Largest difference in output steps (1 = one 8-bit step). */
-static double frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *at_y)
-{
-    double m = 0;
-    for (int y = 0; y < a->height; y++) {
-        const char *ra = (const char *)a->data + (size_t)y * a->pitch;
-        const char *rb = (const char *)b->data + (size_t)y * b->pitch;
-        for (int i = 0; i < a->width * a->channels; i++) {
-            double d;
-            if (a->sample == PF_U8)
-                d = fabs((double)((const unsigned char *)ra)[i] - ((const unsigned char *)rb)[i]);
-            else if (a->sample == PF_U16)
-                d = fabs((double)((const unsigned short *)ra)[i] -
-                         ((const unsigned short *)rb)[i]) /
-                    257.0;
-            else
-                d = fabs((double)((const float *)ra)[i] - ((const float *)rb)[i]) * 255.0;
-            if (isnan(d))
-                d = INFINITY;
-            if (d > m) {
-                m = d;
-                *at_x = i / a->channels;
-                *at_y = y;
-            }
-        }
-    }
-    return m;
-}
-
 /* The bytes outside the view (before it, between rows, after it) stay as they were. */
 static int guard_ok(const buf *b)
 {
@@ -646,7 +617,7 @@ static int run_frame(const gen *g, pf_pipeline *cpu, pf_pipeline *gpu, pf_rng *r
         if (!ref[o].base)
             continue;
         int x = 0, y = 0;
-        double d = frame_diff(&ref[o].f, &got[o].f, &x, &y);
+        double d = pf_test_frame_diff(&ref[o].f, &got[o].f, &x, &y);
         if (d > 1.0)
             fail(g, "%s: image o%d (%dx%d %s%d) differs by %g steps at (%d, %d)", what, o,
                  ref[o].f.width, ref[o].f.height, sample_name(ref[o].f.sample), ref[o].f.channels,

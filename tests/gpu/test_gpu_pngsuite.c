@@ -21,24 +21,6 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static double max_step(const pf_frame *a, const pf_frame *b)
-{
-    double m = 0;
-    for (int y = 0; y < a->height; y++)
-        for (int i = 0; i < a->width * a->channels; i++) {
-            const char *ra = (const char *)a->data + (size_t)y * a->pitch;
-            const char *rb = (const char *)b->data + (size_t)y * b->pitch;
-            double d =
-                a->sample == PF_U8
-                    ? fabs((double)((const unsigned char *)ra)[i] - ((const unsigned char *)rb)[i])
-                    : fabs((double)((const unsigned short *)ra)[i] -
-                           ((const unsigned short *)rb)[i]) /
-                          257.0;
-            m = d > m ? d : m;
-        }
-    return m;
-}
-
 static pf_frame alloc_like(int w, int h, pf_sample s, int ch)
 {
     pf_frame f = {0};
@@ -115,7 +97,7 @@ static void run_pipeline(pf_engine *eng, const char *file, char **names, int n_n
                            "%s %s: table %d off by %g (cumulative %g of %g)", file, names[k], o,
                            worst, cum, total);
                 } else if (ref[o].data) {
-                    double d = max_step(&ref[o], &got[o]);
+                    double d = pf_test_frame_diff(&ref[o], &got[o], NULL, NULL);
                     CHECKF(d <= 1.0, "%s %s (%s%d): output %d differs by %g steps", file, names[k],
                            in.sample == PF_U8 ? "u8x" : "u16x", in.channels, o, d);
                 }
