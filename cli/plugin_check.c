@@ -376,13 +376,14 @@ static int plugin_check(pc *c)
     printf("pipefuse plugin check %s\n(pipefuse %s, plugin ABI %d.%d, seed %llu)\n", c->real,
            pf_version_string(), PF_ABI_MAJOR, PF_ABI_MINOR, c->o.seed);
 
-    struct sigaction sa;
+    struct sigaction sa, saved[5];
     memset(&sa, 0, sizeof sa);
+    memset(saved, 0, sizeof saved);
     sa.sa_handler = on_crash;
     sigemptyset(&sa.sa_mask);
     static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], &sa, NULL) != 0)
+        if (sigaction(sigs[i], &sa, &saved[i]) != 0)
             fprintf(stderr, "pipefuse plugin check: cannot guard signal %d: %s\n", sigs[i],
                     strerror(errno));
     if (atexit(on_exit_call) != 0)
@@ -415,6 +416,9 @@ static int plugin_check(pc *c)
     pf_engine_destroy(c->eng);
     c->eng = NULL;
     cleanup_tmp();
+    /* The handlers there were before (a sanitizer's, say) see the rest of the process. */
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &saved[i], NULL);
     /* The plugin stays loaded until the process ends: its CUDA runtime, if any, may have
        registered exit handlers that must find it there. */
     (void)handle;
