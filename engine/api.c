@@ -358,11 +358,9 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
     char msg[512];
     int replan = 0;
     int rc = pf_option_set_text(&p->opts, name, value, &replan, msg, sizeof msg);
-    if (rc == PF_NO_MEMORY)
-        return rc;
     if (rc != PF_OK) {
         pf_errf(p->errmsg, "option %s: %s", name, msg);
-        return PF_INVALID_ARGUMENT;
+        return rc == PF_NO_MEMORY ? rc : PF_INVALID_ARGUMENT;
     }
     if (replan) {
         pf_plan_free(p->plan);

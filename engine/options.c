@@ -199,8 +199,8 @@ int pf_option_set_text(pf_options *o, const char *name, const char *text, int *r
     /* The value as the JSON it would be in a file ("2.5", "true", "\"cuda\""), or a bare
        word as a string ("cuda"). */
     json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-    if (!v)
-        v = json_string(text);
+    if (!v) /* any bytes: a value that is not UTF-8 is refused by name, not as no memory */
+        v = json_string_nocheck(text);
     if (!v) {
         snprintf(err, err_size, "out of memory");
         return PF_NO_MEMORY;

@@ -802,6 +802,9 @@ static void test_errors(void)
     CHECK(pf_pipeline_set_option(p, "streams", "-1") == PF_INVALID_ARGUMENT);
     CHECK(pf_pipeline_set_option(p, "speed", "1") == PF_INVALID_ARGUMENT);
     CHECK(strstr(pf_pipeline_errmsg(p), "speed") != NULL);
+    /* bytes that are not UTF-8: refused by name with a message (once "no memory", none) */
+    CHECK(pf_pipeline_set_option(p, "fusion", "fal\xf0\x04\x05") == PF_INVALID_ARGUMENT);
+    CHECKF(strstr(pf_pipeline_errmsg(p), "option fusion:") != NULL, "%s", pf_pipeline_errmsg(p));
     pf_frame_free(&in), pf_frame_free(&out);
     pf_pipeline_destroy(p);
 }
