@@ -18,33 +18,10 @@ rm -rf "$W" && mkdir -p "$W" || exit 1
 unset PIPEFUSE_PLUGIN_PATH JOB_COMPLETION_INDEX SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT
 # under AddressSanitizer the worker's own handlers name crashing stages, not ASan's
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_sigfpe=0:handle_abort=0:allow_user_segv_handler=1"
-failures=0
+source "$(dirname "$0")/testlib.sh"
+PF_EXTRA=(--plugin-path "$PLUG")
 rc=0
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-pf() {
-    "$PF" --plugin-path "$PLUG" "$@" >"$W/stdout" 2>"$W/stderr"
-    rc=$?
-}
-
-expect() {
-    if [ "$rc" != "$1" ]; then
-        fail "$2: exit $rc, expected $1"
-        sed 's/^/    | /' "$W/stderr" | head -20 >&2
-    fi
-}
-
-says() {
-    grep -qF -- "$2" "$1" && return
-    fail "$3: no '$2' in $(basename "$1"):"
-    sed 's/^/    | /' "$1" | head -20 >&2
-}
-
-exists() { [ -s "$1" ] || fail "missing output $1"; }
 absent() { [ ! -e "$1" ] && [ ! -L "$1" ] || fail "unexpected file $1"; }
 count() { ls -A "$1" 2>/dev/null | wc -l; }
 no_temps() {

@@ -14,33 +14,13 @@ SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5
 W=$WORK/$SECTION
 rm -rf "$W" && mkdir -p "$W" || exit 1
 unset PIPEFUSE_PLUGIN_PATH
-failures=0
+source "$(dirname "$0")/testlib.sh"
 rc=0
 P=$SRC/pipelines
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-pf() {
-    "$PF" "$@" >"$W/stdout" 2>"$W/stderr"
-    rc=$?
-}
-expect() {
-    if [ "$rc" != "$1" ]; then
-        fail "$2: exit $rc, expected $1"
-        sed 's/^/    | /' "$W/stderr" | head -20 >&2
-    fi
-}
-says() {
-    grep -qF -- "$2" "$1" && return
-    fail "$3: no '$2' in $(basename "$1"):"
-    sed 's/^/    | /' "$1" | head -20 >&2
-}
 silent() { # FILE WHAT: FILE is empty
     [ ! -s "$1" ] || { fail "$2: $(basename "$1") is not empty:"; sed 's/^/    | /' "$1" | head >&2; }
 }
-exists() { [ -s "$1" ] || fail "missing output $1"; }
 absent() { [ ! -e "$1" ] || fail "unexpected file $1"; }
 files() { (cd "$1" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' '); }
 

@@ -13,36 +13,9 @@ SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5
 W=$WORK/$SECTION
 rm -rf "$W" && mkdir -p "$W" || exit 1
 unset PIPEFUSE_PLUGIN_PATH
-failures=0
+source "$(dirname "$0")/testlib.sh"
 rc=0
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# pf ARGS...: runs pipefuse; stdout in $W/stdout, stderr in $W/stderr, status in $rc.
-pf() {
-    "$PF" "$@" >"$W/stdout" 2>"$W/stderr"
-    rc=$?
-}
-
-# expect STATUS WHAT: the last pf exited with STATUS.
-expect() {
-    if [ "$rc" != "$1" ]; then
-        fail "$2: exit $rc, expected $1"
-        sed 's/^/    | /' "$W/stderr" | head -20 >&2
-    fi
-}
-
-# says FILE TEXT WHAT: FILE ($W/stdout or $W/stderr) contains TEXT (fixed string).
-says() {
-    grep -qF -- "$2" "$1" && return
-    fail "$3: no '$2' in $(basename "$1"):"
-    sed 's/^/    | /' "$1" | head -20 >&2
-}
-
-exists() { [ -s "$1" ] || fail "missing output $1"; }
 
 # format_is PNG "WIDTHxHEIGHT CHANNELS BITS"
 format_is() {
