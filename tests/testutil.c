@@ -156,3 +156,27 @@ double pf_test_frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *
     }
     return m;
 }
+
+void pf_test_store_values(float *v, size_t cap)
+{
+    static const float special[] = {NAN,   -NAN,   INFINITY, -INFINITY, 0.0f,   -0.0f,
+                                    1.0f,  -1.0f,  2.0f,     1e30f,     -1e30f, 1e-40f,
+                                    1e-7f, -1e-7f, 0.5f,     0.999999f};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        v[n++] = special[i];
+    for (int s = 0; s < 2; s++) {
+        float scale = s ? 65535.0f : 255.0f;
+        for (int k = -1; k <= (int)scale; k++) {
+            float tie = ((float)k + 0.5f) / scale;
+            uint32_t b;
+            memcpy(&b, &tie, 4);
+            for (int d = -4; d <= 4 && n < cap; d++) {
+                uint32_t u = b + (uint32_t)d;
+                memcpy(&v[n++], &u, 4);
+            }
+        }
+    }
+    for (size_t i = n; i < cap; i++)
+        v[i] = (float)(i % 1000) / 999.0f * 1.2f - 0.1f;
+}

@@ -54,6 +54,11 @@ double pf_test_image_maxdiff(const pf_image *a, const pf_image *b);
    is largest goes to *at_x, *at_y (either may be NULL). */
 double pf_test_frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *at_y);
 
+/* Floats that test stores to u8 and u16: special values (NaN, infinities, signed zeros,
+   tiny, huge), then every rounding tie of both formats give or take 4 ulps, then values
+   over [-0.1, 1.1]; cap (at least 16) values into v. */
+void pf_test_store_values(float *v, size_t cap);
+
 /* An engine over the build tree's plugins only (no environment path), or exit(1). */
 pf_engine *pf_test_engine(void);
 

@@ -334,30 +334,14 @@ static void test_conversions(void)
     CHECK(pf_pipeline_load_string(eng, json, "conversions", &p) == PF_OK);
     if (!p)
         return;
-    static const float special[] = {NAN,   -NAN,   INFINITY, -INFINITY, 0.0f,   -0.0f,
-                                    1.0f,  -1.0f,  2.0f,     1e30f,     -1e30f, 1e-40f,
-                                    1e-7f, -1e-7f, 0.5f,     0.999999f};
     const int w = 1024, h = 580; /* 2,375,680 floats: the specials, then every tie +- 4 ulps */
     pf_frame in;
     CHECK(pf_frame_alloc(&in, w, h, PF_F32, 4) == PF_OK);
-    size_t n = 0, cap = (size_t)w * h * 4;
+    size_t cap = (size_t)w * h * 4;
     float *v = malloc(sizeof(float) * cap);
-    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
-        v[n++] = special[i];
-    for (int s = 0; s < 2; s++) {
-        float scale = s ? 65535.0f : 255.0f;
-        for (int k = -1; k <= (int)scale; k++) {
-            float tie = ((float)k + 0.5f) / scale;
-            uint32_t b;
-            memcpy(&b, &tie, 4);
-            for (int d = -4; d <= 4 && n < cap; d++) {
-                uint32_t u = b + (uint32_t)d;
-                memcpy(&v[n++], &u, 4);
-            }
-        }
-    }
-    for (size_t i = n; i < cap; i++)
-        v[i] = (float)(i % 1000) / 999.0f * 1.2f - 0.1f;
+    if (!v)
+        exit(1);
+    pf_test_store_values(v, cap);
     for (int y = 0; y < h; y++)
         memcpy((char *)in.data + (size_t)y * in.pitch, v + (size_t)y * w * 4,
                sizeof(float) * w * 4);

@@ -144,33 +144,15 @@ static void test_loads(void)
    RGBA and through the gray luma (where gray (v, v, v) stores as v). */
 static void test_stores(void)
 {
-    static const float special[] = {NAN,   -NAN,   INFINITY, -INFINITY, 0.0f,   -0.0f,
-                                    1.0f,  -1.0f,  2.0f,     1e30f,     -1e30f, 1e-40f,
-                                    1e-7f, -1e-7f, 0.5f,     0.999999f};
     const int w = 1024, h = 580;
     pf_frame in;
     if (pf_frame_alloc(&in, w, h, PF_F32, 4) != PF_OK)
         exit(1);
-    size_t n = 0, cap = (size_t)w * h;
+    size_t cap = (size_t)w * h;
     float *v = malloc(sizeof(float) * cap * 4);
     if (!v)
         exit(1);
-    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
-        v[n++] = special[i];
-    for (int s = 0; s < 2; s++) {
-        float scale = s ? 65535.0f : 255.0f;
-        for (int k = -1; k <= (int)scale; k++) {
-            float tie = ((float)k + 0.5f) / scale;
-            uint32_t b;
-            memcpy(&b, &tie, 4);
-            for (int d = -4; d <= 4 && n < cap; d++) {
-                uint32_t u = b + (uint32_t)d;
-                memcpy(&v[n++], &u, 4);
-            }
-        }
-    }
-    for (size_t i = n; i < cap; i++)
-        v[i] = (float)(i % 1000) / 999.0f * 1.2f - 0.1f;
+    pf_test_store_values(v, cap);
     for (size_t i = 0; i < cap; i++) /* gray pixels, alpha the next value */
         for (int c = 0; c < 4; c++)
             ((float *)((char *)in.data + i / w * in.pitch))[i % w * 4 + c] =
