@@ -250,8 +250,9 @@ static void *worker_main(void *arg)
                second completes. */
             if (rc == PF_OK)
                 w->failed |= check_frame(p[k], k, idx, &o1, who);
-            while (rc == PF_OK && (rc = pf_pipeline_wait_timeout(p[k], t2, 1)) == PF_NOT_READY)
-                ;
+            if (rc == PF_OK) /* PF_NOT_READY after 1 ms: try again */
+                while ((rc = pf_pipeline_wait_timeout(p[k], t2, 1)) == PF_NOT_READY)
+                    ;
             if (rc == PF_OK)
                 w->failed |= check_frame(p[k], k, idx2, &o2, who);
             if (rc != PF_OK) {
