@@ -362,11 +362,9 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
         pf_errf(p->errmsg, "option %s: %s", name, msg);
         return rc == PF_NO_MEMORY ? rc : PF_INVALID_ARGUMENT;
     }
-    if (replan) {
-        pf_plan_free(p->plan);
-        p->plan = NULL;
-    }
-    return PF_OK;
+    /* A change that re-plans first completes the frames in flight on the old plan
+       (their waits then deliver their outputs), as a parameter change does. */
+    return replan ? drop_plan(p) : PF_OK;
 }
 
 PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
