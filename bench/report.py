@@ -269,6 +269,7 @@ def main(argv):
     date, commit, dirty, gpu, nvcc, nproc = env[:6]
     copy = r.load("copy_bw") or {}
     art = r.load("article_naive") or {}
+    hand = r.load("hand_chain") or {}
     tc = torch_cases(r)
     tmeta = r.load("torch") or r.load("torch_compile") or {}
     res = {n: r.pf(n) for n in ["article", "small_chain10", "small_chain100", "small_chain1000",
@@ -292,7 +293,7 @@ def main(argv):
     L.append("- Command (repo root, GPU machine): `source .devdeps/env.sh; OUT=bench-out bash bench/run.sh`; "
              "raw JSON and logs under $OUT/ (bench-out/, also packed as results.tar.gz). In the commands below, "
              "$OUT/pipelines/chainK.json is `python3 bench/gen_chain.py chain K` and $OUT/pipelines/mixed.json "
-             "`python3 bench/gen_chain.py mixed`; $OUT/bin/ holds bench/copy_bw.cu and bench/article_naive.cu "
+             "`python3 bench/gen_chain.py mixed`; $OUT/bin/ holds bench/copy_bw.cu, bench/article_naive.cu and bench/hand_chain.cu "
              "built with `nvcc -O3 -arch=sm_90`.")
     reps = max([v["runs"] for v in res.values() if v] + [0])
     L.append("- pipefuse figures are medians over %d runs of `pipefuse bench` (each run: 8 warm-up frames, then "
@@ -468,6 +469,25 @@ def main(argv):
         L.append("Target: fused (cuda-graph-fused) at least 0.85 of the copy bandwidth for K <= 8. The same-size "
                  "copy kernel in the same conditions (same buffers every frame) reached %s GB/s, rotating buffers %s GB/s "
                  "(table above)." % (rf(copy.get("kernel_4k_same_gbps"), 0), rf(copy.get("kernel_4k_rotate_gbps"), 0)))
+        L.append("")
+        L.append("Fused by hand (bench/hand_chain.cu: the same ops and parameters in one kernel written for speed, "
+                 "16-byte loads, 8 pixels per thread, reciprocal multiplies, FMA; not bit-exact against the CPU), "
+                 "against a 16-byte copy kernel of the same frame in the same run:")
+        L.append("")
+        if not hand.get("chains"):
+            L.append("bench/hand_chain.cu did not run: %s" % esc(r.why("hand_chain")))
+        else:
+            L.append("| K | hand-fused us | hand-fused / copy kernel | pipefuse graph-fused ms per frame | pipefuse kernel / copy kernel |")
+            L.append("|---|---|---|---|---|")
+            for h in hand["chains"]:
+                k = h.get("k")
+                v = res.get("chain4k_%d" % k)
+                L.append("| %d | %s | %s | %s | %s |" % (
+                    k, rf(h.get("us")), rf(h.get("copy_ratio")),
+                    msf(mode_val(v, "cuda-graph-fused", "throughput_ms")) if v else "-",
+                    rf(ratio(hand.get("copy_kernel_us"), 1e3 * (mode_val(v, "cuda-graph-fused", "kernel_ms") or 0) or None)) if v else "-"))
+            L.append("")
+            L.append("The copy kernel here: %s us (%s GB/s)." % (rf(hand.get("copy_kernel_us")), rf(hand.get("copy_kernel_gbps"), 0)))
         L.append("")
         L.append("Against PyTorch (same arithmetic, same frame):")
         L.append("")
