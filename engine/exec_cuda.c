@@ -5,8 +5,9 @@
  * native staging; scratch; reduce partials) and one pinned host pool, plus streams and
  * events. A frame then launches its kernels: one cudaGraphLaunch in graph mode, or the
  * same calls issued eagerly. Parameters live in the device parameter block, refreshed
- * from pinned memory by the frame's first copy, so a parameter changed between frames
- * needs neither a capture nor an instantiation.
+ * from pinned memory by one copy ahead of a frame's kernels, and only when a parameter or
+ * a frame's address changed since the slot's last frame: a parameter changed between
+ * frames needs neither a capture nor an instantiation, an unchanged frame copies nothing.
  *
  * Host frames: the frame's uploads run on the plan's upload stream, its kernels (the
  * graph) on the slot's streams after the upload's event, its downloads on the download
@@ -275,7 +276,10 @@ typedef struct cuda_slot {
     int busy;                    /* holds a frame not yet waited for */
     unsigned long param_version; /* of the params in this slot's pinned block */
     int params_copied;
-    int measuring; /* this frame's launches are timed (eager) */
+    unsigned long dev_param_version; /* of the params in this slot's device block */
+    int dev_valid;                   /* the device block holds dev_param_version, dev_desc */
+    unsigned char *dev_desc;         /* the frame descriptors the device block holds */
+    int measuring;                   /* this frame's launches are timed (eager) */
     int n_timed;
     cudaEvent_t *tev; /* timing events: two per timed launch */
     int *timed_unit;
@@ -617,6 +621,7 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
         if (sl->comp_done)
             cudaEventDestroy(sl->comp_done);
         free(sl->direct_out);
+        free(sl->dev_desc);
         for (int k = 0; sl->tev && k < 2 * c->max_timed; k++)
             if (sl->tev[k])
                 cudaEventDestroy(sl->tev[k]);
@@ -658,8 +663,9 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     sl->key[1] = calloc(n_io + 1, 1);
     sl->out = calloc((size_t)p->n_outputs + 1, sizeof(pf_frame *));
     sl->direct_out = calloc((size_t)p->n_outputs + 1, 1);
+    sl->dev_desc = malloc(sizeof(pf_frame_desc) * c->desc_count + 1);
     if (!sl->streams || !sl->joined || !sl->unit_done || !sl->key[0] || !sl->key[1] || !sl->out ||
-        !sl->direct_out)
+        !sl->direct_out || !sl->dev_desc)
         return PF_NO_MEMORY;
     sl->unit_done[nu] = (cudaEvent_t)-1; /* end marker for pf_cuda_plan_free */
     for (int k = 0; k < c->n_streams; k++) {
@@ -962,6 +968,28 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
     return PF_OK;
 }
 
+/* Copies the slot's parameter block and frame descriptors (contiguous in both pools)
+   to the device when they differ from what its device block holds, on st ahead of the
+   frame's kernels. A frame whose parameters and frame addresses did not change copies
+   nothing; the copy is not part of the graph, so a change needs no re-capture either.
+   The slot's previous frame was waited for, so nothing still reads the block. */
+static int upload_params(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t st)
+{
+    size_t desc_bytes = sizeof(pf_frame_desc) * c->desc_count;
+    const unsigned char *h_desc = sl->host + c->desc_off;
+    if (sl->dev_valid && sl->dev_param_version == sl->param_version &&
+        memcmp(sl->dev_desc, h_desc, desc_bytes) == 0)
+        return PF_OK;
+    sl->dev_valid = 0;
+    CU(p, cudaMemcpyAsync(sl->dev + c->params_off, sl->host + c->params_off,
+                          c->params_size + desc_bytes, cudaMemcpyHostToDevice, st));
+    memcpy(sl->dev_desc, h_desc, desc_bytes);
+    sl->dev_param_version = sl->param_version;
+    sl->dev_valid = 1;
+    p->stats.param_uploads++;
+    return PF_OK;
+}
+
 /* Issues one frame's kernels with s0 as the origin stream: under capture this becomes
    the graph; otherwise it runs eagerly. Host frames' copies are not part of it: they
    run on the plan's copy streams (upload, download), so that they overlap the kernels
@@ -970,9 +998,6 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
 {
     const pf_plan *plan = p->plan;
     int ni = p->n_inputs, no = p->n_outputs;
-    size_t desc_bytes = sizeof(pf_frame_desc) * c->desc_count;
-    CU(p, cudaMemcpyAsync(sl->dev + c->params_off, sl->host + c->params_off,
-                          c->params_size + desc_bytes, cudaMemcpyHostToDevice, s0));
     const pf_frame_desc *d_desc = (const pf_frame_desc *)(sl->dev + c->desc_off);
     for (int i = 0; i < ni; i++) {
         if (c->f4[i])
@@ -1508,6 +1533,8 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
         if (rc == PF_OK && cudaStreamWaitEvent(s0, sl->up_done, 0) != cudaSuccess)
             rc = cuda_fail(p, cudaGetLastError(), "cudaStreamWaitEvent", __FILE__, __LINE__);
     }
+    if (rc == PF_OK)
+        rc = upload_params(p, c, sl, s0);
     if (rc == PF_OK && use_graph) {
         rc = cudaGraphLaunch(sl->exec[device], s0) == cudaSuccess
                  ? PF_OK
@@ -1533,8 +1560,10 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
     else if (rc == PF_OK && cudaEventRecord(sl->done, s0) != cudaSuccess)
         rc = cuda_fail(p, cudaGetLastError(), "cudaEventRecord", __FILE__, __LINE__);
     nvtxRangePop();
-    if (rc != PF_OK)
+    if (rc != PF_OK) {
+        sl->dev_valid = 0; /* what reached the device block is not known */
         return rc;
+    }
     sl->busy = 1;
     sl->device_mode = device;
     sl->ticket = pf_issue_ticket(p);

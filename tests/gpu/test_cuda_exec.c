@@ -261,6 +261,22 @@ static void test_steady_state(pf_rng *r)
     CHECKF(s1.plans == s0.plans, "re-planned in steady state");
     CHECK(s1.device_syncs == 0);
 
+    /* Nothing per frame that did not change: once every slot holds the last parameter
+       change, frames over the same buffers copy no parameters or descriptors. */
+    pf_stats s2, s3;
+    s2.size = s3.size = sizeof(pf_stats);
+    for (int i = 0; i < 6; i++)
+        CHECK(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK);
+    CHECK(pf_pipeline_stats(p, &s2) == PF_OK);
+    CHECKF(s2.param_uploads <= s1.param_uploads + 3, "%llu uploads for 3 slots",
+           s2.param_uploads - s1.param_uploads);
+    for (int i = 0; i < 10; i++)
+        CHECK(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK);
+    CHECK(pf_pipeline_stats(p, &s3) == PF_OK);
+    CHECKF(s3.param_uploads == s2.param_uploads, "unchanged frames uploaded %llu times",
+           s3.param_uploads - s2.param_uploads);
+    CHECK(s3.graph_launches >= s2.graph_launches + 10);
+
     /* The live change took effect: compare with the CPU at the last amount. */
     pf_pipeline_set_option(p, "backend", "cpu");
     CHECK(pf_pipeline_run(p, &in, 1, &out2, 1) == PF_OK);
@@ -307,6 +323,29 @@ static void test_steady_state(pf_rng *r)
            "device frames differ from host frames (%g)",
            pf_test_frame_diff(&back, &out, NULL, NULL));
     CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+
+    /* Device frames whose addresses change every frame (two output buffers by turns,
+       of different pitches): each frame's descriptors reach its kernels. */
+    pf_frame dout2 = dout;
+    dout2.pitch = 640 * 4;
+    CHECK(cudaMalloc(&dout2.data, dout2.pitch * 360) == cudaSuccess);
+    CHECK(cudaMemset(dout.data, 0, dout.pitch * 360) == cudaSuccess);
+    CHECK(cudaMemset(dout2.data, 0, dout2.pitch * 360) == cudaSuccess);
+    for (int i = 0; i < 7; i++)
+        CHECKF(pf_pipeline_submit_device(p, &din, 1, i % 2 ? &dout2 : &dout, 1, st, &ticket) ==
+                   PF_OK,
+               "submit_device %d: %s", i, pf_pipeline_errmsg(p));
+    CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+    for (int b = 0; b < 2; b++) {
+        const pf_frame *d = b ? &dout2 : &dout;
+        CHECK(cudaMemcpy2D(back.data, back.pitch, d->data, d->pitch, 640 * 4, 360,
+                           cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECKF(pf_test_frame_diff(&back, &out, NULL, NULL) <= 1.0,
+               "device buffer %d of two by turns differs (%g)", b,
+               pf_test_frame_diff(&back, &out, NULL, NULL));
+    }
+    cudaFree(dout2.data);
     cudaFree(din.data);
     cudaFree(dout.data);
     cudaStreamDestroy(st);

@@ -352,6 +352,10 @@ typedef struct pf_stats {
     unsigned long long timed_launches, launches_over_budget;
     double max_launch_ms;
     double budget_ms; /* the plan's watchdog budget per launch, 0 for none */
+    /* CUDA: copies of the parameter block and frame descriptors to the device. A frame
+       copies them only when a parameter or a frame's address or format changed since its
+       frame slot's last frame; a loop over the same buffers copies nothing. */
+    unsigned long long param_uploads;
 } pf_stats;
 
 int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
