@@ -52,6 +52,12 @@ static const cli_opt run_opts[] = {
     {"--max-pixels", 0, "N", "refuse larger images (default 268435456)"},
     {"--jobs", 0, "N", "files in the engine at once, 1-64 (default: automatic)"},
     {"--max-memory", 0, "SIZE", "memory budget of the files in flight, e.g. 512M or 4G"},
+    {"--band-rows", 0, "auto|off|N",
+     "run large images in bands of rows from decode to encode, where every stage allows it "
+     "(point and stencil stages; no resize, table or position-dependent op): auto (the "
+     "default, or PIPEFUSE_BAND_ROWS) bands an image whose whole-frame run would hold over "
+     "64 MB, off never bands, N bands every image taller than a band, N rows a band; the "
+     "output is the same bit for bit (docs/batch.md)"},
     {"--file-timeout", 0, "S",
      "give up on a file after S seconds in the engine, restarting its worker (default 600; "
      "0: never)"},

@@ -35,7 +35,8 @@ typedef struct run_opts {
     int strip;                    /* --strip: no colour, density or text chunks in PNG outputs */
     int shard_index, shard_count; /* count 0: no sharding */
     int lanes;                    /* files in the engine at once (0: automatic) */
-    double file_timeout_s;        /* 0: none */
+    int band_rows; /* rows per band for large images: -1 automatic, 0 never (whole frames) */
+    double file_timeout_s; /* 0: none */
     unsigned long long max_pixels;
     unsigned long long max_memory; /* bytes */
     const char **sets;
@@ -76,6 +77,20 @@ typedef struct out_opts {
    failure no temporary remains and the first failure is in err; items already renamed
    are complete files. */
 int out_write_set(const out_opts *o, const out_item *items, int n, char *err, size_t errn);
+
+/* The same a row at a time, for images run in bands: out_stream_open creates every
+   item's temporary and writes each PNG's header and metadata (frame gives the size and
+   format; its data is not read) and each table whole; out_stream_rows appends the next
+   n rows of PNG item k from rows 0..n-1 of rows; out_stream_commit finishes, syncs and
+   renames them as out_write_set does and frees s; out_stream_abort removes every
+   temporary and frees s. On failure open, rows and commit have removed nothing yet
+   (rows) or everything (open, commit); the message names the output. */
+typedef struct out_stream out_stream;
+int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream **s, char *err,
+                    size_t errn);
+int out_stream_rows(out_stream *s, int k, const pf_frame *rows, int n, char *err, size_t errn);
+int out_stream_commit(out_stream *s, char *err, size_t errn);
+void out_stream_abort(out_stream *s);
 
 /* Removes temporaries of earlier runs in dirfd: those of this host whose process is
    gone, and any older than an hour. Returns how many were removed. */

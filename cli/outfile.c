@@ -74,11 +74,15 @@ static int create_temp(int dirfd, char *name, char *err, size_t errn)
 
 /* ---- PNG ----------------------------------------------------------------------------------------- */
 
+/* One PNG being written: libpng's state between calls. Every call into libpng sets jmp
+   first (png_err_fn jumps back there) and points err at its caller's buffer. */
 typedef struct png_out {
-    FILE *fp;
     char *err;
     size_t errn;
     jmp_buf jmp;
+    png_structp png;
+    png_infop info;
+    int rows_left;
 } png_out;
 
 static void png_err_fn(png_structp png, png_const_charp msg)
@@ -145,47 +149,81 @@ static void set_meta(png_structp png, png_infop info, const pf_png_meta *meta,
     }
 }
 
-static int write_png(FILE *fp, const pf_frame *f, int zlib, int filter, const pf_png_meta *meta,
-                     const pf_png_info *src, char *err, size_t errn)
+static void png_drop(png_out *w)
+{
+    if (w->png)
+        png_destroy_write_struct(&w->png, w->info ? &w->info : NULL);
+    w->png = NULL;
+    w->info = NULL;
+}
+
+/* Starts a PNG of f's size and format on fp: header and metadata chunks. */
+static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filter,
+                     const pf_png_meta *meta, const pf_png_info *src, char *err, size_t errn)
 {
     if ((f->sample != PF_U8 && f->sample != PF_U16) || f->channels < 1 || f->channels > 4) {
         snprintf(err, errn, "cannot write PNG: %d channels of %s samples", f->channels,
                  f->sample == PF_F32 ? "f32" : "unknown");
         return -1;
     }
-    png_out w;
-    memset(&w, 0, sizeof w);
-    w.fp = fp;
-    w.err = err;
-    w.errn = errn;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &w, png_err_fn, png_warn_fn);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    if (!png || !info) {
-        png_destroy_write_struct(&png, NULL);
+    memset(w, 0, sizeof *w);
+    w->err = err;
+    w->errn = errn;
+    w->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, w, png_err_fn, png_warn_fn);
+    w->info = w->png ? png_create_info_struct(w->png) : NULL;
+    if (!w->png || !w->info) {
+        png_drop(w);
         snprintf(err, errn, "out of memory starting libpng");
         return -1;
     }
-    if (setjmp(w.jmp)) {
-        png_destroy_write_struct(&png, &info);
+    if (setjmp(w->jmp))
         return -1;
-    }
-    png_init_io(png, fp);
-    png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
-    png_set_compression_level(png, zlib);
-    png_set_filter(png, PNG_FILTER_TYPE_BASE, filter);
-    png_set_IHDR(png, info, (png_uint_32)f->width, (png_uint_32)f->height,
+    png_init_io(w->png, fp);
+    png_set_user_limits(w->png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
+    png_set_compression_level(w->png, zlib);
+    png_set_filter(w->png, PNG_FILTER_TYPE_BASE, filter);
+    png_set_IHDR(w->png, w->info, (png_uint_32)f->width, (png_uint_32)f->height,
                  f->sample == PF_U16 ? 16 : 8, ctypes[f->channels - 1], PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     if (meta && src)
-        set_meta(png, info, meta, src, f);
-    png_write_info(png, info);
+        set_meta(w->png, w->info, meta, src, f);
+    png_write_info(w->png, w->info);
     const uint16_t one = 1;
     if (f->sample == PF_U16 && *(const uint8_t *)&one == 1)
-        png_set_swap(png); /* libpng swaps a copy of each row */
-    for (int y = 0; y < f->height; y++)
-        png_write_row(png, (png_const_bytep)f->data + (size_t)y * f->pitch);
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
+        png_set_swap(w->png); /* libpng swaps a copy of each row */
+    w->rows_left = f->height;
+    return 0;
+}
+
+/* The next n rows, from rows 0..n-1 of f. */
+static int png_rows(png_out *w, const pf_frame *f, int n, char *err, size_t errn)
+{
+    w->err = err;
+    w->errn = errn;
+    if (n > w->rows_left) {
+        snprintf(err, errn, "cannot write PNG: %d rows more than its height", n - w->rows_left);
+        return -1;
+    }
+    if (setjmp(w->jmp))
+        return -1;
+    for (int y = 0; y < n; y++)
+        png_write_row(w->png, (png_const_bytep)f->data + (size_t)y * f->pitch);
+    w->rows_left -= n;
+    return 0;
+}
+
+static int png_finish(png_out *w, char *err, size_t errn)
+{
+    w->err = err;
+    w->errn = errn;
+    if (w->rows_left) {
+        snprintf(err, errn, "cannot write PNG: %d rows missing", w->rows_left);
+        return -1;
+    }
+    if (setjmp(w->jmp))
+        return -1;
+    png_write_end(w->png, NULL);
+    png_drop(w);
     return 0;
 }
 
@@ -283,99 +321,190 @@ static int open_parent(int dirfd, const char *name, const char **base, char *err
     return fd;
 }
 
-/* One item to a new temporary in pfd: written, flushed and synced. */
-static int write_item(const out_opts *o, int pfd, const out_item *it, char *tmp, char *err,
-                      size_t errn)
+/* ---- Streams of outputs ------------------------------------------------------------------------- */
+
+typedef struct out_file {
+    const char *final_name;
+    int is_png;
+    int pfd; /* its folder: the output folder, or one below it (closed at the end) */
+    const char *base;
+    char tmp[64];
+    FILE *fp;
+    png_out png;
+} out_file;
+
+struct out_stream {
+    out_opts o;
+    int n;
+    out_file *f;
+};
+
+/* Closes and removes every temporary of s, and frees s. */
+void out_stream_abort(out_stream *s)
 {
-    int fd = create_temp(pfd, tmp, err, errn);
-    if (fd < 0)
+    if (!s)
+        return;
+    for (int k = 0; k < s->n; k++) {
+        out_file *f = &s->f[k];
+        png_drop(&f->png);
+        if (f->fp)
+            fclose(f->fp);
+        if (f->tmp[0])
+            unlinkat(f->pfd, f->tmp, 0);
+        if (f->pfd >= 0 && f->pfd != s->o.dirfd)
+            close(f->pfd);
+    }
+    free(s->f);
+    free(s);
+}
+
+/* Item k of s: its folder, a temporary there, and the PNG's header or the whole table. */
+static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t errn)
+{
+    out_file *f = &s->f[k];
+    char e[1024] = "";
+    f->final_name = it->final_name;
+    f->is_png = it->is_png;
+    f->pfd = open_parent(s->o.dirfd, it->final_name, &f->base, e, sizeof e);
+    if (f->pfd < 0) {
+        snprintf(err, errn, "%s", e);
         return -1;
-    FILE *fp = fdopen(fd, "wb");
-    if (!fp) {
-        snprintf(err, errn, "%s", strerror(errno));
+    }
+    if (strlen(f->base) > NAME_MAX) {
+        snprintf(err, errn, "output name %.64s... is %zu bytes, over the file system's %d", f->base,
+                 strlen(f->base), NAME_MAX);
+        return -1;
+    }
+    int fd = create_temp(f->pfd, f->tmp, e, sizeof e);
+    if (fd < 0) {
+        f->tmp[0] = 0;
+        snprintf(err, errn, "%s: %s", it->final_name, e);
+        return -1;
+    }
+    if (!(f->fp = fdopen(fd, "wb"))) {
+        snprintf(err, errn, "%s: %s", it->final_name, strerror(errno));
         close(fd);
-        unlinkat(pfd, tmp, 0);
         return -1;
     }
     int rc = 0;
     if (it->is_png)
-        rc = write_png(fp, it->frame, o->zlib, o->png_filter, it->meta, it->src, err, errn);
+        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, it->meta, it->src, e,
+                       sizeof e);
     else
-        write_table(fp, it->table, it->json);
-    if (rc == 0 && (fflush(fp) != 0 || ferror(fp))) {
-        snprintf(err, errn, "write error: %s", strerror(errno));
-        rc = -1;
-    }
-    if (rc == 0 && fsync(fileno(fp)) != 0) {
-        snprintf(err, errn, "cannot sync: %s", strerror(errno));
-        rc = -1;
-    }
-    if (fclose(fp) != 0 && rc == 0) {
-        snprintf(err, errn, "write error: %s", strerror(errno));
-        rc = -1;
-    }
+        write_table(f->fp, it->table, it->json);
     if (rc != 0)
-        unlinkat(pfd, tmp, 0);
+        snprintf(err, errn, "%s: %s", it->final_name, e);
+    return rc;
+}
+
+int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream **out, char *err,
+                    size_t errn)
+{
+    *out = NULL;
+    out_stream *s = calloc(1, sizeof *s);
+    if (s)
+        s->f = calloc((size_t)n + 1, sizeof *s->f);
+    if (!s || !s->f) {
+        free(s);
+        snprintf(err, errn, "out of memory");
+        return -1;
+    }
+    s->o = *o;
+    for (int k = 0; k < n; k++)
+        s->f[k].pfd = -1;
+    for (int k = 0; k < n; k++) {
+        s->n = k + 1;
+        if (open_item(s, k, &items[k], err, errn) != 0) {
+            out_stream_abort(s);
+            return -1;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+int out_stream_rows(out_stream *s, int k, const pf_frame *rows, int n, char *err, size_t errn)
+{
+    char e[1024] = "";
+    if (k < 0 || k >= s->n || !s->f[k].is_png) {
+        snprintf(err, errn, "output %d is not an image", k);
+        return -1;
+    }
+    if (png_rows(&s->f[k].png, rows, n, e, sizeof e) != 0) {
+        snprintf(err, errn, "%s: %s", s->f[k].final_name, e);
+        return -1;
+    }
+    return 0;
+}
+
+/* Item k finished, flushed, synced and closed; removed on failure. */
+static int close_item(out_file *f, char *err, size_t errn)
+{
+    char e[1024] = "";
+    int rc = f->is_png ? png_finish(&f->png, e, sizeof e) : 0;
+    if (rc == 0 && (fflush(f->fp) != 0 || ferror(f->fp))) {
+        snprintf(e, sizeof e, "write error: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && fsync(fileno(f->fp)) != 0) {
+        snprintf(e, sizeof e, "cannot sync: %s", strerror(errno));
+        rc = -1;
+    }
+    if (fclose(f->fp) != 0 && rc == 0) {
+        snprintf(e, sizeof e, "write error: %s", strerror(errno));
+        rc = -1;
+    }
+    f->fp = NULL;
+    if (rc != 0)
+        snprintf(err, errn, "%s: %s", f->final_name, e);
+    return rc;
+}
+
+int out_stream_commit(out_stream *s, char *err, size_t errn)
+{
+    int rc = 0;
+    for (int k = 0; k < s->n && rc == 0; k++)
+        rc = close_item(&s->f[k], err, errn);
+    if (rc != 0) {
+        out_stream_abort(s);
+        return -1;
+    }
+    /* All synced: now the renames, the last one committing the set. */
+    for (int k = 0; k < s->n && rc == 0; k++) {
+        out_file *f = &s->f[k];
+        if (renameat(f->pfd, f->tmp, f->pfd, f->base) != 0) {
+            snprintf(err, errn, "%s: cannot rename into place: %s", f->final_name, strerror(errno));
+            rc = -1;
+        } else {
+            f->tmp[0] = 0;
+        }
+    }
+    for (int k = 0; k < s->n; k++) {
+        out_file *f = &s->f[k];
+        if (f->tmp[0]) {
+            unlinkat(f->pfd, f->tmp, 0);
+            f->tmp[0] = 0;
+        } else if (rc == 0 && fsync(f->pfd) != 0 && errno != EINVAL) {
+            snprintf(err, errn, "cannot sync the folder of %s: %s", f->final_name, strerror(errno));
+            rc = -1;
+        }
+    }
+    out_stream_abort(s); /* nothing left to remove: closes the folders, frees */
     return rc;
 }
 
 int out_write_set(const out_opts *o, const out_item *items, int n, char *err, size_t errn)
 {
-    char(*tmps)[64] = calloc((size_t)n + 1, 64);
-    int *pfd = calloc((size_t)n + 1, sizeof *pfd);
-    const char **base = calloc((size_t)n + 1, sizeof *base);
-    if (!tmps || !pfd || !base) {
-        free(tmps);
-        free(pfd);
-        free(base);
-        snprintf(err, errn, "out of memory");
+    out_stream *s;
+    if (out_stream_open(o, items, n, &s, err, errn) != 0)
         return -1;
-    }
-    int written = 0, rc = 0;
-    for (int k = 0; k < n && rc == 0; k++) {
-        char e[1024] = "";
-        pfd[k] = open_parent(o->dirfd, items[k].final_name, &base[k], e, sizeof e);
-        if (pfd[k] < 0) {
-            snprintf(err, errn, "%s", e);
-            rc = -1;
-        } else if (strlen(base[k]) > NAME_MAX) {
-            snprintf(err, errn, "output name %.64s... is %zu bytes, over the file system's %d",
-                     base[k], strlen(base[k]), NAME_MAX);
-            rc = -1;
-        } else if (write_item(o, pfd[k], &items[k], tmps[k], e, sizeof e) != 0) {
-            snprintf(err, errn, "%s: %s", items[k].final_name, e);
-            rc = -1;
-        } else {
-            written = k + 1;
+    for (int k = 0; k < n; k++)
+        if (items[k].is_png &&
+            out_stream_rows(s, k, items[k].frame, items[k].frame->height, err, errn) != 0) {
+            out_stream_abort(s);
+            return -1;
         }
-        if (rc != 0 && pfd[k] >= 0 && pfd[k] != o->dirfd)
-            close(pfd[k]);
-    }
-    /* All synced: now the renames, the last one committing the set. */
-    for (int k = 0; k < written && rc == 0; k++) {
-        if (renameat(pfd[k], tmps[k], pfd[k], base[k]) != 0) {
-            snprintf(err, errn, "%s: cannot rename into place: %s", items[k].final_name,
-                     strerror(errno));
-            rc = -1;
-        } else {
-            tmps[k][0] = 0;
-        }
-    }
-    for (int k = 0; k < written; k++) {
-        if (tmps[k][0])
-            unlinkat(pfd[k], tmps[k], 0);
-        else if (rc == 0 && fsync(pfd[k]) != 0 && errno != EINVAL) {
-            snprintf(err, errn, "cannot sync the folder of %s: %s", items[k].final_name,
-                     strerror(errno));
-            rc = -1;
-        }
-        if (pfd[k] != o->dirfd)
-            close(pfd[k]);
-    }
-    free(tmps);
-    free(pfd);
-    free(base);
-    return rc;
+    return out_stream_commit(s, err, errn);
 }
 
 /* No such process, or a zombie (a killed worker whose adopter has not reaped it yet). */

@@ -333,6 +333,19 @@ static int parse_filter(const char *v)
     return -1;
 }
 
+/* --band-rows and PIPEFUSE_BAND_ROWS: "auto" (-1), "off" (0) or rows per band (1 to
+   1048576). -2 when v is none of them. */
+static int parse_band_rows(const char *v)
+{
+    if (strcmp(v, "auto") == 0)
+        return -1;
+    if (strcmp(v, "off") == 0)
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || end == v || n < 1 || n > (1 << 20) ? -2 : (int)n;
+}
+
 static int parse_args(int argc, char **argv, run_opts *o)
 {
     for (int i = 0; i < argc; i++) {
@@ -402,6 +415,10 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->max_memory = parse_bytes(argv[++i]);
             if (!o->max_memory)
                 return usage_error("--max-memory must be a size such as 512M or 4G, not", v);
+        } else if (strcmp(a, "--band-rows") == 0 && v) {
+            o->band_rows = parse_band_rows(argv[++i]);
+            if (o->band_rows == -2)
+                return usage_error("--band-rows must be auto, off or a number of rows, not", v);
         } else if (strcmp(a, "--max-pixels") == 0 && v) {
             char *end;
             o->max_pixels = strtoull(argv[++i], &end, 10);
@@ -1135,6 +1152,15 @@ int cli_run(int argc, char **argv, const cli_common *c)
     o.file_timeout_s = 600;
     o.progress = -1;
     o.common = c;
+    o.band_rows = -1;
+    const char *band_env = getenv("PIPEFUSE_BAND_ROWS");
+    if (band_env && band_env[0] && (o.band_rows = parse_band_rows(band_env)) == -2) {
+        fprintf(stderr,
+                "pipefuse run: PIPEFUSE_BAND_ROWS must be auto, off or a number of rows, not "
+                "'%s'\n",
+                band_env);
+        return PF_EXIT_USAGE;
+    }
     int status = parse_args(argc, argv, &o);
     sup s;
     memset(&s, 0, sizeof s);

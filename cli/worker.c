@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "pipefuse/bands.h"
 
 #define PLAN_CACHE 8 /* pipelines per lane, one per recent shape */
 #define MAX_LANES  64
@@ -80,6 +81,12 @@ struct job {
     int ticket;
     double t0;
     double dec_ms, eng_ms, enc_ms; /* where its time went */
+    /* Banded (run_banded): rows per band (0: whole frames), the input open for rows from
+       its decode on, and the outputs' names once the lane has written and committed them. */
+    int band_rows;
+    pf_png_rows *rows;
+    int written;
+    char outs[3000];
     char err[2048];
     job *next;
 };
@@ -122,6 +129,13 @@ static struct {
     atomic_ullong plans;
     void *lane0;      /* the lane whose pipeline --profile prints */
     int lane_threads; /* engine threads of each lane */
+    /* Bands: whether the pipeline runs in bands and the halo rows a band needs (setup),
+       and a pipeline never planned that tells the whole-frame memory of a shape (the
+       job reader's, for --band-rows auto), with the last answer. */
+    int bandable, halo;
+    pf_pipeline *probe;
+    pf_shape probe_shape;
+    unsigned long long probe_bytes;
     pthread_mutex_t wmu;
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER,
        .cv = PTHREAD_COND_INITIALIZER,
@@ -595,6 +609,22 @@ static int setup(char *err, size_t errn)
         W.n_images += W.oi[k].kind == PF_OUTPUT_IMAGE;
         W.has_tables |= W.oi[k].kind == PF_OUTPUT_TABLE;
     }
+    /* Bands: decided once for the pipeline; per file only its size and interlacing. */
+    char why[512] = "";
+    W.bandable = o->band_rows != 0 && W.n_in == 1 && !W.has_tables &&
+                 pf_pipeline_band_halo(p, &W.halo, why, sizeof why) == PF_OK;
+    if (o->band_rows != 0 && !W.bandable && !o->quiet) {
+        if (W.n_in > 1)
+            snprintf(why, sizeof why, "the pipeline has %d inputs", W.n_in);
+        else if (W.has_tables)
+            snprintf(why, sizeof why, "the pipeline has table outputs");
+        if (o->band_rows > 0)
+            fprintf(stderr, "pipefuse: --band-rows %d: images run whole: %s\n", o->band_rows, why);
+    }
+    if (W.bandable && o->band_rows < 0 && load_pipeline(W.e, &W.probe, err, errn) != 0) {
+        pf_pipeline_destroy(p);
+        return -1;
+    }
     /* Lanes: on the CPU one per core, files side by side; on the GPU one lane keeps
        its frame slots full. A trial plan tells which backend the pipeline gets. */
     int cpu = o->backend && strcmp(o->backend, "cpu") == 0;
@@ -639,10 +669,10 @@ static void drop(cached *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The lane's pipeline planned for this job's shape: cached, or loaded and planned. */
-static pf_pipeline *pipeline_for(lane *L, job *j)
+/* The lane's pipeline planned for primary input shape s (the job's, or its bands'):
+   cached, or loaded and planned. */
+static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s)
 {
-    pf_shape s = {j->in[0].width, j->in[0].height};
     cached *hit = NULL, *victim = &L->c[0];
     for (int i = 0; i < PLAN_CACHE; i++) {
         if (L->c[i].p && L->c[i].shape.width == s.width && L->c[i].shape.height == s.height)
@@ -766,6 +796,7 @@ static void free_job(job *j)
         }
     }
     pf_frame_free(&j->in[0]);
+    pf_png_rows_close(j->rows);
     pf_png_meta_free(j->meta);
     for (int k = 0; k < RUN_MAX_IO; k++)
         free(j->names[k]);
@@ -908,6 +939,136 @@ static void print_profile(const pf_pipeline *p)
                 s.budget_ms, s.launches_over_budget, s.timed_launches);
 }
 
+/* ---- Bands ------------------------------------------------------------------------------------- */
+
+static int job_items(job *j, const pf_frame *frames, out_item *items, int *order);
+static void job_outs(job *j, const out_item *items, const int *order, int n);
+static void reader_error(job *j, const char *err);
+
+static pf_frame frame_rows(const pf_frame *f, int y, int n)
+{
+    pf_frame v = *f;
+    v.data = (char *)f->data + (size_t)y * f->pitch;
+    v.height = n;
+    return v;
+}
+
+/* A large image in bands (docs/batch.md), from the input decode opened to the outputs'
+   commit: output rows [y0, y0 + R) come from a frame of the input's rows [a, a + R + 2
+   halo), a = y0 - halo kept inside the image, so every band is one shape (one plan) and
+   a band at the top or bottom edge holds that edge, where stages clamp their reads as
+   on the whole frame. Consecutive windows overlap: the rows kept move up, the rest are
+   read. Nothing is written under the final names unless every row was. */
+static void run_banded(lane *L, job *j)
+{
+    const int w = j->in[0].width, h = j->in[0].height, R = j->band_rows, halo = W.halo;
+    const int hb = R + 2 * halo; /* below h: plan_job bands only taller images */
+    pf_frame in, out[RUN_MAX_IO], hdr[RUN_MAX_IO];
+    out_item items[RUN_MAX_IO];
+    int order[RUN_MAX_IO], item_of[RUN_MAX_IO], n = 0, entered = 0;
+    char err[2048] = "";
+    out_stream *os = NULL;
+    memset(&in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    memset(hdr, 0, sizeof hdr);
+    j->eng_ms = 0;
+    pf_pipeline *p = pipeline_for(L, j, (pf_shape){w, hb});
+    if (!p) {
+        j->status = 1;
+        goto done;
+    }
+    if (pf_frame_alloc(&in, w, hb, j->in[0].sample, j->in[0].channels) != PF_OK) {
+        snprintf(j->err, sizeof j->err, "out of memory for a band of %dx%d", w, hb);
+        j->status = 1;
+        goto done;
+    }
+    for (int k = 0; k < W.n_out; k++) {
+        if (W.oi[k].kind != PF_OUTPUT_IMAGE)
+            continue;
+        pf_output_info oi;
+        pf_pipeline_output_info(p, k, &oi);
+        int ch = pf_pipeline_output_channels(p, k, j->in[0].channels);
+        pf_sample smp = oi.bits == 16 ? PF_U16 : oi.bits == 8 ? PF_U8 : j->in[0].sample;
+        if (pf_frame_alloc(&out[k], oi.shape.width, oi.shape.height, smp, ch) != PF_OK) {
+            snprintf(j->err, sizeof j->err, "out of memory for a band of %dx%d", w, hb);
+            j->status = 1;
+            goto done;
+        }
+        hdr[k] = out[k]; /* the header's: the whole image's size */
+        hdr[k].height = h;
+    }
+    if ((n = job_items(j, hdr, items, order)) < 0) {
+        j->status = 1;
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        item_of[order[i]] = i;
+    out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter};
+    double t = now_ms();
+    if (out_stream_open(&oo, items, n, &os, j->err, sizeof j->err) != 0) {
+        j->status = 1;
+        goto done;
+    }
+    j->enc_ms += now_ms() - t;
+    engine_enter(j);
+    entered = 1;
+    j->eng_ms = 0;
+    for (int y0 = 0, a = 0, have = 0; y0 < h; y0 += R) {
+        int y1 = y0 + R < h ? y0 + R : h;
+        int na = y0 - halo < 0 ? 0 : y0 - halo > h - hb ? h - hb : y0 - halo;
+        t = now_ms();
+        int keep = a + have - na; /* rows of the last window in this one */
+        if (keep > 0 && na > a)
+            memmove(in.data, (char *)in.data + (size_t)(na - a) * in.pitch,
+                    (size_t)keep * in.pitch);
+        have = keep > 0 ? keep : 0;
+        a = na;
+        pf_frame dst = frame_rows(&in, have, hb - have);
+        if (pf_png_rows_read(j->rows, &dst, hb - have, err, sizeof err) != PF_OK) {
+            reader_error(j, err);
+            goto done;
+        }
+        have = hb;
+        double t1 = now_ms();
+        j->dec_ms += t1 - t;
+        int rc = pf_pipeline_run(p, &in, 1, out, W.n_out);
+        double t2 = now_ms();
+        j->eng_ms += t2 - t1;
+        if (rc != PF_OK) {
+            entered = 0;
+            engine_failed(j, p, rc);
+            goto done;
+        }
+        for (int k = 0; k < W.n_out; k++) {
+            if (W.oi[k].kind != PF_OUTPUT_IMAGE)
+                continue;
+            pf_frame v = frame_rows(&out[k], y0 - a, y1 - y0);
+            if (out_stream_rows(os, item_of[k], &v, y1 - y0, j->err, sizeof j->err) != 0) {
+                j->status = 1;
+                goto done;
+            }
+        }
+        j->enc_ms += now_ms() - t2;
+    }
+    t = now_ms();
+    if (out_stream_commit(os, j->err, sizeof j->err) != 0)
+        j->status = 1;
+    else
+        job_outs(j, items, order, n);
+    os = NULL;
+    j->enc_ms += now_ms() - t;
+    j->written = j->status == 0;
+done:
+    if (entered)
+        engine_leave();
+    out_stream_abort(os);
+    pf_frame_free(&in);
+    for (int k = 0; k < W.n_out; k++)
+        pf_frame_free(&out[k]);
+    pf_png_rows_close(j->rows);
+    j->rows = NULL;
+}
+
 static void *lane_main(void *arg)
 {
     lane *L = arg;
@@ -929,7 +1090,14 @@ static void *lane_main(void *arg)
             retire(fifo, fp, &n);
             continue;
         }
-        pf_pipeline *p = pipeline_for(L, j);
+        if (j->rows) { /* a large image in bands: the lane runs it from decode to commit */
+            while (n)
+                retire(fifo, fp, &n);
+            run_banded(L, j);
+            to_encode(j);
+            continue;
+        }
+        pf_pipeline *p = pipeline_for(L, j, (pf_shape){j->in[0].width, j->in[0].height});
         if (!p) {
             j->status = 1;
             to_encode(j);
@@ -1005,56 +1173,85 @@ static void *lane_main(void *arg)
 
 /* ---- Codec threads --------------------------------------------------------------------------------- */
 
+/* The items of j's outputs, frames[k] being output k's frame (for bands, one of the
+   image's size whose data is not read), the first image output last: its appearance
+   commits the set. order[i] is item i's output. The count, or -1 with the message. */
+static int job_items(job *j, const pf_frame *frames, out_item *items, int *order)
+{
+    int n = 0, commit = -1;
+    for (int k = 0; k < W.n_out; k++) {
+        int img = W.oi[k].kind == PF_OUTPUT_IMAGE;
+        if (!j->names[k] || !j->names[k][0])
+            break;
+        items[n] =
+            (out_item){j->names[k], img, &frames[k], &j->tab[k], W.json[k], j->meta, &j->src};
+        order[n] = k;
+        if (img && commit < 0)
+            commit = n;
+        n++;
+    }
+    if (n < W.n_out) {
+        snprintf(j->err, sizeof j->err, "no name for output %d", n);
+        return -1;
+    }
+    if (commit < 0)
+        commit = 0;
+    if (n > 0) {
+        out_item c = items[commit];
+        int ck = order[commit];
+        memmove(items + commit, items + commit + 1, sizeof *items * (size_t)(n - commit - 1));
+        memmove(order + commit, order + commit + 1, sizeof *order * (size_t)(n - commit - 1));
+        items[n - 1] = c;
+        order[n - 1] = ck;
+    }
+    return n;
+}
+
+/* j->outs: the names written, in output order. */
+static void job_outs(job *j, const out_item *items, const int *order, int n)
+{
+    size_t used = 0;
+    j->outs[0] = 0;
+    for (int k = 0; k < W.n_out && used < sizeof j->outs; k++)
+        for (int i = 0; i < n; i++)
+            if (order[i] == k && used < sizeof j->outs)
+                used += (size_t)snprintf(j->outs + used, sizeof j->outs - used, "%s%s",
+                                         used ? ", " : "", items[i].final_name);
+}
+
 static void encode(job *j)
 {
     double enc_start = now_ms();
     tls_job = j->index;
     tls_step = "encode";
-    if (j->status == 0) {
+    if (j->status == 0 && !j->written) { /* a banded job was written by its lane */
         out_item items[RUN_MAX_IO];
-        int n = 0, commit = -1;
-        for (int k = 0; k < W.n_out; k++) {
-            int img = W.oi[k].kind == PF_OUTPUT_IMAGE;
-            if (!j->names[k] || !j->names[k][0])
-                break;
-            items[n] =
-                (out_item){j->names[k], img, &j->out[k], &j->tab[k], W.json[k], j->meta, &j->src};
-            if (img && commit < 0)
-                commit = n;
-            n++;
-        }
-        /* The first image output is renamed last: its appearance commits the set. */
-        if (commit < 0)
-            commit = 0;
-        if (n == W.n_out && n > 0) {
-            out_item c = items[commit];
-            memmove(items + commit, items + commit + 1, sizeof *items * (size_t)(n - commit - 1));
-            items[n - 1] = c;
-        }
+        int order[RUN_MAX_IO];
+        int n = job_items(j, j->out, items, order);
         out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter};
-        if (n < W.n_out) {
-            snprintf(j->err, sizeof j->err, "no name for output %d", n);
+        if (n < 0 || out_write_set(&oo, items, n, j->err, sizeof j->err) != 0)
             j->status = 1;
-        } else if (out_write_set(&oo, items, n, j->err, sizeof j->err) != 0) {
-            j->status = 1;
-        }
-        if (j->status == 0) {
-            char outs[3000];
-            size_t used = 0;
-            outs[0] = 0;
-            for (int k = 0; k < W.n_out && used < sizeof outs; k++) /* output order */
-                for (int i = 0; i < n; i++)
-                    if (items[i].frame == &j->out[k] && used < sizeof outs)
-                        used += (size_t)snprintf(outs + used, sizeof outs - used, "%s%s",
-                                                 used ? ", " : "", items[i].final_name);
-            report("T %d %.3f %.3f %.3f", j->index, j->dec_ms, j->eng_ms, now_ms() - enc_start);
-            report("D %d 0 %.1f %s", j->index, now_ms() - j->t0, outs);
-        }
+        else
+            job_outs(j, items, order, n);
+        j->enc_ms = now_ms() - enc_start;
     }
-    if (j->status != 0)
+    if (j->status == 0) {
+        report("T %d %.3f %.3f %.3f", j->index, j->dec_ms, j->eng_ms, j->enc_ms);
+        report("D %d 0 %.1f %s", j->index, now_ms() - j->t0, j->outs);
+    } else {
         report("D %d 1 %.1f %s", j->index, now_ms() - j->t0, j->err);
+    }
     tls_job = -1;
     tls_step = NULL;
+}
+
+/* A reader's message without the input's path in front: the log names the input. */
+static void reader_error(job *j, const char *err)
+{
+    size_t pl = strlen(j->path);
+    const char *m = strncmp(err, j->path, pl) == 0 && err[pl] == ':' ? err + pl + 2 : err;
+    snprintf(j->err, sizeof j->err, "%s", m);
+    j->status = 1;
 }
 
 static void decode(job *j)
@@ -1070,15 +1267,22 @@ static void decode(job *j)
                  "not decoded",
                  j->est / 1e6, W.o->max_memory / 1e6);
         j->status = 1;
+    } else if (j->band_rows) {
+        /* bands: the header and metadata now, the rows as the lane runs them */
+        int rc = pf_png_rows_open(j->path, W.o->max_pixels, &j->rows, &j->in[0], &j->src,
+                                  W.o->strip ? NULL : &j->meta, err, sizeof err);
+        if (rc == PF_UNSUPPORTED) { /* made interlaced since its header was read: whole */
+            j->band_rows = 0;
+            decode(j);
+            return;
+        }
+        if (rc != PF_OK)
+            reader_error(j, err);
     } else if ((W.o->strip
                     ? pf_png_read(j->path, W.o->max_pixels, &j->in[0], &j->src, err, sizeof err)
                     : pf_png_read_meta(j->path, W.o->max_pixels, &j->in[0], &j->src, &j->meta, err,
                                        sizeof err)) != PF_OK) {
-        /* The reader's messages start with the path; the log names the input already. */
-        size_t pl = strlen(j->path);
-        const char *m = strncmp(err, j->path, pl) == 0 && err[pl] == ':' ? err + pl + 2 : err;
-        snprintf(j->err, sizeof j->err, "%s", m);
-        j->status = 1;
+        reader_error(j, err); /* the reader's messages start with the path */
     }
     j->dec_ms = now_ms() - dec_start;
     tls_job = -1;
@@ -1142,20 +1346,34 @@ static uint32_t be32(const unsigned char *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* A PNG's IHDR fields: 0, or -1 when the file does not start with a PNG header. */
+static int read_ihdr(const char *path, unsigned long long *w, unsigned long long *h, int *depth,
+                     int *ctype, int *interlace)
+{
+    unsigned char b[33];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, b, sizeof b);
+    close(fd);
+    static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+    if (n != (ssize_t)sizeof b || memcmp(b, sig, 8) != 0 || memcmp(b + 12, "IHDR", 4) != 0)
+        return -1;
+    *w = be32(b + 16);
+    *h = be32(b + 20);
+    *depth = b[24];
+    *ctype = b[25];
+    *interlace = b[28];
+    return 0;
+}
+
 unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
                                          unsigned long long *pixels)
 {
-    unsigned char h[33];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    unsigned long long w, ht;
+    int depth, ctype, interlace;
+    if (read_ihdr(path, &w, &ht, &depth, &ctype, &interlace) != 0)
         return 0;
-    ssize_t n = read(fd, h, sizeof h);
-    close(fd);
-    static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
-    if (n != (ssize_t)sizeof h || memcmp(h, sig, 8) != 0 || memcmp(h + 12, "IHDR", 4) != 0)
-        return 0;
-    unsigned long long w = be32(h + 16), ht = be32(h + 20);
-    int depth = h[24], ctype = h[25];
     /* channels after expansion: palette and tRNS may become RGBA */
     int ch = ctype == 0 ? 2 : ctype == 4 ? 2 : 4;
     int bytes = depth == 16 ? 2 : 1;
@@ -1165,6 +1383,51 @@ unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
     /* outputs: at most RGBA u16 each, bounded below by the input's size */
     unsigned long long out = w * ht * (unsigned long long)(ch * bytes);
     return in + out * (unsigned long long)(n_image_outputs > 0 ? n_image_outputs : 0);
+}
+
+/* Rows of a float RGBA band when --band-rows is auto (8 MiB), and the whole-frame
+   memory (frames and the plan's buffers) above which auto bands an image. */
+#define BAND_BYTES      (8u << 20)
+#define BAND_AUTO_BYTES (64ull << 20)
+
+/* A new job's bytes against the budget and whether it runs in bands: the pipeline can
+   (setup), the file is not interlaced, it is taller than a band, and --band-rows asks
+   for bands or (auto) its whole-frame run would hold over BAND_AUTO_BYTES. */
+static void plan_job(job *j)
+{
+    j->est = worker_estimate_bytes(j->path, W.n_images, NULL);
+    unsigned long long w, h;
+    int depth, ctype, interlace;
+    if (!W.bandable || !j->est || read_ihdr(j->path, &w, &h, &depth, &ctype, &interlace) != 0 ||
+        interlace || w == 0 || h == 0 || w > (1u << 20) || h > (1u << 20))
+        return;
+    long long rows = W.o->band_rows;
+    if (rows < 0) {
+        rows = (long long)(BAND_BYTES / (16 * w));
+        if (rows < 4ll * W.halo)
+            rows = 4ll * W.halo;
+        if (rows < 16)
+            rows = 16;
+    }
+    if (rows + 2ll * W.halo >= (long long)h)
+        return;
+    if (W.o->band_rows < 0) {
+        pf_shape s = {(int)w, (int)h};
+        if (s.width != W.probe_shape.width || s.height != W.probe_shape.height) {
+            pf_memory m;
+            memset(&m, 0, sizeof m);
+            m.size = sizeof m;
+            if (pf_pipeline_memory(W.probe, &s, 1, &m) != PF_OK)
+                return; /* the lane says why, on the whole frame */
+            W.probe_shape = s;
+            W.probe_bytes = m.host_bytes + m.pinned_bytes;
+        }
+        if (j->est + W.probe_bytes <= BAND_AUTO_BYTES)
+            return;
+    }
+    j->band_rows = (int)rows;
+    /* the frames of one band: the input's rows with the halo, and the outputs' */
+    j->est = j->est / h * (unsigned long long)(rows + 2 * W.halo) + 1;
 }
 
 /* ---- Main ------------------------------------------------------------------------------------------ */
@@ -1246,7 +1509,7 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
                     field = next;
                 }
                 j->index = idx;
-                j->est = worker_estimate_bytes(j->path, W.n_images, NULL);
+                plan_job(j);
                 pthread_mutex_lock(&W.mu);
                 push(&W.decode, j);
                 pthread_cond_broadcast(&W.cv);
@@ -1317,8 +1580,8 @@ int run_config_write(int fd, const run_opts *o)
         if (v)
             PUT("%s=%s", cfg_keys[k], v);
     }
-    PUT("ints=%d %d %d %d %d %d %d %d %d", o->profile, o->no_fuse, o->quiet, o->json_tables,
-        o->zlib, o->png_filter, o->lanes, o->common->threads, o->strip);
+    PUT("ints=%d %d %d %d %d %d %d %d %d %d", o->profile, o->no_fuse, o->quiet, o->json_tables,
+        o->zlib, o->png_filter, o->lanes, o->common->threads, o->strip, o->band_rows);
     PUT("sizes=%llu %llu", o->max_pixels, o->max_memory);
     for (int i = 0; i < o->n_sets; i++)
         PUT("set=%s", o->sets[i]);
@@ -1368,8 +1631,9 @@ static void read_config(int fd)
             if (strcmp(kv, cfg_keys[k]) == 0)
                 *cfg_str(&wo, &wc, k) = v;
         if (strcmp(kv, "ints") == 0)
-            sscanf(v, "%d %d %d %d %d %d %d %d %d", &wo.profile, &wo.no_fuse, &wo.quiet,
-                   &wo.json_tables, &wo.zlib, &wo.png_filter, &wo.lanes, &wc.threads, &wo.strip);
+            sscanf(v, "%d %d %d %d %d %d %d %d %d %d", &wo.profile, &wo.no_fuse, &wo.quiet,
+                   &wo.json_tables, &wo.zlib, &wo.png_filter, &wo.lanes, &wc.threads, &wo.strip,
+                   &wo.band_rows);
         else if (strcmp(kv, "sizes") == 0)
             sscanf(v, "%llu %llu", &wo.max_pixels, &wo.max_memory);
         else if (strcmp(kv, "set") == 0 || strcmp(kv, "bind") == 0) {

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pipefuse/bands.h"
 #include "pipefuse/png.h"
 
 #define PF_API __attribute__((visibility("default")))
@@ -168,6 +169,7 @@ typedef struct reader {
     pf_png_info hdr;
     int want_meta;     /* keep the metadata chunks (pf_png_read_meta) */
     pf_png_meta *meta; /* and here they are, after a successful read */
+    int pal;           /* palette indices come one a byte, expanded by expand_palette_row */
 } reader;
 
 /* Up to n bytes from the source; fewer at its end. A read error is recorded as PF_IO. */
@@ -288,8 +290,9 @@ static int read_head(reader *r)
 /* Palette images are expanded here rather than by libpng, which turns an index past
    the palette into black without a word. Such an index is an error in the PNG
    specification (libpng's own "palette index exceeding num_palette"): the file is
-   refused, naming the index and where it is. tRNS gives alpha as libpng would. */
-static int expand_palette(reader *r)
+   refused, naming the index and where it is. tRNS gives alpha as libpng would. Row y
+   of indices in goes to out, r->frame.channels (3 or 4) bytes a pixel. */
+static int expand_palette_row(reader *r, const unsigned char *in, unsigned char *out, int y)
 {
     png_colorp pal = NULL;
     int entries = 0, n_trans = 0;
@@ -298,29 +301,37 @@ static int expand_palette(reader *r)
     if (png_get_valid(r->png, r->info, PNG_INFO_tRNS))
         png_get_tRNS(r->png, r->info, &trans, &n_trans, NULL);
     const pf_frame *f = &r->frame;
-    for (int y = 0; y < f->height; y++) {
-        const unsigned char *in = r->index + (size_t)y * (size_t)f->width;
-        unsigned char *out = (unsigned char *)f->data + (size_t)y * f->pitch;
-        for (int x = 0; x < f->width; x++, out += f->channels) {
-            int i = in[x];
-            if (i >= entries) {
-                fail(&r->io, PF_IMAGE,
-                     "%s: corrupt PNG: palette index %d at (%d, %d) is past the palette's %d "
-                     "entr%s (PLTE)",
-                     r->io.name, i, x, y, entries, entries == 1 ? "y" : "ies");
-                return PF_IMAGE;
-            }
-            out[0] = pal[i].red;
-            out[1] = pal[i].green;
-            out[2] = pal[i].blue;
-            if (f->channels == 4)
-                out[3] = i < n_trans ? trans[i] : 255;
+    for (int x = 0; x < f->width; x++, out += f->channels) {
+        int i = in[x];
+        if (i >= entries) {
+            fail(&r->io, PF_IMAGE,
+                 "%s: corrupt PNG: palette index %d at (%d, %d) is past the palette's %d "
+                 "entr%s (PLTE)",
+                 r->io.name, i, x, y, entries, entries == 1 ? "y" : "ies");
+            return PF_IMAGE;
         }
+        out[0] = pal[i].red;
+        out[1] = pal[i].green;
+        out[2] = pal[i].blue;
+        if (f->channels == 4)
+            out[3] = i < n_trans ? trans[i] : 255;
     }
     return PF_OK;
 }
 
-static int read_image(reader *r)
+static int expand_palette(reader *r)
+{
+    const pf_frame *f = &r->frame;
+    for (int y = 0; y < f->height; y++)
+        if (expand_palette_row(r, r->index + (size_t)y * (size_t)f->width,
+                               (unsigned char *)f->data + (size_t)y * f->pitch, y) != PF_OK)
+            return PF_IMAGE;
+    return PF_OK;
+}
+
+/* libpng set up and the header read, through png_read_update_info: r->frame gets the
+   rows' format (no data yet), r->pal whether they come as palette indices. */
+static int read_info(reader *r)
 {
     png_structp png = r->png;
     png_infop info = r->info;
@@ -387,9 +398,26 @@ static int read_image(reader *r)
              r->io.name, channels, bits, rowbytes, ctype, depth);
         return PF_INTERNAL;
     }
+    r->pal = pal;
+    r->frame.width = (int)w;
+    r->frame.height = (int)h;
+    r->frame.sample = bits == 16 ? PF_U16 : PF_U8;
+    r->frame.channels = pal ? pal_channels : channels;
+    return PF_OK;
+}
 
-    int st = pf_frame_alloc(&r->frame, (int)w, (int)h, bits == 16 ? PF_U16 : PF_U8,
-                            pal ? pal_channels : channels);
+static int read_image(reader *r)
+{
+    int st = read_info(r);
+    if (st != PF_OK)
+        return st;
+    png_structp png = r->png;
+    if (setjmp(png_jmpbuf(png)))
+        return r->io.status != PF_OK ? r->io.status : PF_IMAGE;
+
+    png_uint_32 w = (png_uint_32)r->frame.width, h = (png_uint_32)r->frame.height;
+    int pal = r->pal;
+    st = pf_frame_alloc(&r->frame, (int)w, (int)h, r->frame.sample, r->frame.channels);
     if (st == PF_OK) {
         r->rows = malloc((size_t)h * sizeof *r->rows);
         if (pal)
@@ -411,7 +439,7 @@ static int read_image(reader *r)
         return PF_IMAGE;
     /* Through IEND: a file cut after its image data is still truncated, and the CRCs of
        the last chunks are checked. */
-    png_read_end(png, r->want_meta ? info : NULL); /* text may follow the image data */
+    png_read_end(png, r->want_meta ? r->info : NULL); /* text may follow the image data */
     return PF_OK;
 }
 
@@ -600,6 +628,242 @@ PF_API int pf_png_read_memory(const void *data, size_t size, const char *name,
     r.mem = data;
     r.mem_size = size;
     return read_png(&r, out, info);
+}
+
+/* ---- Reading by rows (pipefuse/bands.h) -----------------------------------------------------
+ *
+ * The reader of pf_png_read kept open between calls: read_info once, then png_read_row
+ * per row, palette rows expanded one at a time. The metadata must be known before the
+ * first output row is written (pipefuse run writes every kept chunk before the image
+ * data, as it does for whole frames), so chunks stored after the image data are found
+ * by walking the chunk list first and, when there are any, by one more decode. */
+
+struct pf_png_rows {
+    reader r;
+    char *path;
+    unsigned char *index; /* one row of palette indices */
+    int done;
+};
+
+/* Whether a metadata chunk follows the first IDAT: the chunk list walked by lengths,
+   no data read. 0 when none does or the list cannot be walked (the decode says why). */
+static int meta_after_idat(const char *path)
+{
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        return 0;
+    unsigned char h[8];
+    int idat = 0, found = 0;
+    if (fseek(f, 8, SEEK_SET) == 0) {
+        while (!found && fread(h, 1, 8, f) == 8) {
+            png_uint_32 len = be32(h);
+            if (len > PNG_UINT_31_MAX || !memcmp(h + 4, "IEND", 4))
+                break;
+            if (!memcmp(h + 4, "IDAT", 4))
+                idat = 1;
+            else if (idat)
+                for (int i = 0; i < PF_PNG_META_NAMES && !found; i++)
+                    found = !memcmp(h + 4, meta_names + 5 * i, 4);
+            if (fseek(f, (long)len + 4, SEEK_CUR) != 0)
+                break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Starts r on path: opened, header checked, libpng created, info read. */
+static int rows_start(reader *r, const char *path, unsigned long long max_pixels, int want_meta,
+                      char *err, size_t err_size)
+{
+    reader_init(r, path, max_pixels, err, err_size);
+    r->want_meta = want_meta;
+    r->fp = fopen(path, "rbe");
+    if (!r->fp) {
+        set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+        return PF_IO;
+    }
+    int st = read_head(r);
+    if (st != PF_OK)
+        return st;
+    r->png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &r->io, on_png_error, on_png_warning,
+                                      &r->io, png_alloc, png_dealloc);
+    if (r->png)
+        r->info = png_create_info_struct(r->png);
+    if (!r->png || !r->info) {
+        fail(&r->io, PF_NO_MEMORY, "%s: out of memory starting libpng", r->io.name);
+        return PF_NO_MEMORY;
+    }
+    st = read_info(r);
+    if (st == PF_OK && r->hdr.interlaced) {
+        fail(&r->io, PF_UNSUPPORTED,
+             "%s: interlaced (Adam7) PNG: its rows cannot be read in one pass; read it whole",
+             r->io.name);
+        st = PF_UNSUPPORTED;
+    }
+    return st;
+}
+
+static void rows_stop(reader *r)
+{
+    if (r->png)
+        png_destroy_read_struct(&r->png, r->info ? &r->info : NULL, NULL);
+    if (r->fp)
+        fclose(r->fp);
+    r->fp = NULL;
+}
+
+/* n rows into dst (palette rows through index, one row long); the end of the file after
+   the last row. s->done counts the rows read. */
+static int rows_next(pf_png_rows *s, const pf_frame *dst, int n, int want_end_meta)
+{
+    reader *r = &s->r;
+    if (setjmp(png_jmpbuf(r->png)))
+        return r->io.status != PF_OK ? r->io.status : PF_IMAGE;
+    for (int i = 0; i < n; i++) {
+        unsigned char *row = (unsigned char *)dst->data + (size_t)i * dst->pitch;
+        png_read_row(r->png, r->pal ? s->index : row, NULL);
+        if (r->pal && expand_palette_row(r, s->index, row, s->done) != PF_OK)
+            return PF_IMAGE;
+        s->done++;
+    }
+    if (s->done == r->frame.height)
+        png_read_end(r->png, want_end_meta ? r->info : NULL);
+    return PF_OK;
+}
+
+/* All the metadata of path by one more decode, rows thrown away one at a time. */
+static int meta_by_decode(const char *path, unsigned long long max_pixels, pf_png_meta **meta,
+                          char *err, size_t err_size)
+{
+    pf_png_rows s;
+    memset(&s, 0, sizeof s);
+    int st = rows_start(&s.r, path, max_pixels, 1, err, err_size);
+    pf_frame row = s.r.frame;
+    row.height = 1;
+    row.pitch = (size_t)row.width * pf_frame_pixel_bytes(row.sample, row.channels);
+    if (st == PF_OK) {
+        row.data = malloc(row.pitch);
+        s.index = malloc((size_t)row.width);
+        if (!row.data || !s.index) {
+            fail(&s.r.io, PF_NO_MEMORY, "%s: out of memory", path);
+            st = PF_NO_MEMORY;
+        }
+    }
+    while (st == PF_OK && s.done < s.r.frame.height)
+        st = rows_next(&s, &row, 1, 1);
+    if (st == PF_OK)
+        st = collect_meta(&s.r);
+    if (st == PF_OK)
+        *meta = s.r.meta;
+    rows_stop(&s.r);
+    free(row.data);
+    free(s.index);
+    return st;
+}
+
+PF_API int pf_png_rows_open(const char *path, unsigned long long max_pixels, pf_png_rows **out,
+                            pf_frame *format, pf_png_info *info, pf_png_meta **meta, char *err,
+                            size_t err_size)
+{
+    if (out)
+        *out = NULL;
+    if (format)
+        memset(format, 0, sizeof *format);
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (meta)
+        *meta = NULL;
+    if (!path || !out || !format) {
+        set_err(err, err_size, "pf_png_rows_open: %s is NULL",
+                !path  ? "path"
+                : !out ? "out"
+                       : "format");
+        return PF_INVALID_ARGUMENT;
+    }
+    pf_png_rows *s = calloc(1, sizeof *s);
+    char *p = strdup(path);
+    if (!s || !p) {
+        free(s);
+        free(p);
+        set_err(err, err_size, "%s: out of memory", path);
+        return PF_NO_MEMORY;
+    }
+    s->path = p;
+    int st = rows_start(&s->r, s->path, max_pixels, meta != NULL, err, err_size);
+    if (info)
+        *info = s->r.hdr;
+    if (st == PF_OK && s->r.pal && !(s->index = malloc((size_t)s->r.frame.width))) {
+        fail(&s->r.io, PF_NO_MEMORY, "%s: out of memory", path);
+        st = PF_NO_MEMORY;
+    }
+    if (st == PF_OK && meta) {
+        if (meta_after_idat(path))
+            st = meta_by_decode(path, max_pixels, meta, err, err_size);
+        else
+            st = collect_meta(&s->r) == PF_OK ? (*meta = s->r.meta, PF_OK) : s->r.io.status;
+        s->r.meta = NULL;
+    }
+    if (st != PF_OK) {
+        if (meta) {
+            pf_png_meta_free(*meta);
+            *meta = NULL;
+        }
+        pf_png_rows_close(s);
+        return st;
+    }
+    *format = s->r.frame;
+    format->data = NULL;
+    format->pitch = 0;
+    *out = s;
+    return PF_OK;
+}
+
+PF_API int pf_png_rows_read(pf_png_rows *s, pf_frame *dst, int n, char *err, size_t err_size)
+{
+    if (!s || !dst || !dst->data || n < 0) {
+        set_err(err, err_size, "pf_png_rows_read: %s", !s ? "no reader" : "no frame");
+        return PF_INVALID_ARGUMENT;
+    }
+    reader *r = &s->r;
+    if (r->io.status != PF_OK) {
+        set_err(err, err_size, "%s: reading stopped at row %d after an error", r->io.name, s->done);
+        return r->io.status;
+    }
+    if (dst->width != r->frame.width || dst->sample != r->frame.sample ||
+        dst->channels != r->frame.channels || n > dst->height || n > r->frame.height - s->done) {
+        set_err(err, err_size, "%s: pf_png_rows_read: %d rows of a %dx%d frame at row %d of %d",
+                r->io.name, n, dst->width, dst->height, s->done, r->frame.height);
+        return PF_INVALID_ARGUMENT;
+    }
+    r->io.err = err;
+    r->io.err_size = err_size;
+    int st = rows_next(s, dst, n, 0);
+    if (st != PF_OK && err && err_size) {
+        size_t len = strlen(err);
+        if (s->done < r->frame.height)
+            snprintf(err + len, err_size - len, " (reading row %d of %d)", s->done,
+                     r->frame.height);
+        else
+            snprintf(err + len, err_size - len, " (after the last row)");
+    }
+    return st;
+}
+
+PF_API int pf_png_rows_done(const pf_png_rows *s)
+{
+    return s ? s->done : 0;
+}
+
+PF_API void pf_png_rows_close(pf_png_rows *s)
+{
+    if (!s)
+        return;
+    rows_stop(&s->r);
+    pf_png_meta_free(s->r.meta);
+    free(s->index);
+    free(s->path);
+    free(s);
 }
 
 /* ---- Writing ----------------------------------------------------------------------------- */
