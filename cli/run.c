@@ -507,6 +507,7 @@ typedef struct sup {
     int restarts;
     double t_dec, t_eng, t_enc; /* ms summed over the files done */
     int n_timed;
+    int n_banded; /* files run in bands of rows */
 } sup;
 
 /* The name of output k of input i (inside OUTDIR), malloc'd. */
@@ -725,9 +726,10 @@ static int on_line(sup *s, char *line)
         return 0;
     }
     case 'T': {
-        int i;
+        int i, rows = 0;
         double d, e, c;
-        if (sscanf(rest, "%d %lf %lf %lf", &i, &d, &e, &c) == 4) {
+        if (sscanf(rest, "%d %lf %lf %lf %d", &i, &d, &e, &c, &rows) >= 4) {
+            s->n_banded += rows > 0;
             s->t_dec += d;
             s->t_eng += e;
             s->t_enc += c;
@@ -1034,6 +1036,9 @@ static void summary(sup *s, int was_interrupted)
         fprintf(stderr, "pipefuse: the worker process was restarted %d time(s)\n", s->restarts);
     if (!o->quiet)
         fprintf(stderr, "pipefuse: %llu plan(s) built\n", s->plans);
+    if (!o->quiet && s->n_banded)
+        fprintf(stderr, "pipefuse: %d file(s) run in bands of rows, decode to encode\n",
+                s->n_banded);
     if (!o->quiet && s->n_timed)
         fprintf(stderr,
                 "pipefuse: per file, on average: decode %.1f ms, engine %.1f ms (submit to "

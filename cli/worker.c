@@ -25,8 +25,8 @@
  *   R lanes codecs       ready
  *   P width height       a lane planned the pipeline for a new shape
  *   E index              the file entered the engine (its time limit starts)
- *   T index dec eng enc  milliseconds of a file done: decode, engine (submit to wait
- *                        done), encode and write
+ *   T index dec eng enc rows  milliseconds of a file done: decode, engine (submit to
+ *                        wait done), encode and write; the rows of its bands (0: whole)
  *   D index 0 ms outs    done; D index 1 ms message: failed
  *   C index sig<TAB>where  a fatal signal or exit() while working on index (-1: unknown)
  *   W where              where a thread in plugin code is (answer to "H")
@@ -1024,7 +1024,7 @@ static void run_banded(lane *L, job *j)
         have = keep > 0 ? keep : 0;
         a = na;
         pf_frame dst = frame_rows(&in, have, hb - have);
-        if (pf_png_rows_read(j->rows, &dst, hb - have, err, sizeof err) != PF_OK) {
+        if (have < hb && pf_png_rows_read(j->rows, &dst, hb - have, err, sizeof err) != PF_OK) {
             reader_error(j, err);
             goto done;
         }
@@ -1236,7 +1236,8 @@ static void encode(job *j)
         j->enc_ms = now_ms() - enc_start;
     }
     if (j->status == 0) {
-        report("T %d %.3f %.3f %.3f", j->index, j->dec_ms, j->eng_ms, j->enc_ms);
+        report("T %d %.3f %.3f %.3f %d", j->index, j->dec_ms, j->eng_ms, j->enc_ms,
+               j->written ? j->band_rows : 0);
         report("D %d 0 %.1f %s", j->index, now_ms() - j->t0, j->outs);
     } else {
         report("D %d 1 %.1f %s", j->index, now_ms() - j->t0, j->err);

@@ -727,7 +727,7 @@ static int rows_next(pf_png_rows *s, const pf_frame *dst, int n, int want_end_me
             return PF_IMAGE;
         s->done++;
     }
-    if (s->done == r->frame.height)
+    if (n > 0 && s->done == r->frame.height) /* the last row: on to IEND, once */
         png_read_end(r->png, want_end_meta ? r->info : NULL);
     return PF_OK;
 }

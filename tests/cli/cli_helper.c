@@ -4,6 +4,8 @@
  *   cli_helper truncate SRC DST  writes the first half of SRC to DST (a corrupt PNG)
  *   cli_helper json FILE...      exit 0 when every FILE is one valid JSON document
  *   cli_helper png FILE          prints "WIDTHxHEIGHT CHANNELS BITS" of a PNG
+ *   cli_helper image FILE W H CHANNELS BITS   writes a W x H photo-like PNG (smooth
+ *                                             gradients, edges and noise) of that format
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -30,6 +32,39 @@ static int make_png(const char *dir, const char *name, int w, int h, pf_sample s
                 ((unsigned short *)row)[x] = (unsigned short)v;
         }
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    int rc = pf_png_write(path, &f, 1, err, sizeof err);
+    if (rc != PF_OK)
+        fprintf(stderr, "cli_helper: %s\n", err);
+    pf_frame_free(&f);
+    return rc != PF_OK;
+}
+
+/* Gradients, a disc with a hard edge and noise: stencils see both smooth areas and
+   edges, and every sample differs from its neighbours. */
+static int make_photo(const char *path, int w, int h, int ch, int bits)
+{
+    pf_frame f;
+    char err[1024];
+    pf_sample s = bits == 16 ? PF_U16 : PF_U8;
+    if (ch < 1 || ch > 4 || (bits != 8 && bits != 16) || pf_frame_alloc(&f, w, h, s, ch) != PF_OK)
+        return 1;
+    unsigned seed = 7, max = bits == 16 ? 65535u : 255u;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            long dx = x - w / 3, dy = y - h / 2;
+            int disc = dx * dx + dy * dy < (long)(h / 3) * (h / 3);
+            for (int c = 0; c < ch; c++) {
+                seed = seed * 1103515245u + 12345u;
+                double v = (double)(x * (c + 1) + y * (3 - c % 3)) / (w + h) / 3.0 +
+                           (disc ? 0.4 : 0.0) + ((seed >> 16) % 64) / 640.0;
+                unsigned q = (unsigned)((v - (int)v) * max);
+                char *row = (char *)f.data + (size_t)y * f.pitch;
+                if (s == PF_U8)
+                    ((unsigned char *)row)[x * ch + c] = (unsigned char)q;
+                else
+                    ((unsigned short *)row)[x * ch + c] = (unsigned short)q;
+            }
+        }
     int rc = pf_png_write(path, &f, 1, err, sizeof err);
     if (rc != PF_OK)
         fprintf(stderr, "cli_helper: %s\n", err);
@@ -64,6 +99,8 @@ int main(int argc, char **argv)
                make_png(d, "graya8.png", 40, 40, PF_U8, 2, 4) |
                make_png(d, "rgba16.png", 31, 7, PF_U16, 4, 5);
     }
+    if (argc == 7 && strcmp(argv[1], "image") == 0)
+        return make_photo(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
     if (argc == 4 && strcmp(argv[1], "truncate") == 0)
         return truncate_file(argv[2], argv[3]);
     if (argc >= 3 && strcmp(argv[1], "json") == 0) {
@@ -91,6 +128,8 @@ int main(int argc, char **argv)
         pf_frame_free(&f);
         return 0;
     }
-    fprintf(stderr, "usage: cli_helper pngs DIR | truncate SRC DST | json FILE... | png FILE\n");
+    fprintf(stderr,
+            "usage: cli_helper pngs DIR | truncate SRC DST | json FILE... | png FILE | image "
+            "FILE W H CHANNELS BITS\n");
     return 2;
 }

@@ -1,0 +1,190 @@
+#!/bin/bash
+# tests/cli/band_test.sh: pipefuse run over large images in bands of rows (docs/batch.md).
+#
+#   band_test.sh SECTION PIPEFUSE CLI_HELPER SOURCE_DIR WORK_DIR
+#
+# identity  the same pipelines run whole (--band-rows off) and in bands of 1, 5 and 16
+#           rows give the same files byte for byte: point chains, stencil chains (the
+#           halo), several outputs, 8/16-bit gray, gray+alpha, RGB, RGBA, palette and tRNS
+#           inputs, 1/2/4-bit gray, interlaced inputs (read whole), metadata before and
+#           after the image data, --strip, two files at once; a pipeline that needs whole
+#           frames (a resize, a position-dependent op) says so and still runs
+# errors    a file cut short or corrupt in the middle of its image data fails naming the
+#           row, leaves no output and no temporary, and the other files of the batch
+#           are written
+# memory    the peak resident memory of a 12-megapixel photo through a point and a
+#           stencil pipeline stays under 64 MB in bands (GNU time; skipped without it),
+#           and is over it with --band-rows off (the point pipeline: so the bound bites)
+set -u
+SECTION=$1
+PF=$2
+HELPER=$3
+SRC=$4
+W=$5/band_$SECTION
+rm -rf "$W"
+mkdir -p "$W"
+. "$(dirname "$0")/testlib.sh"
+
+# same A B WHAT: every file under A is under B with the same bytes, and no more files.
+same() {
+    local a=$1 b=$2 what=$3 n=0
+    [ "$(cd "$a" && find . -type f | sort)" = "$(cd "$b" && find . -type f | sort)" ] ||
+        fail "$what: the files differ: $(cd "$a" && find . -type f | sort | tr '\n' ' ') against $(cd "$b" && find . -type f | sort | tr '\n' ' ')"
+    while IFS= read -r f; do
+        n=$((n + 1))
+        cmp -s "$a/$f" "$b/$f" || fail "$what: $f differs from the whole-frame run"
+    done < <(cd "$a" && find . -type f -name '*.png')
+    [ "$n" -gt 0 ] || fail "$what: no outputs in $a"
+}
+
+pipeline() { # NAME STAGES OUTPUTS
+    printf '{"pipefuse": 1, "inputs": ["photo"], "stages": [%s], "outputs": {%s}}\n' "$2" "$3" \
+        >"$W/$1.json"
+}
+
+case $SECTION in
+identity)
+    mkdir -p "$W/in"
+    "$HELPER" pngs "$W/in" || fail "cli_helper pngs"
+    for f in rgb8:301:257:3:8 gray8:120:97:1:8 rgba16:77:130:4:16 graya16:64:64:2:16 \
+        rgb16:90:61:3:16 gray16b:50:200:1:16; do
+        IFS=: read -r name w h c b <<<"$f"
+        "$HELPER" image "$W/in/$name.png" "$w" "$h" "$c" "$b" || fail "cli_helper image $name"
+    done
+    for f in basn0g01 basn0g02 basn0g04 basn3p01 basn3p04 basn3p08 ftbbn3p08 ftbrn2c08 \
+        ftbwn0g16 basn4a16 basn6a08; do
+        cp "$SRC/tests/data/pngsuite/$f.png" "$W/in/" || fail "missing PngSuite $f"
+    done
+    # interlaced (Adam7): read whole, whatever --band-rows says
+    for f in ibasn2c08 ibasn0g16 ibasn3p08 ibasn6a16 interlaced/ibasn0g04; do
+        cp "$SRC/tests/data/pngsuite/$f.png" "$W/in/" || fail "missing PngSuite $f"
+    done
+    # metadata: sRGB and text before the image data, zTXt and tEXt after it
+    python3 - "$W/in/rgb8.png" "$W/in/meta.png" <<'EOF' || fail "cannot write meta.png"
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+out, p, seen = data[:8], 8, False
+while p < len(data):
+    n, t = struct.unpack(">I4s", data[p:p + 8])
+    c = data[p:p + 12 + n]
+    if t == b"IDAT" and not seen:
+        out += chunk(b"sRGB", b"\0") + chunk(b"tEXt", b"Title\0before")
+        seen = True
+    if t == b"IEND":
+        out += chunk(b"zTXt", b"Comment\0\0" + zlib.compress(b"after the image data"))
+        out += chunk(b"tEXt", b"Author\0after")
+    out += c
+    p += 12 + n
+open(sys.argv[2], "wb").write(out)
+EOF
+    pipeline point '{"id": "b", "op": "brightness", "params": {"amount": 0.07}}, {"id": "l", "op": "levels", "params": {"in_low": 0.1, "in_high": 0.9, "gamma": 1.3}}' '"out": "l"'
+    pipeline stencil '{"id": "g", "op": "gaussian", "params": {"sigma": 1.5}}, {"id": "u", "op": "unsharp", "params": {"sigma": 1, "amount": 0.8}}, {"id": "x", "op": "box", "params": {"radius": 2}}, {"id": "m", "op": "median3"}, {"id": "s", "op": "sobel"}, {"id": "c", "op": "contrast", "params": {"amount": 1.5}}' '"out": "c"'
+    pipeline multi '{"id": "g", "op": "gaussian", "params": {"sigma": 2}}, {"id": "i", "op": "invert"}, {"id": "s", "op": "sobel", "inputs": ["g"]}, {"id": "t", "op": "threshold", "inputs": ["photo"]}' \
+        '"blur": "g", "neg": "i", "edges": {"from": "s", "format": "rgb16"}, "mask": "t", "same": "photo"'
+    pipeline resize '{"id": "r", "op": "resize", "params": {"width": 40, "height": 30}}' '"out": "r"'
+    pipeline vignette '{"id": "b", "op": "brightness", "params": {"amount": 0.1}}, {"id": "v", "op": "vignette"}' '"out": "v"'
+    for p in point stencil multi resize vignette; do
+        pf run "$W/$p.json" "$W/in" -o "$W/$p.off" --band-rows off
+        expect 0 "$p, whole frames"
+        grep -q "in bands of rows" "$W/stderr" && fail "$p, --band-rows off: files run in bands"
+        for rows in 1 5 16; do
+            pf run "$W/$p.json" "$W/in" -o "$W/$p.$rows" --band-rows "$rows"
+            expect 0 "$p, --band-rows $rows"
+            case $p in
+            resize | vignette)
+                says "$W/stderr" "images run whole" "$p, --band-rows $rows"
+                grep -q "in bands of rows" "$W/stderr" && fail "$p, --band-rows $rows: banded"
+                ;;
+            *) says "$W/stderr" "run in bands of rows" "$p, --band-rows $rows" ;;
+            esac
+            same "$W/$p.off" "$W/$p.$rows" "$p, --band-rows $rows"
+        done
+    done
+    grep -q "stage v (op vignette) may read the pixel's position" "$W/stderr" ||
+        fail "vignette: the reason it runs whole is not given: $(cat "$W/stderr")"
+    # the metadata after the image data is written before it, as for whole frames
+    python3 - "$W/point.5/meta.png" <<'EOF' || fail "point.5/meta.png: metadata lost or misplaced"
+import struct, sys
+d, p, names = open(sys.argv[1], "rb").read(), 8, []
+while p < len(d):
+    n, t = struct.unpack(">I4s", d[p:p + 8])
+    names.append(t.decode())
+    p += 12 + n
+i = names.index("IDAT")
+assert [t for t in names[:i] if t in ("sRGB", "tEXt", "zTXt")] == ["sRGB", "tEXt", "zTXt", "tEXt"], names
+EOF
+    # --strip, the environment variable, and one lane per file
+    pf run "$W/stencil.json" "$W/in" -o "$W/strip.off" --band-rows off --strip
+    expect 0 "--strip, whole"
+    PIPEFUSE_BAND_ROWS=3 "$PF" run "$W/stencil.json" "$W/in" -o "$W/strip.3" --strip --jobs 2 \
+        >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 0 "PIPEFUSE_BAND_ROWS=3 --strip --jobs 2"
+    says "$W/stderr" "run in bands of rows" "PIPEFUSE_BAND_ROWS=3"
+    same "$W/strip.off" "$W/strip.3" "PIPEFUSE_BAND_ROWS=3 --strip"
+    PIPEFUSE_BAND_ROWS=many "$PF" run "$W/point.json" "$W/in" -o "$W/bad" >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 2 "PIPEFUSE_BAND_ROWS=many"
+    says "$W/stderr" "PIPEFUSE_BAND_ROWS must be auto, off or a number of rows" "PIPEFUSE_BAND_ROWS=many"
+    pf run "$W/point.json" "$W/in" -o "$W/bad" --band-rows 0
+    expect 2 "--band-rows 0"
+    ;;
+errors)
+    mkdir -p "$W/in" "$W/out"
+    "$HELPER" image "$W/in/good.png" 200 150 3 8 || fail "cli_helper image"
+    "$HELPER" image "$W/big.png" 300 400 3 8 || fail "cli_helper image"
+    "$HELPER" truncate "$W/big.png" "$W/in/cut.png" || fail "cli_helper truncate"
+    # a bit flipped in the middle of the image data: a CRC error or corrupt deflate data
+    python3 - "$W/big.png" "$W/in/flipped.png" <<'EOF' || fail "cannot write flipped.png"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[len(d) // 2] ^= 0x10
+open(sys.argv[2], "wb").write(bytes(d))
+EOF
+    pipeline point '{"id": "b", "op": "brightness", "params": {"amount": 0.07}}' '"out": "b"'
+    pf run "$W/point.json" "$W/in" -o "$W/out" --band-rows 8
+    expect 1 "a cut and a corrupt file in bands"
+    says "$W/stderr" "cut.png: FAILED: truncated PNG" "cut.png"
+    grep -E "cut.png: FAILED: .*\(reading row [0-9]+ of 400\)" "$W/stderr" >/dev/null ||
+        fail "cut.png: the row is not named: $(grep cut.png "$W/stderr")"
+    grep -E "flipped.png: FAILED: .*row [0-9]+ of 400" "$W/stderr" >/dev/null ||
+        fail "flipped.png: the row is not named: $(grep flipped.png "$W/stderr")"
+    [ -e "$W/out/cut.png" ] && fail "cut.png: an output was written"
+    [ -e "$W/out/flipped.png" ] && fail "flipped.png: an output was written"
+    exists "$W/out/good.png"
+    left=$(ls -A "$W/out" | grep -v '^good.png$')
+    [ -z "$left" ] || fail "left in the output folder: $left"
+    ;;
+memory)
+    TIME=/usr/bin/time
+    [ -x "$TIME" ] || { echo "SKIP: GNU time ($TIME) is not installed"; exit 77; }
+    "$HELPER" image "$W/photo.png" 4000 3000 3 8 || fail "cli_helper image"
+    pipeline point '{"id": "b", "op": "brightness", "params": {"amount": 0.05}}, {"id": "g", "op": "gamma", "params": {"gamma": 1.2}}' '"out": "g"'
+    pipeline stencil '{"id": "u", "op": "unsharp", "params": {"sigma": 1.5, "amount": 0.8}}, {"id": "l", "op": "levels", "params": {"in_low": 0.02, "in_high": 0.98}}' '"out": "l"'
+    peak() { # NAME ARGS...: the run's peak resident memory in MB into $mb
+        local name=$1
+        shift
+        "$TIME" -f %M -o "$W/$name.rss" "$PF" run "$@" -o "$W/$name" --backend cpu \
+            >"$W/stdout" 2>"$W/stderr"
+        rc=$?
+        expect 0 "$name"
+        mb=$(($(tail -1 "$W/$name.rss") / 1024))
+        echo "$name: $mb MB peak"
+    }
+    for p in point stencil; do
+        peak "$p" "$W/$p.json" "$W/photo.png"
+        [ "$mb" -lt 64 ] || fail "$p: a 12-megapixel photo in bands peaks at $mb MB, over 64 MB"
+    done
+    peak point-whole "$W/point.json" "$W/photo.png" --band-rows off
+    [ "$mb" -ge 64 ] || fail "point, --band-rows off: $mb MB: the bound of 64 MB proves nothing"
+    cmp -s "$W/point/photo.png" "$W/point-whole/photo.png" || fail "point: banded and whole differ"
+    ;;
+*)
+    echo "unknown section $SECTION" >&2
+    exit 2
+    ;;
+esac
+[ "$failures" = 0 ] || { echo "$failures failure(s) in band_test.sh $SECTION" >&2; exit 1; }
+echo "band_test.sh $SECTION: ok"
