@@ -209,6 +209,19 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, u
                 d->out_channels);
         return PF_PLUGIN;
     }
+    if ((d->flags & ~PF_STAGE_FLAGS_KNOWN) ||
+        ((d->flags & PF_STAGE_PER_CHANNEL) && d->kind != PF_STAGE_POINT)) {
+        pf_errf(e->errmsg, "%s: stage '%s' declares flags 0x%x; this engine knows 0x%x%s", file, n,
+                d->flags, PF_STAGE_FLAGS_KNOWN,
+                d->kind != PF_STAGE_POINT ? ", none of them for a stage that is not a point" : "");
+        return PF_PLUGIN;
+    }
+    if (!d->native_ok != !d->run_native || (d->run_native && d->kind != PF_STAGE_RESAMPLE)) {
+        pf_errf(e->errmsg,
+                "%s: stage '%s': native_ok and run_native come together, on resample stages only",
+                file, n);
+        return PF_PLUGIN;
+    }
     /* The defaults must be params the engine accepts (check(), the radius limit). */
     void *defaults = calloc(1, d->params_size ? d->params_size : 1);
     if (!defaults)

@@ -19,9 +19,11 @@ extern const char pf_src_color_ops[];
     }
 
 /* A one-input point stage fn##_desc running op fn with params T, a check chk (or NULL),
-   and the param rows ... . Its precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T)
-   in a .cu of this plugin, used when the plugin is built with CUDA sources. */
-#define COLOR_STAGE(sname, fn, T, chk, sdoc, ...)                                                  \
+   PF_STAGE_* flags fl (PF_STAGE_PER_CHANNEL where channel c reads channel c only, as the
+   op's comment in color_ops.h says) and the param rows ... . Its precompiled CUDA kernel,
+   fn##_cuda, is PF_POINT_CUDA(fn, T) in a .cu of this plugin, used when the plugin is
+   built with CUDA sources. */
+#define COLOR_STAGE(sname, fn, T, chk, fl, sdoc, ...)                                              \
     PF_POINT_ROW(fn, T)                                                                            \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
@@ -31,40 +33,41 @@ extern const char pf_src_color_ops[];
                                             .doc = sdoc,                                           \
                                             .n_inputs = 1,                                         \
                                             .check = chk,                                          \
+                                            .flags = fl,                                           \
                                             PF_PARAMS(fn##_table)};
 
 /* ---- Stages ------------------------------------------------------------------- */
 
-COLOR_STAGE("brightness", color_brightness, color_amount_params, NULL,
+COLOR_STAGE("brightness", color_brightness, color_amount_params, NULL, PF_STAGE_PER_CHANNEL,
             "Adds a constant to R, G and B; alpha kept",
             PF_FLOAT_PARAM(color_amount_params, amount, 0, -1, 1, "added to R, G and B"))
 
-COLOR_STAGE("contrast", color_contrast, color_contrast_params, NULL,
+COLOR_STAGE("contrast", color_contrast, color_contrast_params, NULL, PF_STAGE_PER_CHANNEL,
             "Scales R, G and B about a pivot: (x - pivot) * amount + pivot; alpha kept",
             PF_FLOAT_PARAM(color_contrast_params, amount, 1, 0, 4,
                            "contrast factor (1: unchanged)"),
             PF_FLOAT_PARAM(color_contrast_params, pivot, 0.5, 0, 1, "value that stays fixed"))
 
-COLOR_STAGE("gamma", color_gamma, color_gamma_params, NULL,
+COLOR_STAGE("gamma", color_gamma, color_gamma_params, NULL, PF_STAGE_PER_CHANNEL,
             "Gamma on R, G and B: max(x, 0)^(1 / gamma); alpha kept",
             PF_FLOAT_PARAM(color_gamma_params, gamma, 1, 0.01, 10,
                            "gamma (> 1 brightens midtones)"))
 
-COLOR_STAGE("invert", color_invert, color_invert_params, NULL,
+COLOR_STAGE("invert", color_invert, color_invert_params, NULL, PF_STAGE_PER_CHANNEL,
             "Negative: 1 - x on R, G and B, and on alpha when asked",
             PF_BOOL_PARAM(color_invert_params, alpha, 0, "also invert alpha"))
 
-COLOR_STAGE("grayscale", color_grayscale, color_amount_params, NULL,
+COLOR_STAGE("grayscale", color_grayscale, color_amount_params, NULL, 0,
             "Mixes R, G and B towards their Rec. 709 luma; alpha kept",
             PF_FLOAT_PARAM(color_amount_params, amount, 1, 0, 1,
                            "how far towards gray (1: fully gray)"))
 
-COLOR_STAGE("threshold", color_threshold, color_threshold_params, NULL,
+COLOR_STAGE("threshold", color_threshold, color_threshold_params, NULL, 0,
             "R, G and B become 1 where Rec. 709 luma >= level, else 0; alpha kept",
             PF_FLOAT_PARAM(color_threshold_params, level, 0.5, 0, 1,
                            "luma at and above which white"))
 
-COLOR_STAGE("saturation", color_saturation, color_amount_params, NULL,
+COLOR_STAGE("saturation", color_saturation, color_amount_params, NULL, 0,
             "Scales R, G and B away from their Rec. 709 luma; alpha kept",
             PF_FLOAT_PARAM(color_amount_params, amount, 1, 0, 4, "factor (0: gray, 1: unchanged)"))
 
@@ -78,7 +81,7 @@ static int levels_check(const void *params, char *err, size_t err_size)
     return 1;
 }
 
-COLOR_STAGE("levels", color_levels, color_levels_params, levels_check,
+COLOR_STAGE("levels", color_levels, color_levels_params, levels_check, PF_STAGE_PER_CHANNEL,
             "Maps [in_low, in_high] to [out_low, out_high] with a gamma, clipping, on R, G "
             "and B; alpha kept",
             PF_FLOAT_PARAM(color_levels_params, in_low, 0, 0, 1,
@@ -89,7 +92,7 @@ COLOR_STAGE("levels", color_levels, color_levels_params, levels_check,
             PF_FLOAT_PARAM(color_levels_params, out_low, 0, 0, 1, "output for in_low and below"),
             PF_FLOAT_PARAM(color_levels_params, out_high, 1, 0, 1, "output for in_high and above"))
 
-COLOR_STAGE("linear", color_linear, color_linear_params, NULL,
+COLOR_STAGE("linear", color_linear, color_linear_params, NULL, PF_STAGE_PER_CHANNEL,
             "a * x + b on all four channels (the multiply-add of the article's case)",
             PF_FLOAT_PARAM(color_linear_params, a, 1, -1e6, 1e6, "factor"),
             PF_FLOAT_PARAM(color_linear_params, b, 0, -1e6, 1e6, "offset"))
@@ -97,14 +100,14 @@ COLOR_STAGE("linear", color_linear, color_linear_params, NULL,
 static const float color_identity44[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 static const float color_zero4[4] = {0, 0, 0, 0};
 
-COLOR_STAGE("color_matrix", color_matrix, color_matrix_params, NULL,
+COLOR_STAGE("color_matrix", color_matrix, color_matrix_params, NULL, 0,
             "(r, g, b, a) = matrix * (r, g, b, a) + offset",
             FLOATS(color_matrix_params, matrix, color_identity44, -1e6, 1e6,
                    "4x4 matrix, row-major: row i gives output channel i"),
             FLOATS(color_matrix_params, offset, color_zero4, -1e6, 1e6,
                    "added to (r, g, b, a) after the matrix"))
 
-COLOR_STAGE("vignette", color_vignette, color_vignette_params, NULL,
+COLOR_STAGE("vignette", color_vignette, color_vignette_params, NULL, 0,
             "Darkens R, G and B smoothly from the centre towards the corners; alpha kept",
             PF_FLOAT_PARAM(color_vignette_params, strength, 0.5, 0, 1,
                            "darkening at and past radius"),

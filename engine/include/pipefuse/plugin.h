@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define PF_ABI_MAJOR         1
-#define PF_ABI_MINOR         1
+#define PF_ABI_MINOR         2
 #define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
 #define PF_MAX_INPUTS        8
@@ -185,6 +185,28 @@ typedef struct pf_stage_args {
     size_t err_size;
 } pf_stage_args;
 
+/* What run_native gets: whole frames in their own format (in and out have the same
+   pixel_bytes per pixel, pitch in bytes), the output rows to write, and the params. */
+typedef struct pf_native_args {
+    uint32_t size; /* sizeof(pf_native_args) at the engine's build */
+    const void *params;
+    const void *in;
+    int in_width, in_height;
+    size_t in_pitch;
+    void *out;
+    int out_width, out_height;
+    size_t out_pitch;
+    int sample;   /* the frames' format: 0 8-bit, 1 16-bit, 2 float samples (pf_sample) */
+    int channels; /* 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA */
+    size_t pixel_bytes;
+    pf_region region;
+    /* One float RGBA pixel in the frames' format (pixel_bytes at px), rounded and
+       clamped as the engine stores outputs: for constant colours such as pad's fill. */
+    void (*from_float4)(const struct pf_native_args *a, pf_float4 v, void *px);
+    char *err;
+    size_t err_size;
+} pf_native_args;
+
 /* CPU point op over n pixels of one row: in[k] points at pixel x0 of input k's row y. */
 typedef void (*pf_point_row_fn)(const void *params, const pf_float4 *const *in, int n_in,
                                 pf_float4 *out, int x0, int n, int y, int width, int height);
@@ -262,7 +284,28 @@ typedef struct pf_stage_desc {
        gray photo through it is written as RGB (gray+alpha as RGBA). Point, stencil and
        resample stages; later stages keep what an earlier one needs. */
     int out_channels;
+
+    /* ---- ABI 1.2 ---- */
+    /* PF_STAGE_* facts the engine may plan from; 0 declares none. */
+    unsigned flags;
+    /* resample, optional: whether run_native moves the pixels for these params (1) or
+       the stage needs float RGBA (0), and run_native itself: the output rows of
+       a->region copied from the input in the frames' own format, any sample size, the
+       same bytes as run_cpu's float path would store. Stages that only move pixels
+       (crop, flip, quarter turns, pad, nearest resize) offer it; the CPU executor uses
+       it when the stage reads a caller frame and writes one of the same format. */
+    int (*native_ok)(const void *params);
+    int (*run_native)(const pf_native_args *a);
 } pf_stage_desc;
+
+/* pf_stage_desc.flags */
+/* point: output channel c of a pixel depends only on channel c of each input pixel and
+   on the params; not on other channels, nor on the position. brightness, gamma, levels,
+   invert are; grayscale, saturation, a colour matrix, a vignette are not. The CPU
+   executor tabulates chains of such stages over every 8- and 16-bit code value, so a
+   false claim gives wrong pixels. */
+#define PF_STAGE_PER_CHANNEL 1u
+#define PF_STAGE_FLAGS_KNOWN PF_STAGE_PER_CHANNEL
 
 #define PF_STAGE_DESC_SIZE ((uint32_t)sizeof(pf_stage_desc))
 

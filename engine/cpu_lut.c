@@ -1,0 +1,276 @@
+/* engine/cpu_lut.c: point units as table lookups on the CPU.
+ *
+ * Why it is exact. A PF_STAGE_PER_CHANNEL op computes output channel c from channel c
+ * of its inputs and its params only, not from the position or the other channels. A
+ * unit of such ops reading one 8- or 16-bit frame therefore gives, for output channel
+ * c, a value that depends on one input code only (gray inputs expand to (g, g, g), so
+ * a gray output's luma of three channels is still a function of g; a colour input to a
+ * gray output is not tabulated). The executor builds the tables by running the unit
+ * itself (the same load, pf_row_to_float4, the same op functions on the same floats,
+ * the same store with its rounding and clamping, pf_row_from_float4) over one row whose
+ * pixel k holds code k in every channel: each entry is the very value the unit stores
+ * for that code, so a lookup gives the same bytes as the float chain, for every code.
+ * Channels an input format lacks load as constants (alpha 1 for gray and RGB), so the
+ * output channels they feed are constants too: every entry of their table is the same.
+ *
+ * Tables are kept per unit and rebuilt when a parameter changes (the pipeline's
+ * param_version) or the frames' formats do. A table set is at most 4 channels x 65536
+ * codes x 4 bytes (16-bit in, float out): 1 MiB.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_lut.h"
+
+struct pf_cpu_lut {
+    int built;
+    unsigned long version;     /* param_version the tables were built for */
+    int in_format, out_format; /* pf_format_code of the frames */
+    int codes;                 /* 256 or 65536 */
+    int src[4];                /* per output channel: input channel read, -1 a constant */
+    size_t sample_bytes;       /* of the output */
+    unsigned char *tab;        /* out channels x codes samples, channel-major */
+    uint32_t *tab32;           /* RGBA8 to RGBA8: table c's bytes shifted to channel c's
+                                    place in a little-endian pixel word, 4 x 256 */
+    int copy;                  /* the tables are the identity on the same format */
+};
+
+struct pf_cpu_luts {
+    int n;
+    pf_cpu_lut *unit;
+};
+
+static int codes_of(pf_sample s)
+{
+    return s == PF_U8 ? 256 : s == PF_U16 ? 65536 : 0;
+}
+
+/* The input channel that output channel c of a co-channel frame reads from a ci-channel
+   frame: colour from colour (or from gray), alpha from alpha; -1 where the input has no
+   such channel (a constant: the op's value for alpha 1), -2 where no single channel
+   feeds it (a gray output of a colour input: luma mixes three). */
+static int source_channel(int ci, int co, int c)
+{
+    int alpha = (co == 2 && c == 1) || (co == 4 && c == 3);
+    if (alpha)
+        return ci == 4 ? 3 : ci == 2 ? 1 : -1;
+    if (co <= 2)
+        return ci <= 2 ? 0 : -2;
+    return ci >= 3 ? c : 0;
+}
+
+int pf_cpu_lut_fits(const pf_frame *in, const pf_frame *out)
+{
+    int codes = codes_of(in->sample);
+    if (!codes || out->channels < 1 || out->channels > 4 || in->channels < 1 || in->channels > 4)
+        return 0;
+    for (int c = 0; c < out->channels; c++)
+        if (source_channel(in->channels, out->channels, c) == -2)
+            return 0;
+    return (double)in->width * in->height >= codes;
+}
+
+void pf_cpu_luts_free(pf_cpu_luts *luts)
+{
+    if (!luts)
+        return;
+    for (int i = 0; i < luts->n; i++) {
+        free(luts->unit[i].tab);
+        free(luts->unit[i].tab32);
+    }
+    free(luts->unit);
+    free(luts);
+}
+
+/* The input row of the build: pixel k holds code k in each of in's channels. */
+static void fill_codes(unsigned char *row, pf_sample s, int channels, int codes)
+{
+    for (int k = 0; k < codes; k++)
+        for (int c = 0; c < channels; c++) {
+            if (s == PF_U8)
+                row[k * channels + c] = (unsigned char)k;
+            else
+                ((uint16_t *)row)[k * channels + c] = (uint16_t)k;
+        }
+}
+
+static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const pf_frame *out,
+                 pf_cpu_lut_build_fn fn, void *ctx)
+{
+    int codes = codes_of(in->sample), ci = in->channels, co = out->channels;
+    size_t sb = pf_frame_pixel_bytes(out->sample, 1);
+    l->built = 0;
+    free(l->tab);
+    l->tab = malloc(sb * 4 * (size_t)codes);
+    /* The build's rows: code k in every channel of input pixel k, and what is stored. */
+    unsigned char *in_row = malloc(pf_frame_pixel_bytes(in->sample, 4) * (size_t)codes);
+    unsigned char *out_row = malloc(sb * 4 * (size_t)codes);
+    int rc = l->tab && in_row && out_row ? PF_OK : PF_NO_MEMORY;
+    if (rc == PF_OK) {
+        fill_codes(in_row, in->sample, ci, codes);
+        pf_frame fi = {in_row,     codes, 1, pf_frame_pixel_bytes(in->sample, ci) * (size_t)codes,
+                       in->sample, ci};
+        pf_frame fo = {out_row, codes, 1, sb * (size_t)co * (size_t)codes, out->sample, co};
+        rc = fn(ctx, &fi, &fo);
+    }
+    /* Channel-major: table c holds output channel c of every code. */
+    for (int c = 0; c < co && rc == PF_OK; c++) {
+        l->src[c] = source_channel(ci, co, c);
+        for (int k = 0; k < codes; k++)
+            memcpy(l->tab + ((size_t)c * codes + k) * sb, out_row + ((size_t)k * co + c) * sb, sb);
+    }
+    free(in_row);
+    free(out_row);
+    if (rc != PF_OK)
+        return rc;
+    /* The identity on one format (brightness 0, say) is a row copy. */
+    l->copy = in->sample == out->sample && ci == co;
+    for (int c = 0; c < co && l->copy; c++)
+        for (int k = 0; k < codes && l->copy; k++)
+            l->copy = sb == 1 ? l->tab[(size_t)c * codes + k] == k
+                              : ((const uint16_t *)l->tab)[(size_t)c * codes + k] == k;
+    free(l->tab32);
+    l->tab32 = NULL;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (in->sample == PF_U8 && out->sample == PF_U8 && ci == 4 && co == 4) {
+        l->tab32 = malloc(sizeof *l->tab32 * 4 * 256);
+        if (!l->tab32)
+            return PF_NO_MEMORY;
+        for (int c = 0; c < 4; c++)
+            for (int k = 0; k < 256; k++)
+                l->tab32[c * 256 + k] = (uint32_t)l->tab[c * 256 + k] << (8 * c);
+    }
+#endif
+    l->codes = codes;
+    l->sample_bytes = sb;
+    l->version = version;
+    l->in_format = pf_format_code(in->sample, ci);
+    l->out_format = pf_format_code(out->sample, co);
+    l->built = 1;
+    return PF_OK;
+}
+
+int pf_cpu_lut_get(pf_cpu_luts **luts, int n_units, int unit, unsigned long version,
+                   const pf_frame *in, const pf_frame *out, pf_cpu_lut_build_fn fn, void *ctx,
+                   const pf_cpu_lut **lut)
+{
+    *lut = NULL;
+    if (!*luts) {
+        pf_cpu_luts *t = calloc(1, sizeof *t);
+        if (!t)
+            return PF_NO_MEMORY;
+        t->unit = calloc((size_t)n_units, sizeof *t->unit);
+        if (!t->unit) {
+            free(t);
+            return PF_NO_MEMORY;
+        }
+        t->n = n_units;
+        *luts = t;
+    }
+    if (unit < 0 || unit >= (*luts)->n)
+        return PF_INTERNAL;
+    pf_cpu_lut *l = &(*luts)->unit[unit];
+    if (!l->built || l->version != version ||
+        l->in_format != pf_format_code(in->sample, in->channels) ||
+        l->out_format != pf_format_code(out->sample, out->channels)) {
+        int rc = build(l, version, in, out, fn, ctx);
+        if (rc != PF_OK)
+            return rc;
+    }
+    *lut = l;
+    return PF_OK;
+}
+
+/* ---- Lookups ------------------------------------------------------------------------------
+ *
+ * One loop per input and output sample type; the channel counts are constants in the
+ * common case (the same channels in and out), so each pixel is a few independent loads
+ * and stores. */
+
+#define LUT_ROWS(NAME, TI, TO)                                                                     \
+    static void NAME(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *out, int y0, int y1) \
+    {                                                                                              \
+        int ci = in->channels, co = out->channels, w = in->width;                                  \
+        const TO *t[4] = {NULL, NULL, NULL, NULL};                                                 \
+        TO k[4] = {0, 0, 0, 0};                                                                    \
+        for (int c = 0; c < co; c++) {                                                             \
+            t[c] = (const TO *)l->tab + (size_t)c * (size_t)l->codes;                              \
+            k[c] = t[c][0];                                                                        \
+        }                                                                                          \
+        for (int y = y0; y < y1; y++) {                                                            \
+            const TI *restrict s = (const TI *)((const char *)in->data + (size_t)y * in->pitch);   \
+            TO *restrict d = (TO *)((char *)out->data + (size_t)y * out->pitch);                   \
+            if (ci == 4 && co == 4) {                                                              \
+                for (int x = 0; x < w; x++) {                                                      \
+                    d[4 * x] = t[0][s[4 * x]];                                                     \
+                    d[4 * x + 1] = t[1][s[4 * x + 1]];                                             \
+                    d[4 * x + 2] = t[2][s[4 * x + 2]];                                             \
+                    d[4 * x + 3] = t[3][s[4 * x + 3]];                                             \
+                }                                                                                  \
+            } else if (ci == 3 && co == 3) {                                                       \
+                for (int x = 0; x < w; x++) {                                                      \
+                    d[3 * x] = t[0][s[3 * x]];                                                     \
+                    d[3 * x + 1] = t[1][s[3 * x + 1]];                                             \
+                    d[3 * x + 2] = t[2][s[3 * x + 2]];                                             \
+                }                                                                                  \
+            } else if (ci == 1 && co == 1) {                                                       \
+                for (int x = 0; x < w; x++)                                                        \
+                    d[x] = t[0][s[x]];                                                             \
+            } else {                                                                               \
+                for (int x = 0; x < w; x++)                                                        \
+                    for (int c = 0; c < co; c++)                                                   \
+                        d[x * co + c] = l->src[c] < 0 ? k[c] : t[c][s[x * ci + l->src[c]]];        \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+LUT_ROWS(rows_u8_u8, uint8_t, uint8_t)
+LUT_ROWS(rows_u8_u16, uint8_t, uint16_t)
+LUT_ROWS(rows_u8_f32, uint8_t, float)
+LUT_ROWS(rows_u16_u8, uint16_t, uint8_t)
+LUT_ROWS(rows_u16_u16, uint16_t, uint16_t)
+LUT_ROWS(rows_u16_f32, uint16_t, float)
+
+/* RGBA8 to RGBA8, a pixel a word: one load, four lookups ORed together, one store
+   (byte c of a little-endian word is channel c). */
+static void rows_rgba8(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *out, int y0, int y1)
+{
+    const uint32_t *t0 = l->tab32, *t1 = t0 + 256, *t2 = t0 + 512, *t3 = t0 + 768;
+    for (int y = y0; y < y1; y++) {
+        const unsigned char *s = (const unsigned char *)in->data + (size_t)y * in->pitch;
+        unsigned char *d = (unsigned char *)out->data + (size_t)y * out->pitch;
+        for (int x = 0; x < in->width; x++) {
+            uint32_t v, o;
+            memcpy(&v, s + 4 * (size_t)x, 4);
+            o = t0[v & 255] | t1[(v >> 8) & 255] | t2[(v >> 16) & 255] | t3[v >> 24];
+            memcpy(d + 4 * (size_t)x, &o, 4);
+        }
+    }
+}
+
+void pf_cpu_lut_rows(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *out, int y0, int y1)
+{
+    int u16 = in->sample == PF_U16;
+    if (l->copy) {
+        size_t row = (size_t)in->width * pf_frame_pixel_bytes(in->sample, in->channels);
+        for (int y = y0; y < y1; y++)
+            memcpy((char *)out->data + (size_t)y * out->pitch,
+                   (const char *)in->data + (size_t)y * in->pitch, row);
+        return;
+    }
+    if (l->tab32) {
+        rows_rgba8(l, in, out, y0, y1);
+        return;
+    }
+    switch (out->sample) {
+    case PF_U8:
+        (u16 ? rows_u16_u8 : rows_u8_u8)(l, in, out, y0, y1);
+        break;
+    case PF_U16:
+        (u16 ? rows_u16_u16 : rows_u8_u16)(l, in, out, y0, y1);
+        break;
+    default:
+        (u16 ? rows_u16_f32 : rows_u8_f32)(l, in, out, y0, y1);
+        break;
+    }
+}
