@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "exec_cuda.h"
+#include "executor.h"
 #include "fuse.h"
-#include "plan.h"
 
 #define PF_API                __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)
@@ -146,7 +146,7 @@ PF_API void pf_pipeline_destroy(pf_pipeline *p)
 {
     if (!p)
         return;
-    pf_plan_free(p->plan);
+    pf_pipeline_free_plan(p);
     pf_pipeline_free_ir(p);
     free(p->dump_dir);
     free(p->band_scale);
@@ -161,17 +161,6 @@ PF_API const char *pf_pipeline_errmsg(const pf_pipeline *p)
 }
 
 /* ---- Parameters -------------------------------------------------------------------------------- */
-
-/* Frees the plan so that the next frame plans again, after completing the frames still
-   in flight on it (their outputs delivered, their tickets then waited for at once): a
-   change of option or shape never loses a submitted frame. */
-static int drop_plan(pf_pipeline *p)
-{
-    int rc = p->plan && p->plan->cuda ? pf_cuda_drain(p) : PF_OK;
-    pf_plan_free(p->plan);
-    p->plan = NULL;
-    return rc;
-}
 
 /* Whether new params for node i still fit the current plan: same output shape, no
    larger scratch. Otherwise the next run plans again. */
@@ -195,8 +184,8 @@ static int plan_still_fits(const pf_pipeline *p, int i)
         return 0;
     if (n->desc->partial_len && n->desc->partial_len(n->params, in) != u->partial_len)
         return 0;
-    if (plan->cuda && n->desc->cuda_scratch_bytes && !pf_cuda_scratch_fits(p, plan->unit_of[i]))
-        return 0; /* the device scratch is too small for the new params */
+    if (!p->exec->params_fit(p, p->exec_state, plan->unit_of[i]))
+        return 0; /* the executor's own scratch is too small for the new params */
     return 1;
 }
 
@@ -252,8 +241,11 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     memcpy(n->params, copy, n->desc->params_size);
     free(copy);
     p->param_version++;
+    /* Otherwise the plan goes after the frames in flight on it complete (their outputs
+       delivered, their tickets then waited for at once): a change never loses a
+       submitted frame. */
     if (!plan_still_fits(p, i)) {
-        rc = drop_plan(p);
+        rc = pf_pipeline_drop_plan(p);
         if (rc != PF_OK)
             return rc;
     }
@@ -364,7 +356,7 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
     }
     /* A change that re-plans first completes the frames in flight on the old plan
        (their waits then deliver their outputs), as a parameter change does. */
-    return replan ? drop_plan(p) : PF_OK;
+    return replan ? pf_pipeline_drop_plan(p) : PF_OK;
 }
 
 PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
@@ -377,48 +369,6 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
 
 /* ---- Plan and run --------------------------------------------------------------------------------- */
 
-/* Chooses the executor and plans for it. auto takes CUDA when a device is usable and
-   every stage has a CUDA implementation, else the CPU with a one-line notice. */
-static int plan_for(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
-{
-    int rc = drop_plan(p); /* a new shape: frames in flight on the old plan complete */
-    if (rc != PF_OK)
-        return rc;
-    int cuda = p->opts.backend == PF_BACKEND_CUDA;
-    if (p->opts.backend == PF_BACKEND_AUTO && pf_cuda_lost(p->eng))
-        cuda = 1; /* fail with the reason rather than switch executors silently */
-    else if (p->opts.backend == PF_BACKEND_AUTO) {
-        char why[512] = "";
-        cuda = pf_cuda_available(p->eng, why, sizeof why);
-        for (int i = p->n_inputs; i < p->n_nodes && cuda; i++) {
-            const pf_node *n = &p->nodes[i];
-            if (n->used && !(n->desc->kind == PF_STAGE_POINT ? n->desc->point_cuda != NULL
-                                                             : n->desc->run_cuda != NULL)) {
-                snprintf(why, sizeof why, "stage '%s' (%s) has no CUDA implementation", n->id,
-                         n->desc->name);
-                cuda = 0;
-            }
-        }
-        if (!cuda && !p->notified_cpu) {
-            pf_log(p->eng, 0, "running on the CPU: %s", why);
-            p->notified_cpu = 1;
-        }
-    } else if (cuda) {
-        /* Probe the device now: the cost model needs its measured bandwidth (an
-           unusable device is reported when the CUDA side is built). */
-        char why[512];
-        (void)pf_cuda_available(p->eng, why, sizeof why);
-    }
-    if (!cuda && p->dump_dir && !p->notified_dump) {
-        pf_log(p->eng, 1,
-               "dump_kernels %s: the CPU backend generates no kernels, so nothing is written "
-               "there (`pipefuse check --dump-kernels DIR` writes those a CUDA run would)",
-               p->dump_dir);
-        p->notified_dump = 1;
-    }
-    return pf_plan_build(p, inputs, n_inputs, cuda);
-}
-
 static int plan_shapes(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
     if (!inputs && n_inputs)
@@ -427,7 +377,7 @@ static int plan_shapes(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
     for (int i = 0; same && i < n_inputs; i++)
         same = p->plan->in_shapes[i].width == inputs[i].width &&
                p->plan->in_shapes[i].height == inputs[i].height;
-    return same ? PF_OK : plan_for(p, inputs, n_inputs);
+    return same ? PF_OK : pf_pipeline_replan(p, inputs, n_inputs);
 }
 
 PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
@@ -492,9 +442,8 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
     }
     /* Measured bands ran over budget: plan this shape again with the refined model,
        once no frame is in flight. */
-    if (p->replan && p->plan && !pf_cuda_busy(p->plan->cu)) {
-        pf_plan_free(p->plan);
-        p->plan = NULL;
+    if (p->replan && p->plan && !p->exec->busy(p->exec_state)) {
+        pf_pipeline_free_plan(p);
         p->replan = 0;
     }
     int rc = plan_shapes(p, shapes, n_in);
@@ -558,20 +507,15 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
     frame_begin(p, &a0, &s0);
     pf_frame *outs[PF_MAX_FRAMES];
     int rc = prepare(p, inputs, n_in, outputs, n_out, outs);
-    if (rc == PF_OK && device && !p->plan->cuda) {
+    if (rc == PF_OK && device && !p->exec->device) {
         pf_errf(p->errmsg,
                 "%s: device frames need the CUDA backend; this pipeline runs on the "
                 "CPU",
                 p->source);
         rc = PF_UNSUPPORTED;
     }
-    if (rc == PF_OK && p->plan->cuda) {
-        rc = pf_cuda_submit(p, inputs, outs, device, stream, ticket);
-    } else if (rc == PF_OK) {
-        rc = pf_exec_cpu_frame(p, inputs, outs);
-        if (rc == PF_OK)
-            *ticket = pf_issue_ticket(p);
-    }
+    if (rc == PF_OK)
+        rc = p->exec->submit(p, p->exec_state, inputs, outs, device, stream, ticket);
     frame_end(p, a0, s0);
     return rc;
 }
@@ -597,10 +541,10 @@ PF_API int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int
 /* Completion of a ticket: timeout_ms < 0 waits, 0 polls, > 0 waits at most that long. */
 static int complete(pf_pipeline *p, int ticket, int timeout_ms)
 {
-    if (p->plan && p->plan->cuda)
-        return pf_cuda_wait_for(p, ticket, timeout_ms);
+    if (p->plan)
+        return p->exec->wait(p, p->exec_state, ticket, timeout_ms);
     if (pf_ticket_issued(p, ticket))
-        return PF_OK; /* the CPU ran the frame in submit */
+        return PF_OK; /* completed before its plan went */
     pf_errf(p->errmsg, "%s: ticket %d was never issued by this pipeline", p->source, ticket);
     return PF_INVALID_ARGUMENT;
 }
@@ -660,12 +604,9 @@ PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
     pf_stats full = p->stats;
     full.size = (uint32_t)size;
     const pf_plan *plan = p->plan;
-    full.backend = !plan           ? "none"
-                   : !plan->cuda   ? "cpu"
-                   : p->opts.graph ? "cuda-graph"
-                                   : "cuda-eager";
+    full.backend = plan ? p->exec->name(p) : "none";
     full.units_per_frame = plan ? plan->n_units : 0;
-    full.launches_per_frame = plan ? (plan->cuda ? pf_cuda_launches(plan->cu) : plan->n_units) : 0;
+    full.launches_per_frame = plan ? p->exec->launches(p, p->exec_state) : 0;
     full.streams = plan ? plan->n_streams : 0;
     full.budget_ms = plan ? plan->budget_ms : 0;
     leave(p);
@@ -684,7 +625,7 @@ PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
         leave(p);
         return PF_INVALID_ARGUMENT;
     }
-    const pf_table_buf *tb = &p->plan->tables[node];
+    const pf_table_buf *tb = &p->tables[node];
     t->data = tb->data;
     t->rows = tb->rows;
     t->cols = tb->cols;
@@ -931,7 +872,7 @@ static int print_plan(const pf_pipeline *p, FILE *f)
             fprintf(f, "  %-16s <- %-16s image %dx%d\n", d->name, p->nodes[d->node].id, s.width,
                     s.height);
     }
-    fprintf(f, "memory: %.1f MiB of buffers\n", (double)plan->bytes_allocated / (1 << 20));
+    fprintf(f, "memory: %.1f MiB of buffers\n", (double)p->plan_host_bytes / (1 << 20));
     return ferror(f) ? PF_IO : PF_OK;
 }
 

@@ -18,13 +18,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "exec_cpu.h"
 #include "frame.h"
-#include "plan.h"
 #include "threadpool.h"
 
 typedef struct cpu_job {
     pf_pipeline *p;
     pf_plan *plan;
+    pf_cpu_state *st; /* buffers and scratch (exec_cpu_state.c) */
     const pf_unit *u;
     int unit;
     const pf_frame *frames;      /* conversions: frames in or out */
@@ -51,9 +52,9 @@ static void job_fail(cpu_job *j, const char *id, const char *path, int y0, int y
     pthread_mutex_unlock(&j->mu);
 }
 
-static unsigned char *worker_scratch(const pf_plan *plan, int worker)
+static unsigned char *worker_scratch(const pf_cpu_state *st, int worker)
 {
-    return plan->scratch + plan->worker_scratch * (size_t)worker;
+    return st->scratch + st->worker_scratch * (size_t)worker;
 }
 
 /* ---- Units ----------------------------------------------------------------------------- */
@@ -84,11 +85,12 @@ static int point_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
     const pf_plan *plan = j->plan;
+    const pf_cpu_state *st = j->st;
     const pf_node *nodes = j->p->nodes;
-    int w = u->shape.width, h = u->shape.height, chunk = plan->chunk;
+    int w = u->shape.width, h = u->shape.height, chunk = st->chunk;
     int y0 = band * u->cpu_band_rows;
     int y1 = y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h;
-    pf_float4 *chunks = (pf_float4 *)worker_scratch(plan, worker);
+    pf_float4 *chunks = (pf_float4 *)worker_scratch(st, worker);
     _Alignas(64) pf_float4 in_chunk[PF_DIRECT_INPUTS][PF_DIRECT_CHUNK], out_chunk[PF_DIRECT_CHUNK];
     if (chunk > PF_DIRECT_CHUNK)
         return PF_INTERNAL;
@@ -114,11 +116,11 @@ static int point_task(void *ctx, int band, int worker)
                     else if (src < 0 && sn < j->p->n_inputs && j->direct_in[sn])
                         in[k] = in_chunk[direct_index(u, sn)];
                     else
-                        in[k] = pf_image_row(&plan->buf[sn], y) + x0;
+                        in[k] = pf_image_row(&st->buf[sn], y) + x0;
                 }
                 const pf_frame *df = j->direct_out[id];
                 pf_float4 *out = df                 ? out_chunk
-                                 : plan->stored[id] ? pf_image_row(&plan->buf[id], y) + x0
+                                 : plan->stored[id] ? pf_image_row(&st->buf[id], y) + x0
                                                     : chunks + (size_t)u->slot[a] * (size_t)chunk;
                 node->desc->point_row(node->params, in, node->n_in, out, x0, n, y, w, h);
                 if (df)
@@ -134,11 +136,12 @@ static int region_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
     const pf_plan *plan = j->plan;
+    const pf_cpu_state *st = j->st;
     int id = u->nodes[0];
     const pf_node *node = &j->p->nodes[id];
     pf_image in[PF_MAX_INPUTS];
     for (int k = 0; k < node->n_in; k++)
-        in[k] = plan->buf[node->in[k]];
+        in[k] = st->buf[node->in[k]];
     int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[id].height;
     int y0 = band * u->cpu_band_rows;
     int y1 = y0 + u->cpu_band_rows < rows ? y0 + u->cpu_band_rows : rows;
@@ -154,11 +157,11 @@ static int region_task(void *ctx, int band, int worker)
     a.err = msg;
     a.err_size = sizeof msg;
     if (u->kind == PF_UNIT_REDUCE) {
-        a.partial = plan->partials[id] + (size_t)band * u->partial_len;
+        a.partial = st->partials[id] + (size_t)band * u->partial_len;
         memset(a.partial, 0, sizeof(double) * u->partial_len);
     } else {
-        a.out = plan->buf[id];
-        a.scratch = u->scratch ? worker_scratch(plan, worker) : NULL;
+        a.out = st->buf[id];
+        a.scratch = u->scratch ? worker_scratch(st, worker) : NULL;
         a.scratch_size = u->scratch;
     }
     int rc = node->desc->run_cpu(&a);
@@ -177,7 +180,7 @@ static int upload_task(void *ctx, int band, int worker)
 {
     cpu_job *j = ctx;
     const pf_frame *f = j->frames;
-    const pf_image *im = &j->plan->buf[j->node];
+    const pf_image *im = &j->st->buf[j->node];
     int y1 = (band + 1) * PF_CONVERT_ROWS < f->height ? (band + 1) * PF_CONVERT_ROWS : f->height;
     for (int y = band * PF_CONVERT_ROWS; y < y1; y++)
         pf_row_to_float4((const char *)f->data + (size_t)y * f->pitch, f->sample, f->channels,
@@ -189,7 +192,7 @@ static int download_task(void *ctx, int band, int worker)
 {
     cpu_job *j = ctx;
     const pf_frame *f = j->frames;
-    const pf_image *im = &j->plan->buf[j->node];
+    const pf_image *im = &j->st->buf[j->node];
     int y1 = (band + 1) * PF_CONVERT_ROWS < f->height ? (band + 1) * PF_CONVERT_ROWS : f->height;
     for (int y = band * PF_CONVERT_ROWS; y < y1; y++)
         pf_row_from_float4(pf_image_row(im, y), f->width, (char *)f->data + (size_t)y * f->pitch,
@@ -238,13 +241,15 @@ static int run_job(cpu_job *j, int n, pf_task_fn fn)
     return pf_threadpool_run(j->p->eng->pool, n, j->p->opts.threads, fn, j);
 }
 
-int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *outputs)
+int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
+                      pf_frame *const *outputs)
 {
     pf_plan *plan = p->plan;
     cpu_job j;
     memset(&j, 0, sizeof j);
     j.p = p;
     j.plan = plan;
+    j.st = st;
     if (pthread_mutex_init(&j.mu, NULL) != 0) {
         pf_errf(p->errmsg, "%s: cannot create a mutex", p->source);
         return PF_INTERNAL;
@@ -283,13 +288,13 @@ int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *o
         if (rc == PF_OK && u->kind == PF_UNIT_REDUCE) {
             int id = u->nodes[0];
             const pf_node *node = &p->nodes[id];
-            node->desc->combine(node->params, &u->shape, plan->partials[id], bands,
-                                plan->tables[id].data);
+            node->desc->combine(node->params, &u->shape, st->partials[id], bands,
+                                p->tables[id].data);
         }
     }
     for (int o = 0; o < p->n_outputs && rc == PF_OK; o++) {
         const pf_frame *f = outputs[o];
-        if (!f || plan->tables[p->outputs[o].node].data || j.direct_out[p->outputs[o].node])
+        if (!f || p->tables[p->outputs[o].node].data || j.direct_out[p->outputs[o].node])
             continue;
         j.frames = f;
         j.node = p->outputs[o].node;

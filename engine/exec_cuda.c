@@ -36,20 +36,21 @@ int pf_cuda_available(pf_engine *e, char *why, size_t why_size)
     return 0;
 }
 void pf_cuda_engine_free(pf_engine *e) {}
-int pf_cuda_plan_build(pf_pipeline *p)
+int pf_cuda_plan_build(pf_pipeline *p, struct pf_cuda_plan **out)
 {
+    *out = NULL;
     pf_errf(p->errmsg, "%s: backend cuda: this build of pipefuse has no CUDA support", p->source);
     return PF_NO_DEVICE;
 }
 void pf_cuda_plan_free(struct pf_cuda_plan *c) {}
-int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
-                   void *stream, int *ticket)
+int pf_cuda_submit(pf_pipeline *p, struct pf_cuda_plan *c, const pf_frame *in, pf_frame *const *out,
+                   int device, void *stream, int *ticket)
 {
-    return pf_cuda_plan_build(p);
+    return pf_cuda_plan_build(p, &c);
 }
-int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms)
+int pf_cuda_wait_for(pf_pipeline *p, struct pf_cuda_plan *c, int ticket, int timeout_ms)
 {
-    return pf_cuda_plan_build(p);
+    return pf_cuda_plan_build(p, &c);
 }
 int pf_cuda_launches(const struct pf_cuda_plan *c)
 {
@@ -59,11 +60,11 @@ int pf_cuda_busy(const struct pf_cuda_plan *c)
 {
     return 0;
 }
-int pf_cuda_drain(pf_pipeline *p)
+int pf_cuda_drain(pf_pipeline *p, struct pf_cuda_plan *c)
 {
     return PF_OK;
 }
-int pf_cuda_scratch_fits(const pf_pipeline *p, int u)
+int pf_cuda_scratch_fits(const pf_pipeline *p, const struct pf_cuda_plan *c, int u)
 {
     return 0;
 }
@@ -539,7 +540,7 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     }
     for (int o = 0; o < no; o++) {
         int node = p->outputs[o].node;
-        if (plan->tables[node].data)
+        if (p->tables[node].data)
             continue;
         c->out_bytes[o] = max_frame_bytes(plan->shapes[node]);
         c->out_dev_off[o] = take(&dev, c->out_bytes[o]);
@@ -569,7 +570,7 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
 static int needs_convert_out(const pf_pipeline *p, const pf_cuda_plan *c, int o)
 {
     int node = p->outputs[o].node;
-    if (p->plan->tables[node].data)
+    if (p->tables[node].data)
         return 0;
     return node < p->n_inputs || !c->fused[p->plan->unit_of[node]];
 }
@@ -764,9 +765,10 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
     return PF_OK;
 }
 
-int pf_cuda_plan_build(pf_pipeline *p)
+int pf_cuda_plan_build(pf_pipeline *p, pf_cuda_plan **out)
 {
     char why[512];
+    *out = NULL;
     if (fail_if_lost(p) != PF_OK)
         return PF_CUDA;
     if (!pf_cuda_available(p->eng, why, sizeof why)) {
@@ -789,7 +791,7 @@ int pf_cuda_plan_build(pf_pipeline *p)
     pf_cuda_plan *c = calloc(1, sizeof *c);
     if (!c)
         return PF_NO_MEMORY;
-    plan->cu = c;
+    *out = c;
     c->n_streams = plan->n_streams > 0 ? plan->n_streams : 1;
     c->n_slots =
         p->opts.slots > 0 ? (p->opts.slots < PF_MAX_SLOTS ? p->opts.slots : PF_MAX_SLOTS) : 3;
@@ -815,9 +817,8 @@ int pf_cuda_launches(const pf_cuda_plan *c)
     return c ? c->launches : 0;
 }
 
-int pf_cuda_scratch_fits(const pf_pipeline *p, int u)
+int pf_cuda_scratch_fits(const pf_pipeline *p, const pf_cuda_plan *c, int u)
 {
-    const pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
     return c && u >= 0 && u < c->n_units && c->scratch_size[u] >= scratch_need(p, u);
 }
 
@@ -831,9 +832,8 @@ int pf_cuda_busy(const pf_cuda_plan *c)
 
 static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl);
 
-int pf_cuda_drain(pf_pipeline *p)
+int pf_cuda_drain(pf_pipeline *p, pf_cuda_plan *c)
 {
-    pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
     int rc = PF_OK;
     for (;;) { /* oldest ticket first, as the application would have waited */
         cuda_slot *first = NULL;
@@ -1022,7 +1022,7 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
     }
     for (int o = 0; o < no; o++) {
         int node = p->outputs[o].node;
-        if (plan->tables[node].data)
+        if (p->tables[node].data)
             continue;
         if (needs_convert_out(p, c, o))
             CU(p, (cudaError_t)pf_cuda_image_to_frame(dev_image(c, sl, plan, node), &d_desc[ni + o],
@@ -1174,7 +1174,7 @@ static int download(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t
     for (int o = 0; o < p->n_outputs; o++) {
         const pf_frame *f = sl->out[o];
         sl->direct_out[o] = 0;
-        if (!f || p->plan->tables[p->outputs[o].node].data)
+        if (!f || p->tables[p->outputs[o].node].data)
             continue;
         size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
         const unsigned char *src = sl->dev + c->out_dev_off[o];
@@ -1288,12 +1288,12 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     const pf_frame_desc *h_desc = (const pf_frame_desc *)(sl->host + c->desc_off);
     for (int o = 0; o < p->n_outputs; o++) {
         int node = p->outputs[o].node;
-        if (plan->tables[node].data) {
+        if (p->tables[node].data) {
             const pf_node *n = &p->nodes[node];
             const pf_unit *un = &plan->units[plan->unit_of[node]];
             n->desc->combine(n->params, &un->shape,
                              (const double *)(sl->host + c->partial_host_off[node]), un->bands,
-                             plan->tables[node].data);
+                             p->tables[node].data);
             continue;
         }
         pf_frame *f = sl->out[o];
@@ -1428,13 +1428,12 @@ static int prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_fram
     return PF_OK;
 }
 
-int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
-                   void *stream, int *ticket)
+int pf_cuda_submit(pf_pipeline *p, pf_cuda_plan *c, const pf_frame *in, pf_frame *const *out,
+                   int device, void *stream, int *ticket)
 {
     if (fail_if_lost(p) != PF_OK)
         return PF_CUDA;
     pf_plan *plan = p->plan;
-    pf_cuda_plan *c = plan->cu;
     cuda_slot *sl = &c->slots[c->next_slot];
     if (sl->busy) {
         if (!device) {
@@ -1473,10 +1472,10 @@ int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int
     for (int o = 0; o < no; o++) {
         sl->out[o] = out[o];
         key[ni + o] = 0;
-        if (plan->tables[p->outputs[o].node].data || !out[o]) {
+        if (p->tables[p->outputs[o].node].data || !out[o]) {
             pf_frame none;
             memset(&none, 0, sizeof none);
-            if (!out[o] && !plan->tables[p->outputs[o].node].data) {
+            if (!out[o] && !p->tables[p->outputs[o].node].data) {
                 /* Not wanted: convert into staging in the input's format anyway, so the
                    graph stays the same whichever outputs a caller asks for. */
                 none.width = plan->shapes[p->outputs[o].node].width;
@@ -1595,11 +1594,10 @@ static int event_wait(cudaEvent_t ev, int timeout_ms)
     }
 }
 
-int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms)
+int pf_cuda_wait_for(pf_pipeline *p, pf_cuda_plan *c, int ticket, int timeout_ms)
 {
     if (fail_if_lost(p) != PF_OK)
         return PF_CUDA;
-    pf_cuda_plan *c = p->plan ? p->plan->cu : NULL;
     for (int s = 0; c && s < c->n_slots; s++) {
         cuda_slot *sl = &c->slots[s];
         if (!sl->busy || sl->ticket != ticket)

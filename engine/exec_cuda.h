@@ -22,27 +22,30 @@ int pf_cuda_watchdog(const pf_engine *e);
 /* Multiprocessors of the device, probing it if need be; 0 without one. */
 int pf_cuda_sm_count(pf_engine *e);
 
-/* Builds the CUDA side of p->plan (streams, pools, pinned staging, graphs are made on
-   first use). Errors in p->errmsg: PF_NO_DEVICE, PF_UNSUPPORTED (a stage without a
-   CUDA implementation), PF_NO_MEMORY (device or pinned memory), PF_CUDA. */
-int pf_cuda_plan_build(pf_pipeline *p);
+/* The executor's entry points, reached through pf_executor_cuda (executor.c). */
+struct pf_cuda_plan;
+/* Builds the CUDA state for p->plan into *out (streams, pools, pinned staging; graphs
+   are made on first use); *out is set even on failure, for pf_cuda_plan_free. Errors
+   in p->errmsg: PF_NO_DEVICE, PF_UNSUPPORTED (a stage without a CUDA implementation),
+   PF_NO_MEMORY (device or pinned memory), PF_CUDA. */
+int pf_cuda_plan_build(pf_pipeline *p, struct pf_cuda_plan **out);
 void pf_cuda_plan_free(struct pf_cuda_plan *c);
 
 /* One frame: host frames (stream NULL) or device frames on stream. */
-int pf_cuda_submit(pf_pipeline *p, const pf_frame *in, pf_frame *const *out, int device,
-                   void *stream, int *ticket);
+int pf_cuda_submit(pf_pipeline *p, struct pf_cuda_plan *c, const pf_frame *in, pf_frame *const *out,
+                   int device, void *stream, int *ticket);
 /* Completes the frame of a ticket: timeout_ms < 0 waits for it, otherwise waits at most
    that long and returns PF_NOT_READY while it is still in flight. */
-int pf_cuda_wait_for(pf_pipeline *p, int ticket, int timeout_ms);
+int pf_cuda_wait_for(pf_pipeline *p, struct pf_cuda_plan *c, int ticket, int timeout_ms);
 /* Kernel launches one frame takes; whether any slot holds a frame in flight. */
 int pf_cuda_launches(const struct pf_cuda_plan *c);
 int pf_cuda_busy(const struct pf_cuda_plan *c);
 /* Completes every frame in flight, oldest first, as pf_pipeline_wait would (outputs
    copied out, tables combined), before the plan goes: a wait on their tickets then
    returns PF_OK with the frames delivered. The first error, if any. */
-int pf_cuda_drain(pf_pipeline *p);
+int pf_cuda_drain(pf_pipeline *p, struct pf_cuda_plan *c);
 /* Whether unit u's device scratch holds what its stage asks for with its current
    params (so a parameter change needs no new plan). */
-int pf_cuda_scratch_fits(const pf_pipeline *p, int u);
+int pf_cuda_scratch_fits(const pf_pipeline *p, const struct pf_cuda_plan *c, int u);
 
 #endif

@@ -150,6 +150,13 @@ int pf_option_count(void);
 const char *pf_option_name(int i);
 
 struct pf_plan;
+struct pf_executor;
+
+/* A reduce stage's result table, written by the executor that runs the frame. */
+typedef struct pf_table_buf {
+    double *data;
+    int rows, cols;
+} pf_table_buf;
 
 struct pf_pipeline {
     pf_engine *eng;
@@ -160,19 +167,23 @@ struct pf_pipeline {
     pf_output_decl *outputs;
     int n_outputs;
     pf_options opts;
-    struct pf_plan *plan;
-    pf_stats stats;              /* counters; backend and per-frame fields set on read */
-    int notified_cpu;            /* the one-line CPU fallback notice was given */
-    int notified_unfused;        /* the notice that point stages run unfused was given */
-    int notified_dump;           /* the notice that the CPU backend dumps no kernels */
-    double *band_scale;          /* per node (a unit's first): measured / predicted time */
-    int replan;                  /* measured bands ran over budget: plan again */
-    int *refines;                /* per node (a unit's first): refinements made so far */
-    unsigned long param_version; /* bumped by every accepted parameter change */
-    char *dump_dir;              /* --dump-kernels: where generated sources are written */
-    _Atomic int in_use;          /* a thread is inside a call on it (PF_BUSY for others) */
-    int last_ticket;             /* the last ticket issued, on any backend and plan */
-    int tickets_wrapped;         /* last_ticket went past INT_MAX and started again at 1 */
+    struct pf_plan *plan;           /* pure data (plan.h) */
+    const struct pf_executor *exec; /* the executor carrying it out (executor.h) */
+    void *exec_state;               /* its state for this plan */
+    pf_table_buf *tables;           /* per node, reduce stages: the last frame's table */
+    size_t plan_host_bytes;         /* host bytes allocated for this plan */
+    pf_stats stats;                 /* counters; backend and per-frame fields set on read */
+    int notified_cpu;               /* the one-line CPU fallback notice was given */
+    int notified_unfused;           /* the notice that point stages run unfused was given */
+    int notified_dump;              /* the notice that the CPU backend dumps no kernels */
+    double *band_scale;             /* per node (a unit's first): measured / predicted time */
+    int replan;                     /* measured bands ran over budget: plan again */
+    int *refines;                   /* per node (a unit's first): refinements made so far */
+    unsigned long param_version;    /* bumped by every accepted parameter change */
+    char *dump_dir;                 /* --dump-kernels: where generated sources are written */
+    _Atomic int in_use;             /* a thread is inside a call on it (PF_BUSY for others) */
+    int last_ticket;                /* the last ticket issued, on any backend and plan */
+    int tickets_wrapped;            /* last_ticket went past INT_MAX and started again at 1 */
     char errmsg[PF_ERRMSG_MAX];
 };
 

@@ -1,7 +1,6 @@
 /* engine/plan.c: the planner. From the graph IR and the input shapes it infers every
  * shape, forms fusion groups, orders launch units, colours them onto streams, sizes
- * bands and allocates every buffer a frame needs, so that running a frame allocates
- * nothing.
+ * bands and every buffer a frame needs (the executors allocate them, once per plan).
  *
  * Fusion groups are maximal connected sets of point stages, grown greedily in
  * topological order, under one rule: a group may not both feed and depend on a unit
@@ -16,19 +15,11 @@
 #include "plan.h"
 
 #define PF_CPU_BAND_PIXELS 32768 /* pixels per CPU task: a few hundred KB of float4 */
-#define PF_CPU_CHUNK       256   /* pixels per point-chain step: stays in L1/L2 */
-#define PF_ALIGN           64
-
-static size_t align_up(size_t v)
-{
-    return (v + PF_ALIGN - 1) & ~(size_t)(PF_ALIGN - 1);
-}
 
 void pf_plan_free(pf_plan *plan)
 {
     if (!plan)
         return;
-    pf_cuda_plan_free(plan->cu);
     for (int i = 0; i < plan->n_units; i++) {
         pf_unit *u = &plan->units[i];
         free(u->nodes);
@@ -40,17 +31,6 @@ void pf_plan_free(pf_plan *plan)
         free(u->waits);
     }
     free(plan->units);
-    for (int i = 0; i < plan->n_nodes; i++) {
-        if (plan->buf)
-            free(plan->buf[i].data);
-        if (plan->tables)
-            free(plan->tables[i].data);
-        if (plan->partials)
-            free(plan->partials[i]);
-    }
-    free(plan->buf);
-    free(plan->tables);
-    free(plan->partials);
     free(plan->in_shapes);
     free(plan->shapes);
     free(plan->unit_of);
@@ -58,7 +38,6 @@ void pf_plan_free(pf_plan *plan)
     free(plan->cons_first);
     free(plan->cons);
     free(plan->is_out);
-    free(plan->scratch);
     free(plan);
 }
 
@@ -599,9 +578,9 @@ static int unit_io(pf_pipeline *p, pf_plan *plan)
             u->cpu_band_rows = 1;
         u->bands = 1;
         if (u->kind == PF_UNIT_POINT)
-            u->scratch = align_up((size_t)u->n_slots * PF_CPU_CHUNK * sizeof(pf_float4));
+            u->scratch = pf_align_up((size_t)u->n_slots * PF_CPU_CHUNK * sizeof(pf_float4));
         else if (n0->desc->scratch_bytes)
-            u->scratch = align_up(n0->desc->scratch_bytes(n0->params, width, u->cpu_band_rows));
+            u->scratch = pf_align_up(n0->desc->scratch_bytes(n0->params, width, u->cpu_band_rows));
         if (u->kind == PF_UNIT_REDUCE)
             u->partial_len = n0->desc->partial_len(n0->params, &u->shape);
     }
@@ -630,7 +609,7 @@ static void plan_bands(pf_pipeline *p, pf_plan *plan)
 {
     int watchdog = 0;
     plan->bandwidth = PF_ASSUMED_BANDWIDTH;
-    if (plan->cuda) {
+    if (plan->device) {
         double bw = pf_cuda_bandwidth(p->eng);
         if (bw > 0) {
             plan->bandwidth = bw;
@@ -728,73 +707,8 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
 
 /* ---- Memory ------------------------------------------------------------------------------------ */
 
-static int alloc_image(pf_plan *plan, pf_image *im, pf_shape s)
-{
-    plan->allocations++;
-    im->width = s.width;
-    im->height = s.height;
-    im->pitch = align_up((size_t)s.width * sizeof(pf_float4));
-    void *data = NULL;
-    if (posix_memalign(&data, PF_ALIGN, im->pitch * (size_t)s.height) != 0)
-        return PF_NO_MEMORY;
-    im->data = data;
-    plan->bytes_allocated += im->pitch * (size_t)s.height;
-    return PF_OK;
-}
-
-/* Host buffers: for the CPU executor every stored image, per-worker scratch and the
-   reduce partials; for both executors the result tables. */
-static int alloc_buffers(pf_pipeline *p, pf_plan *plan)
-{
-    for (int i = 0; i < p->n_nodes && !plan->cuda; i++) {
-        int is_input = i < p->n_inputs;
-        if ((is_input || plan->stored[i]) && alloc_image(plan, &plan->buf[i], plan->shapes[i]))
-            return PF_NO_MEMORY;
-    }
-    size_t scratch = 0;
-    for (int ui = 0; ui < plan->n_units; ui++) {
-        pf_unit *u = &plan->units[ui];
-        if (u->scratch > scratch)
-            scratch = u->scratch;
-        if (u->kind != PF_UNIT_REDUCE)
-            continue;
-        int i = u->nodes[0];
-        int bands = (u->shape.height + u->cpu_band_rows - 1) / u->cpu_band_rows;
-        pf_shape t = plan->shapes[i];
-        plan->tables[i].rows = t.height;
-        plan->tables[i].cols = t.width;
-        plan->tables[i].data = calloc((size_t)t.width * (size_t)t.height, sizeof(double));
-        plan->allocations++;
-        if (!plan->tables[i].data)
-            return PF_NO_MEMORY;
-        plan->bytes_allocated += (size_t)t.width * (size_t)t.height * sizeof(double);
-        if (plan->cuda)
-            continue;
-        plan->partials[i] =
-            calloc((size_t)bands * (u->partial_len ? u->partial_len : 1), sizeof(double));
-        plan->allocations++;
-        if (!plan->partials[i])
-            return PF_NO_MEMORY;
-        plan->bytes_allocated +=
-            (size_t)bands * (u->partial_len ? u->partial_len : 1) * sizeof(double);
-    }
-    if (plan->cuda)
-        return PF_OK;
-    plan->workers = p->eng->threads;
-    plan->worker_scratch = align_up(scratch ? scratch : PF_ALIGN);
-    plan->chunk = PF_CPU_CHUNK;
-    plan->allocations++;
-    if (posix_memalign((void **)&plan->scratch, PF_ALIGN,
-                       plan->worker_scratch * (size_t)plan->workers) != 0) {
-        plan->scratch = NULL;
-        return PF_NO_MEMORY;
-    }
-    plan->bytes_allocated += plan->worker_scratch * (size_t)plan->workers;
-    return PF_OK;
-}
-
 /* Bytes of every buffer the plan needs, from its shapes and units (nothing allocated):
-   what alloc_buffers allocates for the CPU executor, and the CUDA executor's device
+   what the CPU executor allocates (exec_cpu_state.c) and the result tables, and the CUDA executor's device
    buffers and pinned staging as estimated in pipefuse.h (pf_pipeline_memory). *largest
    is the node with the largest image. */
 static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m, int *largest)
@@ -806,7 +720,7 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
         int used = i < p->n_inputs || plan->unit_of[i] >= 0;
         if (!used || (i >= p->n_inputs && p->nodes[i].desc->kind == PF_STAGE_REDUCE))
             continue;
-        double im = (double)align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) *
+        double im = (double)pf_align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) *
                     plan->shapes[i].height;
         if (im > big) {
             big = im;
@@ -845,7 +759,7 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
         device += table + (double)u->shape.height * (double)(u->partial_len ? u->partial_len : 1) *
                               sizeof(double);
     }
-    host += (double)align_up(scratch ? (size_t)scratch : PF_ALIGN) * p->eng->threads;
+    host += (double)pf_align_up(scratch ? (size_t)scratch : PF_ALIGN) * p->eng->threads;
     device += dev_scratch;
     m->host_bytes = (unsigned long long)host;
     m->device_bytes = (unsigned long long)device;
@@ -866,7 +780,7 @@ static const char *show_bytes(double b, char *buf, size_t size)
 }
 
 /* Everything but the buffers: shapes, units, streams, bands. */
-static int plan_layout(pf_pipeline *p, const pf_shape *in, int n_in, int cuda, pf_plan **out)
+static int plan_layout(pf_pipeline *p, const pf_shape *in, int n_in, int device, pf_plan **out)
 {
     *out = NULL;
     if (n_in != p->n_inputs) {
@@ -886,17 +800,13 @@ static int plan_layout(pf_pipeline *p, const pf_shape *in, int n_in, int cuda, p
         return PF_NO_MEMORY;
     int nn = p->n_nodes;
     plan->n_nodes = nn;
-    plan->cuda = cuda;
+    plan->device = device;
     plan->in_shapes = calloc((size_t)n_in, sizeof(pf_shape));
     plan->shapes = calloc((size_t)nn, sizeof(pf_shape));
     plan->unit_of = malloc(sizeof(int) * (size_t)nn);
     plan->stored = calloc((size_t)nn, sizeof(int));
-    plan->buf = calloc((size_t)nn, sizeof(pf_image));
-    plan->tables = calloc((size_t)nn, sizeof(pf_table_buf));
-    plan->partials = calloc((size_t)nn, sizeof(double *));
     int rc = PF_NO_MEMORY;
-    if (plan->in_shapes && plan->shapes && plan->unit_of && plan->stored && plan->buf &&
-        plan->tables && plan->partials) {
+    if (plan->in_shapes && plan->shapes && plan->unit_of && plan->stored) {
         memcpy(plan->in_shapes, in, sizeof(pf_shape) * (size_t)n_in);
         memcpy(plan->shapes, in, sizeof(pf_shape) * (size_t)n_in);
         for (int i = 0; i < nn; i++)
@@ -933,9 +843,9 @@ static int check_memory(pf_pipeline *p, const pf_plan *plan)
     pf_memory m;
     int big;
     plan_memory(p, plan, &m, &big);
-    unsigned long long need = plan->cuda ? m.device_bytes : m.host_bytes;
-    const char *what = plan->cuda ? "of device buffers" : "of buffers";
-    if (plan->cuda && m.pinned_bytes > need) {
+    unsigned long long need = plan->device ? m.device_bytes : m.host_bytes;
+    const char *what = plan->device ? "of device buffers" : "of buffers";
+    if (plan->device && m.pinned_bytes > need) {
         need = m.pinned_bytes;
         what = "of pinned host buffers";
     }
@@ -954,40 +864,24 @@ static int check_memory(pf_pipeline *p, const pf_plan *plan)
     return PF_NO_MEMORY;
 }
 
-int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda)
+int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int device, pf_plan **out)
 {
-    pf_plan_free(p->plan);
-    p->plan = NULL;
     pf_plan *plan;
-    int rc = plan_layout(p, in, n_in, cuda, &plan);
+    int rc = plan_layout(p, in, n_in, device, &plan);
     if (rc != PF_OK)
         return rc;
     rc = check_memory(p, plan);
-    if (rc == PF_OK && (rc = alloc_buffers(p, plan)) != PF_OK)
-        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)", p->source,
-                in[0].width, in[0].height, plan->bytes_allocated);
-    if (rc == PF_OK && cuda) {
-        p->plan = plan; /* the CUDA side reads the plan through p */
-        rc = pf_cuda_plan_build(p);
-        p->plan = NULL;
-        if (rc == PF_NO_MEMORY && !plan->cu)
-            pf_errf(p->errmsg, "%s: out of memory planning for %dx%d", p->source, in[0].width,
-                    in[0].height);
+    if (rc != PF_OK) {
+        pf_plan_free(plan);
+        return rc;
     }
-    if (rc == PF_OK) {
-        /* Without fusion every used point stage would be a launch of its own. */
-        plan->n_unfused_units = 0;
-        for (int ui = 0; ui < plan->n_units; ui++)
-            plan->n_unfused_units +=
-                plan->units[ui].kind == PF_UNIT_POINT ? plan->units[ui].n_nodes : 1;
-        p->plan = plan;
-        p->stats.plans++;
-        p->stats.allocations += plan->allocations;
-        p->stats.host_bytes += plan->bytes_allocated;
-        return PF_OK;
-    }
-    pf_plan_free(plan);
-    return rc;
+    /* Without fusion every used point stage would be a launch of its own. */
+    plan->n_unfused_units = 0;
+    for (int ui = 0; ui < plan->n_units; ui++)
+        plan->n_unfused_units +=
+            plan->units[ui].kind == PF_UNIT_POINT ? plan->units[ui].n_nodes : 1;
+    *out = plan;
+    return PF_OK;
 }
 
 int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)

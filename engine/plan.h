@@ -1,6 +1,7 @@
 /* engine/plan.h: the plan, pure data: what runs, in which order, on which stream, in
- * how many bands, into which buffers. The planner (plan.c) writes it from the IR and
- * the input shapes; executors (exec_cpu.c) only carry it out. */
+ * how many bands, in buffers of which sizes. The planner (plan.c) writes it from the
+ * IR and the input shapes; executors (executor.h) only carry it out, with buffers and
+ * state of their own. */
 #ifndef PF_PLAN_H
 #define PF_PLAN_H
 
@@ -36,27 +37,24 @@ typedef struct pf_unit {
     size_t partial_len;      /* reduce: doubles per band */
 } pf_unit;
 
-typedef struct pf_table_buf {
-    double *data;
-    int rows, cols;
-} pf_table_buf;
+#define PF_CPU_CHUNK 256 /* pixels per point-chain step on the CPU: stays in L1/L2 */
+#define PF_ALIGN     64  /* host buffers, rows and scratch */
 
-struct pf_cuda_plan;
+static inline size_t pf_align_up(size_t v)
+{
+    return (v + PF_ALIGN - 1) & ~(size_t)(PF_ALIGN - 1);
+}
 
 typedef struct pf_plan {
     int n_nodes;
-    int cuda;                /* runs on the CUDA executor */
-    struct pf_cuda_plan *cu; /* its state there (exec_cuda.c) */
-    pf_shape *in_shapes;     /* planned input shapes (n_inputs) */
-    pf_shape *shapes;        /* per node: image shape, or table cols x rows for reduce */
-    int *unit_of;            /* per node: unit index, -1 for inputs and unused stages */
-    int *stored;             /* per node: 1 when it has a whole-image buffer */
-    int *cons_first;         /* consumers of node i: cons[cons_first[i] .. cons_first[i + 1]) */
-    int *cons;               /* ... ascending, one entry per (consumer, input) edge */
-    char *is_out;            /* per node: a pipeline output reads it */
-    pf_image *buf;           /* per node buffer (stored nodes and inputs) */
-    pf_table_buf *tables;    /* per node, reduce stages */
-    double **partials;       /* per node, reduce stages: bands * partial_len */
+    int device;          /* planned for an executor whose buffers are on the device */
+    pf_shape *in_shapes; /* planned input shapes (n_inputs) */
+    pf_shape *shapes;    /* per node: image shape, or table cols x rows for reduce */
+    int *unit_of;        /* per node: unit index, -1 for inputs and unused stages */
+    int *stored;         /* per node: 1 when it has a whole-image buffer */
+    int *cons_first;     /* consumers of node i: cons[cons_first[i] .. cons_first[i + 1]) */
+    int *cons;           /* ... ascending, one entry per (consumer, input) edge */
+    char *is_out;        /* per node: a pipeline output reads it */
     pf_unit *units;
     int n_units;
     int n_unfused_units; /* launch units the frame would take without fusion */
@@ -64,25 +62,14 @@ typedef struct pf_plan {
     double budget_ms; /* watchdog budget per launch; 0: no splitting */
     double bandwidth; /* bytes/s the cost model assumes (measured on the device) */
     int bandwidth_measured;
-    /* CPU executor scratch, per worker thread */
-    int workers;
-    size_t worker_scratch;          /* bytes per worker */
-    unsigned char *scratch;         /* workers * worker_scratch */
-    unsigned long long allocations; /* allocations made for this plan */
-    int chunk;                      /* pixels per point-chain chunk */
-    size_t bytes_allocated;
 } pf_plan;
 
-/* Plans p for input shapes, for the CUDA executor when cuda is set; replaces p->plan.
-   Errors in p->errmsg. */
-int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int cuda);
+/* Plans p for input shapes into *out, for an executor whose buffers are on the device
+   when device is set; checks the max_memory option against what the plan needs.
+   Errors in p->errmsg. Allocates no buffer. */
+int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int device, pf_plan **out);
 void pf_plan_free(pf_plan *plan);
 /* pf_pipeline_memory: the buffers a plan for these shapes needs, nothing allocated. */
 int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m);
-
-/* Runs one frame on the CPU: converts inputs (one frame per pipeline input) into the
-   input buffers, runs every unit, converts image outputs into outputs[o] (NULL: not
-   wanted). Frames are checked against the plan by the caller. */
-int pf_exec_cpu_frame(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *outputs);
 
 #endif

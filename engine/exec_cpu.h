@@ -1,0 +1,33 @@
+/* engine/exec_cpu.h: the CPU executor's state for a plan and its entry points. The
+ * state is allocated once per plan (exec_cpu_state.c), so a frame allocates nothing;
+ * exec_cpu.c runs frames with it. */
+#ifndef PF_EXEC_CPU_H
+#define PF_EXEC_CPU_H
+
+#include "plan.h"
+
+typedef struct pf_cpu_state {
+    int n_nodes;
+    pf_image *buf;          /* per node: whole float images (inputs and stored nodes) */
+    double **partials;      /* per node, reduce stages: bands * partial_len */
+    int workers;            /* threads that may run tasks at once */
+    size_t worker_scratch;  /* bytes per worker */
+    unsigned char *scratch; /* workers * worker_scratch */
+    int chunk;              /* pixels per point-chain chunk (PF_CPU_CHUNK) */
+    unsigned long long allocations;
+    size_t bytes; /* bytes allocated */
+} pf_cpu_state;
+
+/* Allocates the state p->plan needs on the CPU into *out (set even on failure, for
+   pf_cpu_state_free). PF_NO_MEMORY without a message. */
+int pf_cpu_state_make(const pf_pipeline *p, pf_cpu_state **out);
+void pf_cpu_state_free(pf_cpu_state *st);
+
+/* Runs one frame on the CPU: converts inputs (one frame per pipeline input) into the
+   input buffers, runs every unit, converts image outputs into outputs[o] (NULL: not
+   wanted) and combines tables into p->tables. Frames are checked against the plan by
+   the caller. */
+int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
+                      pf_frame *const *outputs);
+
+#endif
