@@ -732,6 +732,18 @@ static int rows_next(pf_png_rows *s, const pf_frame *dst, int n, int want_end_me
     return PF_OK;
 }
 
+/* After a failure in the rows: which row it was, after the message. */
+static void note_row(const pf_png_rows *s, char *err, size_t err_size)
+{
+    if (!err || !err_size)
+        return;
+    size_t len = strlen(err);
+    if (s->done < s->r.frame.height)
+        snprintf(err + len, err_size - len, " (reading row %d of %d)", s->done, s->r.frame.height);
+    else
+        snprintf(err + len, err_size - len, " (after the last row)");
+}
+
 /* All the metadata of path by one more decode, rows thrown away one at a time. */
 static int meta_by_decode(const char *path, unsigned long long max_pixels, pf_png_meta **meta,
                           char *err, size_t err_size)
@@ -751,7 +763,8 @@ static int meta_by_decode(const char *path, unsigned long long max_pixels, pf_pn
         }
     }
     while (st == PF_OK && s.done < s.r.frame.height)
-        st = rows_next(&s, &row, 1, 1);
+        if ((st = rows_next(&s, &row, 1, 1)) != PF_OK)
+            note_row(&s, err, err_size);
     if (st == PF_OK)
         st = collect_meta(&s.r);
     if (st == PF_OK)
@@ -839,14 +852,8 @@ PF_API int pf_png_rows_read(pf_png_rows *s, pf_frame *dst, int n, char *err, siz
     r->io.err = err;
     r->io.err_size = err_size;
     int st = rows_next(s, dst, n, 0);
-    if (st != PF_OK && err && err_size) {
-        size_t len = strlen(err);
-        if (s->done < r->frame.height)
-            snprintf(err + len, err_size - len, " (reading row %d of %d)", s->done,
-                     r->frame.height);
-        else
-            snprintf(err + len, err_size - len, " (after the last row)");
-    }
+    if (st != PF_OK)
+        note_row(s, err, err_size);
     return st;
 }
 

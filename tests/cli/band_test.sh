@@ -12,6 +12,7 @@
 # errors    a file cut short or corrupt in the middle of its image data fails naming the
 #           row, leaves no output and no temporary, and the other files of the batch
 #           are written
+# gpu       identity with --backend cuda (bands are frames on the GPU); 77 without a GPU
 # memory    the peak resident memory of a 12-megapixel photo through a point and a
 #           stencil pipeline stays under 64 MB in bands (GNU time; skipped without it),
 #           and is over it with --band-rows off (the point pipeline: so the bound bites)
@@ -43,7 +44,21 @@ pipeline() { # NAME STAGES OUTPUTS
 }
 
 case $SECTION in
-identity)
+identity | gpu)
+    BACKEND=cpu
+    if [ "$SECTION" = gpu ]; then
+        BACKEND=cuda
+        "$HELPER" image "$W/probe.png" 16 16 3 8 || fail "cli_helper image"
+        pf run "$SRC/pipelines/sharpen.json" "$W/probe.png" -o "$W/probe" --backend cuda
+        if [ "$rc" = 2 ] && grep -q -- "--backend cuda" "$W/stderr"; then
+            echo "no usable GPU: skipped"
+            exit 77
+        fi
+    fi
+    pf() { # every run of this section on the backend under test
+        "$PF" "$@" --backend "$BACKEND" >"$W/stdout" 2>"$W/stderr"
+        rc=$?
+    }
     mkdir -p "$W/in"
     "$HELPER" pngs "$W/in" || fail "cli_helper pngs"
     for f in rgb8:301:257:3:8 gray8:120:97:1:8 rgba16:77:130:4:16 graya16:64:64:2:16 \
@@ -119,7 +134,7 @@ EOF
     pf run "$W/stencil.json" "$W/in" -o "$W/strip.off" --band-rows off --strip
     expect 0 "--strip, whole"
     PIPEFUSE_BAND_ROWS=3 "$PF" run "$W/stencil.json" "$W/in" -o "$W/strip.3" --strip --jobs 2 \
-        >"$W/stdout" 2>"$W/stderr"
+        --backend "$BACKEND" >"$W/stdout" 2>"$W/stderr"
     rc=$?
     expect 0 "PIPEFUSE_BAND_ROWS=3 --strip --jobs 2"
     says "$W/stderr" "run in bands of rows" "PIPEFUSE_BAND_ROWS=3"
@@ -139,18 +154,26 @@ errors)
     # a bit flipped in the middle of the image data: a CRC error or corrupt deflate data
     python3 - "$W/big.png" "$W/in/flipped.png" <<'EOF' || fail "cannot write flipped.png"
 import sys
+import struct, zlib
 d = bytearray(open(sys.argv[1], "rb").read())
 d[len(d) // 2] ^= 0x10
 open(sys.argv[2], "wb").write(bytes(d))
+# the same with text after the image data: found by the decode that reads the metadata
+t = b"tEXt" + b"Note\0late"
+late = d[:-12] + struct.pack(">I", len(t) - 4) + t + struct.pack(">I", zlib.crc32(t)) + d[-12:]
+open(sys.argv[2].replace("flipped", "late"), "wb").write(bytes(late))
 EOF
     pipeline point '{"id": "b", "op": "brightness", "params": {"amount": 0.07}}' '"out": "b"'
     pf run "$W/point.json" "$W/in" -o "$W/out" --band-rows 8
-    expect 1 "a cut and a corrupt file in bands"
+    expect 1 "cut and corrupt files in bands"
     says "$W/stderr" "cut.png: FAILED: truncated PNG" "cut.png"
     grep -E "cut.png: FAILED: .*\(reading row [0-9]+ of 400\)" "$W/stderr" >/dev/null ||
         fail "cut.png: the row is not named: $(grep cut.png "$W/stderr")"
     grep -E "flipped.png: FAILED: .*row [0-9]+ of 400" "$W/stderr" >/dev/null ||
         fail "flipped.png: the row is not named: $(grep flipped.png "$W/stderr")"
+    grep -E "late.png: FAILED: .*row [0-9]+ of 400" "$W/stderr" >/dev/null ||
+        fail "late.png: the row is not named: $(grep late.png "$W/stderr")"
+    [ -e "$W/out/late.png" ] && fail "late.png: an output was written"
     [ -e "$W/out/cut.png" ] && fail "cut.png: an output was written"
     [ -e "$W/out/flipped.png" ] && fail "flipped.png: an output was written"
     exists "$W/out/good.png"
