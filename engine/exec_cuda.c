@@ -270,9 +270,16 @@ typedef struct cuda_slot {
     cudaEvent_t *unit_done; /* per unit */
     cudaEvent_t *joined;    /* per stream: its last unit, for the join */
     cudaEvent_t fork, start, done;
-    unsigned char *dev;          /* device pool */
-    unsigned char *host;         /* pinned pool */
-    cudaGraphExec_t exec[2];     /* host mode, device mode */
+    unsigned char *dev;      /* device pool */
+    unsigned char *host;     /* pinned pool */
+    cudaGraphExec_t exec[2]; /* host mode, device mode */
+    cudaGraph_t graph[2];    /* what exec[m] was instantiated from: names its nodes */
+    /* Per mode: the kernel nodes of fused units that take their parameters by value,
+       their units, and the parameter version their arguments hold. */
+    cudaGraphNode_t *pnodes[2];
+    int *pnode_unit[2];
+    int n_pnodes[2];
+    unsigned long exec_param_version[2];
     unsigned char *key[2];       /* the frame formats each exec was captured for (io_fmt) */
     int busy;                    /* holds a frame not yet waited for */
     unsigned long param_version; /* of the params in this slot's pinned block */
@@ -598,9 +605,14 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
            finish before its memory goes. */
         if (sl->busy && sl->done)
             cudaEventSynchronize(sl->done);
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < 2; m++) {
             if (sl->exec[m])
                 cudaGraphExecDestroy(sl->exec[m]);
+            if (sl->graph[m])
+                cudaGraphDestroy(sl->graph[m]);
+            free(sl->pnodes[m]);
+            free(sl->pnode_unit[m]);
+        }
         for (int k = 0; sl->streams && k < c->n_streams; k++) {
             if (sl->streams[k])
                 cudaStreamDestroy(sl->streams[k]);
@@ -902,8 +914,9 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
             band_rows(un->shape.height, b, bands, &y0, &y1);
             rc = timed(p, c, sl, u, st, 1);
             if (rc == PF_OK)
-                rc = pf_fuse_launch(k->function, un->shape.width, un->shape.height, y0, y1,
-                                    c->fio[u].ppt, sl->dev + c->params_off,
+                rc = pf_fuse_launch(k->function, &c->fio[u], un->shape.width, un->shape.height, y0,
+                                    y1, sl->host + c->params_off + c->fio[u].param_lo,
+                                    sl->dev + c->params_off,
                                     sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u],
                                     st, err, sizeof err);
             if (rc == PF_OK)
@@ -1031,6 +1044,74 @@ static int record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cu
     return PF_OK;
 }
 
+/* The kernel nodes of a captured graph that launch a fused unit taking its parameters
+   by value, into sl->pnodes[device] with their units. */
+static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device,
+                            cudaGraph_t graph)
+{
+    sl->n_pnodes[device] = 0;
+    size_t n = 0;
+    CU(p, cudaGraphGetNodes(graph, NULL, &n));
+    int any = 0;
+    for (int u = 0; u < c->n_units && !any; u++)
+        any = c->fused[u] && c->fio[u].param_arg;
+    if (n == 0 || !any)
+        return PF_OK;
+    cudaGraphNode_t *nodes = malloc(sizeof(cudaGraphNode_t) * n);
+    cudaGraphNode_t *keep = realloc(sl->pnodes[device], sizeof(cudaGraphNode_t) * n);
+    if (keep)
+        sl->pnodes[device] = keep;
+    int *units = keep ? realloc(sl->pnode_unit[device], sizeof(int) * n) : NULL;
+    if (units)
+        sl->pnode_unit[device] = units;
+    if (!nodes || !keep || !units) {
+        free(nodes);
+        pf_errf(p->errmsg, "%s: out of host memory capturing a frame", p->source);
+        return PF_NO_MEMORY;
+    }
+    cudaError_t err = cudaGraphGetNodes(graph, nodes, &n);
+    for (size_t i = 0; err == cudaSuccess && i < n; i++) {
+        void *fn = NULL;
+        if (pf_fuse_node_function(nodes[i], &fn) != PF_OK) {
+            free(nodes);
+            pf_errf(p->errmsg, "%s: cannot read a kernel node of the captured frame", p->source);
+            return PF_CUDA;
+        }
+        for (int u = 0; fn && u < c->n_units; u++) {
+            if (!c->fused[u] || !c->fio[u].param_arg ||
+                c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]].function != fn)
+                continue;
+            keep[sl->n_pnodes[device]] = nodes[i];
+            units[sl->n_pnodes[device]++] = u;
+            break;
+        }
+    }
+    free(nodes);
+    if (err != cudaSuccess)
+        return cuda_fail(p, err, "cudaGraphGetNodes", __FILE__, __LINE__);
+    return PF_OK;
+}
+
+/* Brings the by-value parameters of sl->exec[device]'s fused kernel nodes to the slot's
+   pinned parameter block, after a parameter changed: no capture, no instantiation. */
+static int update_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
+{
+    if (sl->exec_param_version[device] == sl->param_version)
+        return PF_OK;
+    for (int i = 0; i < sl->n_pnodes[device]; i++) {
+        const pf_fuse_unit *io = &c->fio[sl->pnode_unit[device][i]];
+        char err[512];
+        if (pf_fuse_node_set_params(sl->exec[device], sl->pnodes[device][i],
+                                    sl->host + c->params_off + io->param_lo, err,
+                                    sizeof err) != PF_OK) {
+            pf_errf(p->errmsg, "%s: %s", p->source, err);
+            return PF_CUDA;
+        }
+    }
+    sl->exec_param_version[device] = sl->param_version;
+    return PF_OK;
+}
+
 /* Captures the frame into sl->exec[mode], updating an existing exec in place when the
    topology allows (cudaGraphExecUpdate) and instantiating only otherwise. */
 static int capture(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
@@ -1049,6 +1130,17 @@ static int capture(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
         return rc;
     }
     p->stats.graph_captures++;
+    rc = find_param_nodes(p, c, sl, device, graph);
+    if (rc != PF_OK) {
+        cudaGraphDestroy(graph);
+        return rc;
+    }
+    /* An exec whose kernel nodes are updated later is instantiated from the graph kept
+       with it (cudaGraphExecUpdate would leave it paired with another graph's nodes). */
+    if (sl->exec[device] && sl->n_pnodes[device] > 0) {
+        cudaGraphExecDestroy(sl->exec[device]);
+        sl->exec[device] = NULL;
+    }
     cudaError_t err = cudaErrorUnknown;
     if (sl->exec[device]) {
         cudaGraphExecUpdateResultInfo info;
@@ -1066,9 +1158,14 @@ static int capture(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
         if (err == cudaSuccess)
             p->stats.graph_instantiations++;
     }
-    cudaGraphDestroy(graph);
-    if (err != cudaSuccess)
+    if (sl->graph[device])
+        cudaGraphDestroy(sl->graph[device]);
+    sl->graph[device] = graph;
+    if (err != cudaSuccess) {
+        sl->n_pnodes[device] = 0;
         return cuda_fail(p, err, "cudaGraphInstantiate", __FILE__, __LINE__);
+    }
+    sl->exec_param_version[device] = sl->param_version; /* captured with these */
     return PF_OK;
 }
 
@@ -1317,11 +1414,17 @@ static void drop_graphs(pf_cuda_plan *c)
         cuda_slot *sl = &c->slots[s];
         if (sl->busy && sl->done)
             cudaEventSynchronize(sl->done);
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < 2; m++) {
             if (sl->exec[m]) {
                 cudaGraphExecDestroy(sl->exec[m]);
                 sl->exec[m] = NULL;
             }
+            if (sl->graph[m]) {
+                cudaGraphDestroy(sl->graph[m]);
+                sl->graph[m] = NULL;
+            }
+            sl->n_pnodes[m] = 0;
+        }
     }
 }
 
@@ -1534,6 +1637,8 @@ int pf_cuda_submit(pf_pipeline *p, pf_cuda_plan *c, const pf_frame *in, pf_frame
     }
     if (rc == PF_OK)
         rc = upload_params(p, c, sl, s0);
+    if (rc == PF_OK && use_graph)
+        rc = update_param_nodes(p, c, sl, device);
     if (rc == PF_OK && use_graph) {
         rc = cudaGraphLaunch(sl->exec[device], s0) == cudaSuccess
                  ? PF_OK

@@ -53,6 +53,22 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
     const pf_unit *un = &p->plan->units[u];
     io->n_in = io->n_out = 0;
     io->ppt = 8;
+    /* The members' span of the parameter block (pf_param_layout's offsets: the running
+       sum of 16-byte rounded sizes, in node order). */
+    size_t lo = (size_t)-1, hi = 0, top = 0;
+    for (int i = p->n_inputs, a = 0; i < p->n_nodes; i++) {
+        size_t size = (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
+        for (a = 0; a < un->n_nodes && un->nodes[a] != i; a++)
+            ;
+        if (a < un->n_nodes) {
+            lo = top < lo ? top : lo;
+            hi = top + size > hi ? top + size : hi;
+        }
+        top += size;
+    }
+    io->param_lo = lo == (size_t)-1 ? 0 : lo;
+    io->param_bytes = hi > io->param_lo ? hi - io->param_lo : 16;
+    io->param_arg = io->param_bytes <= PF_FUSE_PARAM_ARG_MAX;
     for (int k = 0; k < un->n_inputs; k++) {
         int q = un->inputs[k];
         if (io->n_in >= 64)
@@ -279,13 +295,25 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             v *= 2;
         vp = v < vp ? v : vp;
     }
+    /* Parameters by value (the constant bank) or through a pointer: io->param_arg. */
+    if (io->param_arg)
+        sb_printf(&b,
+                  "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
+                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                  "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
+                  "   int W, int H, int y0, int y1)\n{\n"
+                  "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
+                  name, io->param_bytes, name, name, io->param_lo);
+    else
+        sb_printf(&b,
+                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                  "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
+                  "   int W, int H, int y0, int y1)\n{\n",
+                  name);
     sb_printf(&b,
-              "extern \"C\" __global__ void __launch_bounds__(256)\n"
-              "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
-              "   int W, int H, int y0, int y1)\n{\n"
               "    const int y = y0 + blockIdx.y * blockDim.y + threadIdx.y;\n"
               "    if (y >= y1 || PF_PX_X(%d, 0) >= W)\n        return;\n",
-              name, vp);
+              vp);
     for (int k = 0; k < io->n_in; k++)
         sb_printf(&b,
                   "    pf_float4 in%d[PF_PPT]; /* %s */\n#pragma unroll\n"
@@ -324,7 +352,8 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             &b,
             "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
             "a%d, pos)); // %s\n",
-            a, ns, n->desc->point_fn, ns, n->desc->params_type, param_off[m], a, n->id);
+            a, ns, n->desc->point_fn, ns, n->desc->params_type,
+            param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
         for (int k = 0; k < io->n_out; k++)
             if (io->out[k].node == m)
                 sb_printf(&b, "        out%d[i] = v%d;\n", k, a);
@@ -609,6 +638,9 @@ static struct {
     CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        unsigned, CUstream, void **, void **);
     CUresult (*errstr)(CUresult, const char **);
+    CUresult (*node_type)(CUgraphNode, CUgraphNodeType *);
+    CUresult (*node_get)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*exec_node_set)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
 } drv = {PTHREAD_ONCE_INIT};
 
 static void driver_load(void)
@@ -624,6 +656,9 @@ static void driver_load(void)
     ENTRY(unload, "cuModuleUnload");
     ENTRY(launch, "cuLaunchKernel");
     ENTRY(errstr, "cuGetErrorString");
+    ENTRY(node_type, "cuGraphNodeGetType");
+    ENTRY(node_get, "cuGraphKernelNodeGetParams");
+    ENTRY(exec_node_set, "cuGraphExecKernelNodeSetParams");
 #undef ENTRY
     drv.ok = ok;
 }
@@ -664,13 +699,20 @@ void pf_fuse_unload(void *module)
         drv.unload((CUmodule)module);
 }
 
-int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int ppt,
-                   const void *params, const void *io, void *stream, char *err, size_t err_size)
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size)
 {
     if (y1 <= y0)
         return PF_OK;
     /* 256 threads: a row's threads (whole warps, at most 256) times as many rows as fit. */
-    void *args[] = {(void *)&params, (void *)&io, &width, &height, &y0, &y1};
+    void *args[] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
+                    (void *)&desc,
+                    &width,
+                    &height,
+                    &y0,
+                    &y1};
+    int ppt = io->ppt;
     unsigned row_threads = (unsigned)((width + ppt - 1) / ppt);
     unsigned tx = (row_threads + 31) / 32 * 32;
     tx = tx < 256 ? tx : 256;
@@ -685,6 +727,46 @@ int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int pp
     return PF_OK;
 }
 
+int pf_fuse_node_function(void *node, void **function)
+{
+    *function = NULL;
+    CUgraphNodeType type;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    if (!drv.ok || drv.node_type((CUgraphNode)node, &type) != CUDA_SUCCESS)
+        return PF_CUDA;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL)
+        return PF_OK;
+    memset(&kp, 0, sizeof kp);
+    if (drv.node_get((CUgraphNode)node, &kp) != CUDA_SUCCESS)
+        return PF_CUDA;
+    *function = (void *)kp.func;
+    return PF_OK;
+}
+
+int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
+                            size_t err_size)
+{
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    CUresult r = drv.node_get((CUgraphNode)node, &kp);
+    if (r == CUDA_SUCCESS) {
+        /* The node's own argument list, with the parameter span replaced. */
+        void *args[6];
+        for (int i = 0; i < 6; i++)
+            args[i] = kp.kernelParams[i];
+        args[0] = (void *)host_params;
+        kp.kernelParams = args;
+        kp.extra = NULL;
+        r = drv.exec_node_set((CUgraphExec)exec, (CUgraphNode)node, &kp);
+    }
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "updating a fused kernel's parameters in the graph: %s",
+                 drv_err(r));
+        return PF_CUDA;
+    }
+    return PF_OK;
+}
+
 #else
 
 int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
@@ -694,8 +776,19 @@ int pf_fuse_load(const void *cubin, const char *name, void **module, void **func
     return PF_UNSUPPORTED;
 }
 void pf_fuse_unload(void *module) {}
-int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int ppt,
-                   const void *params, const void *io, void *stream, char *err, size_t err_size)
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size)
+{
+    return PF_UNSUPPORTED;
+}
+int pf_fuse_node_function(void *node, void **function)
+{
+    *function = NULL;
+    return PF_UNSUPPORTED;
+}
+int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
+                            size_t err_size)
 {
     return PF_UNSUPPORTED;
 }

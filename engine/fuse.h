@@ -20,9 +20,23 @@ typedef struct pf_fuse_io {
     int channels;
 } pf_fuse_io;
 
+/* A fused kernel takes its members' parameters by value, as its first argument, when
+   their span of the parameter block is at most this many bytes (4 KB is what kernel
+   arguments may hold on every CUDA version, less room for the others). The kernel then
+   reads them from the constant bank, as operands of its arithmetic: through a pointer
+   to global memory each op's parameters were loads that a long chain on a small frame
+   waited on (58% of its stalls on a 100-stage chain at 256x256). A longer span passes
+   a pointer to the device parameter block instead. */
+#define PF_FUSE_PARAM_ARG_MAX 3968
+
 typedef struct pf_fuse_unit {
     int n_in, n_out;
     int ppt; /* pixels per thread (8, 4, 2 or 1): fewer on small images, for parallelism */
+    /* The members' parameters: bytes [param_lo, param_lo + param_bytes) of the block;
+       param_arg 1 when they are the kernel's first argument (by value), 0 when it is a
+       pointer to the whole device block. */
+    size_t param_lo, param_bytes;
+    int param_arg;
     pf_fuse_io in[64], out[64];
 } pf_fuse_unit;
 
@@ -63,8 +77,18 @@ int pf_nvrtc_version(void); /* major * 1000 + minor * 10, or 0 */
 int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
                  size_t err_size);
 void pf_fuse_unload(void *module);
-int pf_fuse_launch(void *function, int width, int height, int y0, int y1, int ppt,
-                   const void *params, const void *io, void *stream, char *err, size_t err_size);
+/* One launch of a fused kernel over rows [y0, y1): its parameters from host_params (the
+   unit's span of the pinned block, copied into the launch: io->param_arg) or as the
+   pointer dev_params (the whole device block), its frame descriptors at desc. */
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size);
+/* In an instantiated graph: the fused kernel a kernel node of its graph launches
+   (*function, NULL for other nodes), and a new parameter span for such a node of a
+   by-value unit, its other arguments kept. Both take CUgraphNode / CUgraphExec. */
+int pf_fuse_node_function(void *node, void **function);
+int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
+                            size_t err_size);
 
 /* Pixels per thread for a fused kernel over width x height on a device of sm_count
    multiprocessors: 8 (long runs of coalesced 16-byte accesses) unless that leaves

@@ -222,6 +222,74 @@ static void test_random_points(pf_rng *r)
     }
 }
 
+/* Fused kernels take their parameters by value (a short chain) or through a pointer to
+   the device block (a group whose parameters pass PF_FUSE_PARAM_ARG_MAX bytes: 60 colour
+   matrices of 80 bytes); in both, a parameter changed between replayed frames reaches
+   the kernels without a capture, every frame as the CPU computes it. */
+static void test_param_modes(pf_rng *r)
+{
+    for (int big = 0; big < 2; big++) {
+        int n = big ? 60 : 6;
+        size_t cap = 200 * (size_t)n + 256, o = 0;
+        char *json = malloc(cap);
+        if (!json)
+            exit(1);
+        o += (size_t)snprintf(json + o, cap - o, "{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":[");
+        for (int i = 0; i < n; i++) {
+            char prev[16] = "a";
+            if (i > 0)
+                snprintf(prev, sizeof prev, "m%d", i - 1);
+            o += (size_t)snprintf(json + o, cap - o,
+                                  "%s{\"id\":\"m%d\",\"op\":\"color_matrix\",\"inputs\":[\"%s\"],"
+                                  "\"params\":{\"offset\":[0.001,-0.001,0.002,0]}}",
+                                  i ? "," : "", i, prev);
+        }
+        o += (size_t)snprintf(json + o, cap - o, "],\"outputs\":{\"o\":\"m%d\"}}", n - 1);
+        pf_pipeline *gpu = NULL, *cpu = NULL;
+        CHECKF(pf_pipeline_load_string(eng, json, "param modes", &gpu) == PF_OK &&
+                   pf_pipeline_load_string(eng, json, "param modes", &cpu) == PF_OK,
+               "%s\n%s", pf_engine_errmsg(eng), json);
+        free(json);
+        if (!gpu || !cpu) {
+            pf_pipeline_destroy(gpu);
+            pf_pipeline_destroy(cpu);
+            continue;
+        }
+        CHECK(pf_pipeline_set_option(gpu, "backend", "cuda") == PF_OK);
+        CHECK(pf_pipeline_set_option(cpu, "backend", "cpu") == PF_OK);
+        pf_frame in = random_frame(r, 320, 200, PF_U8, 4);
+        pf_frame out = like(&in, 320, 200, PF_U8, 4), ref = like(&in, 320, 200, PF_U8, 4);
+        pf_stats s5, s9;
+        s5.size = s9.size = sizeof(pf_stats);
+        for (int f = 0; f < 10; f++) {
+            if (f > 0) { /* a live change before every frame but the first */
+                char key[32], v[96];
+                snprintf(key, sizeof key, "m%d.offset", (f * 7) % n);
+                snprintf(v, sizeof v, "[%g, %g, 0, 0]", 0.01 * f, -0.005 * f);
+                CHECK(pf_pipeline_set_param(gpu, key, v) == PF_OK);
+                CHECK(pf_pipeline_set_param(cpu, key, v) == PF_OK);
+            }
+            CHECKF(pf_pipeline_run(gpu, &in, 1, &out, 1) == PF_OK, "%s", pf_pipeline_errmsg(gpu));
+            CHECK(pf_pipeline_run(cpu, &in, 1, &ref, 1) == PF_OK);
+            double d = pf_test_frame_diff(&out, &ref, NULL, NULL);
+            CHECKF(d <= 1.0, "%d matrices, frame %d: GPU differs from the CPU by %g", n, f, d);
+            if (f == 5)
+                CHECK(pf_pipeline_stats(gpu, &s5) == PF_OK);
+        }
+        CHECK(pf_pipeline_stats(gpu, &s9) == PF_OK);
+        CHECKF(strcmp(s9.backend, "cuda-graph") == 0, "backend %s", s9.backend);
+        CHECKF(s9.launches_per_frame == 1, "%d matrices: %d launches, not one fused kernel", n,
+               s9.launches_per_frame);
+        CHECKF(s9.graph_captures == s5.graph_captures, "%d matrices: live changes re-captured", n);
+        CHECKF(s9.graph_launches >= s5.graph_launches + 4, "%d matrices: not replayed", n);
+        free(in.data);
+        free(out.data);
+        free(ref.data);
+        pf_pipeline_destroy(gpu);
+        pf_pipeline_destroy(cpu);
+    }
+}
+
 /* The real-time contract. */
 static void test_steady_state(pf_rng *r)
 {
@@ -527,6 +595,7 @@ int main(void)
     test_random_points(&r);
     test_large(&r);
     test_steady_state(&r);
+    test_param_modes(&r);
     test_streams(&r);
     pf_engine_destroy(eng);
     return pf_test_done("test_cuda_exec");
