@@ -14,6 +14,7 @@
 #include "exec_cuda.h"
 #include "executor.h"
 #include "fuse.h"
+#include "nvrtc.h"
 
 #define PF_API                __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)

@@ -24,7 +24,9 @@
 #include <string.h>
 
 #include "exec_cuda.h"
+#include "cuda_driver.h"
 #include "fuse.h"
+#include "nvrtc.h"
 #include "hostmem.h"
 #include "threadpool.h"
 

@@ -1,10 +1,10 @@
 /* engine/fuse.h: fused kernels. For a point unit of the plan, fuse.c writes CUDA source
  * that loads every unit input once (pipeline inputs in their own format, other units'
  * results as float RGBA), evaluates the members' ops in registers and stores every
- * result someone needs once (pipeline outputs in their own format). NVRTC (found with
- * dlopen) compiles it for the device's exact architecture; the cubin is cached in
- * memory and on disk (kcache.c) and loaded through the driver API, reached with
- * cudaGetDriverEntryPointByVersion, so none of this is a link-time dependency.
+ * result someone needs once (pipeline outputs in their own format). NVRTC (nvrtc.c,
+ * found with dlopen) compiles it for the device's exact architecture; the cubin is
+ * cached on disk (kcache.c) and loaded and launched through the driver API
+ * (cuda_driver.c), so none of this is a link-time dependency.
  */
 #ifndef PF_FUSE_H
 #define PF_FUSE_H
@@ -63,32 +63,6 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
 /* Generated source of a fused kernel named `name` (malloc'd), or NULL (out of memory). */
 char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
                      const char *name);
-
-/* NVRTC: whether it can be loaded (why otherwise), and a compile to cubin for sm_<arch>
-   (e.g. 90). On failure returns PF_STAGE (a compile error, the log in *log) or
-   PF_UNSUPPORTED (no NVRTC); *cubin and *log are malloc'd. The disk cache is used
-   unless PIPEFUSE_CACHE_DIR is "off". */
-int pf_nvrtc_available(char *why, size_t why_size);
-int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubin, size_t *size,
-                     char **log, int *cache_hit);
-int pf_nvrtc_version(void); /* major * 1000 + minor * 10, or 0 */
-
-/* Launch through the driver API (CUDA builds): load a cubin and get its kernel. */
-int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
-                 size_t err_size);
-void pf_fuse_unload(void *module);
-/* One launch of a fused kernel over rows [y0, y1): its parameters from host_params (the
-   unit's span of the pinned block, copied into the launch: io->param_arg) or as the
-   pointer dev_params (the whole device block), its frame descriptors at desc. */
-int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
-                   const void *host_params, const void *dev_params, const void *desc, void *stream,
-                   char *err, size_t err_size);
-/* In an instantiated graph: the fused kernel a kernel node of its graph launches
-   (*function, NULL for other nodes), and a new parameter span for such a node of a
-   by-value unit, its other arguments kept. Both take CUgraphNode / CUgraphExec. */
-int pf_fuse_node_function(void *node, void **function);
-int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
-                            size_t err_size);
 
 /* Pixels per thread for a fused kernel over width x height on a device of sm_count
    multiprocessors: 8 (long runs of coalesced 16-byte accesses) unless that leaves

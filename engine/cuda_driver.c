@@ -1,0 +1,181 @@
+/* engine/cuda_driver.c: the CUDA driver API calls fused kernels need (module load,
+ * launch, the kernel nodes of a graph), reached through the runtime's entry points
+ * (cudaGetDriverEntryPointByVersion), so libcuda is no link-time dependency. See
+ * cuda_driver.h. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_driver.h"
+
+/* ---- The driver API, through the runtime's entry points ------------------------------------------ */
+
+#ifdef PF_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+static struct {
+    pthread_once_t once;
+    int ok;
+    CUresult (*load)(CUmodule *, const void *);
+    CUresult (*get)(CUfunction *, CUmodule, const char *);
+    CUresult (*unload)(CUmodule);
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       unsigned, CUstream, void **, void **);
+    CUresult (*errstr)(CUresult, const char **);
+    CUresult (*node_type)(CUgraphNode, CUgraphNodeType *);
+    CUresult (*node_get)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*exec_node_set)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+} drv = {PTHREAD_ONCE_INIT};
+
+static void driver_load(void)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    int ok = 1;
+#define ENTRY(field, sym)                                                                          \
+    ok &= cudaGetDriverEntryPointByVersion(sym, (void **)&drv.field, 12000, cudaEnableDefault,     \
+                                           &q) == cudaSuccess &&                                   \
+          q == cudaDriverEntryPointSuccess && drv.field
+    ENTRY(load, "cuModuleLoadData");
+    ENTRY(get, "cuModuleGetFunction");
+    ENTRY(unload, "cuModuleUnload");
+    ENTRY(launch, "cuLaunchKernel");
+    ENTRY(errstr, "cuGetErrorString");
+    ENTRY(node_type, "cuGraphNodeGetType");
+    ENTRY(node_get, "cuGraphKernelNodeGetParams");
+    ENTRY(exec_node_set, "cuGraphExecKernelNodeSetParams");
+#undef ENTRY
+    drv.ok = ok;
+}
+
+static const char *drv_err(CUresult r)
+{
+    const char *s = NULL;
+    if (drv.errstr && drv.errstr(r, &s) == CUDA_SUCCESS && s)
+        return s;
+    return "unknown driver error";
+}
+
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
+                 size_t err_size)
+{
+    pthread_once(&drv.once, driver_load);
+    if (!drv.ok) {
+        snprintf(err, err_size, "the CUDA driver API entry points are not available");
+        return PF_UNSUPPORTED;
+    }
+    CUmodule m = NULL;
+    CUfunction f = NULL;
+    CUresult r = drv.load(&m, cubin);
+    if (r == CUDA_SUCCESS && (r = drv.get(&f, m, name)) != CUDA_SUCCESS)
+        drv.unload(m);
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "cannot load fused kernel %s: %s", name, drv_err(r));
+        return PF_CUDA;
+    }
+    *module = m;
+    *function = f;
+    return PF_OK;
+}
+
+void pf_fuse_unload(void *module)
+{
+    if (module && drv.ok)
+        drv.unload((CUmodule)module);
+}
+
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size)
+{
+    if (y1 <= y0)
+        return PF_OK;
+    /* 256 threads: a row's threads (whole warps, at most 256) times as many rows as fit. */
+    void *args[] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
+                    (void *)&desc,
+                    &width,
+                    &height,
+                    &y0,
+                    &y1};
+    int ppt = io->ppt;
+    unsigned row_threads = (unsigned)((width + ppt - 1) / ppt);
+    unsigned tx = (row_threads + 31) / 32 * 32;
+    tx = tx < 256 ? tx : 256;
+    unsigned ty = 256 / tx;
+    unsigned gx = (row_threads + tx - 1) / tx, gy = ((unsigned)(y1 - y0) + ty - 1) / ty;
+    CUresult r =
+        drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "cuLaunchKernel: %s", drv_err(r));
+        return PF_CUDA;
+    }
+    return PF_OK;
+}
+
+int pf_fuse_node_function(void *node, void **function)
+{
+    *function = NULL;
+    CUgraphNodeType type;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    if (!drv.ok || drv.node_type((CUgraphNode)node, &type) != CUDA_SUCCESS)
+        return PF_CUDA;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL)
+        return PF_OK;
+    memset(&kp, 0, sizeof kp);
+    if (drv.node_get((CUgraphNode)node, &kp) != CUDA_SUCCESS)
+        return PF_CUDA;
+    *function = (void *)kp.func;
+    return PF_OK;
+}
+
+int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
+                            size_t err_size)
+{
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    CUresult r = drv.node_get((CUgraphNode)node, &kp);
+    if (r == CUDA_SUCCESS) {
+        /* The node's own argument list, with the parameter span replaced. */
+        void *args[6];
+        for (int i = 0; i < 6; i++)
+            args[i] = kp.kernelParams[i];
+        args[0] = (void *)host_params;
+        kp.kernelParams = args;
+        kp.extra = NULL;
+        r = drv.exec_node_set((CUgraphExec)exec, (CUgraphNode)node, &kp);
+    }
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "updating a fused kernel's parameters in the graph: %s",
+                 drv_err(r));
+        return PF_CUDA;
+    }
+    return PF_OK;
+}
+
+#else
+
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
+                 size_t err_size)
+{
+    snprintf(err, err_size, "this build has no CUDA support");
+    return PF_UNSUPPORTED;
+}
+void pf_fuse_unload(void *module) {}
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size)
+{
+    return PF_UNSUPPORTED;
+}
+int pf_fuse_node_function(void *node, void **function)
+{
+    *function = NULL;
+    return PF_UNSUPPORTED;
+}
+int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
+                            size_t err_size)
+{
+    return PF_UNSUPPORTED;
+}
+
+#endif

@@ -1,0 +1,26 @@
+/* engine/cuda_driver.h: the driver API calls of fused kernels: loading a cubin's
+ * module, launching a fused kernel, and the kernel nodes of captured graphs. Without
+ * CUDA support every call fails with PF_UNSUPPORTED. */
+#ifndef PF_CUDA_DRIVER_H
+#define PF_CUDA_DRIVER_H
+
+#include "fuse.h"
+
+/* Launch through the driver API (CUDA builds): load a cubin and get its kernel. */
+int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
+                 size_t err_size);
+void pf_fuse_unload(void *module);
+/* One launch of a fused kernel over rows [y0, y1): its parameters from host_params (the
+   unit's span of the pinned block, copied into the launch: io->param_arg) or as the
+   pointer dev_params (the whole device block), its frame descriptors at desc. */
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size);
+/* In an instantiated graph: the fused kernel a kernel node of its graph launches
+   (*function, NULL for other nodes), and a new parameter span for such a node of a
+   by-value unit, its other arguments kept. Both take CUgraphNode / CUgraphExec. */
+int pf_fuse_node_function(void *node, void **function);
+int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
+                            size_t err_size);
+
+#endif
