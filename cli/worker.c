@@ -99,6 +99,7 @@ typedef struct queue {
 typedef struct cached {
     pf_pipeline *p;
     pf_shape shape;
+    int banded; /* planned for bands: every input has the band's shape */
     unsigned long long use;
     unsigned long long bytes;
 } cached;
@@ -611,12 +612,10 @@ static int setup(char *err, size_t errn)
     }
     /* Bands: decided once for the pipeline; per file only its size and interlacing. */
     char why[512] = "";
-    W.bandable = o->band_rows != 0 && W.n_in == 1 && !W.has_tables &&
+    W.bandable = o->band_rows != 0 && !W.has_tables &&
                  pf_pipeline_band_halo(p, &W.halo, why, sizeof why) == PF_OK;
     if (o->band_rows != 0 && !W.bandable && !o->quiet) {
-        if (W.n_in > 1)
-            snprintf(why, sizeof why, "the pipeline has %d inputs", W.n_in);
-        else if (W.has_tables)
+        if (W.has_tables)
             snprintf(why, sizeof why, "the pipeline has table outputs");
         if (o->band_rows > 0)
             fprintf(stderr, "pipefuse: --band-rows %d: images run whole: %s\n", o->band_rows, why);
@@ -669,13 +668,14 @@ static void drop(cached *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The lane's pipeline planned for primary input shape s (the job's, or its bands'):
-   cached, or loaded and planned. */
-static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s)
+/* The lane's pipeline planned for primary input shape s: the job's (the other inputs'
+   own shapes), or its bands' (banded: every input's). Cached, or loaded and planned. */
+static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
 {
     cached *hit = NULL, *victim = &L->c[0];
     for (int i = 0; i < PLAN_CACHE; i++) {
-        if (L->c[i].p && L->c[i].shape.width == s.width && L->c[i].shape.height == s.height)
+        if (L->c[i].p && L->c[i].shape.width == s.width && L->c[i].shape.height == s.height &&
+            L->c[i].banded == banded)
             hit = &L->c[i];
         if (!L->c[i].p || (victim->p && L->c[i].use < victim->use))
             victim = &L->c[i];
@@ -691,7 +691,7 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s)
     pf_shape shapes[RUN_MAX_IO];
     shapes[0] = s;
     for (int i = 1; i < W.n_in; i++)
-        shapes[i] = (pf_shape){W.bound[i].width, W.bound[i].height};
+        shapes[i] = banded ? s : (pf_shape){W.bound[i].width, W.bound[i].height};
     /* Before any buffer: the plan's bytes (the engine counts them from the shapes) and
        the file's frames, against --max-memory. */
     pf_memory m;
@@ -735,6 +735,7 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s)
     }
     victim->p = p;
     victim->shape = s;
+    victim->banded = banded;
     victim->use = ++L->clock;
     victim->bytes = pb;
     return p;
@@ -972,7 +973,7 @@ static void run_banded(lane *L, job *j)
     memset(out, 0, sizeof out);
     memset(hdr, 0, sizeof hdr);
     j->eng_ms = 0;
-    pf_pipeline *p = pipeline_for(L, j, (pf_shape){w, hb});
+    pf_pipeline *p = pipeline_for(L, j, (pf_shape){w, hb}, 1);
     if (!p) {
         j->status = 1;
         goto done;
@@ -1031,7 +1032,11 @@ static void run_banded(lane *L, job *j)
         have = hb;
         double t1 = now_ms();
         j->dec_ms += t1 - t;
-        int rc = pf_pipeline_run(p, &in, 1, out, W.n_out);
+        pf_frame ins[RUN_MAX_IO]; /* the other inputs (--input): the same rows of each */
+        ins[0] = in;
+        for (int i = 1; i < W.n_in; i++)
+            ins[i] = frame_rows(&W.bound[i], a, hb);
+        int rc = pf_pipeline_run(p, ins, W.n_in, out, W.n_out);
         double t2 = now_ms();
         j->eng_ms += t2 - t1;
         if (rc != PF_OK) {
@@ -1097,7 +1102,7 @@ static void *lane_main(void *arg)
             to_encode(j);
             continue;
         }
-        pf_pipeline *p = pipeline_for(L, j, (pf_shape){j->in[0].width, j->in[0].height});
+        pf_pipeline *p = pipeline_for(L, j, (pf_shape){j->in[0].width, j->in[0].height}, 0);
         if (!p) {
             j->status = 1;
             to_encode(j);
@@ -1412,13 +1417,19 @@ static void plan_job(job *j)
     }
     if (rows + 2ll * W.halo >= (long long)h)
         return;
+    for (int i = 1; i < W.n_in; i++) /* other inputs are cut into the same bands */
+        if ((unsigned long long)W.bound[i].width != w || (unsigned long long)W.bound[i].height != h)
+            return;
     if (W.o->band_rows < 0) {
         pf_shape s = {(int)w, (int)h};
         if (s.width != W.probe_shape.width || s.height != W.probe_shape.height) {
             pf_memory m;
             memset(&m, 0, sizeof m);
             m.size = sizeof m;
-            if (pf_pipeline_memory(W.probe, &s, 1, &m) != PF_OK)
+            pf_shape shapes[RUN_MAX_IO];
+            for (int i = 0; i < W.n_in; i++)
+                shapes[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : s;
+            if (pf_pipeline_memory(W.probe, shapes, W.n_in, &m) != PF_OK)
                 return; /* the lane says why, on the whole frame */
             W.probe_shape = s;
             W.probe_bytes = m.host_bytes + m.pinned_bytes;

@@ -119,6 +119,25 @@ EOF
     done
     grep -q "stage v (op vignette) may read the pixel's position" "$W/stderr" ||
         fail "vignette: the reason it runs whole is not given: $(cat "$W/stderr")"
+    # two inputs: the second (--input, the same size) is cut into the same bands
+    pf run "$W/stencil.json" "$W/in/rgb8.png" -o "$W/second" --band-rows off
+    expect 0 "a second input: making it"
+    printf '%s\n' '{"pipefuse": 1, "inputs": ["a", "b"], "stages": [
+        {"id": "g", "op": "gaussian", "inputs": ["b"], "params": {"sigma": 1}},
+        {"id": "fade", "op": "blend", "inputs": ["a", "g"], "params": {"opacity": 0.3}},
+        {"id": "diff", "op": "difference", "inputs": ["a", "b"]},
+        {"id": "m", "op": "median3", "inputs": ["diff"]}],
+        "outputs": {"fade": "fade", "diff": "m"}}' >"$W/two.json"
+    pf run "$W/two.json" "$W/in/rgb8.png" --input "b=$W/second/rgb8.png" -o "$W/two.off" \
+        --band-rows off
+    expect 0 "two inputs, whole"
+    for rows in 1 7; do
+        pf run "$W/two.json" "$W/in/rgb8.png" --input "b=$W/second/rgb8.png" -o "$W/two.$rows" \
+            --band-rows "$rows"
+        expect 0 "two inputs, --band-rows $rows"
+        says "$W/stderr" "run in bands of rows" "two inputs, --band-rows $rows"
+        same "$W/two.off" "$W/two.$rows" "two inputs, --band-rows $rows"
+    done
     # the metadata after the image data is written before it, as for whole frames
     python3 - "$W/point.5/meta.png" <<'EOF' || fail "point.5/meta.png: metadata lost or misplaced"
 import struct, sys
