@@ -12,12 +12,20 @@
  * output that only a point unit writes (and nothing reads) is stored chunk by chunk
  * into the caller's frame; neither passes through a whole float image. The same
  * conversion functions run on the same values, so the bytes are the same.
+ *
+ * Two paths skip the float working format where that gives the same bytes:
+ * - point units of per-channel stages reading an 8- or 16-bit caller frame run as table
+ *   lookups (cpu_lut.c), whole or for their first stages; the tables are made by running
+ *   the unit's own members over every code value, here, with point_rows;
+ * - resample stages that only move pixels (run_native) copy samples from a caller frame
+ *   into a caller frame of the same integer format.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cpu_lut.h"
 #include "exec_cpu.h"
 #include "frame.h"
 #include "threadpool.h"
@@ -34,6 +42,11 @@ typedef struct cpu_job {
     char *direct_in;             /* per input: converted inside point units, not uploaded */
     const pf_frame **direct_out; /* per node: the output frame a point unit stores into, or
                                     NULL (the image buffer, downloaded after) */
+    int run_from, run_to;        /* point units: the members run, [run_from, run_to) */
+    const pf_cpu_lut *lut;       /* tables of the unit, or of members [0, run_from) */
+    const pf_frame *lut_in;      /* ... the frame they read */
+    const pf_frame *lut_out;     /* ... and the frame the unit stores */
+    int lut_node;                /* ... the node whose values they hold */
     pthread_mutex_t mu;
     char err[PF_ERRMSG_MAX];
 } cpu_job;
@@ -80,16 +93,14 @@ static void *frame_at(const pf_frame *f, int y, int x0)
 #define PF_DIRECT_INPUTS 4
 #define PF_DIRECT_CHUNK  256 /* pixels: at least the plan's chunk (PF_CPU_CHUNK) */
 
-static int point_task(void *ctx, int band, int worker)
+/* Rows [y0, y1) of point unit j->u over an image of w x h. */
+static int point_rows(cpu_job *j, int w, int h, int y0, int y1, int worker)
 {
-    cpu_job *j = ctx;
     const pf_unit *u = j->u;
     const pf_plan *plan = j->plan;
     const pf_cpu_state *st = j->st;
     const pf_node *nodes = j->p->nodes;
-    int w = u->shape.width, h = u->shape.height, chunk = st->chunk;
-    int y0 = band * u->cpu_band_rows;
-    int y1 = y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h;
+    int chunk = st->chunk;
     pf_float4 *chunks = (pf_float4 *)worker_scratch(st, worker);
     _Alignas(64) pf_float4 in_chunk[PF_DIRECT_INPUTS][PF_DIRECT_CHUNK], out_chunk[PF_DIRECT_CHUNK];
     if (chunk > PF_DIRECT_CHUNK)
@@ -97,14 +108,25 @@ static int point_task(void *ctx, int band, int worker)
     for (int y = y0; y < y1; y++) {
         for (int x0 = 0; x0 < w; x0 += chunk) {
             int n = w - x0 < chunk ? w - x0 : chunk;
-            for (int k = 0; k < u->n_inputs && k < PF_DIRECT_INPUTS; k++) {
+            if (j->run_from > 0) { /* the tabulated members' values, from the input */
+                const pf_frame *f = j->lut_in;
+                pf_frame src = {frame_at(f, y, x0), n, 1, f->pitch, f->sample, f->channels};
+                pf_frame dst = {chunks + (size_t)u->slot[j->run_from - 1] * (size_t)chunk,
+                                n,
+                                1,
+                                sizeof(pf_float4) * (size_t)n,
+                                PF_F32,
+                                4};
+                pf_cpu_lut_rows(j->lut, &src, &dst, 0, 1);
+            }
+            for (int k = 0; k < u->n_inputs && k < PF_DIRECT_INPUTS && !j->run_from; k++) {
                 int sn = u->inputs[k];
                 if (sn < j->p->n_inputs && j->direct_in[sn]) {
                     const pf_frame *f = &j->inputs[sn];
                     pf_row_to_float4(frame_at(f, y, x0), f->sample, f->channels, n, in_chunk[k]);
                 }
             }
-            for (int a = 0; a < u->n_nodes; a++) {
+            for (int a = j->run_from; a < j->run_to; a++) {
                 int id = u->nodes[a];
                 const pf_node *node = &nodes[id];
                 const pf_float4 *in[PF_MAX_INPUTS];
@@ -129,6 +151,132 @@ static int point_task(void *ctx, int band, int worker)
         }
     }
     return 0;
+}
+
+static int point_task(void *ctx, int band, int worker)
+{
+    cpu_job *j = ctx;
+    const pf_unit *u = j->u;
+    int y0 = band * u->cpu_band_rows, h = u->shape.height;
+    return point_rows(j, u->shape.width, h, y0,
+                      y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h, worker);
+}
+
+/* ---- Point units as table lookups (cpu_lut.c) ------------------------------------------ */
+
+/* The caller frames point unit u reads and stores when it can run through tables: one
+   outside input, a caller's frame; one stored member, stored straight into a caller's
+   frame; every member per-channel; formats that cpu_lut.c tabulates. */
+static int lut_frames(const cpu_job *j, const pf_unit *u, const pf_frame **in, const pf_frame **out)
+{
+    if (u->kind != PF_UNIT_POINT || u->n_inputs != 1 || u->inputs[0] >= j->p->n_inputs ||
+        u->n_stores != 1 || !j->direct_out[u->stores[0]])
+        return 0;
+    for (int a = 0; a < u->n_nodes; a++)
+        if (!(j->p->nodes[u->nodes[a]].desc->flags & PF_STAGE_PER_CHANNEL))
+            return 0;
+    *in = &j->inputs[u->inputs[0]];
+    *out = j->direct_out[u->stores[0]];
+    return pf_cpu_lut_fits(*in, *out);
+}
+
+/* Where the whole unit cannot be tabulated (a cross-channel stage in it, an output in
+   float buffers), its first members may be: the longest chain from the start, each
+   per-channel and reading only the one before (the first: the unit's one outside input,
+   a caller's frame), none stored, and nothing after the chain reading the input or a
+   member of it but the last. Their values are then a function of the input's code, as
+   for a whole unit, tabulated as float RGBA (stored as such: exactly). The number of
+   members in the chain, 0 when none. */
+static int lut_prefix(const cpu_job *j, const pf_unit *u)
+{
+    if (u->kind != PF_UNIT_POINT || u->n_inputs != 1 || u->inputs[0] >= j->p->n_inputs)
+        return 0;
+    int in = -(u->inputs[0] + 1), n = 0;
+    while (n < u->n_nodes) {
+        const pf_node *node = &j->p->nodes[u->nodes[n]];
+        if (!(node->desc->flags & PF_STAGE_PER_CHANNEL) || node->n_in != 1 ||
+            u->member_in[n * PF_MAX_INPUTS] != (n ? n - 1 : in) || j->plan->stored[u->nodes[n]])
+            break;
+        n++;
+    }
+    for (int a = n; a < u->n_nodes && n > 0; a++)
+        for (int k = 0; k < j->p->nodes[u->nodes[a]].n_in; k++) {
+            int src = u->member_in[a * PF_MAX_INPUTS + k];
+            if (src == in || (src >= 0 && src < n - 1))
+                return 0;
+        }
+    return n == u->n_nodes ? 0 : n;
+}
+
+/* cpu_lut.c's build: runs members [0, j->run_to) of unit j->u over row 0 of in
+   (standing for its outside input) into out (for node j->lut_node) with point_rows, the
+   code that runs frames, on this thread while no task runs (so worker 0's scratch is
+   free). */
+static int lut_build(void *ctx, const pf_frame *in, const pf_frame *out)
+{
+    cpu_job *j = ctx;
+    const pf_unit *u = j->u;
+    int sn = u->inputs[0], id = j->lut_node;
+    pf_frame *frames = malloc(sizeof *frames * (size_t)j->p->n_inputs);
+    if (!frames)
+        return PF_NO_MEMORY;
+    memcpy(frames, j->inputs, sizeof *frames * (size_t)j->p->n_inputs);
+    frames[sn] = *in;
+    const pf_frame *inputs = j->inputs, *df = j->direct_out[id];
+    char direct = j->direct_in[sn];
+    j->inputs = frames;
+    j->direct_out[id] = out;
+    j->direct_in[sn] = 1;
+    int rc = point_rows(j, in->width, 1, 0, 1, 0);
+    j->inputs = inputs;
+    j->direct_out[id] = df;
+    j->direct_in[sn] = direct;
+    free(frames);
+    return rc;
+}
+
+static int lut_task(void *ctx, int band, int worker)
+{
+    cpu_job *j = ctx;
+    const pf_unit *u = j->u;
+    int y0 = band * u->cpu_band_rows, h = u->shape.height;
+    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_out, y0,
+                    y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h);
+    return 0;
+}
+
+/* Point unit j->u through tables: the whole unit (run_task becomes lut_task) or its
+   first members (point_task then runs the rest). PF_OK when neither applies. */
+static int lut_plan(cpu_job *j, int ui, pf_task_fn *run_task)
+{
+    const pf_unit *u = j->u;
+    int n = 0;
+    pf_frame prefix_out = {NULL, 0, 0, 0, PF_F32, 4};
+    if (lut_frames(j, u, &j->lut_in, &j->lut_out)) {
+        j->lut_node = u->stores[0];
+        *run_task = lut_task;
+    } else if ((n = lut_prefix(j, u)) > 0) {
+        j->lut_in = &j->inputs[u->inputs[0]];
+        prefix_out.width = j->lut_in->width;
+        prefix_out.height = j->lut_in->height;
+        if (!pf_cpu_lut_fits(j->lut_in, &prefix_out))
+            return PF_OK;
+        j->lut_out = &prefix_out; /* only its format counts */
+        j->lut_node = u->nodes[n - 1];
+        j->run_to = n;
+    } else {
+        return PF_OK;
+    }
+    int rc = pf_cpu_lut_get(&j->st->luts, j->plan->n_units, ui, j->p->param_version, j->lut_in,
+                            j->lut_out, lut_build, j, &j->lut);
+    j->run_to = u->n_nodes;
+    j->run_from = rc == PF_OK ? n : 0;
+    if (n)
+        j->lut_out = NULL; /* prefix_out goes out of scope */
+    if (rc != PF_OK)
+        pf_errf(j->err, "%s: %s: cannot build its tables (%s)", j->p->source, u->ids[0],
+                pf_status_name(rc));
+    return rc;
 }
 
 static int region_task(void *ctx, int band, int worker)
@@ -166,6 +314,66 @@ static int region_task(void *ctx, int band, int worker)
     }
     int rc = node->desc->run_cpu(&a);
     if (rc != 0) {
+        job_fail(j, node->id, node->path, y0, y1, msg);
+        return PF_STAGE;
+    }
+    return 0;
+}
+
+/* ---- Resample units in the frames' own format ---------------------------------------------- */
+
+/* Whether resample node id can copy pixels from its caller frame into frame out without
+   converting (the stage's run_native, for these params): its one input is a pipeline
+   input, of out's format, 8- or 16-bit (where the float path stores exactly the samples
+   it loaded; a float frame's gray output is a luma, which turns -0 into +0). */
+static int native_fits(const cpu_job *j, int id, const pf_frame *out)
+{
+    const pf_node *n = &j->p->nodes[id];
+    if (!n->desc || n->desc->kind != PF_STAGE_RESAMPLE || !n->desc->run_native || n->n_in != 1 ||
+        n->in[0] >= j->p->n_inputs || !n->desc->native_ok(n->params))
+        return 0;
+    const pf_frame *in = &j->inputs[n->in[0]];
+    return (in->sample == PF_U8 || in->sample == PF_U16) && in->sample == out->sample &&
+           in->channels == out->channels;
+}
+
+/* pf_native_args.from_float4: the engine's store of one pixel. */
+static void native_store(const pf_native_args *a, pf_float4 v, void *px)
+{
+    pf_row_from_float4(&v, 1, px, (pf_sample)a->sample, a->channels);
+}
+
+static int native_task(void *ctx, int band, int worker)
+{
+    cpu_job *j = ctx;
+    const pf_unit *u = j->u;
+    int id = u->nodes[0];
+    const pf_node *node = &j->p->nodes[id];
+    const pf_frame *in = &j->inputs[node->in[0]], *out = j->direct_out[id];
+    int y0 = band * u->cpu_band_rows;
+    int y1 = y0 + u->cpu_band_rows < out->height ? y0 + u->cpu_band_rows : out->height;
+    char msg[1024] = "";
+    pf_native_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.params = node->params;
+    a.in = in->data;
+    a.in_width = in->width;
+    a.in_height = in->height;
+    a.in_pitch = in->pitch;
+    a.out = out->data;
+    a.out_width = out->width;
+    a.out_height = out->height;
+    a.out_pitch = out->pitch;
+    a.sample = (int)in->sample;
+    a.channels = in->channels;
+    a.pixel_bytes = pf_frame_pixel_bytes(in->sample, in->channels);
+    a.region.y0 = y0;
+    a.region.y1 = y1;
+    a.from_float4 = native_store;
+    a.err = msg;
+    a.err_size = sizeof msg;
+    if (node->desc->run_native(&a) != 0) {
         job_fail(j, node->id, node->path, y0, y1, msg);
         return PF_STAGE;
     }
@@ -210,21 +418,10 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
 {
     const pf_pipeline *p = j->p;
     const pf_plan *plan = j->plan;
-    for (int i = 0; i < p->n_inputs; i++) {
-        int ok = !plan->is_out[i];
-        for (int c = plan->cons_first[i]; c < plan->cons_first[i + 1] && ok; c++) {
-            int cn = plan->cons[c], ui = plan->unit_of[cn];
-            if (!p->nodes[cn].used)
-                continue;
-            ok = ui >= 0 && plan->units[ui].kind == PF_UNIT_POINT;
-            for (int k = 0; ok && plan->units[ui].inputs[k] != i; k++)
-                ok = k + 1 < PF_DIRECT_INPUTS && k + 1 < plan->units[ui].n_inputs;
-        }
-        j->direct_in[i] = (char)ok;
-    }
     for (int o = 0; o < p->n_outputs; o++) {
         int id = p->outputs[o].node, ui = plan->unit_of[id], named = 0, read = 0;
-        if (!outputs[o] || ui < 0 || plan->units[ui].kind != PF_UNIT_POINT)
+        if (!outputs[o] || ui < 0 ||
+            (plan->units[ui].kind != PF_UNIT_POINT && !native_fits(j, id, outputs[o])))
             continue;
         for (int q = 0; q < p->n_outputs; q++)
             named += p->outputs[q].node == id;
@@ -232,6 +429,22 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
             read += p->nodes[plan->cons[c]].used;
         if (named == 1 && !read)
             j->direct_out[id] = outputs[o];
+    }
+    for (int i = 0; i < p->n_inputs; i++) {
+        int ok = !plan->is_out[i];
+        for (int c = plan->cons_first[i]; c < plan->cons_first[i + 1] && ok; c++) {
+            int cn = plan->cons[c], ui = plan->unit_of[cn];
+            if (!p->nodes[cn].used)
+                continue;
+            if (ui >= 0 && plan->units[ui].kind == PF_UNIT_RESAMPLE) {
+                ok = j->direct_out[cn] != NULL; /* a native copy reads the frame itself */
+                continue;
+            }
+            ok = ui >= 0 && plan->units[ui].kind == PF_UNIT_POINT;
+            for (int k = 0; ok && plan->units[ui].inputs[k] != i; k++)
+                ok = k + 1 < PF_DIRECT_INPUTS && k + 1 < plan->units[ui].n_inputs;
+        }
+        j->direct_in[i] = (char)ok;
     }
 }
 
@@ -281,7 +494,15 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         int bands = band_count(rows, u->cpu_band_rows);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        rc = run_job(&j, bands, u->kind == PF_UNIT_POINT ? point_task : region_task);
+        pf_task_fn fn = u->kind == PF_UNIT_POINT ? point_task : region_task;
+        if (u->kind == PF_UNIT_RESAMPLE && j.direct_out[u->nodes[0]])
+            fn = native_task;
+        j.run_from = 0;
+        j.run_to = u->n_nodes;
+        if (u->kind == PF_UNIT_POINT)
+            rc = lut_plan(&j, ui, &fn);
+        if (rc == PF_OK)
+            rc = run_job(&j, bands, fn);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         plan->units[ui].measured_ms = plan->units[ui].measured_band_ms =
             (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;

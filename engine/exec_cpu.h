@@ -14,6 +14,7 @@ typedef struct pf_cpu_state {
     size_t worker_scratch;  /* bytes per worker */
     unsigned char *scratch; /* workers * worker_scratch */
     int chunk;              /* pixels per point-chain chunk (PF_CPU_CHUNK) */
+    struct pf_cpu_luts *luts; /* point units' tables, made on first use (cpu_lut.c) */
     unsigned long long allocations;
     size_t bytes; /* bytes allocated */
 } pf_cpu_state;

@@ -4,6 +4,7 @@
  * (stencil and resample tasks, point-chain chunks). */
 #include <stdlib.h>
 
+#include "cpu_lut.h"
 #include "exec_cpu.h"
 
 static int alloc_image(pf_cpu_state *st, pf_image *im, pf_shape s)
@@ -84,5 +85,6 @@ void pf_cpu_state_free(pf_cpu_state *st)
     free(st->buf);
     free(st->partials);
     free(st->scratch);
+    pf_cpu_luts_free(st->luts);
     free(st);
 }

@@ -2,7 +2,7 @@
  * float path they stand for.
  *
  * Point units of per-channel stages reading 8- or 16-bit frames run as table lookups
- * (engine/cpu_lut.c). The reference is the same pipeline fed the same samples as float
+ * (engine/cpu_lut.c), or the first stages of a unit do. The reference is the same pipeline fed the same samples as float
  * frames (k / 255 or k / 65535, the floats the integer load makes), which always runs
  * the float chain: every code value in every channel (the first rows of each input hold
  * a permutation of all codes per channel) and random samples after, for every input
@@ -38,6 +38,32 @@ static const char *const chains[] = {
     "{\"id\": \"c2\", \"op\": \"saturation\", \"inputs\": [\"c1\"], \"params\": {\"amount\": "
     "1.4}}, "
     "{\"id\": \"s\", \"op\": \"brightness\", \"inputs\": [\"c2\"], \"params\": {\"amount\": -0.1}}",
+    /* bench/cpu_bench.c's chain8: its first three stages tabulated, the rest in float */
+    "{\"id\": \"c1\", \"op\": \"brightness\", \"params\": {\"amount\": 0.05}}, "
+    "{\"id\": \"c2\", \"op\": \"contrast\", \"inputs\": [\"c1\"], \"params\": {\"amount\": 1.2}}, "
+    "{\"id\": \"c3\", \"op\": \"gamma\", \"inputs\": [\"c2\"], \"params\": {\"gamma\": 1.1}}, "
+    "{\"id\": \"c4\", \"op\": \"saturation\", \"inputs\": [\"c3\"], \"params\": {\"amount\": "
+    "1.2}}, "
+    "{\"id\": \"c5\", \"op\": \"linear\", \"inputs\": [\"c4\"], \"params\": {\"a\": 0.9, \"b\": "
+    "0.05}}, "
+    "{\"id\": \"c6\", \"op\": \"invert\", \"inputs\": [\"c5\"]}, "
+    "{\"id\": \"c7\", \"op\": \"levels\", \"inputs\": [\"c6\"], \"params\": {\"in_low\": 0.05, "
+    "\"in_high\": 0.95}}, "
+    "{\"id\": \"s\", \"op\": \"brightness\", \"inputs\": [\"c7\"], \"params\": {\"amount\": "
+    "-0.05}}",
+    /* a later stage reads an early member, or the input: no tables */
+    "{\"id\": \"c1\", \"op\": \"gamma\", \"params\": {\"gamma\": 1.7}}, "
+    "{\"id\": \"c2\", \"op\": \"brightness\", \"inputs\": [\"c1\"], \"params\": {\"amount\": "
+    "0.1}}, "
+    "{\"id\": \"c3\", \"op\": \"saturation\", \"inputs\": [\"c2\"], \"params\": {\"amount\": "
+    "0.5}}, "
+    "{\"id\": \"s\", \"op\": \"blend\", \"inputs\": [\"c3\", \"c1\"], \"params\": {\"opacity\": "
+    "0.3}}",
+    "{\"id\": \"c1\", \"op\": \"gamma\", \"params\": {\"gamma\": 1.7}}, "
+    "{\"id\": \"c2\", \"op\": \"saturation\", \"inputs\": [\"c1\"], \"params\": {\"amount\": "
+    "0.5}}, "
+    "{\"id\": \"s\", \"op\": \"blend\", \"inputs\": [\"c2\", \"a\"], \"params\": {\"opacity\": "
+    "0.3}}",
 };
 
 static pf_pipeline *load(const char *stages)
