@@ -7,8 +7,9 @@
  * the pixel's position (pf_pos): run on a band it would see the band's, so an op that
  * may read it keeps the pipeline whole. That is read from the op's source text, the
  * header that the CPU row function and the CUDA kernels are built from: the position
- * parameter named anywhere in the op's body, or in any macro of the header, counts as
- * a read; an op without source text counts as one too.
+ * parameter named in the op's body, or in a macro of the header that the body uses
+ * (directly or through other macros), counts as a read, and so does handing it to a
+ * helper; an op without source text counts as one too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,52 @@ static int has_word(const char *t, size_t from, size_t to, const char *w, size_t
     return 0;
 }
 
+/* Whether the body t[body, end) uses a macro of the header that names the word w (n
+   bytes): directly, or through other macros it uses (followed to a fixed point). */
+static int macro_reads(const char *t, size_t len, size_t body, size_t end, const char *w, size_t n)
+{
+    enum { MAX_MACROS = 256 };
+    size_t name[MAX_MACROS], name_len[MAX_MACROS], text[MAX_MACROS], text_end[MAX_MACROS];
+    int n_m = 0, taint[MAX_MACROS] = {0};
+    for (size_t m = 0; m < len; m++) {
+        if (t[m] != '#' || (m > 0 && t[m - 1] != '\n' && t[m - 1] != ' ' && t[m - 1] != '\t'))
+            continue;
+        size_t q = m + 1;
+        while (t[q] == ' ' || t[q] == '\t')
+            q++;
+        if (strncmp(t + q, "define", 6) != 0 || ident_char(t[q + 6]))
+            continue;
+        q += 6;
+        while (t[q] == ' ' || t[q] == '\t')
+            q++;
+        size_t line_end = q;
+        while (line_end < len && !(t[line_end] == '\n' && t[line_end - 1] != '\\'))
+            line_end++;
+        if (n_m == MAX_MACROS)
+            return 1; /* too many to follow: assume the worst */
+        name[n_m] = q;
+        while (ident_char(t[q]))
+            q++;
+        name_len[n_m] = q - name[n_m];
+        text[n_m] = q;
+        text_end[n_m] = line_end;
+        taint[n_m] = has_word(t, q, line_end, w, n);
+        n_m++;
+        m = line_end;
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int a = 0; a < n_m; a++)
+            for (int c = 0; c < n_m && !taint[a]; c++)
+                if (taint[c] && has_word(t, text[a], text_end[a], t + name[c], name_len[c]))
+                    taint[a] = changed = 1;
+    }
+    for (int a = 0; a < n_m; a++)
+        if (taint[a] && name_len[a] && has_word(t, body, end, t + name[a], name_len[a]))
+            return 1;
+    return 0;
+}
+
 /* 0 when the op fn of source text src provably leaves its position parameter unread, 1
    when it may read it (or the definition cannot be found). */
 static int op_reads_position(const char *src, const char *fn)
@@ -127,21 +174,8 @@ static int op_reads_position(const char *src, const char *fn)
         }
         if (end >= len)
             break;
-        reads = has_word(t, body, end, t + b, e - b);
-        /* a macro of the header naming it could expand inside the body */
-        for (size_t m = 0; !reads && m < len; m++) {
-            if (t[m] != '#' || (m > 0 && t[m - 1] != '\n' && t[m - 1] != ' ' && t[m - 1] != '\t'))
-                continue;
-            size_t q = m + 1;
-            while (t[q] == ' ' || t[q] == '\t')
-                q++;
-            if (strncmp(t + q, "define", 6) != 0)
-                continue;
-            size_t line_end = q;
-            while (line_end < len && !(t[line_end] == '\n' && t[line_end - 1] != '\\'))
-                line_end++;
-            reads = has_word(t, q + 6, line_end, t + b, e - b);
-        }
+        reads =
+            has_word(t, body, end, t + b, e - b) || macro_reads(t, len, body, end, t + b, e - b);
         break;
     }
     free(t);

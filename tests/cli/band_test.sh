@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/cli/band_test.sh: pipefuse run over large images in bands of rows (docs/batch.md).
 #
-#   band_test.sh SECTION PIPEFUSE CLI_HELPER SOURCE_DIR WORK_DIR
+#   band_test.sh SECTION PIPEFUSE CLI_HELPER SOURCE_DIR WORK_DIR [PLUGIN_DIR]
 #
 # identity  the same pipelines run whole (--band-rows off) and in bands of 1, 5 and 16
 #           rows give the same files byte for byte: point chains, stencil chains (the
@@ -22,6 +22,7 @@ PF=$2
 HELPER=$3
 SRC=$4
 W=$5/band_$SECTION
+PLUGINS=${6:-} # the posops test plugin's folder
 rm -rf "$W"
 mkdir -p "$W"
 . "$(dirname "$0")/testlib.sh"
@@ -100,6 +101,57 @@ EOF
         '"blur": "g", "neg": "i", "edges": {"from": "s", "format": "rgb16"}, "mask": "t", "same": "photo"'
     pipeline resize '{"id": "r", "op": "resize", "params": {"width": 40, "height": 30}}' '"out": "r"'
     pipeline vignette '{"id": "b", "op": "brightness", "params": {"amount": 0.1}}, {"id": "v", "op": "vignette"}' '"out": "v"'
+    # the reader by rows gives pf_png_read_meta's rows, format and metadata
+    for f in "$SRC"/tests/data/pngsuite/*.png "$SRC"/tests/data/pngsuite/interlaced/*.png "$W/in/meta.png"; do
+        for rows in 1 7; do
+            "$HELPER" rows "$f" "$rows" >/dev/null || fail "pf_png_rows, $rows at a time: $f"
+        done
+    done
+    [ "$("$HELPER" rows "$SRC/tests/data/pngsuite/ibasn2c08.png" 4)" = interlaced ] ||
+        fail "pf_png_rows: an interlaced file is not refused"
+    # the halo: radii summed along a chain, the largest over branches; what keeps it whole
+    halo() { # PIPELINE EXPECTED
+        local got
+        got=$("$HELPER" halo "$W/$1.json" 2>"$W/halo.err")
+        case $got in "$2"*) ;; *) fail "$1: '$got', expected '$2'" ;; esac
+    }
+    pipeline chain '{"id": "x", "op": "box", "params": {"radius": 2}}, {"id": "m", "op": "median3"}, {"id": "s", "op": "sobel"}' '"out": "s"'
+    pipeline branches '{"id": "x", "op": "box", "params": {"radius": 3}, "inputs": ["photo"]}, {"id": "s", "op": "sobel", "inputs": ["photo"]}, {"id": "b", "op": "blend", "inputs": ["x", "s"]}' '"out": "b"'
+    pipeline unused '{"id": "r", "op": "resize", "params": {"width": 8, "height": 8}}, {"id": "b", "op": "brightness", "inputs": ["photo"]}' '"out": "b"'
+    pipeline table '{"id": "h", "op": "histogram"}' '"out": "h"'
+    halo chain "halo 4"
+    halo branches "halo 3"
+    halo unused "halo 0"
+    halo point "halo 0"
+    halo table "whole: stage h (op histogram) reduces"
+    halo resize "whole: stage r (op resize) resamples"
+    halo vignette "whole: stage v (op vignette) may read the pixel's position"
+    # what the source text of an op says: the position named only in comments bands; read
+    # directly, through a helper or a macro, or with no source text, it does not
+    if [ -n "$PLUGINS" ]; then
+        for op in none direct helper macro nosrc; do
+            pipeline "pos_$op" "{\"id\": \"o\", \"op\": \"pos_$op\"}" '"out": "o"'
+        done
+        export PIPEFUSE_PLUGIN_PATH=$PLUGINS
+        halo pos_none "halo 0"
+        halo pos_direct "whole: stage o (op pos_direct) may read the pixel's position"
+        halo pos_helper "whole: stage o (op pos_helper) may read the pixel's position"
+        halo pos_macro "whole: stage o (op pos_macro) may read the pixel's position"
+        halo pos_nosrc "whole: stage o (op pos_nosrc) may read the pixel's position (no source text tells)"
+        unset PIPEFUSE_PLUGIN_PATH
+        for op in none direct; do
+            pf run "$W/pos_$op.json" "$W/in/rgb8.png" -o "$W/pos_$op.off" --band-rows off \
+                --plugin-path "$PLUGINS"
+            expect 0 "pos_$op, whole"
+            pf run "$W/pos_$op.json" "$W/in/rgb8.png" -o "$W/pos_$op.4" --band-rows 4 \
+                --plugin-path "$PLUGINS"
+            expect 0 "pos_$op, --band-rows 4"
+            same "$W/pos_$op.off" "$W/pos_$op.4" "pos_$op, --band-rows 4"
+        done
+        says "$W/stderr" "images run whole" "pos_direct, --band-rows 4"
+    else
+        fail "no plugin folder given: the position tests did not run"
+    fi
     for p in point stencil multi resize vignette; do
         pf run "$W/$p.json" "$W/in" -o "$W/$p.off" --band-rows off
         expect 0 "$p, whole frames"

@@ -6,12 +6,17 @@
  *   cli_helper png FILE          prints "WIDTHxHEIGHT CHANNELS BITS" of a PNG
  *   cli_helper image FILE W H CHANNELS BITS   writes a W x H photo-like PNG (smooth
  *                                             gradients, edges and noise) of that format
+ *   cli_helper halo PIPELINE     prints "halo N" or "whole: REASON" (pf_pipeline_band_halo)
+ *   cli_helper rows FILE ROWS    reads FILE with pf_png_rows, ROWS at a time, and exits 0
+ *                                when rows, format and metadata equal pf_png_read_meta's;
+ *                                prints "interlaced" (exit 0) for an interlaced file
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipefuse/bands.h"
 #include "pipefuse/png.h"
 
 static int make_png(const char *dir, const char *name, int w, int h, pf_sample s, int ch,
@@ -72,6 +77,89 @@ static int make_photo(const char *path, int w, int h, int ch, int bits)
     return rc != PF_OK;
 }
 
+static int halo(const char *pipeline)
+{
+    pf_engine *e = NULL;
+    pf_pipeline *p = NULL;
+    if (pf_engine_create(NULL, &e) != PF_OK || pf_pipeline_load_file(e, pipeline, &p) != PF_OK) {
+        fprintf(stderr, "cli_helper: %s\n", e ? pf_engine_errmsg(e) : "no engine");
+        pf_engine_destroy(e);
+        return 1;
+    }
+    int h = -1;
+    char why[512];
+    int rc = pf_pipeline_band_halo(p, &h, why, sizeof why);
+    if (rc == PF_OK)
+        printf("halo %d\n", h);
+    else if (rc == PF_UNSUPPORTED)
+        printf("whole: %s\n", why);
+    else
+        fprintf(stderr, "cli_helper: %s\n", why);
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+    return rc != PF_OK && rc != PF_UNSUPPORTED;
+}
+
+/* pf_png_rows against pf_png_read_meta: the same format, rows and metadata chunks. */
+static int rows(const char *path, int step)
+{
+    char err[1024];
+    pf_frame whole, fmt, band;
+    pf_png_info wi, ri;
+    pf_png_meta *wm = NULL, *rm = NULL;
+    pf_png_rows *r = NULL;
+    if (pf_png_read_meta(path, 0, &whole, &wi, &wm, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "cli_helper: %s\n", err);
+        return 1;
+    }
+    int rc = pf_png_rows_open(path, 0, &r, &fmt, &ri, &rm, err, sizeof err), bad = 0;
+    if (rc == PF_UNSUPPORTED && wi.interlaced) {
+        printf("interlaced\n");
+    } else if (rc != PF_OK) {
+        fprintf(stderr, "cli_helper: %s\n", err);
+        bad = 1;
+    } else if (fmt.width != whole.width || fmt.height != whole.height ||
+               fmt.sample != whole.sample || fmt.channels != whole.channels ||
+               pf_frame_alloc(&band, fmt.width, step, fmt.sample, fmt.channels) != PF_OK) {
+        fprintf(stderr, "cli_helper: %s: another format, or no memory\n", path);
+        bad = 1;
+    } else {
+        size_t rb = (size_t)fmt.width * pf_frame_pixel_bytes(fmt.sample, fmt.channels);
+        for (int y = 0; y < fmt.height && !bad; y += step) {
+            int n = fmt.height - y < step ? fmt.height - y : step;
+            if (pf_png_rows_read(r, &band, n, err, sizeof err) != PF_OK) {
+                fprintf(stderr, "cli_helper: %s\n", err);
+                bad = 1;
+            }
+            for (int i = 0; i < n && !bad; i++)
+                if (memcmp((char *)band.data + (size_t)i * band.pitch,
+                           (char *)whole.data + (size_t)(y + i) * whole.pitch, rb) != 0) {
+                    fprintf(stderr, "cli_helper: %s: row %d differs\n", path, y + i);
+                    bad = 1;
+                }
+        }
+        if (!bad && pf_png_rows_done(r) != fmt.height)
+            bad = 1;
+        int n = pf_png_meta_count(wm);
+        bad |= n != pf_png_meta_count(rm);
+        for (int i = 0; i < n && !bad; i++) {
+            const void *a, *b;
+            size_t na, nb;
+            const char *ta = pf_png_meta_chunk(wm, i, &a, &na),
+                       *tb = pf_png_meta_chunk(rm, i, &b, &nb);
+            bad = strcmp(ta, tb) != 0 || na != nb || (na && memcmp(a, b, na) != 0);
+        }
+        if (bad)
+            fprintf(stderr, "cli_helper: %s: the rows or the metadata differ\n", path);
+        pf_frame_free(&band);
+    }
+    pf_png_rows_close(r);
+    pf_png_meta_free(wm);
+    pf_png_meta_free(rm);
+    pf_frame_free(&whole);
+    return bad;
+}
+
 static int truncate_file(const char *src, const char *dst)
 {
     FILE *in = fopen(src, "rb");
@@ -101,6 +189,10 @@ int main(int argc, char **argv)
     }
     if (argc == 7 && strcmp(argv[1], "image") == 0)
         return make_photo(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+    if (argc == 3 && strcmp(argv[1], "halo") == 0)
+        return halo(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "rows") == 0 && atoi(argv[3]) > 0)
+        return rows(argv[2], atoi(argv[3]));
     if (argc == 4 && strcmp(argv[1], "truncate") == 0)
         return truncate_file(argv[2], argv[3]);
     if (argc >= 3 && strcmp(argv[1], "json") == 0) {
