@@ -80,9 +80,16 @@ static const cli_opt check_opts[] = {
     {"--dot", 0, "FILE", "also write the graph as Graphviz dot; '-': only the dot, to stdout"},
     {"--no-fuse", 0, NULL, "plan every point stage on its own"},
     {"--max-launch-ms", 0, "MS", "split launches to stay under MS and show the bands"},
+    {"--build", 0, NULL,
+     "compile every fused kernel into the kernel cache ahead of a run (NVRTC, no GPU "
+     "needed; done anyway when NVRTC is present, an error without it)"},
+    {"--format", 0, "LIST",
+     "frame formats to build kernels for, each taken by every input and output: "
+     "gray8 graya8 rgb8 rgba8, the same with 16 or f, comma-separated (default rgba8)"},
     {"--dump-kernels", 0, "DIR",
      "generate and compile the fused kernels into DIR (NVRTC, no GPU needed)"},
-    {"--arch", 0, "N", "compute capability for --dump-kernels, e.g. 90 for sm_90 (default 90)"},
+    {"--arch", 0, "N",
+     "compute capability to compile for, e.g. 90 for sm_90 (default: the device's, else 90)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -90,7 +97,7 @@ static const cli_opt bench_opts[] = {
     {"--size", 0, "WxH", "frame size (default 1920x1080)"},
     {"--frames", 0, "N", "frames per mode, 3 to 1000000 (default 200)"},
     {"--format", 0, "F",
-     "frame format: gray8 rgb8 rgba8 gray16 rgba16 grayf rgbaf (default rgba8)"},
+     "frame format: gray8 graya8 rgb8 rgba8, the same with 16 or f (default rgba8)"},
     {"--mode", 0, "NAME",
      "only one mode: cpu, cuda-eager-unfused, cuda-eager-fused, cuda-graph-unfused, "
      "cuda-graph-fused"},

@@ -245,15 +245,16 @@ static void run_mode(bench_setup *b, const bench_mode *m, double copy_bw, bench_
     free(lat), free(sub);
 }
 
-static int parse_format(const char *s, pf_sample *sample, int *channels)
+int cli_parse_format(const char *s, pf_sample *sample, int *channels)
 {
     static const struct {
         const char *name;
         pf_sample s;
         int c;
-    } f[] = {{"gray8", PF_U8, 1},   {"rgb8", PF_U8, 3},    {"rgba8", PF_U8, 4},
-             {"gray16", PF_U16, 1}, {"rgba16", PF_U16, 4}, {"grayf", PF_F32, 1},
-             {"rgbaf", PF_F32, 4}};
+    } f[] = {{"gray8", PF_U8, 1},   {"graya8", PF_U8, 2},   {"rgb8", PF_U8, 3},
+             {"rgba8", PF_U8, 4},   {"gray16", PF_U16, 1},  {"graya16", PF_U16, 2},
+             {"rgb16", PF_U16, 3},  {"rgba16", PF_U16, 4},  {"grayf", PF_F32, 1},
+             {"grayaf", PF_F32, 2}, {"rgbf", PF_F32, 3},    {"rgbaf", PF_F32, 4}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (strcmp(s, f[i].name) == 0) {
             *sample = f[i].s;
@@ -378,9 +379,9 @@ int cli_bench(int argc, char **argv, const cli_common *c)
     }
     pf_sample sample;
     int channels;
-    if (!file || parse_format(format, &sample, &channels) != 0) {
+    if (!file || cli_parse_format(format, &sample, &channels) != 0) {
         fprintf(stderr, "usage: pipefuse bench PIPELINE [--size WxH] [--frames N] [--format "
-                        "gray8|rgb8|rgba8|gray16|rgba16|grayf|rgbaf] [--mode NAME] [--json]\n");
+                        "gray8|graya8|rgb8|rgba8 (16, f)] [--mode NAME] [--json]\n");
         return PF_EXIT_USAGE;
     }
     pf_engine *e = cli_engine(c);

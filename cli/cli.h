@@ -89,5 +89,7 @@ int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t err
 /* `pipefuse plugin check LIB.so` (plugin_check.c); argv[0] is the subcommand. */
 int cli_plugin(int argc, char **argv, const cli_common *c);
 int cli_bench(int argc, char **argv, const cli_common *c);
+/* A frame format by name: gray8, graya8, rgb8, rgba8, the same with 16 or f. 0, or -1. */
+int cli_parse_format(const char *s, pf_sample *sample, int *channels);
 
 #endif

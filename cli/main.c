@@ -43,7 +43,9 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
 {
     const char *file = NULL, *dot = NULL, *dump = NULL, *max_ms = NULL;
     pf_shape size = {1920, 1080};
-    int no_fuse = 0, arch = 90;
+    int no_fuse = 0, arch = 0, build = 0, n_formats = 0;
+    pf_sample samples[16];
+    int channels[16];
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             if (parse_size(argv[++i], &size) != 0) {
@@ -58,6 +60,24 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
             max_ms = argv[++i];
         } else if (strcmp(argv[i], "--dump-kernels") == 0 && i + 1 < argc) {
             dump = argv[++i];
+        } else if (strcmp(argv[i], "--build") == 0) {
+            build = 1;
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            /* A comma-separated list, or the option again. */
+            char list[256];
+            snprintf(list, sizeof list, "%s", argv[++i]);
+            for (char *save = NULL, *t = strtok_r(list, ",", &save); t;
+                 t = strtok_r(NULL, ",", &save)) {
+                if (n_formats == 16 ||
+                    cli_parse_format(t, &samples[n_formats], &channels[n_formats]) != 0) {
+                    fprintf(stderr,
+                            "pipefuse check: --format %s: %s (formats: gray8 graya8 rgb8 rgba8, "
+                            "the same with 16 or f)\n",
+                            argv[i], n_formats == 16 ? "at most 16 formats" : "unknown format");
+                    return PF_EXIT_USAGE;
+                }
+                n_formats++;
+            }
         } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
             arch = atoi(argv[++i]);
             if (arch < 50 || arch > 200) {
@@ -129,21 +149,34 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     } else {
         fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
     }
-    /* NVRTC needs no GPU: compile the fused kernels a CUDA run would, so that an op that
-       does not compile fails here (only without NVRTC is that skipped, and said). */
+    /* NVRTC needs no GPU: compile the fused kernels a CUDA run would, into the kernel
+       cache, so that an op that does not compile fails here and the run's first frame
+       compiles nothing (only without NVRTC is that skipped, and said; with --build or
+       --dump-kernels that is an error). */
     if (rc == PF_OK) {
         int built = 0;
-        rc = pf_pipeline_build_kernels(p, arch, dump, &built);
+        if (n_formats == 0) {
+            samples[0] = PF_U8, channels[0] = 4, n_formats = 1;
+        }
+        rc = pf_pipeline_build_kernels_for(p, arch, dump, samples, channels, n_formats, &built);
+        pf_stats st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        pf_pipeline_stats(p, &st);
+        char what[64] = "";
+        if (arch)
+            snprintf(what, sizeof what, " for sm_%d", arch);
         if (rc == PF_OK && dump)
-            printf("fused kernels: %d generated into %s and compiled for sm_%d\n", built, dump,
-                   arch);
+            printf("fused kernels: %d generated into %s and compiled%s\n", built, dump, what);
         else if (rc == PF_OK && built)
-            printf("fused kernels: %d compiled with NVRTC for sm_%d\n", built, arch);
-        else if (rc == PF_UNSUPPORTED && !dump)
+            printf("fused kernels: %d built%s, %d format(s): %llu compiled with NVRTC, %llu from "
+                   "the kernel cache\n",
+                   built, what, n_formats, st.kernel_compiles, st.kernel_cache_hits);
+        else if (rc == PF_UNSUPPORTED && !dump && !build)
             printf("fused kernels: not compiled: %s\n", pf_pipeline_errmsg(p));
         else if (rc != PF_OK)
             fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
-        if (rc == PF_UNSUPPORTED && !dump)
+        if (rc == PF_UNSUPPORTED && !dump && !build)
             rc = PF_OK;
     }
     pf_pipeline_destroy(p);

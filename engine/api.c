@@ -702,10 +702,19 @@ static void fusion_view_free(fusion_view *v)
     free(v->f4);
 }
 
-static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
+static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const pf_sample *samples,
+                         const int *channels, int n_formats, int *n_kernels)
 {
+    if (n_kernels)
+        *n_kernels = 0;
     if (!p->plan)
         return PF_NOT_PLANNED;
+    if (n_formats < 1 || !samples || !channels || arch < 0)
+        return PF_INVALID_ARGUMENT;
+    for (int f = 0; f < n_formats; f++)
+        if ((int)samples[f] < PF_U8 || (int)samples[f] > PF_F32 || channels[f] < 1 ||
+            channels[f] > 4)
+            return PF_INVALID_ARGUMENT;
     struct stat st;
     if (dump_dir && (stat(dump_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
         pf_errf(p->errmsg, "%s: dump directory %s: %s", p->source, dump_dir,
@@ -720,20 +729,26 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_
     fusion_view v;
     if (fusion_view_make(p, &v) != PF_OK)
         return PF_NO_MEMORY;
-    /* Pixels per thread as the CUDA executor picks them: for this device, or without
-       one for a 132-multiprocessor device (H100, H200), so a cache filled here serves
-       those. */
+    /* Architecture and pixels per thread as the CUDA executor picks them: for this
+       device, or without one for sm_90 with 132 multiprocessors (H100, H200), so a
+       cache filled here serves those. */
     int sms = pf_cuda_sm_count(p->eng), rc = PF_OK, n = 0;
-    for (int u = 0; u < p->plan->n_units && rc == PF_OK; u++) {
-        if (!v.fused[u])
-            continue;
-        pf_fuse_unit io;
-        void *cubin = NULL;
-        size_t size = 0;
-        rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, sms > 0 ? sms : 132, dump_dir, &io,
-                           &cubin, &size);
-        free(cubin);
-        n += rc == PF_OK;
+    if (arch == 0)
+        arch = pf_cuda_arch(p->eng) > 0 ? pf_cuda_arch(p->eng) : 90;
+    for (int f = 0; f < n_formats && rc == PF_OK; f++) {
+        for (int k = 0; k < (int)(sizeof v.fmt / sizeof v.fmt[0]); k++)
+            v.fmt[k] = pf_format_code(samples[f], channels[f]); /* inputs, and outputs */
+        for (int u = 0; u < p->plan->n_units && rc == PF_OK; u++) {
+            if (!v.fused[u])
+                continue;
+            pf_fuse_unit io;
+            void *cubin = NULL;
+            size_t size = 0;
+            rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, sms > 0 ? sms : 132, dump_dir, &io,
+                               &cubin, &size);
+            free(cubin);
+            n += rc == PF_OK;
+        }
     }
     fusion_view_free(&v);
     if (n_kernels)
@@ -741,15 +756,24 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_
     return rc;
 }
 
-PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
+PF_API int pf_pipeline_build_kernels_for(pf_pipeline *p, int arch, const char *dump_dir,
+                                         const pf_sample *samples, const int *channels,
+                                         int n_formats, int *n_kernels)
 {
     if (!p)
         return PF_NOT_PLANNED;
     if (!enter(p))
         return PF_BUSY;
-    int rc = build_kernels(p, arch, dump_dir, n_kernels);
+    int rc = build_kernels(p, arch, dump_dir, samples, channels, n_formats, n_kernels);
     leave(p);
     return rc;
+}
+
+PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels)
+{
+    const pf_sample sample = PF_U8;
+    const int channels = 4;
+    return pf_pipeline_build_kernels_for(p, arch, dump_dir, &sample, &channels, 1, n_kernels);
 }
 
 static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};

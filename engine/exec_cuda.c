@@ -86,6 +86,10 @@ int pf_cuda_sm_count(pf_engine *e)
 {
     return 0;
 }
+int pf_cuda_arch(pf_engine *e)
+{
+    return 0;
+}
 
 #else /* PF_HAVE_CUDA */
 
@@ -104,6 +108,7 @@ typedef struct pf_cuda_dev {
     int device;
     int watchdog;     /* cudaDevAttrKernelExecTimeout */
     int sm_count;     /* multiprocessors */
+    int arch;         /* compute capability as XY (90 for sm_90) */
     double bandwidth; /* device-to-device copy, bytes/s counting read + write */
     char why[512];
     char lost[1024]; /* a sticky error ended the context: why; every later call fails */
@@ -207,6 +212,11 @@ static int available_locked(pf_engine *e, char *why, size_t why_size)
             if (cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, 0) !=
                 cudaSuccess)
                 d->sm_count = 1;
+            int major = 0, minor = 0;
+            if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) ==
+                    cudaSuccess &&
+                cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) == cudaSuccess)
+                d->arch = major * 10 + minor;
             d->bandwidth = measure_bandwidth();
         }
     }
@@ -255,6 +265,12 @@ int pf_cuda_sm_count(pf_engine *e)
 {
     char why[512];
     return pf_cuda_available(e, why, sizeof why) ? e->cuda->sm_count : 0;
+}
+
+int pf_cuda_arch(pf_engine *e)
+{
+    char why[512];
+    return pf_cuda_available(e, why, sizeof why) ? e->cuda->arch : 0;
 }
 
 void pf_cuda_engine_free(pf_engine *e)

@@ -21,6 +21,8 @@ const char *pf_cuda_lost(const pf_engine *e);
 int pf_cuda_watchdog(const pf_engine *e);
 /* Multiprocessors of the device, probing it if need be; 0 without one. */
 int pf_cuda_sm_count(pf_engine *e);
+/* The device's compute capability as XY (90 for sm_90); 0 without a usable device. */
+int pf_cuda_arch(pf_engine *e);
 
 /* The executor's entry points, reached through pf_executor_cuda (executor.c). */
 struct pf_cuda_plan;

@@ -440,7 +440,18 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
         return PF_IO;
     }
     char *log = NULL;
-    int rc = pf_nvrtc_compile(src, name, arch, cubin, size, &log, NULL);
+    int hit = 0;
+    /* The first line names the pipeline file and stage ids, for a dumped kernel; the
+       compile (and so the kernel cache's key) starts after it, so the same ops in
+       another file or under other ids find the same cached kernel. The #line
+       directives keep NVRTC's line numbers those of the dumped source. */
+    const char *body = src + strcspn(src, "\n");
+    body += *body == '\n';
+    int rc = pf_nvrtc_compile(body, name, arch, cubin, size, &log, &hit);
+    if (rc == PF_OK && hit)
+        p->stats.kernel_cache_hits++;
+    else if (rc == PF_OK)
+        p->stats.kernel_compiles++;
     if (rc == PF_STAGE && blame_ops(p, u, arch) > 0) {
         /* the message names the ops that fail alone */
     } else if (rc == PF_STAGE) {

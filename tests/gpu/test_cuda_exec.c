@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* tests/gpu/test_cuda_exec.c: the CUDA executor against the CPU executor.
  *
  * Every example pipeline and a set of random point chains run on both executors, in
@@ -8,8 +9,10 @@
  * application's stream. Exits 77 without a device.
  */
 #include <cuda_runtime_api.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipefuse/png.h"
@@ -288,6 +291,60 @@ static void test_param_modes(pf_rng *r)
         pf_pipeline_destroy(gpu);
         pf_pipeline_destroy(cpu);
     }
+}
+
+/* A plan built ahead (pf_pipeline_build_kernels, as `pipefuse check --build`) puts its
+   kernels in the cache: the first frame of the same pipeline, loaded again from another
+   name, compiles nothing. */
+static void test_kernel_cache(pf_rng *r)
+{
+    char dir[] = "/tmp/pf_kcache_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECKF(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    const char *old = getenv("PIPEFUSE_CACHE_DIR");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("PIPEFUSE_CACHE_DIR", dir, 1);
+    const char *json = "{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["
+                       "{\"id\":\"s\",\"op\":\"brightness\",\"params\":{\"amount\":0.1}},"
+                       "{\"id\":\"t\",\"op\":\"gamma\",\"params\":{\"gamma\":1.3}}],"
+                       "\"outputs\":{\"o\":\"t\"}}";
+    pf_pipeline *ahead = NULL, *p = NULL;
+    CHECK(pf_pipeline_load_string(eng, json, "ahead", &ahead) == PF_OK);
+    CHECK(pf_pipeline_load_string(eng, json, "later", &p) == PF_OK);
+    if (ahead && p) {
+        pf_shape shape = {640, 360};
+        int built = 0;
+        pf_stats s;
+        s.size = sizeof s;
+        CHECK(pf_pipeline_plan(ahead, &shape, 1) == PF_OK);
+        CHECKF(pf_pipeline_build_kernels(ahead, 0, NULL, &built) == PF_OK, "%s",
+               pf_pipeline_errmsg(ahead));
+        CHECK(pf_pipeline_stats(ahead, &s) == PF_OK);
+        CHECKF(built == 1 && s.kernel_compiles == 1, "built %d, compiled %llu", built,
+               s.kernel_compiles);
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        pf_frame in = random_frame(r, 640, 360, PF_U8, 4), out = like(&in, 640, 360, PF_U8, 4);
+        CHECKF(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK, "%s", pf_pipeline_errmsg(p));
+        CHECK(pf_pipeline_stats(p, &s) == PF_OK);
+        CHECKF(s.kernel_compiles == 0 && s.kernel_cache_hits == 1,
+               "the first frame after a build ahead: %llu compiles, %llu cache hits",
+               s.kernel_compiles, s.kernel_cache_hits);
+        free(in.data);
+        free(out.data);
+    }
+    pf_pipeline_destroy(ahead);
+    pf_pipeline_destroy(p);
+    if (keep) {
+        setenv("PIPEFUSE_CACHE_DIR", keep, 1);
+        free(keep);
+    } else {
+        unsetenv("PIPEFUSE_CACHE_DIR");
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
 }
 
 /* The real-time contract. */
@@ -596,6 +653,7 @@ int main(void)
     test_large(&r);
     test_steady_state(&r);
     test_param_modes(&r);
+    test_kernel_cache(&r);
     test_streams(&r);
     pf_engine_destroy(eng);
     return pf_test_done("test_cuda_exec");

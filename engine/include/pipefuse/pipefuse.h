@@ -356,6 +356,9 @@ typedef struct pf_stats {
        copies them only when a parameter or a frame's address or format changed since its
        frame slot's last frame; a loop over the same buffers copies nothing. */
     unsigned long long param_uploads;
+    /* Fused kernels built since load: compiled by NVRTC, or found in the kernel cache
+       (pf_pipeline_build_kernels and `pipefuse check --build` fill it ahead of a run). */
+    unsigned long long kernel_compiles, kernel_cache_hits;
 } pf_stats;
 
 int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
@@ -388,10 +391,18 @@ int pf_pipeline_unit_count(const pf_pipeline *p);
 int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info);
 
 /* Generates and compiles with NVRTC (no GPU needed) the fused kernel of every point
-   unit of the current plan that can fuse, for sm_<arch> (e.g. 90), assuming 8-bit RGBA
-   pipeline inputs and outputs; writes each source to dump_dir/<name>.cu when dump_dir
-   is not NULL. PF_UNSUPPORTED without NVRTC; PF_STAGE with NVRTC's log on an error. */
+   unit of the current plan that can fuse, for sm_<arch> (e.g. 90; 0: the device's, or
+   90 without one), assuming 8-bit RGBA pipeline inputs and outputs; writes each source
+   to dump_dir/<name>.cu when dump_dir is not NULL. The kernels go into the kernel cache
+   (unless PIPEFUSE_CACHE_DIR is "off"), so that a run of the same plan on a device of
+   that architecture compiles nothing. *n_kernels: the kernels built. PF_UNSUPPORTED
+   without NVRTC; PF_STAGE with NVRTC's log on an error. */
 int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_dir, int *n_kernels);
+/* The same for n_formats frame formats (samples[i], channels[i]), each taken by every
+   pipeline input and output: the formats a batch of files will bring. */
+int pf_pipeline_build_kernels_for(pf_pipeline *p, int arch, const char *dump_dir,
+                                  const pf_sample *samples, const int *channels, int n_formats,
+                                  int *n_kernels);
 
 /* Writes the plan as text (pipefuse check) or as a Graphviz digraph. */
 int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f);
