@@ -251,10 +251,10 @@ int cli_parse_format(const char *s, pf_sample *sample, int *channels)
         const char *name;
         pf_sample s;
         int c;
-    } f[] = {{"gray8", PF_U8, 1},   {"graya8", PF_U8, 2},   {"rgb8", PF_U8, 3},
-             {"rgba8", PF_U8, 4},   {"gray16", PF_U16, 1},  {"graya16", PF_U16, 2},
-             {"rgb16", PF_U16, 3},  {"rgba16", PF_U16, 4},  {"grayf", PF_F32, 1},
-             {"grayaf", PF_F32, 2}, {"rgbf", PF_F32, 3},    {"rgbaf", PF_F32, 4}};
+    } f[] = {{"gray8", PF_U8, 1},   {"graya8", PF_U8, 2},  {"rgb8", PF_U8, 3},
+             {"rgba8", PF_U8, 4},   {"gray16", PF_U16, 1}, {"graya16", PF_U16, 2},
+             {"rgb16", PF_U16, 3},  {"rgba16", PF_U16, 4}, {"grayf", PF_F32, 1},
+             {"grayaf", PF_F32, 2}, {"rgbf", PF_F32, 3},   {"rgbaf", PF_F32, 4}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (strcmp(s, f[i].name) == 0) {
             *sample = f[i].s;
