@@ -16,6 +16,7 @@
 #include "pipefuse/plugin.h"
 
 #include "geometry.h"
+#include "geometry_native.h"
 
 static inline int clampi(int v, int lo, int hi)
 {
@@ -514,7 +515,9 @@ int pad_cuda(const pf_stage_args *a);
                                      PF_PARAMS(id##_params),                                       \
                                      .shape = shape_fn,                                            \
                                      .run_cpu = id##_run,                                          \
-                                     .run_cuda = PF_CUDA(id##_cuda)}
+                                     .run_cuda = PF_CUDA(id##_cuda),                               \
+                                     .native_ok = id##_native_ok,                                  \
+                                     .run_native = id##_native}
 
 RESAMPLE(resize,
          "Resize to a given size, into or over a box keeping the aspect ratio, or by a "
