@@ -14,6 +14,7 @@
 #include "exec_cuda.h"
 #include "executor.h"
 #include "fuse.h"
+#include "watchdog.h"
 #include "nvrtc.h"
 
 #define PF_API                __attribute__((visibility("default")))
@@ -67,8 +68,7 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
     }
     e->errmsg[0] = 0;
     int rc = pf_load_pipeline(p, text, source);
-    if (rc == PF_OK && (!(p->band_scale = malloc(sizeof(double) * (size_t)p->n_nodes)) ||
-                        !(p->refines = calloc((size_t)p->n_nodes, sizeof(int))))) {
+    if (rc == PF_OK && !(p->watchdog = pf_watchdog_create(p->n_nodes))) {
         pf_errf(e->errmsg, "%s: out of memory", source);
         rc = PF_NO_MEMORY;
     }
@@ -77,8 +77,6 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
         pf_pipeline_destroy(p);
         return rc;
     }
-    for (int i = 0; i < p->n_nodes; i++)
-        p->band_scale[i] = 1.0;
     *out = p;
     return PF_OK;
 }
@@ -150,8 +148,7 @@ PF_API void pf_pipeline_destroy(pf_pipeline *p)
     pf_pipeline_free_plan(p);
     pf_pipeline_free_ir(p);
     free(p->dump_dir);
-    free(p->band_scale);
-    free(p->refines);
+    pf_watchdog_free(p->watchdog);
     free(p->source);
     free(p);
 }
@@ -443,9 +440,9 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
     }
     /* Measured bands ran over budget: plan this shape again with the refined model,
        once no frame is in flight. */
-    if (p->replan && p->plan && !p->exec->busy(p->exec_state)) {
+    if (p->plan && pf_watchdog_wants_plan(p) && !p->exec->busy(p->exec_state)) {
         pf_pipeline_free_plan(p);
-        p->replan = 0;
+        pf_watchdog_replanned(p);
     }
     int rc = plan_shapes(p, shapes, n_in);
     if (rc != PF_OK)
@@ -663,8 +660,7 @@ PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
     info->bands = u->bands;
     info->fused = u->kind == PF_UNIT_POINT && u->n_nodes > 1;
     info->predicted_ms = u->predicted_ms;
-    info->measured_ms = u->measured_ms;
-    info->measured_band_ms = u->measured_band_ms;
+    pf_watchdog_measured(p, i, &info->measured_ms, &info->measured_band_ms);
     info->bytes = u->bytes;
     leave(p);
     return PF_OK;
@@ -867,7 +863,7 @@ static int print_plan(const pf_pipeline *p, FILE *f)
         fprintf(f, "  #%-3d %-8s stream %d  bands %d", ui, kind_names[u->kind], u->stream,
                 u->bands);
         if (plan->budget_ms > 0)
-            fprintf(f, " (~%.2f ms each)", u->predicted_ms * p->band_scale[u->nodes[0]] / u->bands);
+            fprintf(f, " (~%.2f ms each)", pf_watchdog_band_ms(p, ui));
         fprintf(f, "  %dx%d  [", u->shape.width, u->shape.height);
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " " : "", u->ids[a]);

@@ -29,6 +29,7 @@
 #include "exec_cpu.h"
 #include "frame.h"
 #include "threadpool.h"
+#include "watchdog.h"
 
 typedef struct cpu_job {
     pf_pipeline *p;
@@ -504,8 +505,8 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         if (rc == PF_OK)
             rc = run_job(&j, bands, fn);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        plan->units[ui].measured_ms = plan->units[ui].measured_band_ms =
-            (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        pf_watchdog_unit_ran(p, ui, ms, ms);
         if (rc == PF_OK && u->kind == PF_UNIT_REDUCE) {
             int id = u->nodes[0];
             const pf_node *node = &p->nodes[id];

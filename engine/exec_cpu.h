@@ -8,12 +8,12 @@
 
 typedef struct pf_cpu_state {
     int n_nodes;
-    pf_image *buf;          /* per node: whole float images (inputs and stored nodes) */
-    double **partials;      /* per node, reduce stages: bands * partial_len */
-    int workers;            /* threads that may run tasks at once */
-    size_t worker_scratch;  /* bytes per worker */
-    unsigned char *scratch; /* workers * worker_scratch */
-    int chunk;              /* pixels per point-chain chunk (PF_CPU_CHUNK) */
+    pf_image *buf;            /* per node: whole float images (inputs and stored nodes) */
+    double **partials;        /* per node, reduce stages: bands * partial_len */
+    int workers;              /* threads that may run tasks at once */
+    size_t worker_scratch;    /* bytes per worker */
+    unsigned char *scratch;   /* workers * worker_scratch */
+    int chunk;                /* pixels per point-chain chunk (PF_CPU_CHUNK) */
     struct pf_cpu_luts *luts; /* point units' tables, made on first use (cpu_lut.c) */
     unsigned long long allocations;
     size_t bytes; /* bytes allocated */

@@ -29,6 +29,7 @@
 #include "nvrtc.h"
 #include "hostmem.h"
 #include "threadpool.h"
+#include "watchdog.h"
 
 #ifndef PF_HAVE_CUDA
 
@@ -100,8 +101,7 @@ int pf_cuda_arch(pf_engine *e)
 
 #include "../kernels/convert.h"
 
-#define PF_MAX_REFINES 3 /* band refinements per unit after measuring */
-#define PF_DEV_ALIGN   256
+#define PF_DEV_ALIGN 256
 
 typedef struct pf_cuda_dev {
     int state; /* 0 not tried, 1 usable, -1 not */
@@ -1310,19 +1310,8 @@ static int download(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t
 static int report_timeout(pf_pipeline *p, cudaError_t err)
 {
     const pf_plan *plan = p->plan;
-    int worst = 0;
-    for (int u = 1; u < plan->n_units; u++)
-        if (plan->units[u].predicted_ms / plan->units[u].bands >
-            plan->units[worst].predicted_ms / plan->units[worst].bands)
-            worst = u;
-    const pf_unit *un = plan->n_units ? &plan->units[worst] : NULL;
-    char where[512] = "";
-    if (un)
-        snprintf(where, sizeof where,
-                 "; the longest predicted launch is a band of unit #%d (%s%s), "
-                 "%.1f ms of %.1f ms in %d band(s)",
-                 worst, un->ids[0], un->n_nodes > 1 ? ", ..." : "", un->predicted_ms / un->bands,
-                 un->predicted_ms, un->bands);
+    char where[512];
+    pf_watchdog_longest(p, where, sizeof where);
     pf_errf(p->errmsg,
             "%s: a launch ran past the GPU watchdog (%s)%s; the budget was %.1f ms per launch: "
             "lower it (--max-launch-ms, or options.max_launch_ms) so that the work is split "
@@ -1333,59 +1322,20 @@ static int report_timeout(pf_pipeline *p, cudaError_t err)
     return PF_CUDA;
 }
 
-/* Band times of a measured frame: per unit the longest band and the sum; a band over
-   budget refines that unit's prediction and asks for a new plan. */
+/* Band times of a measured frame, to the cost model (watchdog.c), which refines its
+   prediction of a unit whose band ran over budget and asks for a new plan. */
 static void take_measurements(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
 {
-    pf_plan *plan = p->plan;
-    for (int u = 0; u < plan->n_units; u++) {
-        plan->units[u].measured_band_ms = 0;
-        plan->units[u].measured_ms = 0;
-    }
+    pf_watchdog_frame_begin(p);
     for (int k = 0; k < sl->n_timed; k++) {
         float ms = 0;
         if (cudaEventElapsedTime(&ms, sl->tev[2 * k], sl->tev[2 * k + 1]) != cudaSuccess) {
             cudaGetLastError();
             continue;
         }
-        pf_unit *un = &plan->units[sl->timed_unit[k]];
-        un->measured_ms += ms;
-        if (ms > un->measured_band_ms)
-            un->measured_band_ms = ms;
-        if (ms > p->stats.max_launch_ms)
-            p->stats.max_launch_ms = ms;
-        p->stats.timed_launches++;
-        if (plan->budget_ms > 0 && ms > plan->budget_ms)
-            p->stats.launches_over_budget++;
+        pf_watchdog_launch(p, sl->timed_unit[k], ms);
     }
-    /* At most PF_MAX_REFINES rounds per unit: a unit whose band time does not fall
-       with its height (a fixed cost per launch) is reported, not split forever. */
-    for (int u = 0; u < plan->n_units && plan->budget_ms > 0; u++) {
-        pf_unit *un = &plan->units[u];
-        int first = un->nodes[0];
-        double predicted_band = un->predicted_ms * p->band_scale[first] / un->bands;
-        if (un->measured_band_ms <= plan->budget_ms * 0.9 || un->bands >= un->shape.height ||
-            predicted_band <= 0)
-            continue;
-        if (p->refines[first] >= PF_MAX_REFINES) {
-            if (p->refines[first]++ == PF_MAX_REFINES)
-                pf_log(p->eng, 1,
-                       "%s: unit #%d (%s) still takes %.2f ms per launch in %d bands, over the "
-                       "%.1f ms budget; splitting it further does not help",
-                       p->source, u, un->ids[0], un->measured_band_ms, un->bands, plan->budget_ms);
-            continue;
-        }
-        /* At most 8x per round: one slow outlier must not shred the unit. */
-        double factor = un->measured_band_ms / predicted_band;
-        p->refines[first]++;
-        p->band_scale[first] *= factor < 8 ? factor : 8;
-        p->replan = 1;
-        pf_log(p->eng, 0,
-               "%s: unit #%d (%s): a launch took %.2f ms of the %.1f ms budget (%.2f ms "
-               "predicted, %d bands); re-planning with more bands",
-               p->source, u, un->ids[0], un->measured_band_ms, plan->budget_ms, predicted_band,
-               un->bands);
-    }
+    pf_watchdog_refine(p);
 }
 
 static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)

@@ -6,6 +6,7 @@
 #include "exec_cpu.h"
 #include "exec_cuda.h"
 #include "executor.h"
+#include "watchdog.h"
 
 /* ---- The CPU executor ---------------------------------------------------------------------- */
 
@@ -274,6 +275,7 @@ int pf_pipeline_replan(pf_pipeline *p, const pf_shape *in, int n_in)
         pf_pipeline_free_plan(p);
         return rc;
     }
+    pf_watchdog_plan_started(p);
     p->stats.plans++;
     p->stats.allocations += tables;
     p->stats.host_bytes += p->plan_host_bytes;

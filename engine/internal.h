@@ -151,6 +151,7 @@ const char *pf_option_name(int i);
 
 struct pf_plan;
 struct pf_executor;
+struct pf_watchdog;
 
 /* A reduce stage's result table, written by the executor that runs the frame. */
 typedef struct pf_table_buf {
@@ -176,9 +177,7 @@ struct pf_pipeline {
     int notified_cpu;               /* the one-line CPU fallback notice was given */
     int notified_unfused;           /* the notice that point stages run unfused was given */
     int notified_dump;              /* the notice that the CPU backend dumps no kernels */
-    double *band_scale;             /* per node (a unit's first): measured / predicted time */
-    int replan;                     /* measured bands ran over budget: plan again */
-    int *refines;                   /* per node (a unit's first): refinements made so far */
+    struct pf_watchdog *watchdog;   /* the cost model's state, across plans (watchdog.c) */
     unsigned long param_version;    /* bumped by every accepted parameter change */
     char *dump_dir;                 /* --dump-kernels: where generated sources are written */
     _Atomic int in_use;             /* a thread is inside a call on it (PF_BUSY for others) */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec_cuda.h"
 #include "plan.h"
+#include "watchdog.h"
 
 #define PF_CPU_BAND_PIXELS 32768 /* pixels per CPU task: a few hundred KB of float4 */
 
@@ -591,62 +591,6 @@ out:
     return rc;
 }
 
-/* ---- Watchdog bands --------------------------------------------------------------------------
-
-   The cost model: a unit takes bytes / bandwidth plus pixels * weight * PF_NS_PER_PX,
-   where weight sums the members' declared costs (1 when they declare none). Bytes
-   count 16 per pixel of every image read or written (float RGBA; native edges are
-   smaller, so this errs long). A unit is split into bands predicted to take at most
-   half the budget, leaving room for the model's error; measured band times refine
-   the prediction per unit (p->band_scale) for later plans. */
-
-#define PF_NS_PER_PX         0.02 /* a weight-1 op on a large GPU: 50 Gpx/s */
-#define PF_BAND_FILL         0.5  /* target fraction of the budget per band */
-#define PF_DEFAULT_BUDGET_MS 50.0
-#define PF_ASSUMED_BANDWIDTH 1e12 /* bytes/s when no device was measured */
-
-static void plan_bands(pf_pipeline *p, pf_plan *plan)
-{
-    int watchdog = 0;
-    plan->bandwidth = PF_ASSUMED_BANDWIDTH;
-    if (plan->device) {
-        double bw = pf_cuda_bandwidth(p->eng);
-        if (bw > 0) {
-            plan->bandwidth = bw;
-            plan->bandwidth_measured = 1;
-        }
-        watchdog = pf_cuda_watchdog(p->eng);
-    }
-    plan->budget_ms =
-        p->opts.max_launch_ms > 0 ? p->opts.max_launch_ms : (watchdog ? PF_DEFAULT_BUDGET_MS : 0);
-    for (int ui = 0; ui < plan->n_units; ui++) {
-        pf_unit *u = &plan->units[ui];
-        double px = (double)u->shape.width * u->shape.height, weight = 0;
-        double images = (double)u->n_inputs + (u->kind == PF_UNIT_POINT ? u->n_stores : 1);
-        for (int a = 0; a < u->n_nodes; a++) {
-            const pf_node *n = &p->nodes[u->nodes[a]];
-            weight += n->desc->cost > 0 ? n->desc->cost : 1.0;
-            if (plan->is_out[u->nodes[a]] && u->kind == PF_UNIT_POINT && !plan->stored[u->nodes[a]])
-                images += 1;
-        }
-        if (u->kind == PF_UNIT_RESAMPLE) /* output shape differs from the input's */
-            px = (double)plan->shapes[u->nodes[0]].width * plan->shapes[u->nodes[0]].height;
-        if (u->kind == PF_UNIT_REDUCE)
-            images = 1;
-        u->bytes = px * 16.0 * images;
-        u->predicted_ms = u->bytes / plan->bandwidth * 1e3 + px * weight * PF_NS_PER_PX * 1e-6;
-        double scale = p->band_scale ? p->band_scale[u->nodes[0]] : 1.0;
-        int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[u->nodes[0]].height;
-        u->bands = 1;
-        if (plan->budget_ms > 0) {
-            double want =
-                u->predicted_ms * (scale > 0 ? scale : 1.0) / (plan->budget_ms * PF_BAND_FILL);
-            if (want > 1)
-                u->bands = want >= rows ? rows : (int)ceil(want);
-        }
-    }
-}
-
 /* Streams: a unit continues the stream of its first producer not yet continued by
    another consumer; otherwise it takes the next stream, round robin. Units reading
    another stream's results wait on that unit's event. */
@@ -821,7 +765,7 @@ static int plan_layout(pf_pipeline *p, const pf_shape *in, int n_in, int device,
         if (rc == PF_OK)
             rc = colour_streams(p, plan);
         if (rc == PF_OK)
-            plan_bands(p, plan);
+            pf_watchdog_predict(p, plan); /* bands */
     }
     if (rc == PF_NO_MEMORY)
         pf_errf(p->errmsg, "%s: out of memory planning for %dx%d", p->source, in[0].width,

@@ -25,16 +25,14 @@ typedef struct pf_unit {
     pf_shape shape; /* output shape (input shape for reduce) */
     int stream;
     int n_waits;
-    int *waits;              /* units on other streams this one waits for */
-    int bands;               /* launches it is split into (watchdog); 1 unless split */
-    double predicted_ms;     /* the cost model's time for the whole unit on the GPU */
-    double measured_ms;      /* the last measured frame: all its launches (CUDA events) */
-    double measured_band_ms; /* ... and its longest launch */
-    double bytes;            /* bytes it moves per frame, as the cost model counts them */
-    int cpu_band_rows;       /* rows per CPU task; fixed per shape, so results do not
+    int *waits;          /* units on other streams this one waits for */
+    int bands;           /* launches it is split into (watchdog); 1 unless split */
+    double predicted_ms; /* the cost model's time for the whole unit on the GPU */
+    double bytes;        /* bytes it moves per frame, as the cost model counts them */
+    int cpu_band_rows;   /* rows per CPU task; fixed per shape, so results do not
                            depend on the number of threads */
-    size_t scratch;          /* per-task scratch bytes (stencil/resample) */
-    size_t partial_len;      /* reduce: doubles per band */
+    size_t scratch;      /* per-task scratch bytes (stencil/resample) */
+    size_t partial_len;  /* reduce: doubles per band */
 } pf_unit;
 
 #define PF_CPU_CHUNK 256 /* pixels per point-chain step on the CPU: stays in L1/L2 */
