@@ -954,24 +954,87 @@ static pf_frame frame_rows(const pf_frame *f, int y, int n)
     return v;
 }
 
+/* The encoder of a banded file: on a thread of its own it writes the output rows of one
+   band while the lane reads and runs the next. Two sets of output frames alternate:
+   band i is computed into set i % 2 once band i - 2 has been written from it. */
+typedef struct band_writer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    out_stream *os;
+    pf_frame (*out)[RUN_MAX_IO]; /* [2][RUN_MAX_IO] */
+    const int *item_of;
+    int index;                   /* the job's, for crash reports */
+    int posted, written;         /* bands handed over, bands written */
+    int y0[2], y1[2], a[2];      /* the output rows in each set, and its first input row */
+    int finish, abandon, failed; /* no more bands; stop now; a write failed */
+    double ms;
+    char err[2048];
+} band_writer;
+
+static void *band_writer_main(void *arg)
+{
+    band_writer *bw = arg;
+    tls_job = bw->index;
+    tls_step = "encode";
+    char e[2048];
+    pthread_mutex_lock(&bw->mu);
+    for (;;) {
+        while (bw->written == bw->posted && !bw->finish && !bw->abandon)
+            pthread_cond_wait(&bw->cv, &bw->mu);
+        if (bw->abandon || bw->written == bw->posted)
+            break;
+        int b = bw->written % 2, y0 = bw->y0[b], y1 = bw->y1[b], a = bw->a[b], rc = 0;
+        pthread_mutex_unlock(&bw->mu);
+        double t = now_ms();
+        for (int k = 0; k < W.n_out && rc == 0; k++) {
+            if (W.oi[k].kind != PF_OUTPUT_IMAGE)
+                continue;
+            pf_frame v = frame_rows(&bw->out[b][k], y0 - a, y1 - y0);
+            rc = out_stream_rows(bw->os, bw->item_of[k], &v, y1 - y0, e, sizeof e);
+        }
+        pthread_mutex_lock(&bw->mu);
+        bw->ms += now_ms() - t;
+        if (rc != 0) {
+            bw->failed = 1;
+            snprintf(bw->err, sizeof bw->err, "%s", e);
+            pthread_cond_broadcast(&bw->cv);
+            break;
+        }
+        bw->written++;
+        pthread_cond_broadcast(&bw->cv);
+    }
+    pthread_mutex_unlock(&bw->mu);
+    tls_job = -1;
+    tls_step = NULL;
+    return NULL;
+}
+
 /* A large image in bands (docs/batch.md), from the input decode opened to the outputs'
    commit: output rows [y0, y0 + R) come from a frame of the input's rows [a, a + R + 2
    halo), a = y0 - halo kept inside the image, so every band is one shape (one plan) and
    a band at the top or bottom edge holds that edge, where stages clamp their reads as
    on the whole frame. Consecutive windows overlap: the rows kept move up, the rest are
-   read. Nothing is written under the final names unless every row was. */
+   read. The lane reads and runs a band while band_writer_main encodes the one before.
+   Nothing is written under the final names unless every row was. */
 static void run_banded(lane *L, job *j)
 {
     const int w = j->in[0].width, h = j->in[0].height, R = j->band_rows, halo = W.halo;
     const int hb = R + 2 * halo; /* below h: plan_job bands only taller images */
-    pf_frame in, out[RUN_MAX_IO], hdr[RUN_MAX_IO];
+    pf_frame in, out[2][RUN_MAX_IO], hdr[RUN_MAX_IO];
     out_item items[RUN_MAX_IO];
-    int order[RUN_MAX_IO], item_of[RUN_MAX_IO], n = 0, entered = 0;
+    int order[RUN_MAX_IO], item_of[RUN_MAX_IO], n = 0, entered = 0, started = 0;
     char err[2048] = "";
-    out_stream *os = NULL;
+    band_writer bw;
+    pthread_t writer;
     memset(&in, 0, sizeof in);
     memset(out, 0, sizeof out);
     memset(hdr, 0, sizeof hdr);
+    memset(&bw, 0, sizeof bw);
+    pthread_mutex_init(&bw.mu, NULL);
+    pthread_cond_init(&bw.cv, NULL);
+    bw.out = out;
+    bw.item_of = item_of;
+    bw.index = j->index;
     j->eng_ms = 0;
     pf_pipeline *p = pipeline_for(L, j, (pf_shape){w, hb}, 1);
     if (!p) {
@@ -990,12 +1053,13 @@ static void run_banded(lane *L, job *j)
         pf_pipeline_output_info(p, k, &oi);
         int ch = pf_pipeline_output_channels(p, k, j->in[0].channels);
         pf_sample smp = oi.bits == 16 ? PF_U16 : oi.bits == 8 ? PF_U8 : j->in[0].sample;
-        if (pf_frame_alloc(&out[k], oi.shape.width, oi.shape.height, smp, ch) != PF_OK) {
-            snprintf(j->err, sizeof j->err, "out of memory for a band of %dx%d", w, hb);
-            j->status = 1;
-            goto done;
-        }
-        hdr[k] = out[k]; /* the header's: the whole image's size */
+        for (int b = 0; b < 2; b++)
+            if (pf_frame_alloc(&out[b][k], oi.shape.width, oi.shape.height, smp, ch) != PF_OK) {
+                snprintf(j->err, sizeof j->err, "out of memory for a band of %dx%d", w, hb);
+                j->status = 1;
+                goto done;
+            }
+        hdr[k] = out[0][k]; /* the header's: the whole image's size */
         hdr[k].height = h;
     }
     if ((n = job_items(j, hdr, items, order)) < 0) {
@@ -1006,16 +1070,22 @@ static void run_banded(lane *L, job *j)
         item_of[order[i]] = i;
     out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter};
     double t = now_ms();
-    if (out_stream_open(&oo, items, n, &os, j->err, sizeof j->err) != 0) {
+    if (out_stream_open(&oo, items, n, &bw.os, j->err, sizeof j->err) != 0) {
         j->status = 1;
         goto done;
     }
     j->enc_ms += now_ms() - t;
+    if (pthread_create(&writer, NULL, band_writer_main, &bw) != 0) {
+        snprintf(j->err, sizeof j->err, "cannot start a thread");
+        j->status = 1;
+        goto done;
+    }
+    started = 1;
     engine_enter(j);
     entered = 1;
     j->eng_ms = 0;
-    for (int y0 = 0, a = 0, have = 0; y0 < h; y0 += R) {
-        int y1 = y0 + R < h ? y0 + R : h;
+    for (int y0 = 0, a = 0, have = 0, i = 0; y0 < h; y0 += R, i++) {
+        int y1 = y0 + R < h ? y0 + R : h, b = i % 2;
         int na = y0 - halo < 0 ? 0 : y0 - halo > h - hb ? h - hb : y0 - halo;
         t = now_ms();
         int keep = a + have - na; /* rows of the last window in this one */
@@ -1030,46 +1100,73 @@ static void run_banded(lane *L, job *j)
             goto done;
         }
         have = hb;
+        j->dec_ms += now_ms() - t;
+        /* output set b is free once band i - 2 is written */
+        pthread_mutex_lock(&bw.mu);
+        while (bw.written < i - 1 && !bw.failed)
+            pthread_cond_wait(&bw.cv, &bw.mu);
+        int failed = bw.failed;
+        pthread_mutex_unlock(&bw.mu);
+        if (failed)
+            break;
         double t1 = now_ms();
-        j->dec_ms += t1 - t;
         pf_frame ins[RUN_MAX_IO]; /* the other inputs (--input): the same rows of each */
         ins[0] = in;
-        for (int i = 1; i < W.n_in; i++)
-            ins[i] = frame_rows(&W.bound[i], a, hb);
-        int rc = pf_pipeline_run(p, ins, W.n_in, out, W.n_out);
-        double t2 = now_ms();
-        j->eng_ms += t2 - t1;
+        for (int k = 1; k < W.n_in; k++)
+            ins[k] = frame_rows(&W.bound[k], a, hb);
+        int rc = pf_pipeline_run(p, ins, W.n_in, out[b], W.n_out);
+        j->eng_ms += now_ms() - t1;
         if (rc != PF_OK) {
             entered = 0;
             engine_failed(j, p, rc);
             goto done;
         }
-        for (int k = 0; k < W.n_out; k++) {
-            if (W.oi[k].kind != PF_OUTPUT_IMAGE)
-                continue;
-            pf_frame v = frame_rows(&out[k], y0 - a, y1 - y0);
-            if (out_stream_rows(os, item_of[k], &v, y1 - y0, j->err, sizeof j->err) != 0) {
-                j->status = 1;
-                goto done;
-            }
-        }
-        j->enc_ms += now_ms() - t2;
+        pthread_mutex_lock(&bw.mu);
+        bw.y0[b] = y0;
+        bw.y1[b] = y1;
+        bw.a[b] = a;
+        bw.posted = i + 1;
+        pthread_cond_broadcast(&bw.cv);
+        pthread_mutex_unlock(&bw.mu);
+    }
+    /* the last bands written (or a failure), then the commit */
+    pthread_mutex_lock(&bw.mu);
+    bw.finish = 1;
+    pthread_cond_broadcast(&bw.cv);
+    pthread_mutex_unlock(&bw.mu);
+    pthread_join(writer, NULL);
+    started = 0;
+    j->enc_ms += bw.ms;
+    if (bw.failed) {
+        snprintf(j->err, sizeof j->err, "%s", bw.err);
+        j->status = 1;
+        goto done;
     }
     t = now_ms();
-    if (out_stream_commit(os, j->err, sizeof j->err) != 0)
+    if (out_stream_commit(bw.os, j->err, sizeof j->err) != 0)
         j->status = 1;
     else
         job_outs(j, items, order, n);
-    os = NULL;
+    bw.os = NULL;
     j->enc_ms += now_ms() - t;
     j->written = j->status == 0;
 done:
+    if (started) { /* a failure on the lane: the writer stops where it is */
+        pthread_mutex_lock(&bw.mu);
+        bw.abandon = 1;
+        pthread_cond_broadcast(&bw.cv);
+        pthread_mutex_unlock(&bw.mu);
+        pthread_join(writer, NULL);
+    }
     if (entered)
         engine_leave();
-    out_stream_abort(os);
+    out_stream_abort(bw.os);
+    pthread_mutex_destroy(&bw.mu);
+    pthread_cond_destroy(&bw.cv);
     pf_frame_free(&in);
-    for (int k = 0; k < W.n_out; k++)
-        pf_frame_free(&out[k]);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < W.n_out; k++)
+            pf_frame_free(&out[b][k]);
     pf_png_rows_close(j->rows);
     j->rows = NULL;
 }
