@@ -1,5 +1,5 @@
-/* engine/api.c: the pipeline half of the public API: load, parameters, plan, run, and
- * the printable plan. */
+/* engine/api.c: the pipeline half of the public API: load, parameters, plan, run,
+ * reading the plan and building its kernels ahead (the printer is plan_print.c). */
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -666,38 +666,6 @@ PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
     return PF_OK;
 }
 
-/* Fusion as the CUDA executor would do it, for prints and offline builds: every unit
-   that can fuse does, and pipeline inputs and outputs are 8-bit RGBA. */
-typedef struct fusion_view {
-    int *fused;
-    char *f4;
-    int fmt[64];
-} fusion_view;
-
-static int fusion_view_make(const pf_pipeline *p, fusion_view *v)
-{
-    const pf_plan *plan = p->plan;
-    v->fused = calloc((size_t)plan->n_units + 1, sizeof(int));
-    v->f4 = calloc((size_t)p->n_nodes, 1);
-    if (!v->fused || !v->f4) {
-        free(v->fused), free(v->f4);
-        return PF_NO_MEMORY;
-    }
-    char why[256];
-    for (int u = 0; u < plan->n_units; u++)
-        v->fused[u] = pf_fuse_possible(p, u, why, sizeof why);
-    pf_fuse_buffers(p, v->fused, v->f4);
-    for (int i = 0; i < 64; i++)
-        v->fmt[i] = PF_U8 * 8 + 4;
-    return PF_OK;
-}
-
-static void fusion_view_free(fusion_view *v)
-{
-    free(v->fused);
-    free(v->f4);
-}
-
 static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const pf_sample *samples,
                          const int *channels, int n_formats, int *n_kernels)
 {
@@ -722,8 +690,8 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const p
         pf_errf(p->errmsg, "%s: %s", p->source, why);
         return PF_UNSUPPORTED;
     }
-    fusion_view v;
-    if (fusion_view_make(p, &v) != PF_OK)
+    pf_fusion_view v;
+    if (pf_fusion_view_make(p, &v) != PF_OK)
         return PF_NO_MEMORY;
     /* Architecture and pixels per thread as the CUDA executor picks them: for this
        device, or without one for sm_90 with 132 multiprocessors (H100, H200), so a
@@ -746,7 +714,7 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const p
             n += rc == PF_OK;
         }
     }
-    fusion_view_free(&v);
+    pf_fusion_view_free(&v);
     if (n_kernels)
         *n_kernels = n;
     return rc;
@@ -772,168 +740,6 @@ PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_
     return pf_pipeline_build_kernels_for(p, arch, dump_dir, &sample, &channels, 1, n_kernels);
 }
 
-static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};
-
-/* Bytes one frame moves through fused unit u's loads and stores. */
-static double unit_bytes(const pf_pipeline *p, int u, const fusion_view *v, pf_fuse_unit *io)
-{
-    if (pf_fuse_unit_io(p, u, v->f4, v->fmt, v->fmt, io) != 0)
-        return 0;
-    double px = (double)p->plan->units[u].shape.width * p->plan->units[u].shape.height, b = 0;
-    for (int k = 0; k < io->n_in; k++)
-        b += px * (double)pf_frame_pixel_bytes((pf_sample)io->in[k].sample, io->in[k].channels);
-    for (int k = 0; k < io->n_out; k++)
-        b += px * (double)pf_frame_pixel_bytes((pf_sample)io->out[k].sample, io->out[k].channels);
-    return b;
-}
-
-static int print_plan(const pf_pipeline *p, FILE *f)
-{
-    if (!p->plan)
-        return PF_NOT_PLANNED;
-    const pf_plan *plan = p->plan;
-    fprintf(f, "pipeline %s\n", p->source);
-    fprintf(f, "inputs (%d):\n", p->n_inputs);
-    for (int i = 0; i < p->n_inputs; i++)
-        fprintf(f, "  %-16s %dx%d\n", p->nodes[i].id, plan->shapes[i].width,
-                plan->shapes[i].height);
-    fprintf(f, "stages (%d):\n", p->n_nodes - p->n_inputs);
-    for (int i = p->n_inputs; i < p->n_nodes; i++) {
-        const pf_node *n = &p->nodes[i];
-        fprintf(f, "  %-16s %-12s %-8s", n->id, n->desc->name, kind_names[n->desc->kind]);
-        fprintf(f, " <-");
-        for (int k = 0; k < n->n_in; k++)
-            fprintf(f, " %s", p->nodes[n->in[k]].id);
-        if (!n->used) {
-            fprintf(f, "   (unused: not run)\n");
-            continue;
-        }
-        fprintf(f, "   %s %dx%d", n->desc->kind == PF_STAGE_REDUCE ? "table" : "",
-                plan->shapes[i].width, plan->shapes[i].height);
-        for (int k = 0; k < n->desc->n_params; k++) {
-            char v[256];
-            pf_param_format(&n->desc->params[k], n->params, v, sizeof v);
-            fprintf(f, " %s=%s", n->desc->params[k].name, v);
-        }
-        fputc('\n', f);
-    }
-    int groups = 0;
-    for (int ui = 0; ui < plan->n_units; ui++)
-        groups += plan->units[ui].kind == PF_UNIT_POINT;
-    fusion_view v;
-    if (fusion_view_make(p, &v) != PF_OK)
-        return PF_NO_MEMORY;
-    fprintf(f, "fusion groups (%d)%s:\n", groups, p->opts.fusion ? "" : " [fusion off]");
-    for (int ui = 0, g = 0; ui < plan->n_units; ui++) {
-        const pf_unit *u = &plan->units[ui];
-        if (u->kind != PF_UNIT_POINT)
-            continue;
-        fprintf(f, "  G%d: ", g++);
-        for (int a = 0; a < u->n_nodes; a++)
-            fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
-        if (!v.fused[ui]) {
-            fprintf(f, "   (%d point stage%s, not fused: %d kernel%s)\n", u->n_nodes,
-                    u->n_nodes > 1 ? "s" : "", u->n_nodes, u->n_nodes > 1 ? "s" : "");
-            continue;
-        }
-        pf_fuse_unit io;
-        double bytes = unit_bytes(p, ui, &v, &io);
-        fprintf(f, "   (%d point stage%s, one kernel)\n      loads", u->n_nodes,
-                u->n_nodes > 1 ? "s" : "");
-        for (int k = 0; k < io.n_in; k++)
-            fprintf(f, " %s(%s)", p->nodes[io.in[k].node].id,
-                    io.in[k].native >= 0 ? "rgba8" : "float4");
-        fprintf(f, ", stores");
-        for (int k = 0; k < io.n_out; k++)
-            fprintf(f, " %s(%s)",
-                    io.out[k].native >= 0 ? p->outputs[io.out[k].native].name
-                                          : p->nodes[io.out[k].node].id,
-                    io.out[k].native >= 0 ? "rgba8" : "float4");
-        fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
-    }
-    fusion_view_free(&v);
-    fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
-            plan->n_unfused_units, plan->n_streams);
-    if (plan->budget_ms > 0)
-        fprintf(f, "watchdog budget: %.1f ms per launch; cost model at %.0f GB/s (%s)\n",
-                plan->budget_ms, plan->bandwidth / 1e9,
-                plan->bandwidth_measured ? "measured copy bandwidth" : "assumed: no device");
-    for (int ui = 0; ui < plan->n_units; ui++) {
-        const pf_unit *u = &plan->units[ui];
-        fprintf(f, "  #%-3d %-8s stream %d  bands %d", ui, kind_names[u->kind], u->stream,
-                u->bands);
-        if (plan->budget_ms > 0)
-            fprintf(f, " (~%.2f ms each)", pf_watchdog_band_ms(p, ui));
-        fprintf(f, "  %dx%d  [", u->shape.width, u->shape.height);
-        for (int a = 0; a < u->n_nodes; a++)
-            fprintf(f, "%s%s", a ? " " : "", u->ids[a]);
-        fprintf(f, "]  reads");
-        for (int k = 0; k < u->n_inputs; k++)
-            fprintf(f, " %s", p->nodes[u->inputs[k]].id);
-        if (u->n_stores) {
-            fprintf(f, "  writes");
-            for (int k = 0; k < u->n_stores; k++)
-                fprintf(f, " %s", p->nodes[u->stores[k]].id);
-        }
-        if (u->n_waits) {
-            fprintf(f, "  waits");
-            for (int k = 0; k < u->n_waits; k++)
-                fprintf(f, " #%d", u->waits[k]);
-        }
-        fputc('\n', f);
-    }
-    fprintf(f, "outputs (%d):\n", p->n_outputs);
-    for (int o = 0; o < p->n_outputs; o++) {
-        const pf_output_decl *d = &p->outputs[o];
-        pf_shape s = plan->shapes[d->node];
-        if (is_table_node(p, d->node))
-            fprintf(f, "  %-16s <- %-16s table %d rows x %d columns\n", d->name,
-                    p->nodes[d->node].id, s.height, s.width);
-        else
-            fprintf(f, "  %-16s <- %-16s image %dx%d\n", d->name, p->nodes[d->node].id, s.width,
-                    s.height);
-    }
-    fprintf(f, "memory: %.1f MiB of buffers\n", (double)p->plan_host_bytes / (1 << 20));
-    return ferror(f) ? PF_IO : PF_OK;
-}
-
-static int print_dot(const pf_pipeline *p, FILE *f)
-{
-    if (!p->plan)
-        return PF_NOT_PLANNED;
-    const pf_plan *plan = p->plan;
-    fprintf(f, "digraph pipefuse {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n");
-    for (int i = 0; i < p->n_inputs; i++)
-        fprintf(f, "  \"%s\" [shape=invhouse];\n", p->nodes[i].id);
-    for (int ui = 0; ui < plan->n_units; ui++) {
-        const pf_unit *u = &plan->units[ui];
-        fprintf(f, "  subgraph cluster_u%d {\n    label=\"#%d %s, stream %d\";\n", ui, ui,
-                kind_names[u->kind], u->stream);
-        if (u->kind == PF_UNIT_POINT && u->n_nodes > 1)
-            fprintf(f, "    style=filled; color=lightblue;\n");
-        for (int a = 0; a < u->n_nodes; a++) {
-            const pf_node *n = &p->nodes[u->nodes[a]];
-            fprintf(f, "    \"%s\" [label=\"%s\\n%s\"%s];\n", n->id, n->id, n->desc->name,
-                    n->desc->kind == PF_STAGE_REDUCE ? ", shape=box3d" : ", shape=box");
-        }
-        fprintf(f, "  }\n");
-    }
-    for (int i = p->n_inputs; i < p->n_nodes; i++) {
-        const pf_node *n = &p->nodes[i];
-        if (!n->used)
-            fprintf(f, "  \"%s\" [label=\"%s\\n%s (unused)\", style=dashed];\n", n->id, n->id,
-                    n->desc->name);
-        for (int k = 0; k < n->n_in; k++)
-            fprintf(f, "  \"%s\" -> \"%s\";\n", p->nodes[n->in[k]].id, n->id);
-    }
-    for (int o = 0; o < p->n_outputs; o++)
-        fprintf(f, "  \"out:%s\" [label=\"%s\", shape=house];\n  \"%s\" -> \"out:%s\";\n",
-                p->outputs[o].name, p->outputs[o].name, p->nodes[p->outputs[o].node].id,
-                p->outputs[o].name);
-    fprintf(f, "}\n");
-    return ferror(f) ? PF_IO : PF_OK;
-}
-
 /* A print of the plan, inside the pipeline's one-thread-at-a-time guard. */
 static int guarded_print(const pf_pipeline *p, FILE *f, int (*print)(const pf_pipeline *, FILE *))
 {
@@ -948,10 +754,10 @@ static int guarded_print(const pf_pipeline *p, FILE *f, int (*print)(const pf_pi
 
 PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
 {
-    return guarded_print(p, f, print_plan);
+    return guarded_print(p, f, pf_plan_print);
 }
 
 PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
 {
-    return guarded_print(p, f, print_dot);
+    return guarded_print(p, f, pf_plan_print_dot);
 }

@@ -33,11 +33,6 @@ int pf_is_identifier(const char *s);
 /* malloc/calloc/strdup that never return NULL silently: callers still check. */
 char *pf_strdup(const char *s);
 
-/* A min-heap of ints in h[0..*n) (util.c): the planner's and the loader's topological
-   orders take the smallest ready index first. h has room for every push. */
-void pf_heap_push(int *h, int *n, int v);
-int pf_heap_pop(int *h, int *n);
-
 /* One small integer naming a frame format (sample type and channels, 1..20), for keys
    of compiled kernel variants and captured graphs; 0 is free for "no frame". */
 static inline int pf_format_code(int sample, int channels)
@@ -99,7 +94,7 @@ int pf_param_set_json(const pf_param_desc *pd, const struct json_t *v, void *par
 void pf_param_format(const pf_param_desc *pd, const void *params, char *buf, size_t size);
 const char *pf_param_type_name(pf_param_type t);
 
-/* ---- Graph IR (loader.c fills it) ------------------------------------------------------------ */
+/* ---- Graph IR (pipeline_load.c fills it) ------------------------------------------------------------ */
 
 typedef struct pf_node {
     char *id;                  /* stage id, or the input's name */

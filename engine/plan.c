@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph.h"
 #include "plan.h"
 #include "watchdog.h"
 
@@ -353,15 +354,8 @@ static int index_graph(const pf_pipeline *p, pf_plan *plan)
     plan->is_out = calloc((size_t)nn, 1);
     if (!plan->cons_first || !plan->cons || !plan->is_out)
         return PF_NO_MEMORY;
-    for (int c = 0; c < nn; c++)
-        for (int k = 0; k < p->nodes[c].n_in; k++)
-            plan->cons_first[p->nodes[c].in[k] + 2]++;
-    for (int i = 0; i < nn; i++)
-        plan->cons_first[i + 2] += plan->cons_first[i + 1];
-    /* cons_first[i + 1] is node i's fill cursor; after the fill it is node i+1's start */
-    for (int c = 0; c < nn; c++)
-        for (int k = 0; k < p->nodes[c].n_in; k++)
-            plan->cons[plan->cons_first[p->nodes[c].in[k] + 1]++] = c;
+    pf_graph g = {nn, &p->nodes[0].n_in, &p->nodes[0].in[0], sizeof(pf_node), 0};
+    pf_graph_consumers(&g, plan->cons_first, plan->cons);
     for (int o = 0; o < p->n_outputs; o++)
         plan->is_out[p->outputs[o].node] = 1;
     return PF_OK;

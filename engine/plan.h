@@ -70,4 +70,21 @@ void pf_plan_free(pf_plan *plan);
 /* pf_pipeline_memory: the buffers a plan for these shapes needs, nothing allocated. */
 int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m);
 
+/* ---- The plan as text (plan_print.c) ---- */
+
+/* Fusion as the CUDA executor would do it, for prints and builds ahead: every unit that
+   can fuse does (fused), the nodes that keep a float image (f4), and a format code per
+   pipeline input and output (fmt: 8-bit RGBA until the caller says otherwise). */
+typedef struct pf_fusion_view {
+    int *fused;
+    char *f4;
+    int fmt[64];
+} pf_fusion_view;
+int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v);
+void pf_fusion_view_free(pf_fusion_view *v);
+/* p's plan as `pipefuse check` prints it, and as Graphviz: PF_OK, PF_NOT_PLANNED, PF_IO
+   (a write failed) or PF_NO_MEMORY. */
+int pf_plan_print(const pf_pipeline *p, FILE *f);
+int pf_plan_print_dot(const pf_pipeline *p, FILE *f);
+
 #endif

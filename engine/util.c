@@ -143,31 +143,3 @@ const char *pf_closest(const char *name, const char *const *cands, int n)
         return best;
     return NULL;
 }
-
-/* ---- A min-heap of ints (h has room for every push) -------------------------------- */
-
-void pf_heap_push(int *h, int *n, int v)
-{
-    int i = (*n)++;
-    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2)
-        h[i] = h[(i - 1) / 2];
-    h[i] = v;
-}
-
-int pf_heap_pop(int *h, int *n)
-{
-    int top = h[0], v = h[--*n], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= v)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = v;
-    return top;
-}

@@ -428,7 +428,7 @@ static void test_repeated_producer(void)
     pf_engine *e = NULL;
     int rc = pf_engine_create(&cfg, &e);
     if (rc != PF_OK) {
-        /* plugdirs' modes follow the build's umask; test_loader covers the loader */
+        /* plugdirs' modes follow the build's umask; test_plugin_load covers the loader */
         printf("repeated producer: skipped: %s\n", pf_engine_errmsg(e));
         pf_engine_destroy(e);
         return;

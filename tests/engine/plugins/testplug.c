@@ -1,4 +1,4 @@
-/* tests/engine/plugins/testplug.c: the plugins test_loader loads, one source built once
+/* tests/engine/plugins/testplug.c: the plugins test_plugin_load loads, one source built once
  * per case with -DTP_CASE=<case> (see tests/engine/CMakeLists.txt). Each bad case gets
  * exactly one thing wrong, so a refusal can only be for that reason.
  */

@@ -1,4 +1,4 @@
-/* engine/device.c: what `pipefuse info` reports about the build and the GPU. The CUDA
+/* engine/info.c: what `pipefuse info` reports about the build and the GPU. The CUDA
  * runtime is linked statically, so this runs (and says "no device") on machines with
  * no driver at all. */
 #include <stdio.h>

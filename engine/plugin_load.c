@@ -1,4 +1,4 @@
-/* engine/engine.c: engine creation and the plugin loader.
+/* engine/plugin_load.c: engine creation and the plugin loader.
  *
  * Plugins come from directories only: the built-in one next to the library
  * (<libdir>/pipefuse/plugins, the same layout in the build tree and once installed),

@@ -1,4 +1,4 @@
-/* tests/engine/test_loader.c: the plugin loader (engine/engine.c) against the plugins of
+/* tests/engine/test_plugin_load.c: the plugin loader (engine/plugin_load.c) against the plugins of
  * plugins/testplug.c, one case per directory. A refused plugin is skipped: the engine
  * is still made, without its stages, with a warning that names the file and the
  * problem, and a pipeline naming one of its stages is told why; the good ones must load
@@ -42,7 +42,7 @@ static const char *case_dir(const char *name)
     snprintf(src, sizeof src, "%s/%s", TP_PLUGDIRS, name);
     DIR *d = opendir(src);
     if (!d) {
-        fprintf(stderr, "test_loader: %s is missing (build the tp_* targets)\n", src);
+        fprintf(stderr, "test_plugin_load: %s is missing (build the tp_* targets)\n", src);
         exit(1);
     }
     for (struct dirent *de; (de = readdir(d));) {
@@ -51,7 +51,7 @@ static const char *case_dir(const char *name)
         snprintf(from, sizeof from, "%s/%s", src, de->d_name);
         snprintf(to, sizeof to, "%s/%s", dir, de->d_name);
         if (copy_file(from, to, 0755) != 0) {
-            fprintf(stderr, "test_loader: cannot copy %s to %s\n", from, to);
+            fprintf(stderr, "test_plugin_load: cannot copy %s to %s\n", from, to);
             exit(1);
         }
     }
@@ -498,5 +498,5 @@ int main(void)
     test_permissions();
     test_good();
     test_short_structs();
-    return pf_test_done("test_loader");
+    return pf_test_done("test_plugin_load");
 }

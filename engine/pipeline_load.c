@@ -1,4 +1,4 @@
-/* engine/loader.c: pipeline file text -> validated graph IR (pf_node, pf_output_decl).
+/* engine/pipeline_load.c: pipeline file text -> validated graph IR (pf_node, pf_output_decl).
  *
  * The format is documented in docs/pipeline-format.md (schema: pipelines/schema.json).
  * Every problem is one message: the source name, the JSON path of the value at fault,
@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "graph.h"
 #include "internal.h"
 
 #define PATH_SIZE 320
@@ -669,102 +670,49 @@ static int walk_stage(loader *L, json_t *stages, int k)
     return st;
 }
 
+/* The stages as a graph: references below n_inputs are pipeline inputs, outside it. */
+static pf_graph stage_graph(const loader *L)
+{
+    pf_graph g = {L->n_stages, &L->st[0].n_in, &L->st[0].ref[0], sizeof(stage_in), L->n_inputs};
+    return g;
+}
+
 /* The ids on a cycle among the stages Kahn's algorithm could not order, named from
    the one first in the file, producer to consumer: "a -> b -> c -> a". */
 static int report_cycle(loader *L, const char *done)
 {
-    int n = L->n_stages, ni = L->n_inputs;
-    int *seen = malloc(sizeof *seen * (size_t)n), *walk = malloc(sizeof *walk * (size_t)n);
-    if (!seen || !walk) {
-        free(seen);
-        free(walk);
+    pf_graph g = stage_graph(L);
+    int *cycle = malloc(sizeof *cycle * (size_t)L->n_stages);
+    int len = cycle ? pf_graph_cycle(&g, done, cycle) : -1;
+    if (len < 0) {
+        free(cycle);
         return nomem(L);
     }
-    for (int k = 0; k < n; k++)
-        seen[k] = -1;
-    int cur = 0, steps = 0;
-    while (done[cur])
-        cur++;
-    /* follow inputs that are not ordered either until a stage repeats */
-    while (seen[cur] < 0) {
-        seen[cur] = steps;
-        walk[steps++] = cur;
-        int next = -1;
-        for (int i = 0; i < L->st[cur].n_in && next < 0; i++) {
-            int r = L->st[cur].ref[i] - ni;
-            if (r >= 0 && !done[r])
-                next = r;
-        }
-        cur = next;
-    }
-    /* walk[seen[cur] .. steps) runs consumer to producer; print it reversed, from the
-       stage first in the file */
-    int first = seen[cur], len = steps - first, start = 0;
-    for (int i = 1; i < len; i++)
-        if (walk[first + i] < walk[first + start])
-            start = i;
     char msg[PF_ERRMSG_MAX], path[PATH_SIZE];
     size_t used = 0;
     for (int i = 0; i <= len && used < sizeof msg; i++) {
-        int idx = first + ((start - i) % len + len) % len;
-        int w =
-            snprintf(msg + used, sizeof msg - used, "%s%s", i ? " -> " : "", L->st[walk[idx]].id);
+        int w = snprintf(msg + used, sizeof msg - used, "%s%s", i ? " -> " : "",
+                         L->st[cycle[i % len]].id);
         if (w < 0)
             break;
         used += (size_t)w;
     }
-    path_index(path, "stages", (size_t)walk[first + start]);
-    free(seen);
-    free(walk);
+    path_index(path, "stages", (size_t)cycle[0]);
+    free(cycle);
     return fail(L, PF_PIPELINE, path, "cycle: %s", msg);
 }
 
-/* Topological order, stable: of the stages ready, the first in the file goes first
-   (Kahn's algorithm over a heap; a consumer list per stage, multiplicity kept). */
+/* Topological order, stable: of the stages ready, the first in the file goes first. */
 static int order_stages(loader *L)
 {
-    int n = L->n_stages, ni = L->n_inputs, st = PF_OK;
-    size_t cnt = (size_t)n + 1;
-    int *pending = calloc(cnt, sizeof(int)), *first = calloc(cnt + 1, sizeof(int));
-    int *cons = malloc(cnt * PF_MAX_INPUTS * sizeof(int)), *heap = malloc(cnt * sizeof(int));
-    char *done = calloc(cnt, 1);
-    if (!pending || !first || !cons || !heap || !done) {
-        st = nomem(L);
-        goto out;
-    }
-    /* consumers of stage r: cons[first[r] .. first[r + 1]) */
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < L->st[k].n_in; i++)
-            if (L->st[k].ref[i] >= ni) {
-                pending[k]++;
-                first[L->st[k].ref[i] - ni + 1]++;
-            }
-    for (int r = 0; r < n; r++)
-        first[r + 1] += first[r];
-    memcpy(heap, first, (size_t)n * sizeof(int)); /* fill cursors, for now */
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < L->st[k].n_in; i++)
-            if (L->st[k].ref[i] >= ni)
-                cons[heap[L->st[k].ref[i] - ni]++] = k;
-    int nh = 0, pos = 0;
-    for (int k = 0; k < n; k++)
-        if (!pending[k])
-            pf_heap_push(heap, &nh, k);
-    while (nh > 0) {
-        int k = pf_heap_pop(heap, &nh);
-        done[k] = 1;
-        L->st[k].order = pos++;
-        for (int c = first[k]; c < first[k + 1]; c++)
-            if (--pending[cons[c]] == 0)
-                pf_heap_push(heap, &nh, cons[c]);
-    }
-    if (pos < n)
-        st = report_cycle(L, done);
-out:
-    free(pending);
-    free(first);
-    free(cons);
-    free(heap);
+    pf_graph g = stage_graph(L);
+    int *pos = malloc(sizeof *pos * ((size_t)L->n_stages + 1));
+    char *done = calloc((size_t)L->n_stages + 1, 1);
+    int ordered = pos && done ? pf_graph_order(&g, pos, done) : -1;
+    int st = ordered < 0 ? nomem(L) : ordered < L->n_stages ? report_cycle(L, done) : PF_OK;
+    for (int k = 0; k < L->n_stages && st == PF_OK; k++)
+        L->st[k].order = pos[k];
+    free(pos);
     free(done);
     return st;
 }
@@ -1022,31 +970,19 @@ static int walk_top(loader *L)
 /* Marks what reaches an output: unused stages are not run. */
 static int mark_used(loader *L)
 {
-    int n = L->n_inputs + L->n_stages, top = 0;
-    int *stack = malloc(sizeof *stack * (size_t)(n ? n : 1));
+    int n = L->n_inputs + L->n_stages;
+    int *roots = malloc(sizeof *roots * (size_t)(L->n_outs ? L->n_outs : 1));
     L->used = calloc((size_t)(n ? n : 1), 1);
-    if (!stack || !L->used) {
-        free(stack);
+    if (!roots || !L->used) {
+        free(roots);
         return nomem(L);
     }
     for (int i = 0; i < L->n_outs; i++)
-        if (!L->used[L->outs[i].ref]) {
-            L->used[L->outs[i].ref] = 1;
-            stack[top++] = L->outs[i].ref;
-        }
-    while (top > 0) {
-        int r = stack[--top];
-        if (r < L->n_inputs)
-            continue;
-        const stage_in *s = &L->st[r - L->n_inputs];
-        for (int i = 0; i < s->n_in; i++)
-            if (!L->used[s->ref[i]]) {
-                L->used[s->ref[i]] = 1;
-                stack[top++] = s->ref[i];
-            }
-    }
-    free(stack);
-    return PF_OK;
+        roots[i] = L->outs[i].ref;
+    pf_graph g = stage_graph(L);
+    int st = pf_graph_reach(&g, roots, L->n_outs, L->used);
+    free(roots);
+    return st == PF_OK ? PF_OK : nomem(L);
 }
 
 /* ---- The IR ----------------------------------------------------------------------------- */
