@@ -6,6 +6,13 @@
  * horizontal pass over the region's rows plus the halo into scratch and never look at
  * rows another band computed, so a pixel's value, and the order of the sums that make
  * it, is the same however the output is banded: banded runs are bit-identical.
+ *
+ * gaussian, box and unsharp's blur mix neighbours, so by default they premultiply
+ * (premultiply.h): a row holding any alpha other than 1 is premultiplied into scratch
+ * before the horizontal pass, and the vertical pass divides where the summed alpha is
+ * not the kernel's weight sum. Rows of opaque pixels are read as they are (c * 1 is c),
+ * so an opaque image gives the straight result bit for bit. sobel and median3 do not
+ * average colours and work on the stored values (see docs/stages.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -82,10 +89,51 @@ static int box_kernel(const void *params, kernel1d *k)
     return r;
 }
 
-/* Scratch for the horizontal pass: the band's rows plus the halo above and below. */
+/* The sum of the weights, taken as the two passes take a sum over opaque pixels (alpha 1
+   everywhere): what the summed alpha is where every pixel read is opaque. */
+static float weight_sum(const kernel1d *k)
+{
+    float h = 1.0f * k->w[0];
+    for (int t = 1; t <= k->r; t++)
+        h = h + k->w[t] * (1.0f + 1.0f);
+    float v = h * k->w[0];
+    for (int t = 1; t <= k->r; t++)
+        v = v + k->w[t] * (h + h);
+    return v;
+}
+
+/* Scratch for the horizontal pass: the band's rows plus the halo above and below, and
+   one row for a premultiplied source row. */
 static size_t separable_scratch(int r, int width, int rows)
 {
-    return (size_t)width * (size_t)(rows + 2 * r) * sizeof(pf_float4);
+    return (size_t)width * (size_t)(rows + 2 * r + 1) * sizeof(pf_float4);
+}
+
+/* Row src premultiplied into pm, or src itself when every alpha in it is 1 (where the
+   premultiplied values are the same). */
+static const pf_float4 *premultiplied_row(const pf_float4 *src, pf_float4 *pm, int w)
+{
+    int x = 0;
+    while (x < w && src[x].w == 1.0f)
+        x++;
+    if (x == w)
+        return src;
+    for (x = 0; x < w; x++) {
+        const pf_float4 v = src[x];
+        pm[x] = pf_f4(pf_pm_mul(v.x, v.w), pf_pm_mul(v.y, v.w), pf_pm_mul(v.z, v.w), v.w);
+    }
+    return pm;
+}
+
+/* A blurred row of premultiplied colours back to straight (premultiply.h). */
+static void unpremultiply_row(pf_float4 *o, int w, float wsum)
+{
+    for (int x = 0; x < w; x++)
+        if (o[x].w != wsum) {
+            const float a = o[x].w;
+            o[x] = pf_f4(pf_pm_div(o[x].x, a, wsum), pf_pm_div(o[x].y, a, wsum),
+                         pf_pm_div(o[x].z, a, wsum), a);
+        }
 }
 
 /* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
@@ -131,8 +179,9 @@ FILTER_VECTOR_CLONES static void sep_row_v(const pf_float4 *tmp, size_t w, int y
     }
 }
 
-/* Convolves input 0 with k horizontally then vertically, into the region's rows. */
-static int separable(const pf_stage_args *a, const kernel1d *k)
+/* Convolves input 0 with k horizontally then vertically, into the region's rows, with
+   alpha as PF_ALPHA_* says. */
+static int separable(const pf_stage_args *a, const kernel1d *k, int alpha)
 {
     const pf_image *in = &a->in[0];
     const int w = in->width, h = in->height, r = k->r;
@@ -141,13 +190,16 @@ static int separable(const pf_stage_args *a, const kernel1d *k)
         return 0;
     /* Source rows the band reads, clamped: the rows beyond the image repeat the edge. */
     const int s0 = y0 - r < 0 ? 0 : y0 - r, s1 = y1 + r > h ? h : y1 + r;
-    const size_t need = (size_t)w * (size_t)(s1 - s0) * sizeof(pf_float4);
+    const int pm = alpha != PF_ALPHA_STRAIGHT && r > 0; /* radius 0 mixes nothing: a copy */
+    const size_t need = (size_t)w * (size_t)(s1 - s0 + pm) * sizeof(pf_float4);
     if (!a->scratch || a->scratch_size < need)
         return scratch_fail(a, "scratch too small", need);
-    pf_float4 *tmp = (pf_float4 *)a->scratch;
+    pf_float4 *tmp = (pf_float4 *)a->scratch, *pm_row = tmp + (size_t)w * (size_t)(s1 - s0);
 
     for (int y = s0; y < s1; y++) {
         const pf_float4 *src = pf_image_row(in, y);
+        if (pm)
+            src = premultiplied_row(src, pm_row, w);
         pf_float4 *t = tmp + (size_t)(y - s0) * (size_t)w;
         /* pixels r .. w-r-1 read no clamped tap: the vector loop; the rest per pixel */
         if (w > 2 * r)
@@ -164,14 +216,19 @@ static int separable(const pf_stage_args *a, const kernel1d *k)
             t[x] = acc;
         }
     }
-    for (int y = y0; y < y1; y++)
+    const float wsum = pm ? weight_sum(k) : 0;
+    for (int y = y0; y < y1; y++) {
         sep_row_v(tmp, (size_t)w, y, s0, h, (float *)pf_image_row(&a->out, y), k);
+        if (pm)
+            unpremultiply_row(pf_image_row(&a->out, y), w, wsum);
+    }
     return 0;
 }
 
 /* ---- gaussian, box, unsharp ------------------------------------------------------------ */
 
-/* The radius, scratch size and run of a separable stage with kernel id_kernel. */
+/* The radius, scratch size and run of a separable stage with kernel id_kernel and params
+   pf_id_params (with an alpha field). */
 #define SEPARABLE(id)                                                                              \
     static int id##_radius(const void *params)                                                     \
     {                                                                                              \
@@ -185,7 +242,7 @@ static int separable(const pf_stage_args *a, const kernel1d *k)
     {                                                                                              \
         kernel1d k;                                                                                \
         id##_kernel(a->params, &k);                                                                \
-        return separable(a, &k);                                                                   \
+        return separable(a, &k, ((const pf_##id##_params *)a->params)->alpha);                     \
     }
 
 SEPARABLE(gaussian)
@@ -204,7 +261,9 @@ static float sharpen(float v, float blurred, float amount, float threshold)
 static int unsharp_run(const pf_stage_args *a)
 {
     const pf_unsharp_params *p = (const pf_unsharp_params *)a->params;
-    if (gaussian_run(a) != 0) /* the blur lands in the output rows first */
+    kernel1d k; /* the blur lands in the output rows first */
+    gaussian_kernel(a->params, &k);
+    if (separable(a, &k, p->alpha) != 0)
         return -1;
     for (int y = a->region.y0; y < a->region.y1; y++) {
         const pf_float4 *src = pf_image_row(&a->in[0], y);
@@ -331,14 +390,19 @@ static int median3_run(const pf_stage_args *a)
 
 #define FLOAT_ROW(T, f, doc, d, lo, hi) PF_FLOAT_PARAM(T, f, d, lo, hi, doc)
 #define SIGMA_ROW(T, doc)               FLOAT_ROW(T, sigma, doc, 1, 0, PF_GAUSSIAN_MAX_SIGMA)
+#define ALPHA_ROW(T)                    PF_ENUM_PARAM(T, alpha, 0, alpha_modes, PF_ALPHA_DOC)
+
+static const char *const alpha_modes[] = {PF_ALPHA_NAMES, NULL};
 
 static const pf_param_desc gaussian_params[] = {
     SIGMA_ROW(pf_gaussian_params, "standard deviation in pixels; the radius is ceil(3 sigma), "
                                   "0 passes the image through"),
+    ALPHA_ROW(pf_gaussian_params),
 };
 static const pf_param_desc box_params[] = {
     {"radius", "half size of the square: the mean is over (2 radius + 1)^2 pixels",
      PF_OFFSET(pf_box_params, radius), PF_PARAM_INT, .def = 1, .min = 0, .max = PF_BOX_MAX_RADIUS},
+    ALPHA_ROW(pf_box_params),
 };
 static const pf_param_desc sobel_params[] = {
     FLOAT_ROW(pf_sobel_params, scale, "factor on the gradient magnitude", 1, 0, 1000),
@@ -349,6 +413,7 @@ static const pf_param_desc unsharp_params[] = {
     FLOAT_ROW(pf_unsharp_params, amount, "how much of the detail (in - blurred) to add", 1, 0, 10),
     FLOAT_ROW(pf_unsharp_params, threshold,
               "sharpen only where |in - blurred| exceeds this, per channel", 0, 0, 1),
+    ALPHA_ROW(pf_unsharp_params),
 };
 
 /* CUDA launchers and device scratch sizes, in filter_cuda.cu (PF_CUDA: NULL without). */
@@ -376,19 +441,25 @@ size_t box_cuda_scratch(const void *params, int width, int rows);
                                      __VA_ARGS__}
 #define WITH_PARAMS(t) .params_size = sizeof(pf_##t##_params), PF_PARAMS(t##_params)
 
-STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders", gaussian_radius,
-        gaussian_scratch, 8, WITH_PARAMS(gaussian),
+STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders, premultiplied by default",
+        gaussian_radius, gaussian_scratch, 8, WITH_PARAMS(gaussian),
         .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
-STENCIL(box, "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders", box_radius,
-        box_scratch, 8, WITH_PARAMS(box), .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch));
-STENCIL(sobel, "Sobel gradient magnitude per RGB channel; alpha passes through", radius_one, NULL,
-        3, WITH_PARAMS(sobel));
+STENCIL(box,
+        "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders, premultiplied "
+        "by default",
+        box_radius, box_scratch, 8, WITH_PARAMS(box),
+        .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch));
+STENCIL(sobel,
+        "Sobel gradient magnitude per RGB channel, unnormalised (a step of 1 gives 4), on the "
+        "stored values; alpha passes through",
+        radius_one, NULL, 3, WITH_PARAMS(sobel));
 STENCIL(unsharp,
         "Unsharp mask on RGB: in + amount (in - gaussian(in)) where the detail "
-        "exceeds the threshold; alpha passes through",
+        "exceeds the threshold, the blur premultiplied by default; alpha passes through",
         gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp),
         .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
-STENCIL(median3, "3x3 median per channel, alpha included", radius_one, NULL, 6, .params_size = 0);
+STENCIL(median3, "3x3 median per channel, alpha included, on the stored (straight) values",
+        radius_one, NULL, 6, .params_size = 0);
 
 static const pf_stage_desc *const filter_stages[] = {&gaussian, &box, &sobel, &unsharp, &median3};
 

@@ -18,6 +18,13 @@
  * pass over the band's rows plus the halo (clamped to the image), then the vertical
  * pass, which reads only rows that this band's horizontal pass wrote; so a band's
  * output does not depend on other bands, and banded runs are bit-identical.
+ *
+ * Alpha (premultiply.h), as filter.c: with the stage's alpha param premultiplied, the
+ * horizontal pass premultiplies each pixel as it stages it (filter.c premultiplies only
+ * rows holding an alpha other than 1, where c * 1 would give the same values) and the
+ * vertical pass divides where the summed alpha is not the kernel's weight sum, taken
+ * in filter.c's order. The param's offset in the params struct is a kernel argument
+ * (it differs between gaussian, box and unsharp); its value is read on the device.
  */
 #include "pipefuse/cuda.cuh"
 
@@ -120,6 +127,31 @@ static __device__ void build_taps(const void *params, int r, float *w, double *t
     __syncthreads();
 }
 
+/* ---- Alpha --------------------------------------------------------------------------- */
+
+/* Whether the params at p ask for premultiplied alpha (the int at byte alpha_off). */
+static __device__ __forceinline__ bool premultiplied(const void *params, int alpha_off)
+{
+    return *(const int *)((const char *)params + alpha_off) != PF_ALPHA_STRAIGHT;
+}
+
+static __device__ __forceinline__ float4 pm4(float4 v)
+{
+    return make_float4(pf_pm_mul(v.x, v.w), pf_pm_mul(v.y, v.w), pf_pm_mul(v.z, v.w), v.w);
+}
+
+/* filter.c's weight_sum: the taps w[0..r] summed as both passes sum alpha 1. */
+static __device__ float weight_sum(const float *w, int r)
+{
+    float h = __fmul_rn(1.0f, w[0]);
+    for (int t = 1; t <= r; t++)
+        h = __fadd_rn(h, __fmul_rn(w[t], 2.0f));
+    float v = __fmul_rn(h, w[0]);
+    for (int t = 1; t <= r; t++)
+        v = __fadd_rn(v, __fmul_rn(w[t], __fadd_rn(h, h)));
+    return v;
+}
+
 /* ---- Horizontal pass ----------------------------------------------------------------- */
 
 /* One block: H_TW columns of up to rows_per_block source rows. The row segment plus
@@ -130,8 +162,8 @@ static __device__ void build_taps(const void *params, int r, float *w, double *t
 
 template <int KIND>
 __global__ void __launch_bounds__(H_TW)
-    sep_h_kernel(const void *__restrict__ params, pf_image in, float4 *__restrict__ tmp, int s0,
-                 int y0, int y1, int rows_per_block)
+    sep_h_kernel(const void *__restrict__ params, int alpha_off, pf_image in,
+                 float4 *__restrict__ tmp, int s0, int y0, int y1, int rows_per_block)
 {
     const int RMAX = kind_traits<KIND>::rmax;
     __shared__ float4 seg[H_TW + 2 * RMAX];
@@ -147,13 +179,16 @@ __global__ void __launch_bounds__(H_TW)
     if (lo >= hi) /* rows only a larger radius needs: the same for the whole block */
         return;
     build_taps<KIND>(params, r, w, (double *)seg, &sum_s);
+    const bool pm = r > 0 && premultiplied(params, alpha_off); /* as filter.c */
 
     const int x0 = blockIdx.x * H_TW, tx = threadIdx.x, x = x0 + tx;
     const int n = min(H_TW, wd - x0) + 2 * r; /* segment length */
     for (int y = lo; y < hi; y++) {
         const float4 *src = pf_row_d(in, y);
-        for (int j = tx; j < n; j += H_TW)
-            seg[j] = src[clampi_d(x0 - r + j, 0, wd - 1)];
+        for (int j = tx; j < n; j += H_TW) {
+            const float4 v = src[clampi_d(x0 - r + j, 0, wd - 1)];
+            seg[j] = pm ? pm4(v) : v;
+        }
         __syncthreads();
         if (x < wd) {
             const float4 *c = seg + tx + r;
@@ -182,17 +217,24 @@ __global__ void __launch_bounds__(H_TW)
 
 template <int KIND, int EPI>
 __global__ void __launch_bounds__(V_TX *V_TY)
-    sep_v_kernel(const void *__restrict__ params, const float4 *__restrict__ tmp, int s0,
-                 pf_image in, pf_image out, int y0, int y1)
+    sep_v_kernel(const void *__restrict__ params, int alpha_off, const float4 *__restrict__ tmp,
+                 int s0, pf_image in, pf_image out, int y0, int y1)
 {
     const int RMAX = kind_traits<KIND>::rmax;
     __shared__ float4 win[2][V_TH + V_C - 1][V_TX];
     __shared__ float w[RMAX + 1];
     __shared__ double sum_s;
+    __shared__ float wsum_s;
     static_assert(sizeof(win) >= sizeof(double) * (RMAX + 1), "taps scratch fits in win");
 
     const int r = taps_radius<KIND>(params);
     build_taps<KIND>(params, r, w, (double *)&win[0][0][0], &sum_s);
+    const bool pm = r > 0 && premultiplied(params, alpha_off); /* the same for the block */
+    if (pm) {
+        if (threadIdx.x == 0 && threadIdx.y == 0)
+            wsum_s = weight_sum(w, r);
+        __syncthreads();
+    }
 
     const int wd = in.width, h = in.height;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -254,6 +296,11 @@ __global__ void __launch_bounds__(V_TX *V_TY)
         if (y >= y1)
             break;
         float4 o = acc[j];
+        if (pm && o.w != wsum_s) { /* premultiply.h's pf_pm_div */
+            o.x = pf_pm_div(o.x, o.w, wsum_s);
+            o.y = pf_pm_div(o.y, o.w, wsum_s);
+            o.z = pf_pm_div(o.z, o.w, wsum_s);
+        }
         if (EPI == EPI_UNSHARP) { /* filter.c's sharpen(), RGB only; alpha passes */
             const pf_unsharp_params *p = (const pf_unsharp_params *)params;
             const float amount = p->amount, thr = p->threshold;
@@ -281,7 +328,8 @@ template <int KIND> static size_t separable_scratch(int width, int rows)
     return (size_t)width * ((size_t)rows + 2 * kind_traits<KIND>::rmax) * sizeof(float4);
 }
 
-template <int KIND, int EPI> static int separable_launch(const pf_stage_args *a, const char *what)
+template <int KIND, int EPI>
+static int separable_launch(const pf_stage_args *a, int alpha_off, const char *what)
 {
     const pf_image in = a->in[0];
     const int y0 = a->region.y0, y1 = a->region.y1, RMAX = kind_traits<KIND>::rmax;
@@ -303,11 +351,11 @@ template <int KIND, int EPI> static int separable_launch(const pf_stage_args *a,
     cudaStream_t st = (cudaStream_t)a->stream;
     float4 *tmp = (float4 *)a->scratch;
     dim3 hg(PF_CEIL_DIV(in.width, H_TW), PF_CEIL_DIV(hrows, rpb));
-    sep_h_kernel<KIND><<<hg, H_TW, 0, st>>>(a->params, in, tmp, s0, y0, y1, rpb);
+    sep_h_kernel<KIND><<<hg, H_TW, 0, st>>>(a->params, alpha_off, in, tmp, s0, y0, y1, rpb);
     if (pf_cuda_check(a, what))
         return 1;
     dim3 vb(V_TX, V_TY), vg(PF_CEIL_DIV(in.width, V_TX), vtiles);
-    sep_v_kernel<KIND, EPI><<<vg, vb, 0, st>>>(a->params, tmp, s0, in, a->out, y0, y1);
+    sep_v_kernel<KIND, EPI><<<vg, vb, 0, st>>>(a->params, alpha_off, tmp, s0, in, a->out, y0, y1);
     return pf_cuda_check(a, what);
 }
 
@@ -401,15 +449,15 @@ extern "C" {
 
 int gaussian_cuda(const pf_stage_args *a)
 {
-    return separable_launch<K_GAUSS, EPI_COPY>(a, "gaussian");
+    return separable_launch<K_GAUSS, EPI_COPY>(a, offsetof(pf_gaussian_params, alpha), "gaussian");
 }
 int box_cuda(const pf_stage_args *a)
 {
-    return separable_launch<K_BOX, EPI_COPY>(a, "box");
+    return separable_launch<K_BOX, EPI_COPY>(a, offsetof(pf_box_params, alpha), "box");
 }
 int unsharp_cuda(const pf_stage_args *a)
 {
-    return separable_launch<K_GAUSS, EPI_UNSHARP>(a, "unsharp");
+    return separable_launch<K_GAUSS, EPI_UNSHARP>(a, offsetof(pf_unsharp_params, alpha), "unsharp");
 }
 int sobel_cuda(const pf_stage_args *a)
 {

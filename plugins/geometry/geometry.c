@@ -4,8 +4,9 @@
  * Each stage declares its output shape (failing with the sizes named when its params
  * do not fit the input) and computes exactly the output rows of its region from the
  * whole input. crop, flip, rotate and pad are pure coordinate maps and share one loop;
- * resize sums per-axis taps (bilinear, nearest or area) in double, in a fixed order,
- * so banded runs are bit-identical.
+ * resize sums per-axis taps (bilinear, antialiased triangle, nearest or area, from
+ * geometry.h) in double, in a fixed order, so banded runs are bit-identical. resize and
+ * rotate by any angle mix pixels, premultiplied by default (pf_acc4 in geometry.h).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -17,11 +18,6 @@
 
 #include "geometry.h"
 #include "geometry_native.h"
-
-static inline int clampi(int v, int lo, int hi)
-{
-    return v < lo ? lo : (v > hi ? hi : v);
-}
 
 static int shape_error(char *err, size_t err_size, const char *fmt, ...)
 {
@@ -202,6 +198,7 @@ static int rotate_any_run(const pf_stage_args *a)
     const pf_rotate_params *p = (const pf_rotate_params *)a->params;
     const pf_image *in = &a->in[0];
     const pf_float4 fill = pf_f4(p->fill[0], p->fill[1], p->fill[2], p->fill[3]);
+    const int pm = p->alpha != PF_ALPHA_STRAIGHT;
     double s, c;
     pf_sincos_deg(p->degrees, &s, &c);
     for (int y = a->region.y0; y < a->region.y1; y++) {
@@ -211,7 +208,7 @@ static int rotate_any_run(const pf_stage_args *a)
             int x0, y0;
             pf_rotate_source(s, c, a->out.width, a->out.height, in->width, in->height, x, y, &x0,
                              &y0, &fx, &fy);
-            double acc[4] = {0, 0, 0, 0};
+            pf_acc4 acc = {{0, 0, 0, 0}, 0};
             for (int k = 0; k < 4; k++) {
                 int ix = x0 + (k & 1), iy = y0 + (k >> 1);
                 double w = (k & 1 ? fx : 1.0 - fx) * (k >> 1 ? fy : 1.0 - fy);
@@ -220,12 +217,10 @@ static int rotate_any_run(const pf_stage_args *a)
                 pf_float4 v = ix >= 0 && ix < in->width && iy >= 0 && iy < in->height
                                   ? pf_image_row(in, iy)[ix]
                                   : fill;
-                acc[0] += w * v.x;
-                acc[1] += w * v.y;
-                acc[2] += w * v.z;
-                acc[3] += w * v.w;
+                pf_acc4_add(&acc, pm, w, v.x, v.y, v.z, v.w);
             }
-            dst[x] = pf_f4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
+            dst[x] = pf_f4(pf_acc4_out(&acc, pm, 0), pf_acc4_out(&acc, pm, 1),
+                           pf_acc4_out(&acc, pm, 2), pf_acc4_out(&acc, pm, 3));
         }
     }
     return 0;
@@ -294,48 +289,6 @@ static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, c
     return set_shape("resize", in, w, h, out, err, err_size);
 }
 
-/* The source taps of output index o along one axis of n input pixels: count taps from
-   first. Pixel centres align (OpenCV's INTER_LINEAR): output o sits at input coordinate
-   (o + 0.5) * n_in / n_out - 0.5. area (when not upscaling) covers the input interval
-   [o, o + 1) * n_in / n_out, each pixel weighted by its overlap. */
-typedef struct span {
-    int first, count, n, area;
-    double lo, hi, f;
-} span;
-
-static span axis_span(int mode, int n_in, int n_out, int o)
-{
-    span s = {.n = n_in};
-    if (mode == PF_RESIZE_AREA && n_out <= n_in) {
-        s.area = 1;
-        s.lo = (double)o * n_in / n_out;
-        s.hi = (double)(o + 1) * n_in / n_out;
-        s.first = (int)floor(s.lo);
-        s.count = (int)ceil(s.hi) - s.first;
-    } else if (mode == PF_RESIZE_NEAREST) {
-        s.first = (int)floor((o + 0.5) * n_in / n_out);
-        s.count = 1;
-    } else {
-        double c = (o + 0.5) * n_in / n_out - 0.5;
-        s.first = (int)floor(c);
-        s.f = c - s.first;
-        s.count = 2;
-    }
-    return s;
-}
-
-/* Weight of tap k, and its source index clamped to the image. */
-static double span_weight(const span *s, int k, int *idx)
-{
-    int i = s->first + k;
-    *idx = clampi(i, 0, s->n - 1);
-    if (s->area)
-        return (fmin(i + 1.0, s->hi) - fmax((double)i, s->lo)) / (s->hi - s->lo);
-    if (s->count == 1)
-        return 1;
-    return k ? s->f : 1 - s->f;
-}
-
 /* The horizontal taps of every output column, computed once per band (they were
    computed per pixel of every row): column x has taps tap[x * stride + i], i < count[x]. */
 typedef struct xtaps {
@@ -344,11 +297,11 @@ typedef struct xtaps {
     double *w;
 } xtaps;
 
-static int xtaps_make(xtaps *t, int mode, int n_in, int n_out)
+static int xtaps_make(xtaps *t, int mode, int aa, int n_in, int n_out)
 {
     t->stride = 1;
     for (int x = 0; x < n_out; x++) {
-        span s = axis_span(mode, n_in, n_out, x);
+        pf_span s = pf_axis_span(mode, aa, n_in, n_out, x);
         t->stride = s.count > t->stride ? s.count : t->stride;
     }
     size_t n = (size_t)n_out * (size_t)t->stride;
@@ -358,11 +311,11 @@ static int xtaps_make(xtaps *t, int mode, int n_in, int n_out)
     if (!t->count || !t->idx || !t->w)
         return -1;
     for (int x = 0; x < n_out; x++) {
-        span s = axis_span(mode, n_in, n_out, x);
+        pf_span s = pf_axis_span(mode, aa, n_in, n_out, x);
         t->count[x] = s.count;
         for (int i = 0; i < s.count; i++)
             t->w[(size_t)x * t->stride + i] =
-                span_weight(&s, i, &t->idx[(size_t)x * t->stride + i]);
+                pf_span_weight(&s, i, &t->idx[(size_t)x * t->stride + i]);
     }
     return 0;
 }
@@ -378,8 +331,10 @@ static int resize_run(const pf_stage_args *a)
 {
     const pf_resize_params *p = (const pf_resize_params *)a->params;
     const pf_image *in = &a->in[0];
+    /* nearest copies one pixel: nothing to premultiply */
+    const int pm = p->alpha != PF_ALPHA_STRAIGHT && p->mode != PF_RESIZE_NEAREST;
     xtaps tx = {0};
-    if (xtaps_make(&tx, p->mode, in->width, a->out.width) != 0) {
+    if (xtaps_make(&tx, p->mode, p->antialias, in->width, a->out.width) != 0) {
         xtaps_free(&tx);
         if (a->err && a->err_size)
             snprintf(a->err, a->err_size, "resize: out of memory for the taps of %d columns",
@@ -387,28 +342,26 @@ static int resize_run(const pf_stage_args *a)
         return -1;
     }
     for (int y = a->region.y0; y < a->region.y1; y++) {
-        span sy = axis_span(p->mode, in->height, a->out.height, y);
+        pf_span sy = pf_axis_span(p->mode, p->antialias, in->height, a->out.height, y);
         pf_float4 *dst = pf_image_row(&a->out, y);
         for (int x = 0; x < a->out.width; x++) {
             const int *ixs = tx.idx + (size_t)x * tx.stride;
             const double *wxs = tx.w + (size_t)x * tx.stride;
-            double acc[4] = {0, 0, 0, 0};
+            pf_acc4 acc = {{0, 0, 0, 0}, 0};
             for (int j = 0; j < sy.count; j++) {
                 int iy;
-                double wy = span_weight(&sy, j, &iy);
+                double wy = pf_span_weight(&sy, j, &iy);
                 const pf_float4 *src = pf_image_row(in, iy);
                 for (int i = 0; i < tx.count[x]; i++) {
                     double w = wy * wxs[i];
                     if (w == 0) /* so that an exact tap is exact even beside an inf */
                         continue;
                     const pf_float4 v = src[ixs[i]];
-                    acc[0] += w * v.x;
-                    acc[1] += w * v.y;
-                    acc[2] += w * v.z;
-                    acc[3] += w * v.w;
+                    pf_acc4_add(&acc, pm, w, v.x, v.y, v.z, v.w);
                 }
             }
-            dst[x] = pf_f4((float)acc[0], (float)acc[1], (float)acc[2], (float)acc[3]);
+            dst[x] = pf_f4(pf_acc4_out(&acc, pm, 0), pf_acc4_out(&acc, pm, 1),
+                           pf_acc4_out(&acc, pm, 2), pf_acc4_out(&acc, pm, 3));
         }
     }
     xtaps_free(&tx);
@@ -425,6 +378,7 @@ static int resize_run(const pf_stage_args *a)
 #define SIDE PF_GEOMETRY_MAX_SIDE
 
 static const char *const resize_modes[] = {"bilinear", "nearest", "area", NULL};
+static const char *const alpha_modes[] = {PF_ALPHA_NAMES, NULL};
 static const char *const flip_axes[] = {"horizontal", "vertical", "both", NULL};
 static const char *const rotate_angles[] = {"90", "180", "270", NULL};
 static const char *const fits[] = {"stretch", "inside", "cover", NULL};
@@ -451,6 +405,11 @@ static const pf_param_desc resize_params[] = {
              fits),
     PF_BOOL_PARAM(pf_resize_params, shrink_only, 0,
                   "never enlarge: an input already within the size keeps its own"),
+    PF_ENUM_PARAM(pf_resize_params, alpha, 0, alpha_modes,
+                  "bilinear and area: " PF_ALPHA_DOC "; nearest copies pixels as they are"),
+    PF_BOOL_PARAM(pf_resize_params, antialias, 0,
+                  "bilinear: where an axis shrinks, widen the triangle to the shrink factor "
+                  "(Pillow's BILINEAR), so every input pixel counts and thumbnails do not alias"),
 };
 static const pf_param_desc crop_params[] = {
     PF_INT_PARAM(pf_crop_params, x, 0, -SIDE, SIDE,
@@ -485,6 +444,8 @@ static const pf_param_desc rotate_params[] = {
     {"fill", "with degrees: RGBA where no input pixel lands", PF_OFFSET(pf_rotate_params, fill),
      PF_PARAM_FLOAT_ARRAY, .min = PF_NO_MIN, .max = PF_NO_MAX, .count = 4,
      .def_array = rotate_fill_def},
+    PF_ENUM_PARAM(pf_rotate_params, alpha, 0, alpha_modes,
+                  "with degrees: " PF_ALPHA_DOC " (the fill takes part as a pixel)"),
 };
 static const pf_param_desc pad_params[] = {
     INT_ROW(pf_pad_params, left, "columns added on the left", 0, SIDE),
@@ -521,7 +482,8 @@ int pad_cuda(const pf_stage_args *a);
 
 RESAMPLE(resize,
          "Resize to a given size, into or over a box keeping the aspect ratio, or by a "
-         "factor, optionally never enlarging: bilinear, nearest or area",
+         "factor, optionally never enlarging: bilinear (antialiased or not), nearest or area; "
+         "premultiplied alpha by default",
          resize_shape, 4);
 RESAMPLE(crop,
          "Keep a rectangle of the input, in pixels or percent, at a position or a gravity; "
@@ -530,7 +492,8 @@ RESAMPLE(crop,
 RESAMPLE(flip, "Mirror horizontally, vertically or both", same_shape, 1);
 RESAMPLE(rotate,
          "Rotate clockwise by a quarter, half or three quarter turn, or by any angle "
-         "(bilinear, with a fill colour, the output expanded to hold it or not)",
+         "(bilinear, premultiplied by default, with a fill colour, the output expanded to "
+         "hold it or not)",
          rotate_shape, 1);
 RESAMPLE(pad, "Add borders of a constant color around the input", pad_shape, 1);
 

@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include "../premultiply.h" /* PF_ALPHA_*: the alpha param of resize and rotate */
+
 #define PF_GEOMETRY_MAX_SIDE   262144    /* largest output width or height */
 #define PF_GEOMETRY_MAX_PIXELS (1 << 30) /* largest output area (16 GiB of float RGBA) */
 
@@ -18,9 +20,11 @@
 #ifdef __CUDA_ARCH__
 #define PF_GM(a, b) __dmul_rn((a), (b))
 #define PF_GA(a, b) __dadd_rn((a), (b))
+#define PF_GD(a, b) __ddiv_rn((a), (b))
 #else
 #define PF_GM(a, b) ((a) * (b))
 #define PF_GA(a, b) ((a) + (b))
+#define PF_GD(a, b) ((a) / (b))
 #endif
 
 enum { PF_RESIZE_BILINEAR, PF_RESIZE_NEAREST, PF_RESIZE_AREA };
@@ -31,7 +35,93 @@ typedef struct pf_resize_params {
     int mode;          /* PF_RESIZE_* */
     int fit;           /* PF_FIT_*: with width and height both given */
     int shrink_only;   /* never larger than the input */
+    int alpha;         /* PF_ALPHA_* (nearest moves pixels and ignores it) */
+    int antialias;     /* bilinear: widen the triangle by the factor where an axis shrinks */
 } pf_resize_params;
+
+/* The source taps of output index o along one axis of n_in input pixels (n_out output
+   pixels): count taps from first, the weight of tap k from pf_span_weight. Shared by
+   the CPU and the CUDA resize, so both compute the same doubles.
+   - linear (bilinear, and area when enlarging): pixel centres aligned (OpenCV's
+     INTER_LINEAR), output o at input coordinate (o + 0.5) * n_in / n_out - 0.5, between
+     its two neighbours, clamped at the border;
+   - nearest: input floor((o + 0.5) * n_in / n_out);
+   - area (not enlarging): the input interval [o, o + 1) * n_in / n_out, each pixel
+     weighted by its overlap;
+   - triangle (bilinear with antialias, shrinking): Pillow's BILINEAR reduction, a
+     triangle of half-width f = n_in / n_out around the centre c = (o + 0.5) * f, over
+     pixels [(int)(c - f + 0.5), (int)(c + f + 0.5)) cut to the image, pixel i weighted
+     1 - |i + 0.5 - c| / f (0 beyond), the weights divided by their sum. */
+enum { PF_SPAN_LINEAR, PF_SPAN_NEAREST, PF_SPAN_AREA, PF_SPAN_TRIANGLE };
+typedef struct pf_span {
+    int kind, first, count, n;
+    double lo, hi, f;    /* area: the interval; linear: the fraction past first */
+    double c, inv, norm; /* triangle: the centre, 1 / f, the weights' sum */
+} pf_span;
+
+PF_GEOM_HD double pf_triangle(double x)
+{
+    x = x < 0 ? -x : x;
+    return x < 1 ? PF_GA(1.0, -x) : 0.0;
+}
+
+/* Triangle weight of input pixel i before normalising. */
+PF_GEOM_HD double pf_span_tri(const pf_span *s, int i)
+{
+    return pf_triangle(PF_GM(PF_GA(PF_GA((double)i, -s->c), 0.5), s->inv));
+}
+
+PF_GEOM_HD pf_span pf_axis_span(int mode, int antialias, int n_in, int n_out, int o)
+{
+    pf_span s = {PF_SPAN_LINEAR, 0, 2, n_in, 0, 0, 0, 0, 0, 0};
+    const double din = (double)n_in, dout = (double)n_out;
+    if (mode == PF_RESIZE_AREA && n_out <= n_in) {
+        s.kind = PF_SPAN_AREA;
+        s.lo = PF_GD(PF_GM((double)o, din), dout);
+        s.hi = PF_GD(PF_GM((double)(o + 1), din), dout);
+        s.first = (int)floor(s.lo);
+        s.count = (int)ceil(s.hi) - s.first;
+    } else if (mode == PF_RESIZE_NEAREST) {
+        s.kind = PF_SPAN_NEAREST;
+        s.first = (int)floor(PF_GD(PF_GM(PF_GA((double)o, 0.5), din), dout));
+        s.count = 1;
+    } else if (mode == PF_RESIZE_BILINEAR && antialias && n_out < n_in) {
+        s.kind = PF_SPAN_TRIANGLE;
+        const double f = PF_GD(din, dout);
+        s.c = PF_GM(PF_GA((double)o, 0.5), f);
+        s.inv = PF_GD(1.0, f);
+        int lo = (int)PF_GA(PF_GA(s.c, -f), 0.5), hi = (int)PF_GA(PF_GA(s.c, f), 0.5);
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > n_in ? n_in : hi;
+        s.first = lo;
+        s.count = hi - lo;
+        for (int i = lo; i < hi; i++)
+            s.norm = PF_GA(s.norm, pf_span_tri(&s, i));
+    } else {
+        const double c = PF_GA(PF_GD(PF_GM(PF_GA((double)o, 0.5), din), dout), -0.5);
+        s.first = (int)floor(c);
+        s.f = PF_GA(c, -(double)s.first);
+    }
+    return s;
+}
+
+/* The weight of tap k of s, and its source index clamped to the image. */
+PF_GEOM_HD double pf_span_weight(const pf_span *s, int k, int *idx)
+{
+    const int i = s->first + k;
+    *idx = i < 0 ? 0 : (i > s->n - 1 ? s->n - 1 : i);
+    switch (s->kind) {
+    case PF_SPAN_AREA:
+        return PF_GD(PF_GA(fmin(PF_GA((double)i, 1.0), s->hi), -fmax((double)i, s->lo)),
+                     PF_GA(s->hi, -s->lo));
+    case PF_SPAN_NEAREST:
+        return 1;
+    case PF_SPAN_TRIANGLE:
+        return PF_GD(pf_span_tri(s, i), s->norm);
+    default:
+        return k ? s->f : PF_GA(1.0, -s->f);
+    }
+}
 
 /* Where a rectangle goes by gravity: none (x, y from the top left, as given), or an
    anchor with x, y measured inward from it. */
@@ -113,6 +203,7 @@ typedef struct pf_rotate_params {
     float degrees; /* any angle, clockwise; 0: angle */
     int expand;    /* the output holds the whole rotated input; else the input's size */
     float fill[4]; /* RGBA where no input pixel lands */
+    int alpha;     /* PF_ALPHA_*, with degrees */
 } pf_rotate_params;
 
 /* sin and cos of a clockwise turn of deg degrees, computed the same way on the host and
@@ -175,6 +266,38 @@ PF_GEOM_HD void pf_rotated_size(double deg, int w, int h, double *ow, double *oh
     /* a box edge within 1e-9 of an integer is that integer (no sliver from rounding) */
     *ow = ceil((double)w * c + (double)h * s - 1e-9);
     *oh = ceil((double)w * s + (double)h * c - 1e-9);
+}
+
+/* A weighted sum of pixels in double, for resize and rotate by any angle, shared by the
+   CPU and CUDA: straight, each channel times its weight; premultiplied (premultiply.h),
+   the colour times w * alpha (none where alpha is 0), w summed apart. */
+typedef struct pf_acc4 {
+    double v[4], w;
+} pf_acc4;
+
+PF_GEOM_HD void pf_acc4_add(pf_acc4 *s, int pm, double w, float x, float y, float z, float a)
+{
+    if (!pm) {
+        s->v[0] = PF_GA(s->v[0], PF_GM(w, (double)x));
+        s->v[1] = PF_GA(s->v[1], PF_GM(w, (double)y));
+        s->v[2] = PF_GA(s->v[2], PF_GM(w, (double)z));
+        s->v[3] = PF_GA(s->v[3], PF_GM(w, (double)a));
+        return;
+    }
+    const double wa = PF_GM(w, (double)a); /* w itself where a is 1 */
+    if (a != 0) {
+        s->v[0] = PF_GA(s->v[0], PF_GM(wa, (double)x));
+        s->v[1] = PF_GA(s->v[1], PF_GM(wa, (double)y));
+        s->v[2] = PF_GA(s->v[2], PF_GM(wa, (double)z));
+    }
+    s->v[3] = PF_GA(s->v[3], wa);
+    s->w = PF_GA(s->w, w);
+}
+
+/* Channel c (0-3) of the sum, rounded to float. */
+PF_GEOM_HD float pf_acc4_out(const pf_acc4 *s, int pm, int c)
+{
+    return pm && c < 3 ? pf_pm_div_d(s->v[c], s->v[3], s->w) : PF_PM_D2F(s->v[c]);
 }
 
 typedef struct pf_pad_params {

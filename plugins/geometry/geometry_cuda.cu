@@ -11,16 +11,13 @@
  * repeats geometry.c's double arithmetic operation by operation, through __dmul_rn,
  * __dadd_rn, __dsub_rn and __ddiv_rn so that nvcc cannot contract a product and a sum
  * into an FMA (the CPU build does not contract either), in the same tap order: its
- * outputs are bit-identical to the CPU's too.
+ * outputs are bit-identical to the CPU's too. The taps (pf_axis_span, pf_span_weight)
+ * and the straight or premultiplied sums (pf_acc4) are geometry.h's, compiled here
+ * for the device.
  */
 #include "pipefuse/cuda.cuh"
 
 #include "geometry.h"
-
-static __device__ __forceinline__ int clampi_d(int v, int lo, int hi)
-{
-    return v < lo ? lo : (v > hi ? hi : v);
-}
 
 static int too_tall(const pf_stage_args *a, const char *what, int rows, int per_block)
 {
@@ -108,6 +105,7 @@ static __device__ void rotate_any(const pf_rotate_params *__restrict__ p, const 
     double s, c;
     pf_sincos_deg((double)p->degrees, &s, &c);
     const float4 fill = make_float4(p->fill[0], p->fill[1], p->fill[2], p->fill[3]);
+    const int pm = p->alpha != PF_ALPHA_STRAIGHT;
     for (int k = 0; k < R_T / R_Y; k++, y += R_Y) {
         if (y >= y1)
             return;
@@ -115,7 +113,7 @@ static __device__ void rotate_any(const pf_rotate_params *__restrict__ p, const 
         int x0, y0;
         pf_rotate_source(s, c, out.width, out.height, in.width, in.height, x, y, &x0, &y0, &fx,
                          &fy);
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        pf_acc4 acc = {{0, 0, 0, 0}, 0};
         for (int t = 0; t < 4; t++) {
             const int ix = x0 + (t & 1), iy = y0 + (t >> 1);
             const double wt =
@@ -124,13 +122,10 @@ static __device__ void rotate_any(const pf_rotate_params *__restrict__ p, const 
                 continue;
             const float4 v =
                 ix >= 0 && ix < in.width && iy >= 0 && iy < in.height ? pf_row_d(in, iy)[ix] : fill;
-            a0 = __dadd_rn(a0, __dmul_rn(wt, (double)v.x));
-            a1 = __dadd_rn(a1, __dmul_rn(wt, (double)v.y));
-            a2 = __dadd_rn(a2, __dmul_rn(wt, (double)v.z));
-            a3 = __dadd_rn(a3, __dmul_rn(wt, (double)v.w));
+            pf_acc4_add(&acc, pm, wt, v.x, v.y, v.z, v.w);
         }
-        pf_row_d(out, y)[x] = make_float4(__double2float_rn(a0), __double2float_rn(a1),
-                                          __double2float_rn(a2), __double2float_rn(a3));
+        pf_row_d(out, y)[x] = make_float4(pf_acc4_out(&acc, pm, 0), pf_acc4_out(&acc, pm, 1),
+                                          pf_acc4_out(&acc, pm, 2), pf_acc4_out(&acc, pm, 3));
     }
 }
 
@@ -188,49 +183,6 @@ static int launch_rotate(const pf_stage_args *a)
 
 /* ---- resize -------------------------------------------------------------------------- */
 
-/* geometry.c's span and span_weight, operation for operation. */
-typedef struct span {
-    int first, count, n, area;
-    double lo, hi, f;
-} span;
-
-static __device__ __forceinline__ span axis_span(int mode, int n_in, int n_out, int o)
-{
-    span s;
-    s.n = n_in;
-    s.area = 0;
-    s.lo = s.hi = s.f = 0;
-    const double din = (double)n_in, dout = (double)n_out;
-    if (mode == PF_RESIZE_AREA && n_out <= n_in) {
-        s.area = 1;
-        s.lo = __ddiv_rn(__dmul_rn((double)o, din), dout);
-        s.hi = __ddiv_rn(__dmul_rn((double)(o + 1), din), dout);
-        s.first = (int)floor(s.lo);
-        s.count = (int)ceil(s.hi) - s.first;
-    } else if (mode == PF_RESIZE_NEAREST) {
-        s.first = (int)floor(__ddiv_rn(__dmul_rn(__dadd_rn((double)o, 0.5), din), dout));
-        s.count = 1;
-    } else {
-        const double c = __dsub_rn(__ddiv_rn(__dmul_rn(__dadd_rn((double)o, 0.5), din), dout), 0.5);
-        s.first = (int)floor(c);
-        s.f = __dsub_rn(c, (double)s.first);
-        s.count = 2;
-    }
-    return s;
-}
-
-static __device__ __forceinline__ double span_weight(const span &s, int k, int *idx)
-{
-    const int i = s.first + k;
-    *idx = clampi_d(i, 0, s.n - 1);
-    if (s.area)
-        return __ddiv_rn(__dsub_rn(fmin(__dadd_rn((double)i, 1.0), s.hi), fmax((double)i, s.lo)),
-                         __dsub_rn(s.hi, s.lo));
-    if (s.count == 1)
-        return 1;
-    return k ? s.f : __dsub_rn(1.0, s.f);
-}
-
 /* One thread per output pixel; its taps summed in double in geometry.c's order (rows of
    taps outer, columns inner), skipping zero weights as there. */
 __global__ void __launch_bounds__(M_X *M_Y)
@@ -240,27 +192,25 @@ __global__ void __launch_bounds__(M_X *M_Y)
     const int y = y0 + blockIdx.y * M_Y + threadIdx.y;
     if (x >= out.width || y >= y1)
         return;
-    const int mode = p->mode;
-    const span sy = axis_span(mode, in.height, out.height, y);
-    const span sx = axis_span(mode, in.width, out.width, x);
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    const int mode = p->mode, aa = p->antialias;
+    const int pm = p->alpha != PF_ALPHA_STRAIGHT && mode != PF_RESIZE_NEAREST; /* as geometry.c */
+    const pf_span sy = pf_axis_span(mode, aa, in.height, out.height, y);
+    const pf_span sx = pf_axis_span(mode, aa, in.width, out.width, x);
+    pf_acc4 acc = {{0, 0, 0, 0}, 0};
     for (int j = 0; j < sy.count; j++) {
         int iy, ix;
-        const double wy = span_weight(sy, j, &iy);
+        const double wy = pf_span_weight(&sy, j, &iy);
         const float4 *src = pf_row_d(in, iy);
         for (int i = 0; i < sx.count; i++) {
-            const double wt = __dmul_rn(wy, span_weight(sx, i, &ix));
+            const double wt = __dmul_rn(wy, pf_span_weight(&sx, i, &ix));
             if (wt == 0)
                 continue;
             const float4 v = src[ix];
-            a0 = __dadd_rn(a0, __dmul_rn(wt, (double)v.x));
-            a1 = __dadd_rn(a1, __dmul_rn(wt, (double)v.y));
-            a2 = __dadd_rn(a2, __dmul_rn(wt, (double)v.z));
-            a3 = __dadd_rn(a3, __dmul_rn(wt, (double)v.w));
+            pf_acc4_add(&acc, pm, wt, v.x, v.y, v.z, v.w);
         }
     }
-    pf_row_d(out, y)[x] = make_float4(__double2float_rn(a0), __double2float_rn(a1),
-                                      __double2float_rn(a2), __double2float_rn(a3));
+    pf_row_d(out, y)[x] = make_float4(pf_acc4_out(&acc, pm, 0), pf_acc4_out(&acc, pm, 1),
+                                      pf_acc4_out(&acc, pm, 2), pf_acc4_out(&acc, pm, 3));
 }
 
 static int launch_resize(const pf_stage_args *a)

@@ -356,7 +356,8 @@ static void test_gaussian_blend(void)
     pf_rng rng;
     pf_rng_seed(&rng, 3);
     pf_pipeline *p = load("{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
-                          "{\"id\": \"g\", \"op\": \"gaussian\", \"params\": {\"sigma\": 1.5}},"
+                          "{\"id\": \"g\", \"op\": \"gaussian\", \"params\": {\"sigma\": 1.5, "
+                          "\"alpha\": \"straight\"}}," /* the reference mixes straight */
                           "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"x\", \"g\"], "
                           "\"params\": {\"opacity\": 0.7}}], \"outputs\": {\"o\": \"m\"}}");
     if (!p)
@@ -488,7 +489,7 @@ static void test_resample(void)
                           "{\"id\": \"cut\", \"op\": \"crop\", \"inputs\": [\"x\"], \"params\": "
                           "{\"x\": 3, \"y\": 5, \"width\": 20, \"height\": 9}},"
                           "{\"id\": \"fit\", \"op\": \"resize\", \"inputs\": [\"x\"], \"params\": "
-                          "{\"width\": 50}},"
+                          "{\"width\": 50, \"alpha\": \"straight\"}},"
                           "{\"id\": \"big\", \"op\": \"resize\", \"inputs\": [\"x\"], \"params\": "
                           "{\"scale\": 2, \"mode\": \"nearest\"}}],"
                           "\"outputs\": {\"cut\": \"cut\", \"fit\": \"fit\", \"big\": \"big\"}}");

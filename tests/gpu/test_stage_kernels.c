@@ -467,7 +467,8 @@ static int unsharp_accept(const void *params, const pf_image *in, int x, int y, 
         blur.height != in->height) {
         pf_test_image_free(&blur);
         blur = pf_test_image_poisoned(in->width, in->height);
-        h_run(h_stage("filter", "gaussian"), &(pf_gaussian_params){p->sigma}, in, 1, &blur, 0);
+        h_run(h_stage("filter", "gaussian"), &(pf_gaussian_params){.sigma = p->sigma}, in, 1, &blur,
+              0);
         blur_of = in->data;
         blur_sigma = p->sigma;
     }
@@ -489,13 +490,13 @@ static void test_filter(pf_rng *r)
         for (int i = 0; i < PF_COUNTOF(sigmas); i++) {
             snprintf(label, sizeof label, "gaussian sigma %g on %dx%d", sigmas[i], s.width,
                      s.height);
-            check_image("filter", "gaussian", &(pf_gaussian_params){sigmas[i]}, &in, GAUSS_TOL,
-                        NULL, label);
+            check_image("filter", "gaussian", &(pf_gaussian_params){.sigma = sigmas[i]}, &in,
+                        GAUSS_TOL, NULL, label);
         }
         int radii[] = {0, 1, 2, 5, pf_rng_range(r, 0, 8), PF_BOX_MAX_RADIUS};
         for (int i = 0; i < PF_COUNTOF(radii); i++) {
             snprintf(label, sizeof label, "box radius %d on %dx%d", radii[i], s.width, s.height);
-            check_image("filter", "box", &(pf_box_params){radii[i]}, &in, 0, NULL, label);
+            check_image("filter", "box", &(pf_box_params){.radius = radii[i]}, &in, 0, NULL, label);
         }
         float scales[] = {1, 0, 0.5f, 1000, 10 * pf_rng_float(r)};
         for (int i = 0; i < PF_COUNTOF(scales); i++) {
@@ -503,14 +504,14 @@ static void test_filter(pf_rng *r)
             check_image("filter", "sobel", &(pf_sobel_params){scales[i]}, &in, 0, NULL, label);
         }
         pf_unsharp_params cases[] = {
-            {1, 1, 0},
-            {0, 1, 0},
-            {2, 0, 0},
-            {1.5f, 10, 0.1f},
-            {1, 1, 1},
-            {0.3f, 10, 0},
-            {PF_GAUSSIAN_MAX_SIGMA, 2, 0.05f},
-            {3 * pf_rng_float(r), 10 * pf_rng_float(r), 0.2f * pf_rng_float(r)},
+            {1, 1, 0, 0},
+            {0, 1, 0, 0},
+            {2, 0, 0, 0},
+            {1.5f, 10, 0.1f, 0},
+            {1, 1, 1, 0},
+            {0.3f, 10, 0, 0},
+            {PF_GAUSSIAN_MAX_SIGMA, 2, 0.05f, 0},
+            {3 * pf_rng_float(r), 10 * pf_rng_float(r), 0.2f * pf_rng_float(r), 0},
         };
         for (int i = 0; i < PF_COUNTOF(cases); i++) {
             snprintf(label, sizeof label, "unsharp %g/%g/%g on %dx%d", cases[i].sigma,
@@ -529,7 +530,7 @@ static void test_filter(pf_rng *r)
 
     /* Too little scratch is an error with a message; scratch_size 0 means "as sized". */
     const pf_stage_desc *d = h_stage("filter", "gaussian");
-    pf_gaussian_params gp = {2};
+    pf_gaussian_params gp = {.sigma = 2};
     void *dp = dev_params(d, &gp);
     pf_image in = test_input(r, (pf_shape){13, 7}, 0);
     pf_image din = dev_upload(&in), dout = dev_alloc(13, 7);
@@ -560,14 +561,14 @@ static void test_geometry(pf_rng *r)
         pf_image in = test_input(r, s, 0);
         /* up, down, mixed per axis, same size, by a factor, from one side, to 1x1 */
         pf_resize_params rs[] = {
-            {2 * w + 1, 3 * h, 1, 0, 0, 0},
-            {w / 3 > 0 ? w / 3 : 1, h / 2 > 0 ? h / 2 : 1, 1, 0, 0, 0},
-            {2 * w, h / 3 > 0 ? h / 3 : 1, 1, 0, 0, 0},
-            {w > 2 ? w - 2 : 1, h + 5, 1, 0, 0, 0},
-            {w, h, 1, 0, 0, 0},
-            {0, 0, 0.37f, 0, 0, 0},
-            {0, 0, 1.0f / 1024, 0, 0, 0},
-            {7, 0, 1, 0, 0, 0},
+            {2 * w + 1, 3 * h, 1, 0, 0, 0, 0, 0},
+            {w / 3 > 0 ? w / 3 : 1, h / 2 > 0 ? h / 2 : 1, 1, 0, 0, 0, 0, 0},
+            {2 * w, h / 3 > 0 ? h / 3 : 1, 1, 0, 0, 0, 0, 0},
+            {w > 2 ? w - 2 : 1, h + 5, 1, 0, 0, 0, 0, 0},
+            {w, h, 1, 0, 0, 0, 0, 0},
+            {0, 0, 0.37f, 0, 0, 0, 0, 0},
+            {0, 0, 1.0f / 1024, 0, 0, 0, 0, 0},
+            {7, 0, 1, 0, 0, 0, 0, 0},
         };
         for (int mode = 0; mode < 3; mode++)
             for (int i = 0; i < PF_COUNTOF(rs); i++) {
@@ -636,9 +637,11 @@ static void test_geometry(pf_rng *r)
         check_image("geometry", "rotate", &(pf_rotate_params){.angle = PF_ROTATE_90}, &nan_in, 0,
                     NULL, label);
         snprintf(label, sizeof label, "resize nearest with NaNs on %dx%d", w, h);
-        check_image("geometry", "resize",
-                    &(pf_resize_params){w + 3, h > 1 ? h - 1 : 1, 1, PF_RESIZE_NEAREST, 0, 0},
-                    &nan_in, 0, NULL, label);
+        check_image(
+            "geometry", "resize",
+            &(pf_resize_params){
+                .width = w + 3, .height = h > 1 ? h - 1 : 1, .scale = 1, .mode = PF_RESIZE_NEAREST},
+            &nan_in, 0, NULL, label);
         pf_test_image_free(&nan_in);
         pf_test_image_free(&in);
     }
@@ -784,16 +787,20 @@ static void check_capture(const char *plugin, const char *stage, const void *p1,
 static void test_capture(pf_rng *r)
 {
     pf_shape s = {97, 61}, sq = {61, 61};
-    check_capture("filter", "gaussian", &(pf_gaussian_params){1},
-                  &(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}, s, r);
-    check_capture("filter", "gaussian", &(pf_gaussian_params){0}, &(pf_gaussian_params){2.5f},
-                  quick ? s : (pf_shape){1037, 519}, r);
-    check_capture("filter", "box", &(pf_box_params){1}, &(pf_box_params){PF_BOX_MAX_RADIUS}, s, r);
+    check_capture("filter", "gaussian", &(pf_gaussian_params){.sigma = 1},
+                  &(pf_gaussian_params){.sigma = PF_GAUSSIAN_MAX_SIGMA}, s, r);
+    check_capture("filter", "gaussian", &(pf_gaussian_params){.sigma = 0},
+                  &(pf_gaussian_params){.sigma = 2.5f}, quick ? s : (pf_shape){1037, 519}, r);
+    check_capture("filter", "box", &(pf_box_params){.radius = 1},
+                  &(pf_box_params){.radius = PF_BOX_MAX_RADIUS}, s, r);
     check_capture("filter", "sobel", &(pf_sobel_params){1}, &(pf_sobel_params){3}, s, r);
-    check_capture("filter", "unsharp", &(pf_unsharp_params){1, 1, 0},
-                  &(pf_unsharp_params){20, 3, 0.01f}, s, r);
-    check_capture("geometry", "resize", &(pf_resize_params){50, 30, 1, PF_RESIZE_BILINEAR, 0, 0},
-                  &(pf_resize_params){50, 30, 1, PF_RESIZE_AREA, 0, 0}, s, r);
+    check_capture("filter", "unsharp",
+                  &(pf_unsharp_params){.sigma = 1, .amount = 1, .threshold = 0},
+                  &(pf_unsharp_params){.sigma = 20, .amount = 3, .threshold = 0.01f}, s, r);
+    check_capture(
+        "geometry", "resize",
+        &(pf_resize_params){.width = 50, .height = 30, .scale = 1, .mode = PF_RESIZE_BILINEAR},
+        &(pf_resize_params){.width = 50, .height = 30, .scale = 1, .mode = PF_RESIZE_AREA}, s, r);
     check_capture("geometry", "crop", &(pf_crop_params){0, 0, 40, 30, 0, 0, 0},
                   &(pf_crop_params){50, 20, 40, 30, 0, 0, 0}, s, r);
     check_capture("geometry", "flip", &(pf_flip_params){PF_FLIP_HORIZONTAL},
@@ -811,6 +818,89 @@ static void test_capture(pf_rng *r)
     check_capture("analysis", "stats", NULL, NULL, (pf_shape){1037, 519}, r);
 }
 
+/* ---- alpha --------------------------------------------------------------------------- */
+
+/* Blurs and resamplings, premultiplied (the default) and straight, of images with alpha
+   as files give it (harness.h's h_alpha_image: transparent pixels with garbage colour,
+   NaN and infinities included; any float, 8-bit and 16-bit codes), and the antialiased
+   shrink. The premultiplied path divides on both sides with the same rounding, so the
+   tolerances are those of the straight stages. */
+static void test_alpha(pf_rng *r)
+{
+    char label[256];
+    static const char *const modes[] = {"bilinear", "nearest", "area"};
+    for (int si = 0; si < N_SIZES; si++) {
+        const int w = sizes[si].width, h = sizes[si].height;
+        for (int bits = 0; bits <= 16; bits += 8) {
+            pf_image in = h_alpha_image(r, w, h, bits);
+            for (int alpha = 0; alpha < 2; alpha++) {
+                const char *am = alpha == PF_ALPHA_STRAIGHT ? "straight" : "premultiplied";
+                float sigmas[] = {0.5f, 1, 2.5f, 10};
+                for (int i = 0; i < PF_COUNTOF(sigmas); i++) {
+                    snprintf(label, sizeof label, "gaussian sigma %g %s on %dx%d %d-bit alpha",
+                             sigmas[i], am, w, h, bits);
+                    check_image("filter", "gaussian",
+                                &(pf_gaussian_params){.sigma = sigmas[i], .alpha = alpha}, &in,
+                                GAUSS_TOL, NULL, label);
+                }
+                int radii[] = {1, 3, PF_BOX_MAX_RADIUS};
+                for (int i = 0; i < PF_COUNTOF(radii); i++) {
+                    snprintf(label, sizeof label, "box radius %d %s on %dx%d %d-bit alpha",
+                             radii[i], am, w, h, bits);
+                    check_image("filter", "box",
+                                &(pf_box_params){.radius = radii[i], .alpha = alpha}, &in, 0, NULL,
+                                label);
+                }
+                /* threshold 0: no branch can tip */
+                pf_unsharp_params up = {.sigma = 1.5f, .amount = 2, .threshold = 0, .alpha = alpha};
+                snprintf(label, sizeof label, "unsharp %s on %dx%d %d-bit alpha", am, w, h, bits);
+                check_image("filter", "unsharp", &up, &in, GAUSS_TOL * (1 + up.amount), NULL,
+                            label);
+                int rs[][2] = {
+                    {(w + 1) / 2, (h + 1) / 2}, {w / 3 + 1, h + 3}, {2 * w + 1, 3 * h}, {1, 1}};
+                for (int mode = 0; mode < 3; mode++)
+                    for (int aa = 0; aa < 2; aa++)
+                        for (int i = 0; i < PF_COUNTOF(rs); i++) {
+                            pf_resize_params p = {.width = rs[i][0],
+                                                  .height = rs[i][1],
+                                                  .scale = 1,
+                                                  .mode = mode,
+                                                  .alpha = alpha,
+                                                  .antialias = aa};
+                            snprintf(label, sizeof label,
+                                     "resize %s%s %s to %dx%d on %dx%d %d-bit alpha", modes[mode],
+                                     aa ? " antialias" : "", am, p.width, p.height, w, h, bits);
+                            check_image("geometry", "resize", &p, &in, 0, NULL, label);
+                        }
+                pf_rotate_params rd[] = {
+                    {.degrees = 30, .expand = 1, .fill = {1, 0, 0, 0}, .alpha = alpha},
+                    {.degrees = -12.5f, .fill = {0.25f, 0.5f, 0.75f, 0.5f}, .alpha = alpha},
+                };
+                for (int i = 0; i < PF_COUNTOF(rd); i++) {
+                    snprintf(label, sizeof label, "rotate %g degrees %s on %dx%d %d-bit alpha",
+                             rd[i].degrees, am, w, h, bits);
+                    check_image("geometry", "rotate", &rd[i], &in, 0, NULL, label);
+                }
+            }
+            pf_test_image_free(&in);
+        }
+    }
+    /* the alpha param changed live, with no re-capture */
+    pf_shape s = {97, 61};
+    check_capture("filter", "gaussian", &(pf_gaussian_params){.sigma = 2},
+                  &(pf_gaussian_params){.sigma = 2, .alpha = PF_ALPHA_STRAIGHT}, s, r);
+    check_capture("filter", "unsharp", &(pf_unsharp_params){.sigma = 1, .amount = 1},
+                  &(pf_unsharp_params){.sigma = 1, .amount = 1, .alpha = PF_ALPHA_STRAIGHT}, s, r);
+    check_capture(
+        "geometry", "resize", &(pf_resize_params){.width = 30, .height = 20, .scale = 1},
+        &(pf_resize_params){
+            .width = 30, .height = 20, .scale = 1, .antialias = 1, .alpha = PF_ALPHA_STRAIGHT},
+        s, r);
+    check_capture("geometry", "rotate", &(pf_rotate_params){.degrees = 30, .expand = 1},
+                  &(pf_rotate_params){.degrees = 30, .expand = 1, .alpha = PF_ALPHA_STRAIGHT}, s,
+                  r);
+}
+
 int main(void)
 {
     int n = 0;
@@ -824,7 +914,7 @@ int main(void)
     CK(cudaStreamCreate(&stream));
     quick = getenv("PF_TEST_QUICK") != NULL;
     static void (*const tests[])(pf_rng *) = {test_filter, test_geometry, test_analysis,
-                                              test_capture};
+                                              test_capture, test_alpha};
     for (int i = 0; i < PF_COUNTOF(tests); i++) {
         pf_rng r;
         pf_rng_seed(&r, 0xC0DA0000u + (uint64_t)i * 7919u);

@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <string.h>
 
 static const pf_host_api host = {sizeof(pf_host_api), PF_ABI_VERSION, NULL};
@@ -120,4 +121,27 @@ int h_reduce(const pf_stage_desc *d, const void *params, const pf_image *in, int
     d->combine(params, &s, partials, nb, *result);
     free(partials);
     return 0;
+}
+
+pf_image h_alpha_image(pf_rng *r, int w, int h, int bits)
+{
+    static const float garbage[] = {1e30f, -7, 2, INFINITY, -INFINITY, NAN, 0.5f, 1};
+    const double max = bits ? ldexp(1, bits) - 1 : 0;
+    pf_image im = pf_test_image(r, w, h, 0, 1);
+    for (int y = 0; y < h; y++) {
+        float *f = (float *)pf_image_row(&im, y);
+        for (int x = 0; x < w; x++, f += 4) {
+            int kind = pf_rng_range(r, 0, 3); /* transparent, opaque, between, between */
+            for (int c = 0; bits && c < 4; c++)
+                f[c] = (float)(floor(f[c] * max + 0.5) / max);
+            if (kind == 0) {
+                f[3] = 0;
+                for (int c = 0; c < 3; c++)
+                    f[c] = garbage[pf_rng_range(r, 0, PF_COUNTOF(garbage) - 1)];
+            } else if (kind == 1) {
+                f[3] = 1;
+            }
+        }
+    }
+    return im;
 }

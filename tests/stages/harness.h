@@ -25,4 +25,11 @@ int h_run(const pf_stage_desc *d, const void *params, const pf_image *in, int n_
 int h_reduce(const pf_stage_desc *d, const void *params, const pf_image *in, int n_in,
              int band_rows, double **result, int *rows, int *cols);
 
+/* An image with alpha, as files with alpha give: alpha in [0, 1], about a quarter of
+   the pixels transparent (alpha 0) with garbage colour (huge, negative, infinite or
+   NaN), a quarter opaque (alpha 1), colour in [0, 1] elsewhere. With bits 8 or 16 every
+   value but the garbage is a code k / (2^bits - 1), as an integer file loads; with 0,
+   any float. */
+pf_image h_alpha_image(pf_rng *r, int w, int h, int bits);
+
 #endif

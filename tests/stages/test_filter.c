@@ -10,7 +10,10 @@
  *
  * The filter references are written from the definitions, in double, with no shortcut
  * the stages take: the gaussian as one 2D sum, the box as a 2D mean, the median by
- * sorting. Images have odd sizes, one smaller than most radii.
+ * sorting; premultiplied ones as sum(w a c) / sum(w a). Images have odd sizes, one
+ * smaller than most radii. Straight references run on random values in [-0.25, 1.25);
+ * premultiplied ones on images with alpha as files give (harness.h's h_alpha_image:
+ * transparent pixels with garbage colour, float, 16-bit and 8-bit codes).
  */
 #ifndef FD_DRIVER
 #define FD_DRIVER
@@ -197,9 +200,11 @@ static void fd_check_band_alone(const pf_stage_desc *d, const void *params, cons
     pf_test_image_free(&out);
 }
 
-/* |got - want| within tol, relative where |want| > 1. */
+/* |got - want| within tol, relative where |want| > 1; the same infinity, or NaN for NaN. */
 static int fd_close(double got, double want, double tol)
 {
+    if (got == want || (isnan(got) && isnan(want)))
+        return 1;
     return fabs(got - want) <= tol * (fabs(want) > 1 ? fabs(want) : 1);
 }
 
@@ -328,17 +333,79 @@ static void ref_sobel(const void *params, const pf_image *in, int x, int y, doub
     v[3] = at(in, x, y, 3);
 }
 
-static void ref_unsharp(const void *params, const pf_image *in, int x, int y, double v[4],
-                        double alt[4])
+/* The premultiplied mean over the (2 r + 1)^2 neighbourhood, gaussian weights for
+   sigma > 0, else equal: colour sum(w a c) / sum(w a) (0 where that is 0, a pixel of
+   alpha 0 bringing nothing whatever its colour), alpha sum(w a) / sum(w). */
+static void pm_mean2d(const pf_image *in, int x, int y, int r, double sigma, double out[4])
 {
-    const pf_unsharp_params *p = (const pf_unsharp_params *)params;
-    double g[4];
-    gauss2d(p->sigma, in, x, y, g);
+    double z = 0, s[4] = {0, 0, 0, 0}, v[4];
+    for (int dy = -r; dy <= r; dy++)
+        for (int dx = -r; dx <= r; dx++) {
+            double w = sigma > 0 ? exp(-(dx * dx + dy * dy) / (2 * sigma * sigma)) : 1;
+            fd_px(in, x + dx, y + dy, v);
+            z += w;
+            s[3] += w * v[3];
+            for (int c = 0; c < 3 && v[3] != 0; c++)
+                s[c] += w * v[3] * v[c];
+        }
+    for (int c = 0; c < 3; c++)
+        out[c] = s[3] != 0 ? s[c] / s[3] : 0;
+    out[3] = s[3] / z;
+}
+
+static int radius_of(double sigma)
+{
+    return (int)ceil(3.0 * sigma);
+}
+
+static void ref_gaussian_pm(const void *params, const pf_image *in, int x, int y, double v[4],
+                            double alt[4])
+{
+    double sigma = ((const pf_gaussian_params *)params)->sigma;
+    if (sigma == 0) /* nothing mixes: the input as it is */
+        fd_px(in, x, y, v);
+    else
+        pm_mean2d(in, x, y, radius_of(sigma), sigma, v);
+}
+
+static void ref_box_pm(const void *params, const pf_image *in, int x, int y, double v[4],
+                       double alt[4])
+{
+    int r = ((const pf_box_params *)params)->radius;
+    if (r == 0)
+        fd_px(in, x, y, v);
+    else
+        pm_mean2d(in, x, y, r, 0, v);
+}
+
+/* unsharp against blur g: v, and alt where |in - g| is within rounding of the threshold */
+static void sharpen_ref(const pf_unsharp_params *p, const pf_image *in, int x, int y,
+                        const double g[4], double v[4], double alt[4])
+{
     for (int c = 0; c < 4; c++) {
         double s = at(in, x, y, c), d = s - g[c], sharp = s + p->amount * d;
         v[c] = c < 3 && fabs(d) > p->threshold ? sharp : s;
         alt[c] = c < 3 && fabs(fabs(d) - p->threshold) < 1e-5 ? s + sharp - v[c] : v[c];
     }
+}
+
+static void ref_unsharp(const void *params, const pf_image *in, int x, int y, double v[4],
+                        double alt[4])
+{
+    double g[4];
+    gauss2d(((const pf_unsharp_params *)params)->sigma, in, x, y, g);
+    sharpen_ref(params, in, x, y, g, v, alt);
+}
+
+static void ref_unsharp_pm(const void *params, const pf_image *in, int x, int y, double v[4],
+                           double alt[4])
+{
+    double g[4], sigma = ((const pf_unsharp_params *)params)->sigma;
+    if (sigma == 0)
+        fd_px(in, x, y, g);
+    else
+        pm_mean2d(in, x, y, radius_of(sigma), sigma, g);
+    sharpen_ref(params, in, x, y, g, v, alt);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -359,9 +426,10 @@ static void ref_median3(const void *params, const pf_image *in, int x, int y, do
     }
 }
 
-/* Every test size up to max_side wide (the 2D references are slow for large radii). */
-static void check_stage(const char *name, const void *params, ref_fn ref, double tol, int max_side,
-                        pf_rng *rng)
+/* Every test size up to max_side wide (the 2D references are slow for large radii), on
+   random values (bits < 0) or h_alpha_image(bits). */
+static void check_stage_on(const char *name, const void *params, ref_fn ref, double tol,
+                           int max_side, pf_rng *rng, int bits)
 {
     const pf_stage_desc *d = h_stage("filter", name);
     for (int si = 0; si < PF_COUNTOF(sizes); si++) {
@@ -369,14 +437,17 @@ static void check_stage(const char *name, const void *params, ref_fn ref, double
         if (w > max_side)
             continue;
         char label[128];
-        snprintf(label, sizeof label, "%s on %dx%d", name, w, h);
-        pf_image in = pf_test_image(rng, w, h, -0.25f, 1.25f);
+        snprintf(label, sizeof label, "%s on %dx%d%s", name, w, h,
+                 bits < 0 ? ""
+                          : (bits ? (bits == 8 ? " 8-bit alpha" : " 16-bit alpha") : " alpha"));
+        pf_image in =
+            bits < 0 ? pf_test_image(rng, w, h, -0.25f, 1.25f) : h_alpha_image(rng, w, h, bits);
         pf_image want = pf_test_image_poisoned(w, h), alt = pf_test_image_poisoned(w, h);
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++) {
                 double v[4] = {0}, a[4];
                 ref(params, &in, x, y, v, a);
-                if (ref != ref_unsharp)
+                if (ref != ref_unsharp && ref != ref_unsharp_pm)
                     memcpy(a, v, sizeof v);
                 fd_set(&want, x, y, v);
                 fd_set(&alt, x, y, a);
@@ -388,10 +459,19 @@ static void check_stage(const char *name, const void *params, ref_fn ref, double
     }
 }
 
+static void check_stage(const char *name, const void *params, ref_fn ref, double tol, int max_side,
+                        pf_rng *rng)
+{
+    check_stage_on(name, params, ref, tol, max_side, rng, -1);
+}
+
 /* ---- The stages ------------------------------------------------------------------------ */
 
 /* Float sums of up to 2 x 385 taps against double: */
 #define BLUR_TOL 5e-6
+/* The same, premultiplied, then divided by the summed alpha (all terms >= 0, so the
+   quotient is as close as its two sums): */
+#define PM_TOL 1e-5
 
 static void test_gaussian(pf_rng *r)
 {
@@ -399,23 +479,39 @@ static void test_gaussian(pf_rng *r)
     for (int i = 6; i < PF_COUNTOF(sigmas); i++)
         sigmas[i] = 4 * pf_rng_float(r);
     for (int i = 0; i < PF_COUNTOF(sigmas); i++)
-        check_stage("gaussian", &(pf_gaussian_params){sigmas[i]}, ref_gaussian, BLUR_TOL, 97, r);
-    check_stage("gaussian", &(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}, ref_gaussian, BLUR_TOL,
-                13, r);
+        check_stage("gaussian",
+                    &(pf_gaussian_params){.sigma = sigmas[i], .alpha = PF_ALPHA_STRAIGHT},
+                    ref_gaussian, BLUR_TOL, 97, r);
+    check_stage("gaussian",
+                &(pf_gaussian_params){.sigma = PF_GAUSSIAN_MAX_SIGMA, .alpha = PF_ALPHA_STRAIGHT},
+                ref_gaussian, BLUR_TOL, 13, r);
+    /* premultiplied (the default) on images with alpha; not below sigma 0.5, where the
+       outer taps are under 1e-21 and a pixel whose nearest visible neighbour is a
+       diagonal one sums a denormal alpha, which keeps no relative precision */
+    for (int i = 0; i < PF_COUNTOF(sigmas); i++)
+        if (sigmas[i] == 0 || sigmas[i] >= 0.5f)
+            check_stage_on("gaussian", &(pf_gaussian_params){.sigma = sigmas[i]}, ref_gaussian_pm,
+                           PM_TOL, 97, r, i % 3 == 0 ? 0 : (i % 3 == 1 ? 16 : 8));
+    check_stage_on("gaussian", &(pf_gaussian_params){.sigma = PF_GAUSSIAN_MAX_SIGMA},
+                   ref_gaussian_pm, PM_TOL, 13, r, 8);
 
-    /* sigma 0 is the identity, to the bit; the radius is ceil(3 sigma). */
+    /* sigma 0 is the identity, to the bit, either way; the radius is ceil(3 sigma). */
     const pf_stage_desc *d = h_stage("filter", "gaussian");
     pf_image in = pf_test_image(r, 13, 7, -1, 2), out = pf_test_image_poisoned(13, 7);
-    CHECK(h_run(d, &(pf_gaussian_params){0}, &in, 1, &out, 0) == 0 && fd_same_bits(&in, &out));
-    CHECK(d->radius(&(pf_gaussian_params){0}) == 0);
-    CHECK(d->radius(&(pf_gaussian_params){1}) == 3);
-    CHECK(d->radius(&(pf_gaussian_params){0.5f}) == 2);
-    CHECK(d->radius(&(pf_gaussian_params){PF_GAUSSIAN_MAX_SIGMA}) == 192);
+    CHECK(h_run(d, &(pf_gaussian_params){.sigma = 0}, &in, 1, &out, 0) == 0 &&
+          fd_same_bits(&in, &out));
+    CHECK(h_run(d, &(pf_gaussian_params){.sigma = 0, .alpha = PF_ALPHA_STRAIGHT}, &in, 1, &out,
+                0) == 0 &&
+          fd_same_bits(&in, &out));
+    CHECK(d->radius(&(pf_gaussian_params){.sigma = 0}) == 0);
+    CHECK(d->radius(&(pf_gaussian_params){.sigma = 1}) == 3);
+    CHECK(d->radius(&(pf_gaussian_params){.sigma = 0.5f}) == 2);
+    CHECK(d->radius(&(pf_gaussian_params){.sigma = PF_GAUSSIAN_MAX_SIGMA}) == 192);
 
     /* Too little scratch is an error with a message, not a crash. */
     char err[256] = "";
     pf_float4 small[4];
-    pf_stage_args a = {sizeof a, &(pf_gaussian_params){2},
+    pf_stage_args a = {sizeof a, &(pf_gaussian_params){.sigma = 2},
                        &in,      1,
                        out,      {0, 7},
                        small,    sizeof small,
@@ -431,31 +527,46 @@ static void test_box(pf_rng *r)
     int radii[] = {0, 1, 2, 5, 0, 0};
     for (int i = 4; i < PF_COUNTOF(radii); i++)
         radii[i] = pf_rng_range(r, 0, 8);
-    for (int i = 0; i < PF_COUNTOF(radii); i++)
-        check_stage("box", &(pf_box_params){radii[i]}, ref_box, BLUR_TOL, 97, r);
-    check_stage("box", &(pf_box_params){PF_BOX_MAX_RADIUS}, ref_box, BLUR_TOL, 13, r);
-    CHECK(h_stage("filter", "box")->radius(&(pf_box_params){5}) == 5);
+    for (int i = 0; i < PF_COUNTOF(radii); i++) {
+        check_stage("box", &(pf_box_params){.radius = radii[i], .alpha = PF_ALPHA_STRAIGHT},
+                    ref_box, BLUR_TOL, 97, r);
+        check_stage_on("box", &(pf_box_params){.radius = radii[i]}, ref_box_pm, PM_TOL, 97, r,
+                       i % 3 == 0 ? 0 : (i % 3 == 1 ? 16 : 8));
+    }
+    check_stage("box", &(pf_box_params){.radius = PF_BOX_MAX_RADIUS, .alpha = PF_ALPHA_STRAIGHT},
+                ref_box, BLUR_TOL, 13, r);
+    check_stage_on("box", &(pf_box_params){.radius = PF_BOX_MAX_RADIUS}, ref_box_pm, PM_TOL, 13, r,
+                   16);
+    CHECK(h_stage("filter", "box")->radius(&(pf_box_params){.radius = 5}) == 5);
 }
 
 static void test_sobel(pf_rng *r)
 {
     float scales[] = {1, 0, 0.5f, 1000, 10 * pf_rng_float(r), 10 * pf_rng_float(r)};
     for (int i = 0; i < PF_COUNTOF(scales); i++) /* float sums of 6 terms, times scale */
-        check_stage("sobel", &(pf_sobel_params){scales[i]}, ref_sobel, 4e-6 * (1 + scales[i]), 97,
-                    r);
-    CHECK(h_stage("filter", "sobel")->radius(&(pf_sobel_params){1}) == 1);
+        check_stage("sobel", &(pf_sobel_params){.scale = scales[i]}, ref_sobel,
+                    4e-6 * (1 + scales[i]), 97, r);
+    CHECK(h_stage("filter", "sobel")->radius(&(pf_sobel_params){.scale = 1}) == 1);
 }
 
 static void test_unsharp(pf_rng *r)
 {
     pf_unsharp_params cases[9] = {
-        {1, 1, 0}, {0, 1, 0}, {2, 0, 0}, {1.5f, 10, 0.1f}, {1, 1, 1}, {0.3f, 10, 0},
+        {1, 1, 0, 0},        {0, 1, 0, 0}, {2, 0, 0, 0},
+        {1.5f, 10, 0.1f, 0}, {1, 1, 1, 0}, {0.3f, 10, 0, 0},
     };
     for (int i = 6; i < PF_COUNTOF(cases); i++)
-        cases[i] =
-            (pf_unsharp_params){3 * pf_rng_float(r), 10 * pf_rng_float(r), 0.2f * pf_rng_float(r)};
-    for (int i = 0; i < PF_COUNTOF(cases); i++) /* amount up to 10 scales the blur's error */
+        cases[i] = (pf_unsharp_params){.sigma = 3 * pf_rng_float(r),
+                                       .amount = 10 * pf_rng_float(r),
+                                       .threshold = 0.2f * pf_rng_float(r)};
+    for (int i = 0; i < PF_COUNTOF(cases); i++) { /* amount up to 10 scales the blur's error */
+        cases[i].alpha = PF_ALPHA_STRAIGHT;
         check_stage("unsharp", &cases[i], ref_unsharp, BLUR_TOL * (1 + cases[i].amount), 97, r);
+        cases[i].alpha = PF_ALPHA_PREMULTIPLIED;
+        if (cases[i].sigma == 0 || cases[i].sigma >= 0.5f) /* as test_gaussian says */
+            check_stage_on("unsharp", &cases[i], ref_unsharp_pm, PM_TOL * (1 + cases[i].amount), 97,
+                           r, i % 3 == 0 ? 0 : (i % 3 == 1 ? 16 : 8));
+    }
 }
 
 static void test_median3(pf_rng *r)
@@ -465,11 +576,104 @@ static void test_median3(pf_rng *r)
     CHECK(h_stage("filter", "median3")->radius(NULL) == 1);
 }
 
+/* ---- Alpha ------------------------------------------------------------------------------ */
+
+/* The left half of a 9x5 image transparent red (alpha 0), the right half opaque blue. */
+static pf_image red_blue(void)
+{
+    pf_image im = pf_test_image_poisoned(9, 5);
+    for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 9; x++)
+            pf_image_row(&im, y)[x] = x < 4 ? pf_f4(1, 0, 0, 0) : pf_f4(0, 0, 1, 1);
+    return im;
+}
+
+/* A blur of red_blue: premultiplied, every visible pixel is pure blue (the transparent
+   red does not bleed); straight, the old behaviour, some visible pixel turns red. Both
+   give the same alpha, bit for bit. */
+static void check_no_bleed(const char *name, const void *pm, const void *straight)
+{
+    const pf_stage_desc *d = h_stage("filter", name);
+    pf_image in = red_blue(), a = pf_test_image_poisoned(9, 5), b = pf_test_image_poisoned(9, 5);
+    CHECK(h_run(d, pm, &in, 1, &a, 0) == 0 && h_run(d, straight, &in, 1, &b, 0) == 0);
+    int visible = 0, tinted = 0, blue = 1, same_alpha = 1;
+    for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 9; x++) {
+            pf_float4 p = pf_image_row(&a, y)[x], q = pf_image_row(&b, y)[x];
+            same_alpha &= memcmp(&p.w, &q.w, sizeof p.w) == 0;
+            if (p.w > 0) {
+                visible++;
+                blue &= p.x == 0 && p.y == 0 && fabsf(p.z - 1) <= 1e-6f;
+            }
+            tinted += q.w > 0 && fabsf(q.x) > 0.05f;
+        }
+    CHECKF(visible >= 5 * 5 && blue, "%s premultiplied: transparent red bleeds into %d visible",
+           name, visible);
+    CHECKF(tinted > 0, "%s straight: no visible pixel took the transparent red", name);
+    CHECKF(same_alpha, "%s: alpha differs between premultiplied and straight", name);
+    pf_test_image_free(&in);
+    pf_test_image_free(&a);
+    pf_test_image_free(&b);
+}
+
+/* On an opaque image (alpha exactly 1, as every image without alpha loads) premultiplied
+   gives straight's result bit for bit, whole and in bands. */
+static void check_opaque_same(const char *name, const void *pm, const void *straight, pf_rng *r)
+{
+    const pf_stage_desc *d = h_stage("filter", name);
+    pf_image in = pf_test_image(r, 97, 61, -0.25f, 1.25f);
+    for (int y = 0; y < in.height; y++)
+        for (int x = 0; x < in.width; x++)
+            pf_image_row(&in, y)[x].w = 1;
+    pf_image a = pf_test_image_poisoned(97, 61), b = pf_test_image_poisoned(97, 61);
+    CHECK(h_run(d, pm, &in, 1, &a, 0) == 0 && h_run(d, straight, &in, 1, &b, 7) == 0);
+    CHECKF(fd_same_bits(&a, &b), "%s: premultiplied differs from straight on an opaque image",
+           name);
+    pf_test_image_free(&in);
+    pf_test_image_free(&a);
+    pf_test_image_free(&b);
+}
+
+static void test_alpha(pf_rng *r)
+{
+    check_no_bleed("gaussian", &(pf_gaussian_params){.sigma = 1.5f},
+                   &(pf_gaussian_params){.sigma = 1.5f, .alpha = PF_ALPHA_STRAIGHT});
+    check_no_bleed("box", &(pf_box_params){.radius = 2},
+                   &(pf_box_params){.radius = 2, .alpha = PF_ALPHA_STRAIGHT});
+    /* unsharp keeps the input's colour where the blur does not differ from it */
+    check_no_bleed(
+        "unsharp", &(pf_unsharp_params){.sigma = 1, .amount = 1, .threshold = 0},
+        &(pf_unsharp_params){.sigma = 1, .amount = 1, .threshold = 0, .alpha = PF_ALPHA_STRAIGHT});
+    float sigmas[] = {0.5f, 1, 2.5f, 10 * pf_rng_float(r)};
+    for (int i = 0; i < PF_COUNTOF(sigmas); i++) {
+        check_opaque_same("gaussian", &(pf_gaussian_params){.sigma = sigmas[i]},
+                          &(pf_gaussian_params){.sigma = sigmas[i], .alpha = PF_ALPHA_STRAIGHT}, r);
+        check_opaque_same(
+            "unsharp", &(pf_unsharp_params){.sigma = sigmas[i], .amount = 2, .threshold = 0.01f},
+            &(pf_unsharp_params){
+                .sigma = sigmas[i], .amount = 2, .threshold = 0.01f, .alpha = PF_ALPHA_STRAIGHT},
+            r);
+    }
+    for (int radius = 1; radius < 12; radius += 5)
+        check_opaque_same("box", &(pf_box_params){.radius = radius},
+                          &(pf_box_params){.radius = radius, .alpha = PF_ALPHA_STRAIGHT}, r);
+    /* the default is premultiplied */
+    static const char *const stages[] = {"gaussian", "box", "unsharp"};
+    for (int i = 0; i < PF_COUNTOF(stages); i++) {
+        const pf_stage_desc *d = h_stage("filter", stages[i]);
+        const pf_param_desc *p = &d->params[d->n_params - 1];
+        CHECKF(strcmp(p->name, "alpha") == 0 && p->type == PF_PARAM_ENUM && p->def == 0 &&
+                   strcmp(p->enum_names[0], "premultiplied") == 0 &&
+                   strcmp(p->enum_names[1], "straight") == 0,
+               "%s: alpha param", stages[i]);
+    }
+}
+
 int main(void)
 {
     static const char *const names[] = {"gaussian", "box", "sobel", "unsharp", "median3"};
-    static const fd_test_fn tests[] = {test_gaussian, test_box, test_sobel, test_unsharp,
-                                       test_median3};
+    static const fd_test_fn tests[] = {test_gaussian, test_box,     test_sobel,
+                                       test_unsharp,  test_median3, test_alpha};
     return fd_main("test_filter", "filter", PF_STAGE_STENCIL, names, PF_COUNTOF(names), tests,
                    PF_COUNTOF(tests));
 }

@@ -3,9 +3,12 @@
  *
  * resize is checked against dense per-axis weight vectors written from the formulas
  * (OpenCV's INTER_LINEAR coordinates with its own edge clamping, centre-aligned nearest,
- * exact overlap areas); crop, flip, rotate and pad against forward maps (each input
- * pixel sent to where it belongs), and against each other (four quarter turns, 180 as a
- * flip of both axes).
+ * exact overlap areas, Pillow's triangle widened by the factor for antialias), straight
+ * on random values and premultiplied on images with alpha (harness.h's h_alpha_image);
+ * crop, flip, rotate and pad against forward maps (each input pixel sent to where it
+ * belongs), and against each other (four quarter turns, 180 as a flip of both axes);
+ * rotate by any angle premultiplied against a bilinear sum at geometry.h's source
+ * positions (tests/cli/stage_modes.c checks those positions against its own).
  */
 #define FD_DRIVER_ONLY
 #include "test_filter.c"
@@ -44,12 +47,21 @@ static int shape_error(const char *name, const void *params, pf_shape in, char *
 
 /* ---- resize ----------------------------------------------------------------------------- */
 
-/* The weights of output index o over all n_in input pixels along one axis. */
+#define TRIANGLE 3 /* bilinear with antialias, where the axis shrinks */
+
+/* The weights of output index o over all n_in input pixels along one axis (mode: a
+   PF_RESIZE_* or TRIANGLE). */
 static void axis_weights(int mode, int n_in, int n_out, int o, double *w)
 {
     for (int i = 0; i < n_in; i++)
         w[i] = 0;
-    if (mode == PF_RESIZE_NEAREST) {
+    if (mode == TRIANGLE && n_out < n_in) { /* Pillow's: 1 - |i + 0.5 - c| / f, normalised */
+        double f = (double)n_in / n_out, c = (o + 0.5) * f, sum = 0;
+        for (int i = 0; i < n_in; i++)
+            sum += w[i] = fmax(0, 1 - fabs(i + 0.5 - c) / f);
+        for (int i = 0; i < n_in; i++)
+            w[i] /= sum;
+    } else if (mode == PF_RESIZE_NEAREST) {
         int i = (int)floor((o + 0.5) * n_in / n_out);
         w[i < n_in ? i : n_in - 1] = 1;
     } else if (mode == PF_RESIZE_AREA && n_out <= n_in) {
@@ -72,7 +84,9 @@ static void axis_weights(int mode, int n_in, int n_out, int o, double *w)
     }
 }
 
-static pf_image ref_resize(const pf_image *in, int mode, int ow, int oh)
+/* resize in double from the dense weights: straight, or premultiplied (pm): colour
+   sum(w a c) / sum(w a), 0 where that is 0, alpha sum(w a). */
+static pf_image ref_resize_pm(const pf_image *in, int mode, int pm, int ow, int oh)
 {
     pf_image out = pf_test_image_poisoned(ow, oh);
     double *wx = malloc(sizeof(double) * (size_t)ow * (size_t)in->width);
@@ -89,14 +103,22 @@ static pf_image ref_resize(const pf_image *in, int mode, int ow, int oh)
                     if (w[i] != 0) {
                         fd_px(in, i, j, v);
                         for (int c = 0; c < 4; c++)
-                            s[c] += wy[j] * w[i] * v[c];
+                            s[c] += pm && c < 3 ? (v[3] != 0 ? wy[j] * w[i] * v[3] * v[c] : 0)
+                                                : wy[j] * w[i] * v[c];
                     }
+            for (int c = 0; pm && c < 3; c++)
+                s[c] = s[3] != 0 ? s[c] / s[3] : 0;
             fd_set(&out, x, y, s);
         }
     }
     free(wx);
     free(wy);
     return out;
+}
+
+static pf_image ref_resize(const pf_image *in, int mode, int ow, int oh)
+{
+    return ref_resize_pm(in, mode, 0, ow, oh);
 }
 
 /* The output size the params ask for, worked out again. */
@@ -120,15 +142,19 @@ static void test_resize(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         for (int m = 0; m < 3; m++) {
             pf_resize_params cases[] = {
-                {w, h, 1, m, 0, 0},                             /* same size */
-                {0, 0, 1, m, 0, 0},                             /* scale 1 */
-                {pf_rng_range(r, 1, 2 * w + 3), 0, 1, m, 0, 0}, /* width, keep aspect */
-                {0, pf_rng_range(r, 1, 2 * h + 3), 1, m, 0, 0}, /* height, keep aspect */
-                {pf_rng_range(r, 1, w + 2), pf_rng_range(r, 1, 2 * h), 1, m, 0, 0},
-                {pf_rng_range(r, 1, w), pf_rng_range(r, 1, h), 1, m, 0, 0}, /* shrink */
-                {0, 0, 0.1f + 2.9f * pf_rng_float(r), m, 0, 0},
-                {0, 0, 1.0f / 1024, m, 0, 0}, /* to 1x1 */
-                {0, 0, w * h <= 6 ? 64.0f : 1.5f, m, 0, 0},
+                {w, h, 1, m, 0, 0, PF_ALPHA_STRAIGHT, 0}, /* same size */
+                {0, 0, 1, m, 0, 0, PF_ALPHA_STRAIGHT, 0}, /* scale 1 */
+                {pf_rng_range(r, 1, 2 * w + 3), 0, 1, m, 0, 0, PF_ALPHA_STRAIGHT,
+                 0}, /* width, keep aspect */
+                {0, pf_rng_range(r, 1, 2 * h + 3), 1, m, 0, 0, PF_ALPHA_STRAIGHT,
+                 0}, /* height, keep aspect */
+                {pf_rng_range(r, 1, w + 2), pf_rng_range(r, 1, 2 * h), 1, m, 0, 0,
+                 PF_ALPHA_STRAIGHT, 0},
+                {pf_rng_range(r, 1, w), pf_rng_range(r, 1, h), 1, m, 0, 0, PF_ALPHA_STRAIGHT,
+                 0}, /* shrink */
+                {0, 0, 0.1f + 2.9f * pf_rng_float(r), m, 0, 0, PF_ALPHA_STRAIGHT, 0},
+                {0, 0, 1.0f / 1024, m, 0, 0, PF_ALPHA_STRAIGHT, 0}, /* to 1x1 */
+                {0, 0, w * h <= 6 ? 64.0f : 1.5f, m, 0, 0, PF_ALPHA_STRAIGHT, 0},
             };
             for (int c = 0; c < PF_COUNTOF(cases); c++) {
                 pf_shape s = resize_size(&cases[c], w, h);
@@ -139,23 +165,227 @@ static void test_resize(pf_rng *r)
                 check_case("resize", &cases[c], &in, &want, 1e-6, what);
                 pf_test_image_free(&want);
             }
-            /* The same size is the input, to the bit, in every mode. */
-            pf_image out;
-            CHECK(run_stage("resize", &(pf_resize_params){w, h, 1, m, 0, 0}, &in, &out) == 0 &&
-                  fd_same_bits(&in, &out));
-            pf_test_image_free(&out);
+            /* The same size is the input, to the bit, in every mode, straight or
+               premultiplied (no alpha here is 0), antialiased or not. */
+            for (int k = 0; k < 4; k++) {
+                pf_image out;
+                pf_resize_params p = {w, h, 1, m, 0, 0, k & 1, k >> 1};
+                CHECK(run_stage("resize", &p, &in, &out) == 0 && fd_same_bits(&in, &out));
+                pf_test_image_free(&out);
+            }
         }
         pf_test_image_free(&in);
     }
     char err[256];
-    pf_resize_params big = {0, 0, 64, PF_RESIZE_BILINEAR, 0, 0};
+    pf_resize_params big = {0, 0, 64, PF_RESIZE_BILINEAR, 0, 0, 0, 0};
     CHECKF(shape_error("resize", &big, (pf_shape){20000, 10}, err, sizeof err) != 0 &&
                strstr(err, "20000x10") && strstr(err, "1280000x640"),
            "resize past the largest side: \"%s\"", err);
-    pf_resize_params huge = {60000, 60000, 1, PF_RESIZE_BILINEAR, 0, 0};
+    pf_resize_params huge = {60000, 60000, 1, PF_RESIZE_BILINEAR, 0, 0, 0, 0};
     CHECKF(shape_error("resize", &huge, (pf_shape){10, 10}, err, sizeof err) != 0 &&
                strstr(err, "60000x60000"),
            "resize past the largest area: \"%s\"", err);
+}
+
+/* ---- antialias and alpha ------------------------------------------------------------------ */
+
+static const char *const ref_modes[] = {"bilinear", "nearest", "area", "antialiased bilinear"};
+
+/* The stage's params for a reference mode (TRIANGLE: bilinear with antialias). */
+static pf_resize_params resize_for(int mode, int ow, int oh, int alpha)
+{
+    return (pf_resize_params){ow, oh, 1,     mode == TRIANGLE ? PF_RESIZE_BILINEAR : mode,
+                              0,  0,  alpha, mode == TRIANGLE};
+}
+
+static void test_resize_alpha(pf_rng *r)
+{
+    for (int si = 0; si < PF_COUNTOF(sizes); si++) {
+        const int w = sizes[si].width, h = sizes[si].height;
+        pf_image rnd = pf_test_image(r, w, h, -0.25f, 1.25f);
+        for (int m = 0; m < 4; m++) {
+            int cases[][2] = {
+                {(w + 1) / 2, (h + 1) / 2},
+                {pf_rng_range(r, 1, w), pf_rng_range(r, 1, h)},
+                {pf_rng_range(r, 1, w), h + pf_rng_range(r, 1, 9)}, /* one axis each way */
+                {2 * w + 1, 3 * h},
+                {1, 1},
+            };
+            for (int c = 0; c < PF_COUNTOF(cases); c++) {
+                const int ow = cases[c][0], oh = cases[c][1];
+                char what[128];
+                /* straight on random values (the antialiased triangle's first check) */
+                if (m == TRIANGLE) {
+                    pf_resize_params p = resize_for(m, ow, oh, PF_ALPHA_STRAIGHT);
+                    pf_image want = ref_resize(&rnd, m, ow, oh);
+                    snprintf(what, sizeof what, "%s straight to %dx%d", ref_modes[m], ow, oh);
+                    check_case("resize", &p, &rnd, &want, 1e-6, what);
+                    pf_test_image_free(&want);
+                }
+                /* premultiplied, the default, on alpha as files give it (nearest copies) */
+                int bits = c % 3 == 0 ? 8 : (c % 3 == 1 ? 16 : 0);
+                pf_image in = h_alpha_image(r, w, h, bits);
+                pf_resize_params p = resize_for(m, ow, oh, PF_ALPHA_PREMULTIPLIED);
+                pf_image want = ref_resize_pm(&in, m, m != PF_RESIZE_NEAREST, ow, oh);
+                snprintf(what, sizeof what, "%s premultiplied to %dx%d, %d-bit alpha", ref_modes[m],
+                         ow, oh, bits ? bits : 32);
+                check_case("resize", &p, &in, &want, 1e-6, what);
+                pf_test_image_free(&want);
+                pf_test_image_free(&in);
+            }
+        }
+        /* enlarging, antialias changes nothing: bilinear, to the bit */
+        pf_image a, b;
+        pf_resize_params up = {2 * w + 1, 3 * h, 1, PF_RESIZE_BILINEAR, 0, 0, 0, 0};
+        CHECK(run_stage("resize", &up, &rnd, &a) == 0);
+        up.antialias = 1;
+        CHECK(run_stage("resize", &up, &rnd, &b) == 0);
+        CHECKF(fd_same_bits(&a, &b), "resize %dx%d up: antialias changed bilinear", w, h);
+        pf_test_image_free(&a);
+        pf_test_image_free(&b);
+        pf_test_image_free(&rnd);
+    }
+    /* Shrinking by 4, plain bilinear reads 2 of every 4 columns: a pattern of period 4
+       (1 0 0 0) aliases to 0 or to 0.5; the antialiased shrink sees every pixel and gives
+       its mean, 0.25, away from the borders. */
+    pf_image stripes = pf_test_image_poisoned(64, 4);
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 64; x++) {
+            float v = x % 4 == 0;
+            pf_image_row(&stripes, y)[x] = pf_f4(v, v, v, 1);
+        }
+    pf_image plain, aa;
+    CHECK(run_stage("resize", &(pf_resize_params){16, 1, 1, 0, 0, 0, 0, 0}, &stripes, &plain) == 0);
+    CHECK(run_stage("resize", &(pf_resize_params){16, 1, 1, 0, 0, 0, 0, 1}, &stripes, &aa) == 0);
+    for (int x = 1; x < 15; x++) {
+        pf_float4 p = pf_image_row(&plain, 0)[x], q = pf_image_row(&aa, 0)[x];
+        CHECKF(p.x == 0 || p.x == 0.5f, "bilinear shrink of stripes: column %d is %g", x, p.x);
+        CHECKF(fabsf(q.x - 0.25f) <= 1e-6f, "antialiased shrink of stripes: column %d is %g", x,
+               q.x);
+    }
+    pf_test_image_free(&stripes);
+    pf_test_image_free(&plain);
+    pf_test_image_free(&aa);
+}
+
+/* rotate by any angle, premultiplied, at the source positions geometry.h gives. */
+static pf_image ref_rotate_pm(const pf_image *in, const pf_rotate_params *p, int ow, int oh)
+{
+    pf_image out = pf_test_image_poisoned(ow, oh);
+    double s, c;
+    pf_sincos_deg(p->degrees, &s, &c);
+    for (int y = 0; y < oh; y++)
+        for (int x = 0; x < ow; x++) {
+            int x0, y0;
+            double fx, fy, acc[4] = {0, 0, 0, 0}, v[4];
+            pf_rotate_source(s, c, ow, oh, in->width, in->height, x, y, &x0, &y0, &fx, &fy);
+            for (int k = 0; k < 4; k++) {
+                int ix = x0 + (k & 1), iy = y0 + (k >> 1);
+                double wt = (k & 1 ? fx : 1 - fx) * (k >> 1 ? fy : 1 - fy);
+                if (ix >= 0 && ix < in->width && iy >= 0 && iy < in->height)
+                    fd_px(in, ix, iy, v);
+                else
+                    for (int i = 0; i < 4; i++)
+                        v[i] = p->fill[i];
+                for (int i = 0; i < 3 && v[3] != 0 && wt != 0; i++)
+                    acc[i] += wt * v[3] * v[i];
+                acc[3] += wt * v[3];
+            }
+            for (int i = 0; i < 3; i++)
+                acc[i] = acc[3] != 0 ? acc[i] / acc[3] : 0;
+            fd_set(&out, x, y, acc);
+        }
+    return out;
+}
+
+/* Output pixels with alpha > 0 of stage(params) on the red-blue image (left half
+   transparent red, right half opaque blue): none may be reddish. Returns how many
+   visible pixels there are and, in *tinted, how many are reddish. */
+static int visible_pixels(const char *stage, const void *params, int *tinted)
+{
+    pf_image in = pf_test_image_poisoned(10, 6), out;
+    for (int y = 0; y < 6; y++)
+        for (int x = 0; x < 10; x++)
+            pf_image_row(&in, y)[x] = x < 5 ? pf_f4(1, 0, 0, 0) : pf_f4(0, 0, 1, 1);
+    int visible = 0;
+    *tinted = 0;
+    if (run_stage(stage, params, &in, &out) == 0)
+        for (int y = 0; y < out.height; y++)
+            for (int x = 0; x < out.width; x++) {
+                pf_float4 v = pf_image_row(&out, y)[x];
+                visible += v.w > 0;
+                *tinted += v.w > 0 && !(v.x == 0 && v.y == 0 && fabsf(v.z - 1) <= 1e-6f);
+            }
+    pf_test_image_free(&in);
+    pf_test_image_free(&out);
+    return visible;
+}
+
+static void test_rotate_alpha(pf_rng *r)
+{
+    for (int si = 0; si < PF_COUNTOF(sizes); si++) {
+        const int w = sizes[si].width, h = sizes[si].height;
+        pf_rotate_params ps[] = {
+            {.degrees = 30, .expand = 1},
+            {.degrees = -12.5f, .fill = {0.25f, 0.5f, 0.75f, 0.5f}},
+            {.degrees = 181, .expand = 1, .fill = {1, 0, 0, 0}},
+        };
+        for (int i = 0; i < PF_COUNTOF(ps); i++) {
+            int bits = i == 0 ? 8 : (i == 1 ? 16 : 0);
+            pf_image in = h_alpha_image(r, w, h, bits);
+            pf_shape os = h_out_shape(h_stage("geometry", "rotate"), &ps[i], (pf_shape){w, h});
+            pf_image want = ref_rotate_pm(&in, &ps[i], os.width, os.height);
+            char what[128];
+            snprintf(what, sizeof what, "%g degrees premultiplied, %d-bit alpha", ps[i].degrees,
+                     bits ? bits : 32);
+            check_case("rotate", &ps[i], &in, &want, 1e-6, what);
+            pf_test_image_free(&want);
+            pf_test_image_free(&in);
+        }
+    }
+    /* No red from transparent pixels in what is visible, premultiplied; straight, some.
+       On an opaque image (with an opaque fill) premultiplied is straight to the bit. */
+    static const pf_resize_params rs[] = {
+        {3, 2, 1, PF_RESIZE_BILINEAR, 0, 0, 0, 0}, {3, 2, 1, PF_RESIZE_AREA, 0, 0, 0, 0},
+        {3, 2, 1, PF_RESIZE_BILINEAR, 0, 0, 0, 1}, {17, 9, 1, PF_RESIZE_BILINEAR, 0, 0, 0, 0},
+        {17, 9, 1, PF_RESIZE_AREA, 0, 0, 0, 1},
+    };
+    pf_image opaque = pf_test_image(r, 37, 23, -0.25f, 1.25f);
+    for (int y = 0; y < opaque.height; y++)
+        for (int x = 0; x < opaque.width; x++)
+            pf_image_row(&opaque, y)[x].w = 1;
+    for (int i = 0; i < PF_COUNTOF(rs); i++) {
+        pf_resize_params p = rs[i];
+        int tinted, n = visible_pixels("resize", &p, &tinted);
+        CHECKF(n > 0 && tinted == 0, "resize %dx%d mode %d antialias %d: %d of %d visible tinted",
+               p.width, p.height, p.mode, p.antialias, tinted, n);
+        p.alpha = PF_ALPHA_STRAIGHT;
+        visible_pixels("resize", &p, &tinted);
+        CHECKF(tinted > 0, "resize %dx%d mode %d straight: no tint", p.width, p.height, p.mode);
+        pf_image a, b;
+        CHECK(run_stage("resize", &p, &opaque, &a) == 0);
+        p.alpha = PF_ALPHA_PREMULTIPLIED;
+        CHECK(run_stage("resize", &p, &opaque, &b) == 0);
+        CHECKF(fd_same_bits(&a, &b), "resize %dx%d mode %d: opaque premultiplied is not straight",
+               p.width, p.height, p.mode);
+        pf_test_image_free(&a);
+        pf_test_image_free(&b);
+    }
+    pf_rotate_params rp = {.degrees = 30, .expand = 1};
+    int tinted, n = visible_pixels("rotate", &rp, &tinted);
+    CHECKF(n > 0 && tinted == 0, "rotate 30: %d of %d visible tinted", tinted, n);
+    rp.alpha = PF_ALPHA_STRAIGHT;
+    visible_pixels("rotate", &rp, &tinted);
+    CHECKF(tinted > 0, "rotate 30 straight: no tint");
+    rp.fill[3] = 1;
+    pf_image a, b;
+    CHECK(run_stage("rotate", &rp, &opaque, &a) == 0);
+    rp.alpha = PF_ALPHA_PREMULTIPLIED;
+    CHECK(run_stage("rotate", &rp, &opaque, &b) == 0);
+    CHECKF(fd_same_bits(&a, &b), "rotate 30: opaque premultiplied is not straight");
+    pf_test_image_free(&a);
+    pf_test_image_free(&b);
+    pf_test_image_free(&opaque);
 }
 
 /* ---- crop, flip, rotate, pad ------------------------------------------------------------- */
@@ -322,7 +552,8 @@ static void test_pad(pf_rng *r)
 int main(void)
 {
     static const char *const names[] = {"resize", "crop", "flip", "rotate", "pad"};
-    static const fd_test_fn tests[] = {test_resize, test_crop, test_flip_rotate, test_pad};
+    static const fd_test_fn tests[] = {test_resize, test_crop,         test_flip_rotate,
+                                       test_pad,    test_resize_alpha, test_rotate_alpha};
     return fd_main("test_geometry", "geometry", PF_STAGE_RESAMPLE, names, PF_COUNTOF(names), tests,
                    PF_COUNTOF(tests));
 }
