@@ -27,6 +27,7 @@ struct pf_cpu_lut {
     unsigned long version;     /* param_version the tables were built for */
     int in_format, out_format; /* pf_format_code of the frames */
     int codes;                 /* 256 or 65536 */
+    int pairs;                 /* two 8-bit inputs: code (a << 8) | b */
     int src[4];                /* per output channel: input channel read, -1 a constant */
     size_t sample_bytes;       /* of the output */
     unsigned char *tab;        /* out channels x codes samples, channel-major */
@@ -59,10 +60,12 @@ static int source_channel(int ci, int co, int c)
     return ci >= 3 ? c : 0;
 }
 
-int pf_cpu_lut_fits(const pf_frame *in, const pf_frame *out)
+int pf_cpu_lut_fits(const pf_frame *in, const pf_frame *in2, const pf_frame *out)
 {
-    int codes = codes_of(in->sample);
+    int codes = in2 ? 65536 : codes_of(in->sample);
     if (!codes || out->channels < 1 || out->channels > 4 || in->channels < 1 || in->channels > 4)
+        return 0;
+    if (in2 && (in->sample != PF_U8 || in2->sample != PF_U8 || in2->channels != in->channels))
         return 0;
     for (int c = 0; c < out->channels; c++)
         if (source_channel(in->channels, out->channels, c) == -2)
@@ -82,36 +85,41 @@ void pf_cpu_luts_free(pf_cpu_luts *luts)
     free(luts);
 }
 
-/* The input row of the build: pixel k holds code k in each of in's channels. */
-static void fill_codes(unsigned char *row, pf_sample s, int channels, int codes)
+/* An input row of the build: pixel k holds (k >> shift) & mask in each channel. */
+static void fill_codes(unsigned char *row, pf_sample s, int channels, int codes, int shift,
+                       int mask)
 {
     for (int k = 0; k < codes; k++)
         for (int c = 0; c < channels; c++) {
             if (s == PF_U8)
-                row[k * channels + c] = (unsigned char)k;
+                row[k * channels + c] = (unsigned char)((k >> shift) & mask);
             else
-                ((uint16_t *)row)[k * channels + c] = (uint16_t)k;
+                ((uint16_t *)row)[k * channels + c] = (uint16_t)((k >> shift) & mask);
         }
 }
 
-static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const pf_frame *out,
-                 pf_cpu_lut_build_fn fn, void *ctx)
+static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const pf_frame *in2,
+                 const pf_frame *out, pf_cpu_lut_build_fn fn, void *ctx)
 {
-    int codes = codes_of(in->sample), ci = in->channels, co = out->channels;
+    int codes = in2 ? 65536 : codes_of(in->sample), ci = in->channels, co = out->channels;
     size_t sb = pf_frame_pixel_bytes(out->sample, 1);
+    size_t row_in = pf_frame_pixel_bytes(in->sample, ci) * (size_t)codes;
     l->built = 0;
     free(l->tab);
     l->tab = malloc(sb * 4 * (size_t)codes);
-    /* The build's rows: code k in every channel of input pixel k, and what is stored. */
-    unsigned char *in_row = malloc(pf_frame_pixel_bytes(in->sample, 4) * (size_t)codes);
+    /* The build's rows: code k in every channel of input pixel k (pairs: the high byte
+       in the first input, the low byte in the second), and what is stored. */
+    unsigned char *in_row = malloc(row_in), *in_row2 = in2 ? malloc(row_in) : NULL;
     unsigned char *out_row = malloc(sb * 4 * (size_t)codes);
-    int rc = l->tab && in_row && out_row ? PF_OK : PF_NO_MEMORY;
+    int rc = l->tab && in_row && out_row && (!in2 || in_row2) ? PF_OK : PF_NO_MEMORY;
     if (rc == PF_OK) {
-        fill_codes(in_row, in->sample, ci, codes);
-        pf_frame fi = {in_row,     codes, 1, pf_frame_pixel_bytes(in->sample, ci) * (size_t)codes,
-                       in->sample, ci};
+        fill_codes(in_row, in->sample, ci, codes, in2 ? 8 : 0, in2 ? 255 : 65535);
+        if (in2)
+            fill_codes(in_row2, in->sample, ci, codes, 0, 255);
+        pf_frame fi = {in_row, codes, 1, row_in, in->sample, ci};
+        pf_frame fi2 = {in_row2, codes, 1, row_in, in->sample, ci};
         pf_frame fo = {out_row, codes, 1, sb * (size_t)co * (size_t)codes, out->sample, co};
-        rc = fn(ctx, &fi, &fo);
+        rc = fn(ctx, &fi, in2 ? &fi2 : NULL, &fo);
     }
     /* Channel-major: table c holds output channel c of every code. */
     for (int c = 0; c < co && rc == PF_OK; c++) {
@@ -120,11 +128,13 @@ static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const
             memcpy(l->tab + ((size_t)c * codes + k) * sb, out_row + ((size_t)k * co + c) * sb, sb);
     }
     free(in_row);
+    free(in_row2);
     free(out_row);
     if (rc != PF_OK)
         return rc;
+    l->pairs = in2 != NULL;
     /* The identity on one format (brightness 0, say) is a row copy. */
-    l->copy = in->sample == out->sample && ci == co;
+    l->copy = !in2 && in->sample == out->sample && ci == co;
     for (int c = 0; c < co && l->copy; c++)
         for (int k = 0; k < codes && l->copy; k++)
             l->copy = sb == 1 ? l->tab[(size_t)c * codes + k] == k
@@ -132,7 +142,7 @@ static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const
     free(l->tab32);
     l->tab32 = NULL;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (in->sample == PF_U8 && out->sample == PF_U8 && ci == 4 && co == 4) {
+    if (!in2 && in->sample == PF_U8 && out->sample == PF_U8 && ci == 4 && co == 4) {
         l->tab32 = malloc(sizeof *l->tab32 * 4 * 256);
         if (!l->tab32)
             return PF_NO_MEMORY;
@@ -151,8 +161,8 @@ static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const
 }
 
 int pf_cpu_lut_get(pf_cpu_luts **luts, int n_units, int unit, unsigned long version,
-                   const pf_frame *in, const pf_frame *out, pf_cpu_lut_build_fn fn, void *ctx,
-                   const pf_cpu_lut **lut)
+                   const pf_frame *in, const pf_frame *in2, const pf_frame *out,
+                   pf_cpu_lut_build_fn fn, void *ctx, const pf_cpu_lut **lut)
 {
     *lut = NULL;
     if (!*luts) {
@@ -170,10 +180,10 @@ int pf_cpu_lut_get(pf_cpu_luts **luts, int n_units, int unit, unsigned long vers
     if (unit < 0 || unit >= (*luts)->n)
         return PF_INTERNAL;
     pf_cpu_lut *l = &(*luts)->unit[unit];
-    if (!l->built || l->version != version ||
+    if (!l->built || l->version != version || l->pairs != (in2 != NULL) ||
         l->in_format != pf_format_code(in->sample, in->channels) ||
         l->out_format != pf_format_code(out->sample, out->channels)) {
-        int rc = build(l, version, in, out, fn, ctx);
+        int rc = build(l, version, in, in2, out, fn, ctx);
         if (rc != PF_OK)
             return rc;
     }
@@ -248,8 +258,53 @@ static void rows_rgba8(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *
     }
 }
 
-void pf_cpu_lut_rows(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *out, int y0, int y1)
+/* Two 8-bit inputs of the same channels: output channel c of a pixel is table c at
+   (a << 8) | b of the input channels it reads. */
+#define PAIR_ROWS(NAME, TO)                                                                        \
+    static void NAME(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *in2,                 \
+                     const pf_frame *out, int y0, int y1)                                          \
+    {                                                                                              \
+        int ci = in->channels, co = out->channels, w = in->width;                                  \
+        const TO *t[4] = {NULL, NULL, NULL, NULL};                                                 \
+        TO k[4] = {0, 0, 0, 0};                                                                    \
+        for (int c = 0; c < co; c++) {                                                             \
+            t[c] = (const TO *)l->tab + (size_t)c * 65536;                                         \
+            k[c] = t[c][0];                                                                        \
+        }                                                                                          \
+        for (int y = y0; y < y1; y++) {                                                            \
+            const uint8_t *restrict a = (const uint8_t *)in->data + (size_t)y * in->pitch;         \
+            const uint8_t *restrict b = (const uint8_t *)in2->data + (size_t)y * in2->pitch;       \
+            TO *restrict d = (TO *)((char *)out->data + (size_t)y * out->pitch);                   \
+            if (ci == 4 && co == 4) {                                                              \
+                for (int x = 0; x < 4 * w; x += 4) {                                               \
+                    d[x] = t[0][a[x] << 8 | b[x]];                                                 \
+                    d[x + 1] = t[1][a[x + 1] << 8 | b[x + 1]];                                     \
+                    d[x + 2] = t[2][a[x + 2] << 8 | b[x + 2]];                                     \
+                    d[x + 3] = t[3][a[x + 3] << 8 | b[x + 3]];                                     \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int x = 0; x < w; x++)                                                        \
+                    for (int c = 0; c < co; c++) {                                                 \
+                        int sc = l->src[c], i = x * ci + sc;                                       \
+                        d[x * co + c] = sc < 0 ? k[c] : t[c][a[i] << 8 | b[i]];                    \
+                    }                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+PAIR_ROWS(pairs_u8, uint8_t)
+PAIR_ROWS(pairs_u16, uint16_t)
+PAIR_ROWS(pairs_f32, float)
+
+void pf_cpu_lut_rows(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *in2,
+                     const pf_frame *out, int y0, int y1)
 {
+    if (l->pairs) {
+        (out->sample == PF_U8    ? pairs_u8
+         : out->sample == PF_U16 ? pairs_u16
+                                 : pairs_f32)(l, in, in2, out, y0, y1);
+        return;
+    }
     int u16 = in->sample == PF_U16;
     if (l->copy) {
         size_t row = (size_t)in->width * pf_frame_pixel_bytes(in->sample, in->channels);

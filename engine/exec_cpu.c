@@ -14,11 +14,13 @@
  * conversion functions run on the same values, so the bytes are the same.
  *
  * Two paths skip the float working format where that gives the same bytes:
- * - point units of per-channel stages reading an 8- or 16-bit caller frame run as table
- *   lookups (cpu_lut.c), whole or for their first stages; the tables are made by running
- *   the unit's own members over every code value, here, with point_rows;
+ * - point units of per-channel stages reading an 8- or 16-bit caller frame (or two
+ *   8-bit ones) run as table lookups (cpu_lut.c), whole or for their first stages; the
+ *   tables are made by running the unit's own members over every code value, here,
+ *   with point_rows;
  * - resample stages that only move pixels (run_native) copy samples from a caller frame
- *   into a caller frame of the same integer format.
+ *   into a caller frame of the same integer format, and reduce stages with run_native
+ *   (histogram) read an integer caller frame as it is.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -46,6 +48,7 @@ typedef struct cpu_job {
     int run_from, run_to;        /* point units: the members run, [run_from, run_to) */
     const pf_cpu_lut *lut;       /* tables of the unit, or of members [0, run_from) */
     const pf_frame *lut_in;      /* ... the frame they read */
+    const pf_frame *lut_in2;     /* ... and the second, or NULL */
     const pf_frame *lut_out;     /* ... and the frame the unit stores */
     int lut_node;                /* ... the node whose values they hold */
     pthread_mutex_t mu;
@@ -118,7 +121,7 @@ static int point_rows(cpu_job *j, int w, int h, int y0, int y1, int worker)
                                 sizeof(pf_float4) * (size_t)n,
                                 PF_F32,
                                 4};
-                pf_cpu_lut_rows(j->lut, &src, &dst, 0, 1);
+                pf_cpu_lut_rows(j->lut, &src, NULL, &dst, 0, 1);
             }
             for (int k = 0; k < u->n_inputs && k < PF_DIRECT_INPUTS && !j->run_from; k++) {
                 int sn = u->inputs[k];
@@ -166,19 +169,22 @@ static int point_task(void *ctx, int band, int worker)
 /* ---- Point units as table lookups (cpu_lut.c) ------------------------------------------ */
 
 /* The caller frames point unit u reads and stores when it can run through tables: one
-   outside input, a caller's frame; one stored member, stored straight into a caller's
-   frame; every member per-channel; formats that cpu_lut.c tabulates. */
-static int lut_frames(const cpu_job *j, const pf_unit *u, const pf_frame **in, const pf_frame **out)
+   or two outside inputs, caller's frames; one stored member, stored straight into a
+   caller's frame; every member per-channel; formats that cpu_lut.c tabulates. */
+static int lut_frames(const cpu_job *j, const pf_unit *u, const pf_frame **in, const pf_frame **in2,
+                      const pf_frame **out)
 {
-    if (u->kind != PF_UNIT_POINT || u->n_inputs != 1 || u->inputs[0] >= j->p->n_inputs ||
+    if (u->kind != PF_UNIT_POINT || u->n_inputs < 1 || u->n_inputs > 2 ||
+        u->inputs[0] >= j->p->n_inputs || u->inputs[u->n_inputs - 1] >= j->p->n_inputs ||
         u->n_stores != 1 || !j->direct_out[u->stores[0]])
         return 0;
     for (int a = 0; a < u->n_nodes; a++)
         if (!(j->p->nodes[u->nodes[a]].desc->flags & PF_STAGE_PER_CHANNEL))
             return 0;
     *in = &j->inputs[u->inputs[0]];
+    *in2 = u->n_inputs == 2 ? &j->inputs[u->inputs[1]] : NULL;
     *out = j->direct_out[u->stores[0]];
-    return pf_cpu_lut_fits(*in, *out);
+    return pf_cpu_lut_fits(*in, *in2, *out);
 }
 
 /* Where the whole unit cannot be tabulated (a cross-channel stage in it, an output in
@@ -209,28 +215,31 @@ static int lut_prefix(const cpu_job *j, const pf_unit *u)
     return n == u->n_nodes ? 0 : n;
 }
 
-/* cpu_lut.c's build: runs members [0, j->run_to) of unit j->u over row 0 of in
-   (standing for its outside input) into out (for node j->lut_node) with point_rows, the
-   code that runs frames, on this thread while no task runs (so worker 0's scratch is
-   free). */
-static int lut_build(void *ctx, const pf_frame *in, const pf_frame *out)
+/* cpu_lut.c's build: runs members [0, j->run_to) of unit j->u over row 0 of in (and
+   in2: standing for its outside inputs) into out (for node j->lut_node) with
+   point_rows, the code that runs frames, on this thread while no task runs (so worker
+   0's scratch is free). */
+static int lut_build(void *ctx, const pf_frame *in, const pf_frame *in2, const pf_frame *out)
 {
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
-    int sn = u->inputs[0], id = j->lut_node;
+    int sn = u->inputs[0], sn2 = in2 ? u->inputs[1] : sn, id = j->lut_node;
     pf_frame *frames = malloc(sizeof *frames * (size_t)j->p->n_inputs);
     if (!frames)
         return PF_NO_MEMORY;
     memcpy(frames, j->inputs, sizeof *frames * (size_t)j->p->n_inputs);
     frames[sn] = *in;
+    if (in2)
+        frames[sn2] = *in2;
     const pf_frame *inputs = j->inputs, *df = j->direct_out[id];
-    char direct = j->direct_in[sn];
+    char direct = j->direct_in[sn], direct2 = j->direct_in[sn2];
     j->inputs = frames;
     j->direct_out[id] = out;
-    j->direct_in[sn] = 1;
+    j->direct_in[sn] = j->direct_in[sn2] = 1;
     int rc = point_rows(j, in->width, 1, 0, 1, 0);
     j->inputs = inputs;
     j->direct_out[id] = df;
+    j->direct_in[sn2] = direct2;
     j->direct_in[sn] = direct;
     free(frames);
     return rc;
@@ -241,7 +250,7 @@ static int lut_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
     int y0 = band * u->cpu_band_rows, h = u->shape.height;
-    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_out, y0,
+    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_in2, j->lut_out, y0,
                     y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h);
     return 0;
 }
@@ -253,14 +262,15 @@ static int lut_plan(cpu_job *j, int ui, pf_task_fn *run_task)
     const pf_unit *u = j->u;
     int n = 0;
     pf_frame prefix_out = {NULL, 0, 0, 0, PF_F32, 4};
-    if (lut_frames(j, u, &j->lut_in, &j->lut_out)) {
+    j->lut_in2 = NULL;
+    if (lut_frames(j, u, &j->lut_in, &j->lut_in2, &j->lut_out)) {
         j->lut_node = u->stores[0];
         *run_task = lut_task;
     } else if ((n = lut_prefix(j, u)) > 0) {
         j->lut_in = &j->inputs[u->inputs[0]];
         prefix_out.width = j->lut_in->width;
         prefix_out.height = j->lut_in->height;
-        if (!pf_cpu_lut_fits(j->lut_in, &prefix_out))
+        if (!pf_cpu_lut_fits(j->lut_in, NULL, &prefix_out))
             return PF_OK;
         j->lut_out = &prefix_out; /* only its format counts */
         j->lut_node = u->nodes[n - 1];
@@ -269,7 +279,7 @@ static int lut_plan(cpu_job *j, int ui, pf_task_fn *run_task)
         return PF_OK;
     }
     int rc = pf_cpu_lut_get(&j->st->luts, j->plan->n_units, ui, j->p->param_version, j->lut_in,
-                            j->lut_out, lut_build, j, &j->lut);
+                            j->lut_in2, j->lut_out, lut_build, j, &j->lut);
     j->run_to = u->n_nodes;
     j->run_from = rc == PF_OK ? n : 0;
     if (n)
@@ -338,6 +348,19 @@ static int native_fits(const cpu_job *j, int id, const pf_frame *out)
            in->channels == out->channels;
 }
 
+/* Whether reduce node id can count its caller frame in its own format (the stage's
+   run_native, for these params): its one input is a pipeline input of 8- or 16-bit
+   samples. */
+static int reduce_native(const cpu_job *j, int id)
+{
+    const pf_node *n = &j->p->nodes[id];
+    if (!n->desc || n->desc->kind != PF_STAGE_REDUCE || !n->desc->run_native || n->n_in != 1 ||
+        n->in[0] >= j->p->n_inputs || !n->desc->native_ok(n->params))
+        return 0;
+    const pf_frame *in = &j->inputs[n->in[0]];
+    return in->sample == PF_U8 || in->sample == PF_U16;
+}
+
 /* pf_native_args.from_float4: the engine's store of one pixel. */
 static void native_store(const pf_native_args *a, pf_float4 v, void *px)
 {
@@ -351,8 +374,9 @@ static int native_task(void *ctx, int band, int worker)
     int id = u->nodes[0];
     const pf_node *node = &j->p->nodes[id];
     const pf_frame *in = &j->inputs[node->in[0]], *out = j->direct_out[id];
+    int reduce = u->kind == PF_UNIT_REDUCE, rows = reduce ? in->height : out->height;
     int y0 = band * u->cpu_band_rows;
-    int y1 = y0 + u->cpu_band_rows < out->height ? y0 + u->cpu_band_rows : out->height;
+    int y1 = y0 + u->cpu_band_rows < rows ? y0 + u->cpu_band_rows : rows;
     char msg[1024] = "";
     pf_native_args a;
     memset(&a, 0, sizeof a);
@@ -362,10 +386,15 @@ static int native_task(void *ctx, int band, int worker)
     a.in_width = in->width;
     a.in_height = in->height;
     a.in_pitch = in->pitch;
-    a.out = out->data;
-    a.out_width = out->width;
-    a.out_height = out->height;
-    a.out_pitch = out->pitch;
+    if (reduce) {
+        a.partial = j->st->partials[id] + (size_t)band * u->partial_len;
+        memset(a.partial, 0, sizeof(double) * u->partial_len);
+    } else {
+        a.out = out->data;
+        a.out_width = out->width;
+        a.out_height = out->height;
+        a.out_pitch = out->pitch;
+    }
     a.sample = (int)in->sample;
     a.channels = in->channels;
     a.pixel_bytes = pf_frame_pixel_bytes(in->sample, in->channels);
@@ -441,6 +470,8 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
                 ok = j->direct_out[cn] != NULL; /* a native copy reads the frame itself */
                 continue;
             }
+            if (ui >= 0 && plan->units[ui].kind == PF_UNIT_REDUCE && reduce_native(j, cn))
+                continue;
             ok = ui >= 0 && plan->units[ui].kind == PF_UNIT_POINT;
             for (int k = 0; ok && plan->units[ui].inputs[k] != i; k++)
                 ok = k + 1 < PF_DIRECT_INPUTS && k + 1 < plan->units[ui].n_inputs;
@@ -496,7 +527,8 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         pf_task_fn fn = u->kind == PF_UNIT_POINT ? point_task : region_task;
-        if (u->kind == PF_UNIT_RESAMPLE && j.direct_out[u->nodes[0]])
+        if ((u->kind == PF_UNIT_RESAMPLE && j.direct_out[u->nodes[0]]) ||
+            (u->kind == PF_UNIT_REDUCE && reduce_native(&j, u->nodes[0])))
             fn = native_task;
         j.run_from = 0;
         j.run_to = u->n_nodes;

@@ -216,9 +216,11 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, u
                 d->kind != PF_STAGE_POINT ? ", none of them for a stage that is not a point" : "");
         return PF_PLUGIN;
     }
-    if (!d->native_ok != !d->run_native || (d->run_native && d->kind != PF_STAGE_RESAMPLE)) {
+    if (!d->native_ok != !d->run_native ||
+        (d->run_native && d->kind != PF_STAGE_RESAMPLE && d->kind != PF_STAGE_REDUCE)) {
         pf_errf(e->errmsg,
-                "%s: stage '%s': native_ok and run_native come together, on resample stages only",
+                "%s: stage '%s': native_ok and run_native come together, on resample and reduce "
+                "stages only",
                 file, n);
         return PF_PLUGIN;
     }

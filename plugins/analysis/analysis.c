@@ -9,6 +9,9 @@
  * sum of squares would cancel. Everything accumulates in double.
  */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pipefuse/plugin.h"
@@ -115,6 +118,69 @@ static void histogram_add(const void *params, double *t, int x, int y, pf_float4
     }
 }
 SUM_TABLE(histogram)
+
+/* In the frame's own format (run_native, 8- and 16-bit frames): each band counts its
+   samples by code, then adds each code's count to the bin of the float the engine loads
+   that code as (k / max, the same division, so the same bin) and of the channel that
+   float lands in (gray is r, g and b; a missing alpha is 1). The float path adds 1 per
+   sample into the same doubles; counts are integers, exact in double either way, so
+   the partials are the same numbers. */
+static int histogram_native_ok(const void *params)
+{
+    return 1;
+}
+
+static int histogram_native(const pf_native_args *a)
+{
+    const int bins = bins_of(a->params), ci = a->channels, w = a->in_width;
+    const int codes = a->sample == 0 ? 256 : a->sample == 1 ? 65536 : 0;
+    const float max = a->sample == 0 ? 255.0f : 65535.0f;
+    if (!codes || ci < 1 || ci > 4) {
+        snprintf(a->err, a->err_size, "histogram: no native path for sample type %d x%d", a->sample,
+                 ci);
+        return -1;
+    }
+    uint32_t *count = calloc((size_t)codes * (size_t)ci, sizeof *count);
+    if (!count) {
+        snprintf(a->err, a->err_size, "histogram: out of memory for %d counts", codes * ci);
+        return -1;
+    }
+    /* rows at a time whose samples fit a 32-bit count */
+    const int step = (int)(((size_t)1 << 31) / ((size_t)w * (size_t)ci) > 0
+                               ? ((size_t)1 << 31) / ((size_t)w * (size_t)ci)
+                               : 1);
+    for (int y0 = a->region.y0; y0 < a->region.y1; y0 += step) {
+        int y1 = a->region.y1 - y0 > step ? y0 + step : a->region.y1;
+        memset(count, 0, sizeof *count * (size_t)codes * (size_t)ci);
+        for (int y = y0; y < y1; y++) {
+            const char *row = (const char *)a->in + (size_t)y * a->in_pitch;
+            for (int c = 0; c < ci; c++) {
+                uint32_t *n = count + (size_t)c * (size_t)codes;
+                if (a->sample == 0)
+                    for (int x = 0; x < w; x++)
+                        n[((const uint8_t *)row)[x * ci + c]]++;
+                else
+                    for (int x = 0; x < w; x++)
+                        n[((const uint16_t *)row)[x * ci + c]]++;
+            }
+        }
+        /* float channel c (r, g, b, a) comes from frame channel src[c]; -1: alpha 1 */
+        const int src[4] = {0, ci >= 3 ? 1 : 0, ci >= 3 ? 2 : 0, ci == 4 ? 3 : ci == 2 ? 1 : -1};
+        for (int c = 0; c < 4; c++) {
+            if (src[c] < 0) {
+                a->partial[(size_t)histogram_bin(1.0f, bins) * 4 + 3] +=
+                    (double)(y1 - y0) * (double)w;
+                continue;
+            }
+            const uint32_t *n = count + (size_t)src[c] * (size_t)codes;
+            for (int k = 0; k < codes; k++)
+                if (n[k])
+                    a->partial[(size_t)histogram_bin((float)k / max, bins) * 4 + (size_t)c] += n[k];
+        }
+    }
+    free(count);
+    return 0;
+}
 
 /* colsum and rowsum: a table row per image column (row), of the sums along it. A
    rowsum band fills only its own rows of the table; the others stay 0 and add nothing. */
@@ -260,7 +326,8 @@ size_t stats_cuda_scratch(const void *params, int width, int rows);
                                      __VA_ARGS__}
 
 REDUCE(histogram, "Per-channel histogram of RGBA over [0, 1]: bins rows of counts", 2,
-       .params_size = sizeof(pf_histogram_params), PF_PARAMS(histogram_params));
+       .params_size = sizeof(pf_histogram_params), PF_PARAMS(histogram_params),
+       .native_ok = histogram_native_ok, .run_native = histogram_native);
 REDUCE(colsum, "Per-column sums of RGBA: one row per image column", 1, .params_size = 0,
        .cuda_scratch_bytes = PF_CUDA(colsum_cuda_scratch));
 REDUCE(rowsum, "Per-row sums of RGBA: one row per image row", 1, .params_size = 0);

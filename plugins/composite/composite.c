@@ -14,45 +14,48 @@ extern const char pf_src_composite_ops[];
 
 /* Param rows: PF_FLOAT_PARAM and PF_BOOL_PARAM (pipefuse/plugin.h). */
 
-/* The descriptor fields of an n_in-input point stage running op fn with params T. Its
-   precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T) in a .cu of this plugin,
-   used when the plugin is built with CUDA sources. */
-#define COMPOSITE_POINT(sname, fn, T, n_in, sdoc)                                                  \
+/* The descriptor fields of an n_in-input point stage running op fn with params T and
+   PF_STAGE_* flags fl (PF_STAGE_PER_CHANNEL where channel c of the output reads channel c
+   of each input only). Its precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T) in
+   a .cu of this plugin, used when the plugin is built with CUDA sources. */
+#define COMPOSITE_POINT(sname, fn, T, n_in, fl, sdoc)                                              \
     PF_POINT_DESC(fn, T, pf_src_composite_ops), .point_cuda = PF_CUDA(fn##_cuda), .name = sname,   \
-                                                .doc = sdoc, .n_inputs = n_in
+                                                .doc = sdoc, .n_inputs = n_in, .flags = fl
 
 /* A stage fn##_desc with the param rows ..., or, for COMPOSITE_STAGE0, none. */
-#define COMPOSITE_STAGE(sname, fn, T, n_in, sdoc, ...)                                             \
+#define COMPOSITE_STAGE(sname, fn, T, n_in, fl, sdoc, ...)                                         \
     PF_POINT_ROW(fn, T)                                                                            \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
-    static const pf_stage_desc fn##_desc = {COMPOSITE_POINT(sname, fn, T, n_in, sdoc),             \
+    static const pf_stage_desc fn##_desc = {COMPOSITE_POINT(sname, fn, T, n_in, fl, sdoc),         \
                                             PF_PARAMS(fn##_table)};
-#define COMPOSITE_STAGE0(sname, fn, sdoc)                                                          \
+#define COMPOSITE_STAGE0(sname, fn, fl, sdoc)                                                      \
     PF_POINT_ROW(fn, composite_none_params)                                                        \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_stage_desc fn##_desc = {                                                       \
-        COMPOSITE_POINT(sname, fn, composite_none_params, 2, sdoc)};
+        COMPOSITE_POINT(sname, fn, composite_none_params, 2, fl, sdoc)};
 
 /* ---- Stages ------------------------------------------------------------------- */
 
-COMPOSITE_STAGE("blend", composite_blend, composite_blend_params, 2,
+COMPOSITE_STAGE("blend", composite_blend, composite_blend_params, 2, PF_STAGE_PER_CHANNEL,
                 "Cross-fade: lerp(base, other, opacity) on all four channels",
                 PF_FLOAT_PARAM(composite_blend_params, opacity, 0.5, 0, 1,
                                "weight of other (0: base, 1: other)"))
 
-COMPOSITE_STAGE("add", composite_add, composite_add_params, 2,
+COMPOSITE_STAGE("add", composite_add, composite_add_params, 2, PF_STAGE_PER_CHANNEL,
                 "base + scale * other on R, G and B; alpha of base",
                 PF_FLOAT_PARAM(composite_add_params, scale, 1, -100, 100, "factor on other"))
 
-COMPOSITE_STAGE0("multiply", composite_multiply, "base * other on R, G and B; alpha of base")
+COMPOSITE_STAGE0("multiply", composite_multiply, PF_STAGE_PER_CHANNEL,
+                 "base * other on R, G and B; alpha of base")
 
-COMPOSITE_STAGE0("difference", composite_difference, "|base - other| on R, G and B; alpha of base")
+COMPOSITE_STAGE0("difference", composite_difference, PF_STAGE_PER_CHANNEL,
+                 "|base - other| on R, G and B; alpha of base")
 
-COMPOSITE_STAGE0("alpha_over", composite_alpha_over,
+COMPOSITE_STAGE0("alpha_over", composite_alpha_over, 0,
                  "Porter-Duff other over base, straight alpha (alphas clamped to [0, 1])")
 
-COMPOSITE_STAGE("mask", composite_mask, composite_mask_params, 3,
+COMPOSITE_STAGE("mask", composite_mask, composite_mask_params, 3, 0,
                 "lerp(base, other, luma(mask)) on all four channels, weight clamped to "
                 "[0, 1]; inputs base, other, mask",
                 PF_BOOL_PARAM(composite_mask_params, invert, 0, "use 1 - luma(mask) as the weight"))

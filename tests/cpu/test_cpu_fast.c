@@ -2,7 +2,10 @@
  * float path they stand for.
  *
  * Point units of per-channel stages reading 8- or 16-bit frames run as table lookups
- * (engine/cpu_lut.c), or the first stages of a unit do. The reference is the same pipeline fed the same samples as float
+ * (engine/cpu_lut.c), or the first stages of a unit do (two 8-bit inputs: tables over
+ * every pair of codes); geometry stages that move
+ * pixels copy samples (plugins/geometry/geometry_native.c); histograms count codes
+ * (plugins/analysis). The reference is the same pipeline fed the same samples as float
  * frames (k / 255 or k / 65535, the floats the integer load makes), which always runs
  * the float chain: every code value in every channel (the first rows of each input hold
  * a permutation of all codes per channel) and random samples after, for every input
@@ -66,19 +69,24 @@ static const char *const chains[] = {
     "0.3}}",
 };
 
-static pf_pipeline *load(const char *stages)
+static pf_pipeline *load2(const char *stages, int n_in)
 {
     char json[4096];
     snprintf(json, sizeof json,
-             "{\"pipefuse\": 1, \"inputs\": [\"a\"], \"stages\": [%s], \"outputs\": {\"o\": "
+             "{\"pipefuse\": 1, \"inputs\": [%s], \"stages\": [%s], \"outputs\": {\"o\": "
              "\"s\"}, \"options\": {\"backend\": \"cpu\"}}",
-             stages);
+             n_in == 2 ? "\"a\", \"b\"" : "\"a\"", stages);
     pf_pipeline *p = NULL;
     if (pf_pipeline_load_string(eng, json, "test_cpu_fast", &p) != PF_OK) {
         fprintf(stderr, "load: %s\n", pf_engine_errmsg(eng));
         exit(1);
     }
     return p;
+}
+
+static pf_pipeline *load(const char *stages)
+{
+    return load2(stages, 1);
 }
 
 static int max_code(pf_sample s)
@@ -134,7 +142,7 @@ static int same_frames(const pf_frame *a, const pf_frame *b)
 
 static void run(pf_pipeline *p, const pf_frame *in, pf_frame *out)
 {
-    int rc = pf_pipeline_run(p, in, 1, out, 1);
+    int rc = pf_pipeline_run(p, in, 1, out, out ? 1 : 0);
     CHECKF(rc == PF_OK, "run: %s", pf_pipeline_errmsg(p));
 }
 
@@ -213,6 +221,68 @@ static void check_live_param(pf_rng *r)
     pf_pipeline_destroy(ref);
 }
 
+/* ---- Two 8-bit inputs: tables over every pair of codes ------------------------------ */
+
+static const char *const pairs[] = {
+    "{\"id\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", \"b\"], \"params\": {\"scale\": "
+    "0.7}}",
+    "{\"id\": \"s\", \"op\": \"blend\", \"inputs\": [\"a\", \"b\"], \"params\": "
+    "{\"opacity\": 0.3}}",
+    "{\"id\": \"d\", \"op\": \"difference\", \"inputs\": [\"b\", \"a\"]}, "
+    "{\"id\": \"g\", \"op\": \"gamma\", \"inputs\": [\"d\"], \"params\": {\"gamma\": 0.8}}, "
+    "{\"id\": \"s\", \"op\": \"multiply\", \"inputs\": [\"g\", \"a\"]}",
+};
+
+/* Inputs a and b whose first 65536 pixels hold every pair of codes in each channel
+   (a the high byte, b the low byte of a permutation per channel), random after. */
+static void pair_frames(pf_rng *r, int ch, pf_frame *a, pf_frame *b)
+{
+    pf_frame all = codes_frame(r, PF_U16, ch, 256, 260);
+    if (pf_frame_alloc(a, 256, 260, PF_U8, ch) != PF_OK ||
+        pf_frame_alloc(b, 256, 260, PF_U8, ch) != PF_OK)
+        exit(1);
+    for (int y = 0; y < 260; y++) {
+        const uint16_t *s = (const uint16_t *)((const char *)all.data + (size_t)y * all.pitch);
+        uint8_t *da = (uint8_t *)a->data + (size_t)y * a->pitch;
+        uint8_t *db = (uint8_t *)b->data + (size_t)y * b->pitch;
+        for (int i = 0; i < 256 * ch; i++) {
+            da[i] = (uint8_t)(s[i] >> 8);
+            db[i] = (uint8_t)s[i];
+        }
+    }
+    pf_frame_free(&all);
+}
+
+static void check_pairs(const char *stages, pf_rng *r)
+{
+    pf_pipeline *p = load2(stages, 2), *ref = load2(stages, 2);
+    static const pf_sample outs[] = {PF_U8, PF_U16, PF_F32};
+    for (int ci = 1; ci <= 4; ci++) {
+        pf_frame in[2], fin[2];
+        pair_frames(r, ci, &in[0], &in[1]);
+        fin[0] = as_float(&in[0]);
+        fin[1] = as_float(&in[1]);
+        for (int o = 0; o < 3; o++)
+            for (int co = 1; co <= 4; co++) {
+                pf_frame got, want;
+                if (pf_frame_alloc(&got, 256, 260, outs[o], co) != PF_OK ||
+                    pf_frame_alloc(&want, 256, 260, outs[o], co) != PF_OK)
+                    exit(1);
+                CHECK(pf_pipeline_run(p, in, 2, &got, 1) == PF_OK);
+                CHECK(pf_pipeline_run(ref, fin, 2, &want, 1) == PF_OK);
+                CHECKF(same_frames(&got, &want), "%s: u8 x%d -> %d x%d differs", stages, ci, o, co);
+                pf_frame_free(&got);
+                pf_frame_free(&want);
+            }
+        for (int k = 0; k < 2; k++) {
+            pf_frame_free(&in[k]);
+            pf_frame_free(&fin[k]);
+        }
+    }
+    pf_pipeline_destroy(p);
+    pf_pipeline_destroy(ref);
+}
+
 /* ---- Geometry in the frames' own format ---------------------------------------------- */
 
 static const char *const moves[] = {
@@ -270,6 +340,40 @@ static void check_moves(const char *stages, pf_rng *r)
     pf_pipeline_destroy(ref);
 }
 
+/* ---- Histograms counted by code ---------------------------------------------------- */
+
+/* histogram with `bins` on integer frames of every format against the float path (the
+   same samples as floats): the same counts in every bin. The frames are tall enough for
+   several bands. */
+static void check_histogram(int bins, pf_rng *r)
+{
+    char stages[256];
+    snprintf(stages, sizeof stages,
+             "{\"id\": \"s\", \"op\": \"histogram\", \"params\": {\"bins\": %d}}", bins);
+    pf_pipeline *p = load(stages), *ref = load(stages);
+    for (int s = 0; s < 2; s++)
+        for (int ch = 1; ch <= 4; ch++) {
+            pf_frame in = codes_frame(r, s ? PF_U16 : PF_U8, ch, 256, s ? 300 : 70),
+                     fin = as_float(&in);
+            pf_table got, want;
+            run(p, &in, NULL);
+            run(ref, &fin, NULL);
+            CHECK(pf_pipeline_table(p, 0, &got) == PF_OK);
+            CHECK(pf_pipeline_table(ref, 0, &want) == PF_OK);
+            CHECKF(got.rows == bins && want.rows == bins && got.cols == 4 &&
+                       !memcmp(got.data, want.data, sizeof(double) * 4 * (size_t)bins),
+                   "histogram %d bins: %s x%d differs", bins, s ? "u16" : "u8", ch);
+            double total = 0;
+            for (int i = 0; i < 4 * bins; i++)
+                total += got.data[i];
+            CHECK(total == 4.0 * in.width * in.height);
+            pf_frame_free(&in);
+            pf_frame_free(&fin);
+        }
+    pf_pipeline_destroy(p);
+    pf_pipeline_destroy(ref);
+}
+
 int main(void)
 {
     eng = pf_test_engine();
@@ -278,8 +382,13 @@ int main(void)
     for (size_t i = 0; i < sizeof chains / sizeof chains[0]; i++)
         check_tables(chains[i], &r);
     check_live_param(&r);
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        check_pairs(pairs[i], &r);
     for (size_t i = 0; i < sizeof moves / sizeof moves[0]; i++)
         check_moves(moves[i], &r);
+    static const int bins[] = {2, 17, 256, 1000, 65535, 65536};
+    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++)
+        check_histogram(bins[i], &r);
     pf_engine_destroy(eng);
     return pf_test_done("test_cpu_fast");
 }

@@ -205,6 +205,7 @@ typedef struct pf_native_args {
     void (*from_float4)(const struct pf_native_args *a, pf_float4 v, void *px);
     char *err;
     size_t err_size;
+    double *partial; /* reduce: as in pf_stage_args (out is NULL); region is input rows */
 } pf_native_args;
 
 /* CPU point op over n pixels of one row: in[k] points at pixel x0 of input k's row y. */
@@ -288,12 +289,15 @@ typedef struct pf_stage_desc {
     /* ---- ABI 1.2 ---- */
     /* PF_STAGE_* facts the engine may plan from; 0 declares none. */
     unsigned flags;
-    /* resample, optional: whether run_native moves the pixels for these params (1) or
-       the stage needs float RGBA (0), and run_native itself: the output rows of
-       a->region copied from the input in the frames' own format, any sample size, the
-       same bytes as run_cpu's float path would store. Stages that only move pixels
-       (crop, flip, quarter turns, pad, nearest resize) offer it; the CPU executor uses
-       it when the stage reads a caller frame and writes one of the same format. */
+    /* resample and reduce, optional: whether run_native works for these params (1) or
+       the stage needs float RGBA (0), and run_native itself. A resample stage copies the
+       output rows of a->region from the input in the frames' own format, any sample
+       size, the same bytes as run_cpu's float path would store: stages that only move
+       pixels (crop, flip, quarter turns, pad, nearest resize) offer it; the CPU executor
+       uses it when the stage reads a caller frame and writes one of the same 8- or
+       16-bit format. A reduce stage fills a->partial from the input rows of a->region of
+       an 8- or 16-bit caller frame, the same numbers as run_cpu on the float image the
+       engine would load (a histogram counting codes). */
     int (*native_ok)(const void *params);
     int (*run_native)(const pf_native_args *a);
 } pf_stage_desc;
