@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <png.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -26,17 +27,22 @@
 #include "batch.h"
 
 static char host_id[16];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
+static void make_host_id(void)
+{
+    char h[256] = "";
+    gethostname(h, sizeof h - 1);
+    uint32_t x = 2166136261u; /* FNV-1a */
+    for (const char *s = h; *s; s++)
+        x = (x ^ (unsigned char)*s) * 16777619u;
+    snprintf(host_id, sizeof host_id, "%08x", x);
+}
+
+/* Made once: codec threads and lanes create temporaries at the same time. */
 const char *out_host_id(void)
 {
-    if (!host_id[0]) {
-        char h[256] = "";
-        gethostname(h, sizeof h - 1);
-        uint32_t x = 2166136261u; /* FNV-1a */
-        for (const char *s = h; *s; s++)
-            x = (x ^ (unsigned char)*s) * 16777619u;
-        snprintf(host_id, sizeof host_id, "%08x", x);
-    }
+    pthread_once(&host_once, make_host_id);
     return host_id;
 }
 
