@@ -19,7 +19,6 @@
 
 #define PF_API                __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)
-#define PF_MAX_FRAMES         64 /* inputs or outputs of one frame */
 
 /* ---- Threads ---------------------------------------------------------------------------------- */
 
@@ -317,7 +316,7 @@ PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *
     info->kind = is_table_node(p, o->node) ? PF_OUTPUT_TABLE : PF_OUTPUT_IMAGE;
     info->channels = o->channels;
     info->bits = o->bits;
-    info->table_format = (pf_table_format)o->table_format;
+    info->table_format = o->table_format;
     if (p->plan)
         info->shape = p->plan->shapes[o->node];
     leave(p);

@@ -67,14 +67,14 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
     io->param_arg = io->param_bytes <= PF_FUSE_PARAM_ARG_MAX;
     for (int k = 0; k < un->n_inputs; k++) {
         int q = un->inputs[k];
-        if (io->n_in >= 64)
+        if (io->n_in >= PF_MAX_FUSED_IO)
             return -1;
         pf_fuse_io *e = &io->in[io->n_in++];
         e->node = q;
         if (q < p->n_inputs) {
             e->native = q;
-            e->sample = in_fmt[q] / 8;
-            e->channels = in_fmt[q] % 8;
+            e->sample = pf_format_sample(in_fmt[q]);
+            e->channels = pf_format_channels(in_fmt[q]);
         } else {
             e->native = -1;
             e->sample = PF_F32;
@@ -86,16 +86,16 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
         for (int o = 0; o < p->n_outputs; o++) {
             if (p->outputs[o].node != m)
                 continue;
-            if (io->n_out >= 64)
+            if (io->n_out >= PF_MAX_FUSED_IO)
                 return -1;
             pf_fuse_io *e = &io->out[io->n_out++];
             e->node = m;
             e->native = o;
-            e->sample = out_fmt[o] / 8;
-            e->channels = out_fmt[o] % 8;
+            e->sample = pf_format_sample(out_fmt[o]);
+            e->channels = pf_format_channels(out_fmt[o]);
         }
         if (f4[m]) {
-            if (io->n_out >= 64)
+            if (io->n_out >= PF_MAX_FUSED_IO)
                 return -1;
             pf_fuse_io *e = &io->out[io->n_out++];
             e->node = m;
@@ -124,8 +124,8 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
             return 0;
         }
     }
-    if (un->n_inputs > 64) {
-        snprintf(why, why_size, "the unit has more than 64 inputs");
+    if (un->n_inputs > PF_MAX_FUSED_IO) {
+        snprintf(why, why_size, "the unit has more than %d inputs", PF_MAX_FUSED_IO);
         return 0;
     }
     return 1;
@@ -418,8 +418,8 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
     for (int a = 0, o = 0; a < un->n_nodes && o < (int)sizeof ids - 64; a++)
         o += snprintf(ids + o, sizeof ids - (size_t)o, "%s%s", a ? ", " : "", un->ids[a]);
     if (pf_fuse_unit_io(p, u, f4, in_fmt, out_fmt, io) != 0) {
-        pf_errf(p->errmsg, "%s: fused unit #%d (%s) has more than 64 inputs or outputs", p->source,
-                u, ids);
+        pf_errf(p->errmsg, "%s: fused unit #%d (%s) has more than %d inputs or outputs", p->source,
+                u, ids, PF_MAX_FUSED_IO);
         return PF_UNSUPPORTED;
     }
     io->ppt = pf_fuse_ppt(un->shape.width, un->shape.height, sm_count);

@@ -37,7 +37,7 @@ typedef struct pf_fuse_unit {
        pointer to the whole device block. */
     size_t param_lo, param_bytes;
     int param_arg;
-    pf_fuse_io in[64], out[64];
+    pf_fuse_io in[PF_MAX_FUSED_IO], out[PF_MAX_FUSED_IO];
 } pf_fuse_unit;
 
 /* Which nodes the GPU keeps as float RGBA images when point units are fused (or not):
@@ -47,8 +47,8 @@ typedef struct pf_fuse_unit {
 void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4);
 
 /* The IO list of point unit u; sample/channels of native entries are taken from
-   in_fmt/out_fmt (per pipeline input / output: sample * 8 + channels). Returns -1
-   when the unit has more than 64 inputs or outputs (then it is not fused). */
+   in_fmt/out_fmt (per pipeline input / output: pf_format_code). Returns -1
+   when the unit has more than PF_MAX_FUSED_IO inputs or outputs (then it is not fused). */
 int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
                     const int *out_fmt, pf_fuse_unit *io);
 

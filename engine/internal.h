@@ -33,12 +33,33 @@ int pf_is_identifier(const char *s);
 /* malloc/calloc/strdup that never return NULL silently: callers still check. */
 char *pf_strdup(const char *s);
 
-/* One small integer naming a frame format (sample type and channels, 1..20), for keys
-   of compiled kernel variants and captured graphs; 0 is free for "no frame". */
-static inline int pf_format_code(int sample, int channels)
+/* ---- Formats and limits --------------------------------------------------------------- */
+
+/* A frame format (sample type and 1..4 channels) as one small integer, 1..20: keys of
+   compiled kernel variants and captured graphs, and the formats of a fused kernel's
+   loads and stores. PF_FORMAT_NONE (0) is "no frame". */
+typedef int pf_format;
+#define PF_FORMAT_NONE     0
+#define PF_FORMAT_CHANNELS 8 /* codes per sample type: room for channels 1..4 */
+
+static inline pf_format pf_format_code(pf_sample sample, int channels)
 {
-    return sample * 8 + channels;
+    return (int)sample * PF_FORMAT_CHANNELS + channels;
 }
+static inline pf_sample pf_format_sample(pf_format f)
+{
+    return (pf_sample)(f / PF_FORMAT_CHANNELS);
+}
+static inline int pf_format_channels(pf_format f)
+{
+    return f % PF_FORMAT_CHANNELS;
+}
+
+/* Pipeline inputs, or outputs: the frames of one pf_pipeline_run call
+   (docs/pipeline-format.md, "Limits"). */
+#define PF_MAX_FRAMES 64
+/* Loads, or stores, of one fused kernel; a unit with more runs unfused. */
+#define PF_MAX_FUSED_IO 64
 
 /* ---- Engine ------------------------------------------------------------------------------ */
 
@@ -107,13 +128,15 @@ typedef struct pf_node {
     int used;              /* reaches an output (unused stages are not run) */
 } pf_node;
 
+#define PF_BITS_LIKE_INPUT 0 /* an output whose sample size follows the primary input */
+
 typedef struct pf_output_decl {
     char *name;
-    int node;         /* producer */
-    int channels;     /* 0: like the primary input */
-    int bits;         /* 0: like the primary input; 8, 16, or 32 (float) */
-    int table_format; /* tables: 0 the caller's choice, 1 CSV, 2 JSON */
-    char *path;       /* JSON path: "outputs.result" */
+    int node;                     /* producer */
+    int channels;                 /* 0: like the primary input */
+    int bits;                     /* PF_BITS_LIKE_INPUT, 8, 16, or 32 (float) */
+    pf_table_format table_format; /* tables: PF_TABLE_ANY is the caller's choice */
+    char *path;                   /* JSON path: "outputs.result" */
 } pf_output_decl;
 
 typedef enum pf_backend { PF_BACKEND_AUTO = 0, PF_BACKEND_CPU, PF_BACKEND_CUDA } pf_backend;

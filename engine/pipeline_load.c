@@ -23,12 +23,10 @@
 #define ID_MAX    64 /* longest input name, stage id or output name */
 
 /* Limits of one pipeline (docs/pipeline-format.md, "Limits"). Inputs and outputs are
-   frames of one pf_pipeline_run call; stages keep load and plan within a second or so
-   and their memory within a few hundred MB. */
-#define MAX_INPUTS  64
-#define MAX_OUTPUTS 64
-#define MAX_STAGES  200000
-#define MAX_TEXT    (16u << 20) /* bytes of pipeline text, as for files */
+   frames of one pf_pipeline_run call (PF_MAX_FRAMES, internal.h); stages keep load and
+   plan within a second or so and their memory within a few hundred MB. */
+#define MAX_STAGES 200000
+#define MAX_TEXT   (16u << 20) /* bytes of pipeline text, as for files */
 
 /* ---- Loader state ------------------------------------------------------------------- */
 
@@ -49,7 +47,7 @@ typedef struct out_in {
     const char *name;
     int ref;
     int channels, bits;
-    int table_format;
+    pf_table_format table_format;
 } out_in;
 
 typedef struct loader {
@@ -421,9 +419,9 @@ static int walk_inputs(loader *L, const char *key, json_t *v)
                           "an array of input names such as [\"src\"] (or \"input\": \"src\")");
     if (json_array_size(v) == 0)
         return fail(L, PF_PIPELINE, key, "empty; a pipeline needs at least one input");
-    if (json_array_size(v) > MAX_INPUTS)
+    if (json_array_size(v) > PF_MAX_FRAMES)
         return fail(L, PF_PIPELINE, key, "%zu inputs; a pipeline takes at most %d",
-                    json_array_size(v), MAX_INPUTS);
+                    json_array_size(v), PF_MAX_FRAMES);
     for (int i = 0; i < L->n_inputs; i++) {
         char path[PATH_SIZE], npath[PATH_SIZE];
         json_t *e = json_array_get(v, (size_t)i);
@@ -736,16 +734,27 @@ static int walk_stages(loader *L, json_t *v)
 
 /* ---- Outputs ----------------------------------------------------------------------------- */
 
+typedef enum out_kind { OUT_EITHER = -1, OUT_IMAGE = 0, OUT_TABLE = 1 } out_kind;
+
 typedef struct out_format {
     const char *name;
-    int table; /* 1: table format, 0: image, -1: either (auto) */
-    int channels, bits;
+    out_kind kind;
+    int channels, bits; /* 0, PF_BITS_LIKE_INPUT: like the primary input */
+    pf_table_format table_format;
 } out_format;
 
 static const out_format formats[] = {
-    {"auto", -1, 0, 0},   {"gray8", 0, 1, 8},   {"graya8", 0, 2, 8},   {"rgb8", 0, 3, 8},
-    {"rgba8", 0, 4, 8},   {"gray16", 0, 1, 16}, {"graya16", 0, 2, 16}, {"rgb16", 0, 3, 16},
-    {"rgba16", 0, 4, 16}, {"csv", 1, 0, 0},     {"json", 1, 0, 0},
+    {"auto", OUT_EITHER, 0, PF_BITS_LIKE_INPUT, PF_TABLE_ANY},
+    {"gray8", OUT_IMAGE, 1, 8, PF_TABLE_ANY},
+    {"graya8", OUT_IMAGE, 2, 8, PF_TABLE_ANY},
+    {"rgb8", OUT_IMAGE, 3, 8, PF_TABLE_ANY},
+    {"rgba8", OUT_IMAGE, 4, 8, PF_TABLE_ANY},
+    {"gray16", OUT_IMAGE, 1, 16, PF_TABLE_ANY},
+    {"graya16", OUT_IMAGE, 2, 16, PF_TABLE_ANY},
+    {"rgb16", OUT_IMAGE, 3, 16, PF_TABLE_ANY},
+    {"rgba16", OUT_IMAGE, 4, 16, PF_TABLE_ANY},
+    {"csv", OUT_TABLE, 0, PF_BITS_LIKE_INPUT, PF_TABLE_CSV},
+    {"json", OUT_TABLE, 0, PF_BITS_LIKE_INPUT, PF_TABLE_JSON},
 };
 #define N_FORMATS ((int)(sizeof formats / sizeof formats[0]))
 
@@ -773,19 +782,19 @@ static int output_format(loader *L, const char *path, json_t *v, int ref, out_in
     int table = d && d->kind == PF_STAGE_REDUCE;
     /* an unknown op (d NULL, not an input) has its own message, further on in the file */
     int known = ref < L->n_inputs || d;
-    if (known && fmt->table == 0 && table)
+    if (known && fmt->kind == OUT_IMAGE && table)
         return fail(L, PF_PIPELINE, path,
                     "'%s' is an image format, but '%s' is a reduce stage (%s) whose result "
                     "is a table; use \"csv\" or \"json\"",
                     f, ref_name(L, ref), d->name);
-    if (known && fmt->table == 1 && !table)
+    if (known && fmt->kind == OUT_TABLE && !table)
         return fail(L, PF_PIPELINE, path,
                     "'%s' is a table format, but '%s' makes an image; use an image format "
                     "such as \"rgb8\", or \"auto\"",
                     f, ref_name(L, ref));
     o->channels = fmt->channels;
     o->bits = fmt->bits;
-    o->table_format = fmt->table == 1 ? (strcmp(fmt->name, "json") == 0 ? 2 : 1) : 0;
+    o->table_format = fmt->table_format;
     return PF_OK;
 }
 
@@ -839,9 +848,9 @@ static int walk_outputs(loader *L, json_t *v)
                           "an object of output names to stage ids, such as {\"out\": \"blur\"}");
     if (json_object_size(v) == 0)
         return fail(L, PF_PIPELINE, "outputs", "empty; a pipeline needs at least one output");
-    if (json_object_size(v) > MAX_OUTPUTS)
+    if (json_object_size(v) > PF_MAX_FRAMES)
         return fail(L, PF_PIPELINE, "outputs", "%zu outputs; a pipeline has at most %d",
-                    json_object_size(v), MAX_OUTPUTS);
+                    json_object_size(v), PF_MAX_FRAMES);
     L->outs = calloc(json_object_size(v), sizeof *L->outs);
     name_index *names = index_new((int)json_object_size(v), 1);
     if (!L->outs || !names) {

@@ -78,7 +78,7 @@ int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memo
 typedef struct pf_fusion_view {
     int *fused;
     char *f4;
-    int fmt[64];
+    pf_format fmt[PF_MAX_FRAMES];
 } pf_fusion_view;
 int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v);
 void pf_fusion_view_free(pf_fusion_view *v);

@@ -29,8 +29,8 @@ int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v)
     for (int u = 0; u < plan->n_units; u++)
         v->fused[u] = pf_fuse_possible(p, u, why, sizeof why);
     pf_fuse_buffers(p, v->fused, v->f4);
-    for (int i = 0; i < 64; i++)
-        v->fmt[i] = PF_U8 * 8 + 4;
+    for (int i = 0; i < PF_MAX_FRAMES; i++)
+        v->fmt[i] = pf_format_code(PF_U8, 4);
     return PF_OK;
 }
 
