@@ -374,6 +374,58 @@ static void check_histogram(int bins, pf_rng *r)
     pf_pipeline_destroy(ref);
 }
 
+/* ---- Which path ran ------------------------------------------------------------------ */
+
+/* The liar plugin's fast paths give other numbers than its float code: integer frames
+   must show the fast ones (so the paths tested above are the ones that ran), float
+   frames the float ones. */
+static void check_paths_taken(pf_rng *r)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    cfg.plugin_path = PF_LIAR_DIR;
+    pf_engine *saved = eng;
+    if (pf_engine_create(&cfg, &eng) != PF_OK) {
+        fprintf(stderr, "engine with %s: %s\n", PF_LIAR_DIR, eng ? pf_engine_errmsg(eng) : "");
+        exit(1);
+    }
+    pf_frame in = codes_frame(r, PF_U8, 4, 300, 10), fin = as_float(&in), a, b;
+    if (pf_frame_alloc(&a, 300, 10, PF_U8, 4) || pf_frame_alloc(&b, 300, 10, PF_U8, 4))
+        exit(1);
+    pf_pipeline *p = load("{\"id\": \"s\", \"op\": \"liar_point\"}");
+    run(p, &in, &a);
+    run(p, &fin, &b);
+    CHECKF(!same_frames(&a, &b), "a per-channel point unit on RGBA8 did not run through tables");
+    pf_pipeline_destroy(p);
+
+    p = load("{\"id\": \"s\", \"op\": \"liar_copy\"}");
+    run(p, &in, &a);
+    run(p, &fin, &b);
+    CHECKF(same_frames(&a, &in), "a resample stage with run_native did not copy RGBA8");
+    int zero = 1;
+    for (int y = 0; y < b.height; y++)
+        for (int x = 0; x < 4 * b.width; x++)
+            zero &= ((const uint8_t *)b.data + (size_t)y * b.pitch)[x] == 0;
+    CHECKF(zero, "float frames took the native copy");
+    pf_pipeline_destroy(p);
+
+    p = load("{\"id\": \"s\", \"op\": \"liar_count\"}");
+    pf_table t;
+    run(p, &in, NULL);
+    CHECK(pf_pipeline_table(p, 0, &t) == PF_OK && t.data[0] == 300.0 * 10);
+    run(p, &fin, NULL);
+    CHECK(pf_pipeline_table(p, 0, &t) == PF_OK && t.data[0] == 0);
+    pf_pipeline_destroy(p);
+
+    pf_frame_free(&in);
+    pf_frame_free(&fin);
+    pf_frame_free(&a);
+    pf_frame_free(&b);
+    pf_engine_destroy(eng);
+    eng = saved;
+}
+
 int main(void)
 {
     eng = pf_test_engine();
@@ -381,6 +433,7 @@ int main(void)
     pf_rng_seed(&r, 17);
     for (size_t i = 0; i < sizeof chains / sizeof chains[0]; i++)
         check_tables(chains[i], &r);
+    check_paths_taken(&r);
     check_live_param(&r);
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         check_pairs(pairs[i], &r);
