@@ -9,7 +9,8 @@
  * header that the CPU row function and the CUDA kernels are built from: the position
  * parameter named in the op's body, or in a macro of the header that the body uses
  * (directly or through other macros), counts as a read, and so does handing it to a
- * helper; an op without source text counts as one too.
+ * helper. An op without source text counts as a read unless it declares
+ * PF_STAGE_PER_CHANNEL (which promises that the position is not read).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,7 +213,8 @@ PF_API int pf_pipeline_band_halo(const pf_pipeline *p, int *halo, char *why, siz
             no = "reduces the whole image to a table";
         else if (d->kind == PF_STAGE_STENCIL)
             r = d->radius ? d->radius(n->params) : 0;
-        else if (op_reads_position(d->point_source, d->point_fn))
+        else if (!(!d->point_source && (d->flags & PF_STAGE_PER_CHANNEL)) &&
+                 op_reads_position(d->point_source, d->point_fn))
             no = d->point_source ? "may read the pixel's position"
                                  : "may read the pixel's position (no source text tells)";
         if (no) {

@@ -138,7 +138,7 @@ EOF
     # what the source text of an op says: the position named only in comments bands; read
     # directly, through a helper or a macro, or with no source text, it does not
     if [ -n "$PLUGINS" ]; then
-        for op in none direct helper macro nosrc; do
+        for op in none direct helper macro nosrc flagged; do
             pipeline "pos_$op" "{\"id\": \"o\", \"op\": \"pos_$op\"}" '"out": "o"'
         done
         export PIPEFUSE_PLUGIN_PATH=$PLUGINS
@@ -147,6 +147,7 @@ EOF
         halo pos_helper "whole: stage o (op pos_helper) may read the pixel's position"
         halo pos_macro "whole: stage o (op pos_macro) may read the pixel's position"
         halo pos_nosrc "whole: stage o (op pos_nosrc) may read the pixel's position (no source text tells)"
+        halo pos_flagged "halo 0"
         unset PIPEFUSE_PLUGIN_PATH
         for op in none direct; do
             pf run "$W/pos_$op.json" "$W/in/rgb8.png" -o "$W/pos_$op.off" --band-rows off \

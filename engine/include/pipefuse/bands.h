@@ -28,7 +28,8 @@ extern "C" {
    reason in why, when a used stage is a resample or reduce stage (it needs the whole
    frame), when a point op may read the pixel's position (pf_pos: a band would see its
    own position; an op counts as reading it when its source text (point_source) names the
-   position parameter, or has no source text). Unused stages do not count. With several
+   position parameter in its body, in a macro its body uses or in a call, or when it has
+   no source text and does not declare PF_STAGE_PER_CHANNEL). Unused stages do not count. With several
    inputs each is given the same band (they have one shape). Reads p only; the current
    params count (a radius follows them). */
 int pf_pipeline_band_halo(const pf_pipeline *p, int *halo, char *why, size_t why_size);

@@ -7,6 +7,7 @@
  *   pos_helper  hands the position to a helper: whole frames (the helper may read it)
  *   pos_macro   reads it through a macro of its header: whole frames
  *   pos_nosrc   no source text (not fusable): whole frames (nothing tells)
+ *   pos_flagged no source text, declared PF_STAGE_PER_CHANNEL (no position): bands
  */
 #include "pipefuse/plugin.h"
 
@@ -90,6 +91,14 @@ static const pf_stage_desc pos_nosrc_desc = {
     PF_POINT_DESC(pos_none, pos_params, NULL), .name = "pos_nosrc",
     .doc = "RGB times k, with no source text", .n_inputs = 1, PF_PARAMS(pos_table)};
 
-static const pf_stage_desc *const stages[] = {&pos_none_desc, &pos_direct_desc, &pos_helper_desc,
-                                              &pos_macro_desc, &pos_nosrc_desc};
+/* the same, declared per channel (and so not reading the position) */
+static const pf_stage_desc pos_flagged_desc = {PF_POINT_DESC(pos_none, pos_params, NULL),
+                                               .name = "pos_flagged",
+                                               .doc = "RGB times k, per channel, no source text",
+                                               .n_inputs = 1,
+                                               .flags = PF_STAGE_PER_CHANNEL,
+                                               PF_PARAMS(pos_table)};
+
+static const pf_stage_desc *const stages[] = {&pos_none_desc,  &pos_direct_desc, &pos_helper_desc,
+                                              &pos_macro_desc, &pos_nosrc_desc,  &pos_flagged_desc};
 PF_DEFINE_PLUGIN("posops", "1.0", "point ops that read the position, or not, for tests", stages)
