@@ -249,7 +249,18 @@ static void rows_rgba8(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *
     for (int y = y0; y < y1; y++) {
         const unsigned char *s = (const unsigned char *)in->data + (size_t)y * in->pitch;
         unsigned char *d = (unsigned char *)out->data + (size_t)y * out->pitch;
-        for (int x = 0; x < in->width; x++) {
+        int x = 0;
+        for (; x + 2 <= in->width; x += 2) { /* two pixels a 64-bit word */
+            uint64_t v, o;
+            memcpy(&v, s + 4 * (size_t)x, 8);
+            uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+            o = (uint64_t)(t0[lo & 255] | t1[(lo >> 8) & 255] | t2[(lo >> 16) & 255] |
+                           t3[lo >> 24]) |
+                (uint64_t)(t0[hi & 255] | t1[(hi >> 8) & 255] | t2[(hi >> 16) & 255] | t3[hi >> 24])
+                    << 32;
+            memcpy(d + 4 * (size_t)x, &o, 8);
+        }
+        for (; x < in->width; x++) {
             uint32_t v, o;
             memcpy(&v, s + 4 * (size_t)x, 4);
             o = t0[v & 255] | t1[(v >> 8) & 255] | t2[(v >> 16) & 255] | t3[v >> 24];

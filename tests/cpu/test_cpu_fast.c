@@ -189,10 +189,10 @@ static void check_live_param(pf_rng *r)
 {
     const char *stages = chains[4]; /* gamma 2.2 */
     pf_pipeline *p = load(stages), *ref = load(stages);
-    pf_frame in = codes_frame(r, PF_U8, 4, 300, 20), fin = as_float(&in);
+    pf_frame in = codes_frame(r, PF_U8, 4, 301, 20), fin = as_float(&in);
     pf_frame a, b, want;
-    if (pf_frame_alloc(&a, 300, 20, PF_U8, 4) || pf_frame_alloc(&b, 300, 20, PF_U8, 4) ||
-        pf_frame_alloc(&want, 300, 20, PF_U8, 4))
+    if (pf_frame_alloc(&a, 301, 20, PF_U8, 4) || pf_frame_alloc(&b, 301, 20, PF_U8, 4) ||
+        pf_frame_alloc(&want, 301, 20, PF_U8, 4))
         exit(1);
     run(p, &in, &a);
     CHECK(pf_pipeline_set_param(p, "s.gamma", "0.6") == PF_OK);
