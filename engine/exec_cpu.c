@@ -60,6 +60,12 @@ static int band_count(int rows, int band_rows)
     return (rows + band_rows - 1) / band_rows;
 }
 
+/* The end of unit u's band that starts at row y0, of rows in all. */
+static int band_end(const pf_unit *u, int y0, int rows)
+{
+    return y0 + u->cpu_band_rows < rows ? y0 + u->cpu_band_rows : rows;
+}
+
 static void job_fail(cpu_job *j, const char *id, const char *path, int y0, int y1, const char *msg)
 {
     pthread_mutex_lock(&j->mu);
@@ -162,8 +168,7 @@ static int point_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
     int y0 = band * u->cpu_band_rows, h = u->shape.height;
-    return point_rows(j, u->shape.width, h, y0,
-                      y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h, worker);
+    return point_rows(j, u->shape.width, h, y0, band_end(u, y0, h), worker);
 }
 
 /* ---- Point units as table lookups (cpu_lut.c) ------------------------------------------ */
@@ -250,8 +255,7 @@ static int lut_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
     int y0 = band * u->cpu_band_rows, h = u->shape.height;
-    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_in2, j->lut_out, y0,
-                    y0 + u->cpu_band_rows < h ? y0 + u->cpu_band_rows : h);
+    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_in2, j->lut_out, y0, band_end(u, y0, h));
     return 0;
 }
 
@@ -303,7 +307,7 @@ static int region_task(void *ctx, int band, int worker)
         in[k] = st->buf[node->in[k]];
     int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[id].height;
     int y0 = band * u->cpu_band_rows;
-    int y1 = y0 + u->cpu_band_rows < rows ? y0 + u->cpu_band_rows : rows;
+    int y1 = band_end(u, y0, rows);
     char msg[1024] = "";
     pf_stage_args a;
     memset(&a, 0, sizeof a);
@@ -376,7 +380,7 @@ static int native_task(void *ctx, int band, int worker)
     const pf_frame *in = &j->inputs[node->in[0]], *out = j->direct_out[id];
     int reduce = u->kind == PF_UNIT_REDUCE, rows = reduce ? in->height : out->height;
     int y0 = band * u->cpu_band_rows;
-    int y1 = y0 + u->cpu_band_rows < rows ? y0 + u->cpu_band_rows : rows;
+    int y1 = band_end(u, y0, rows);
     char msg[1024] = "";
     pf_native_args a;
     memset(&a, 0, sizeof a);
