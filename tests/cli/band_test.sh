@@ -11,7 +11,7 @@
 #           frames (a resize, a position-dependent op) says so and still runs
 # errors    a file cut short or corrupt in the middle of its image data fails naming the
 #           row, leaves no output and no temporary, and the other files of the batch
-#           are written
+#           are written; --max-memory counts a band, not the whole image
 # gpu       identity with --backend cuda (bands are frames on the GPU); 77 without a GPU
 # memory    the peak resident memory of a 12-megapixel photo through a point and a
 #           stencil pipeline stays under 64 MB in bands (GNU time; skipped without it),
@@ -261,6 +261,16 @@ EOF
     exists "$W/out/good.png"
     left=$(ls -A "$W/out" | grep -v '^good.png$')
     [ -z "$left" ] || fail "left in the output folder: $left"
+    # --max-memory counts a band, not the whole image: 2000x1500 RGB needs some 24 MB
+    # whole, over a budget of 16 MB that its bands fit in
+    mkdir -p "$W/mem"
+    "$HELPER" image "$W/mem/wide.png" 2000 1500 3 8 || fail "cli_helper image"
+    pf run "$W/point.json" "$W/mem/wide.png" -o "$W/mem/whole" --band-rows off --max-memory 16M
+    expect 1 "--max-memory 16M, whole"
+    says "$W/stderr" "over --max-memory" "--max-memory 16M, whole"
+    pf run "$W/point.json" "$W/mem/wide.png" -o "$W/mem/bands" --band-rows 32 --max-memory 16M
+    expect 0 "--max-memory 16M, in bands"
+    exists "$W/mem/bands/wide.png"
     ;;
 memory)
     TIME=/usr/bin/time
