@@ -335,12 +335,16 @@ typedef const pf_plugin_desc *(*pf_plugin_entry_fn)(const pf_host_api *host);
 
 /* ---- Helpers for writing stages ----------------------------------------------------- */
 
-/* CPU row function for a point op `fn` with params struct T, named fn##_row. */
+/* CPU row function for a point op `fn` with params struct T, named fn##_row. The params
+   are copied into a local first: no store to out can change them then, so the compiler
+   keeps what the op computes from them alone (levels' 1 / (in_high - in_low), say) out
+   of the pixel loop; the same arithmetic, the same results. */
 #define PF_POINT_ROW(fn, T)                                                                        \
     static void fn##_row(const void *params, const pf_float4 *const *in, int n_in, pf_float4 *out, \
                          int x0, int n, int y, int width, int height)                              \
     {                                                                                              \
-        const T *p_ = (const T *)params;                                                           \
+        const T pl_ = *(const T *)params;                                                          \
+        const T *p_ = &pl_;                                                                        \
         pf_float4 v_[PF_MAX_INPUTS];                                                               \
         pf_pos pos_ = {x0, y, width, height};                                                      \
         for (int i_ = 0; i_ < n; i_++, pos_.x++) {                                                 \
