@@ -24,7 +24,7 @@
     do {                                                                                           \
         cudaError_t e_ = (x);                                                                      \
         if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "hand_chain: %s: %s (line %d)\n", #x, cudaGetErrorString(e_),        \
+            fprintf(stderr, "hand_chain: %s: %s (line %d)\n", #x, cudaGetErrorString(e_),          \
                     __LINE__);                                                                     \
             exit(1);                                                                               \
         }                                                                                          \
@@ -74,7 +74,8 @@ __device__ __forceinline__ unsigned to8(float v)
 }
 
 template <int K>
-__global__ void __launch_bounds__(256) hand_chain(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n)
+__global__ void __launch_bounds__(256)
+    hand_chain(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n)
 {
     size_t base = (size_t)blockIdx.x * blockDim.x * 2 + threadIdx.x;
 #pragma unroll
@@ -160,8 +161,8 @@ int main()
            prop.name, copy_us, gbps(copy_us));
     for (int c = 0; c < 4; c++) {
         double us = time_us(chains[c].kernel);
-        printf("%s\n  {\"k\": %d, \"us\": %.3f, \"gbps\": %.1f, \"copy_ratio\": %.3f}", c ? "," : "",
-               chains[c].k, us, gbps(us), copy_us / us);
+        printf("%s\n  {\"k\": %d, \"us\": %.3f, \"gbps\": %.1f, \"copy_ratio\": %.3f}",
+               c ? "," : "", chains[c].k, us, gbps(us), copy_us / us);
     }
     printf("]}\n");
     return 0;
