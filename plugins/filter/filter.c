@@ -109,16 +109,24 @@ static size_t separable_scratch(int r, int width, int rows)
     return (size_t)width * (size_t)(rows + 2 * r + 1) * sizeof(pf_float4);
 }
 
-/* Row src premultiplied into pm, or src itself when every alpha in it is 1 (where the
-   premultiplied values are the same). */
-static const pf_float4 *premultiplied_row(const pf_float4 *src, pf_float4 *pm, int w)
+/* Whether every alpha of the row is 1: a reduction without an early exit, which the
+   compiler vectorises. */
+static int row_opaque(const pf_float4 *src, int w)
 {
-    int x = 0;
-    while (x < w && src[x].w == 1.0f)
-        x++;
-    if (x == w)
+    int all = 1;
+    for (int x = 0; x < w; x++)
+        all &= src[x].w == 1.0f;
+    return all;
+}
+
+/* Row src premultiplied into pm, or src itself when every alpha in it is 1 (where the
+   premultiplied values are the same); *mixed is set when it was not. */
+static const pf_float4 *premultiplied_row(const pf_float4 *src, pf_float4 *pm, int w, int *mixed)
+{
+    if (row_opaque(src, w))
         return src;
-    for (x = 0; x < w; x++) {
+    *mixed = 1;
+    for (int x = 0; x < w; x++) {
         const pf_float4 v = src[x];
         pm[x] = pf_f4(pf_pm_mul(v.x, v.w), pf_pm_mul(v.y, v.w), pf_pm_mul(v.z, v.w), v.w);
     }
@@ -196,10 +204,11 @@ static int separable(const pf_stage_args *a, const kernel1d *k, int alpha)
         return scratch_fail(a, "scratch too small", need);
     pf_float4 *tmp = (pf_float4 *)a->scratch, *pm_row = tmp + (size_t)w * (size_t)(s1 - s0);
 
+    int mixed = 0; /* some row read has an alpha other than 1 */
     for (int y = s0; y < s1; y++) {
         const pf_float4 *src = pf_image_row(in, y);
         if (pm)
-            src = premultiplied_row(src, pm_row, w);
+            src = premultiplied_row(src, pm_row, w, &mixed);
         pf_float4 *t = tmp + (size_t)(y - s0) * (size_t)w;
         /* pixels r .. w-r-1 read no clamped tap: the vector loop; the rest per pixel */
         if (w > 2 * r)
@@ -216,10 +225,12 @@ static int separable(const pf_stage_args *a, const kernel1d *k, int alpha)
             t[x] = acc;
         }
     }
-    const float wsum = pm ? weight_sum(k) : 0;
+    /* Where every row read is opaque every summed alpha is the weight sum, where the
+       division is skipped anyway: an image without alpha pays for the scans only. */
+    const float wsum = pm && mixed ? weight_sum(k) : 0;
     for (int y = y0; y < y1; y++) {
         sep_row_v(tmp, (size_t)w, y, s0, h, (float *)pf_image_row(&a->out, y), k);
-        if (pm)
+        if (pm && mixed)
             unpremultiply_row(pf_image_row(&a->out, y), w, wsum);
     }
     return 0;

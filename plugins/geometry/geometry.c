@@ -297,25 +297,26 @@ typedef struct xtaps {
     double *w;
 } xtaps;
 
-static int xtaps_make(xtaps *t, int mode, int aa, int n_in, int n_out)
+/* The taps of outputs [o0, o1) of an axis, output o at entry o - o0. */
+static int xtaps_make(xtaps *t, int mode, int aa, int n_in, int n_out, int o0, int o1)
 {
     t->stride = 1;
-    for (int x = 0; x < n_out; x++) {
+    for (int x = o0; x < o1; x++) {
         pf_span s = pf_axis_span(mode, aa, n_in, n_out, x);
         t->stride = s.count > t->stride ? s.count : t->stride;
     }
-    size_t n = (size_t)n_out * (size_t)t->stride;
-    t->count = malloc(sizeof(int) * (size_t)n_out);
+    size_t n = (size_t)(o1 - o0) * (size_t)t->stride;
+    t->count = malloc(sizeof(int) * (size_t)(o1 - o0));
     t->idx = malloc(sizeof(int) * n);
     t->w = malloc(sizeof(double) * n);
     if (!t->count || !t->idx || !t->w)
         return -1;
-    for (int x = 0; x < n_out; x++) {
+    for (int x = o0; x < o1; x++) {
         pf_span s = pf_axis_span(mode, aa, n_in, n_out, x);
-        t->count[x] = s.count;
+        const size_t e = (size_t)(x - o0);
+        t->count[e] = s.count;
         for (int i = 0; i < s.count; i++)
-            t->w[(size_t)x * t->stride + i] =
-                pf_span_weight(&s, i, &t->idx[(size_t)x * t->stride + i]);
+            t->w[e * t->stride + i] = pf_span_weight(&s, i, &t->idx[e * t->stride + i]);
     }
     return 0;
 }
@@ -327,44 +328,74 @@ static void xtaps_free(xtaps *t)
     free(t->w);
 }
 
+/* The sum of output column x's taps over the ny rows iys, weighted wys: straight, or
+   premultiplied (pm); unless opaque is NULL, *opaque says whether every pixel read has
+   alpha 1. */
+static inline pf_acc4 resize_sum(const pf_image *in, const int *iys, const double *wys, int ny,
+                                 const xtaps *tx, int x, int pm, int *opaque)
+{
+    const int *ixs = tx->idx + (size_t)x * tx->stride;
+    const double *wxs = tx->w + (size_t)x * tx->stride;
+    pf_acc4 acc = {{0, 0, 0, 0}, 0};
+    int all = 1;
+    for (int j = 0; j < ny; j++) {
+        const double wy = wys[j];
+        const pf_float4 *src = pf_image_row(in, iys[j]);
+        for (int i = 0; i < tx->count[x]; i++) {
+            double w = wy * wxs[i];
+            if (w == 0) /* so that an exact tap is exact even beside an inf */
+                continue;
+            const pf_float4 v = src[ixs[i]];
+            if (opaque)
+                all &= v.w == 1.0f;
+            pf_acc4_add(&acc, pm, w, v.x, v.y, v.z, v.w);
+        }
+    }
+    if (opaque)
+        *opaque = all;
+    return acc;
+}
+
 static int resize_run(const pf_stage_args *a)
 {
     const pf_resize_params *p = (const pf_resize_params *)a->params;
     const pf_image *in = &a->in[0];
     /* nearest copies one pixel: nothing to premultiply */
     const int pm = p->alpha != PF_ALPHA_STRAIGHT && p->mode != PF_RESIZE_NEAREST;
-    xtaps tx = {0};
-    if (xtaps_make(&tx, p->mode, p->antialias, in->width, a->out.width) != 0) {
+    const int y0 = a->region.y0, y1 = a->region.y1;
+    if (y1 <= y0 || a->out.width <= 0)
+        return 0;
+    /* the taps of every column and of the band's rows, computed once */
+    xtaps tx = {0}, ty = {0};
+    if (xtaps_make(&tx, p->mode, p->antialias, in->width, a->out.width, 0, a->out.width) != 0 ||
+        xtaps_make(&ty, p->mode, p->antialias, in->height, a->out.height, y0, y1) != 0) {
         xtaps_free(&tx);
+        xtaps_free(&ty);
         if (a->err && a->err_size)
-            snprintf(a->err, a->err_size, "resize: out of memory for the taps of %d columns",
-                     a->out.width);
+            snprintf(a->err, a->err_size,
+                     "resize: out of memory for the taps of %d columns and %d rows", a->out.width,
+                     y1 - y0);
         return -1;
     }
-    for (int y = a->region.y0; y < a->region.y1; y++) {
-        pf_span sy = pf_axis_span(p->mode, p->antialias, in->height, a->out.height, y);
+    for (int y = y0; y < y1; y++) {
+        const size_t e = (size_t)(y - y0) * (size_t)ty.stride;
+        const int *iys = ty.idx + e, ny = ty.count[y - y0];
+        const double *wys = ty.w + e;
         pf_float4 *dst = pf_image_row(&a->out, y);
         for (int x = 0; x < a->out.width; x++) {
-            const int *ixs = tx.idx + (size_t)x * tx.stride;
-            const double *wxs = tx.w + (size_t)x * tx.stride;
-            pf_acc4 acc = {{0, 0, 0, 0}, 0};
-            for (int j = 0; j < sy.count; j++) {
-                int iy;
-                double wy = pf_span_weight(&sy, j, &iy);
-                const pf_float4 *src = pf_image_row(in, iy);
-                for (int i = 0; i < tx.count[x]; i++) {
-                    double w = wy * wxs[i];
-                    if (w == 0) /* so that an exact tap is exact even beside an inf */
-                        continue;
-                    const pf_float4 v = src[ixs[i]];
-                    pf_acc4_add(&acc, pm, w, v.x, v.y, v.z, v.w);
-                }
-            }
-            dst[x] = pf_f4(pf_acc4_out(&acc, pm, 0), pf_acc4_out(&acc, pm, 1),
-                           pf_acc4_out(&acc, pm, 2), pf_acc4_out(&acc, pm, 3));
+            /* Straight first: where every pixel read is opaque, premultiplied sums are
+               these very sums and their colour is not divided (pf_acc4_out), so only a
+               pixel that reads some alpha other than 1 is summed again premultiplied. */
+            int opaque = 1, div = 0;
+            pf_acc4 acc = resize_sum(in, iys, wys, ny, &tx, x, 0, pm ? &opaque : NULL);
+            if (!opaque)
+                acc = resize_sum(in, iys, wys, ny, &tx, x, div = 1, NULL);
+            dst[x] = pf_f4(pf_acc4_out(&acc, div, 0), pf_acc4_out(&acc, div, 1),
+                           pf_acc4_out(&acc, div, 2), pf_acc4_out(&acc, div, 3));
         }
     }
     xtaps_free(&tx);
+    xtaps_free(&ty);
     return 0;
 }
 
