@@ -38,7 +38,7 @@ if grep -q "fused kernels: not compiled" "$W/twins.out"; then
 fi
 expect twins 0
 says twins "a + b + c"
-says twins "fused kernels: 1 compiled with NVRTC"
+says twins "fused kernels: 1 built"
 # The same name in two plugins: a warning naming both, and each reachable by plugin.name.
 says twins "stage 'tint' is defined by $B/twins/twin_a.so and by $B/twins/twin_b.so"
 says twins "write 'twin_b.tint' for the second"
