@@ -833,12 +833,13 @@ static void test_alpha(pf_rng *r)
         const int w = sizes[si].width, h = sizes[si].height;
         for (int bits = 0; bits <= 16; bits += 8) {
             pf_image in = h_alpha_image(r, w, h, bits);
+            const int nb = bits ? bits : 32; /* in labels: float samples are "32-bit" */
             for (int alpha = 0; alpha < 2; alpha++) {
                 const char *am = alpha == PF_ALPHA_STRAIGHT ? "straight" : "premultiplied";
                 float sigmas[] = {0.5f, 1, 2.5f, 10};
                 for (int i = 0; i < PF_COUNTOF(sigmas); i++) {
                     snprintf(label, sizeof label, "gaussian sigma %g %s on %dx%d %d-bit alpha",
-                             sigmas[i], am, w, h, bits);
+                             sigmas[i], am, w, h, nb);
                     check_image("filter", "gaussian",
                                 &(pf_gaussian_params){.sigma = sigmas[i], .alpha = alpha}, &in,
                                 GAUSS_TOL, NULL, label);
@@ -846,14 +847,14 @@ static void test_alpha(pf_rng *r)
                 int radii[] = {1, 3, PF_BOX_MAX_RADIUS};
                 for (int i = 0; i < PF_COUNTOF(radii); i++) {
                     snprintf(label, sizeof label, "box radius %d %s on %dx%d %d-bit alpha",
-                             radii[i], am, w, h, bits);
+                             radii[i], am, w, h, nb);
                     check_image("filter", "box",
                                 &(pf_box_params){.radius = radii[i], .alpha = alpha}, &in, 0, NULL,
                                 label);
                 }
                 /* threshold 0: no branch can tip */
                 pf_unsharp_params up = {.sigma = 1.5f, .amount = 2, .threshold = 0, .alpha = alpha};
-                snprintf(label, sizeof label, "unsharp %s on %dx%d %d-bit alpha", am, w, h, bits);
+                snprintf(label, sizeof label, "unsharp %s on %dx%d %d-bit alpha", am, w, h, nb);
                 check_image("filter", "unsharp", &up, &in, GAUSS_TOL * (1 + up.amount), NULL,
                             label);
                 int rs[][2] = {
@@ -869,7 +870,7 @@ static void test_alpha(pf_rng *r)
                                                   .antialias = aa};
                             snprintf(label, sizeof label,
                                      "resize %s%s %s to %dx%d on %dx%d %d-bit alpha", modes[mode],
-                                     aa ? " antialias" : "", am, p.width, p.height, w, h, bits);
+                                     aa ? " antialias" : "", am, p.width, p.height, w, h, nb);
                             check_image("geometry", "resize", &p, &in, 0, NULL, label);
                         }
                 pf_rotate_params rd[] = {
@@ -878,7 +879,7 @@ static void test_alpha(pf_rng *r)
                 };
                 for (int i = 0; i < PF_COUNTOF(rd); i++) {
                     snprintf(label, sizeof label, "rotate %g degrees %s on %dx%d %d-bit alpha",
-                             rd[i].degrees, am, w, h, bits);
+                             rd[i].degrees, am, w, h, nb);
                     check_image("geometry", "rotate", &rd[i], &in, 0, NULL, label);
                 }
             }
