@@ -1,5 +1,7 @@
-# pipefuse_plugin.cmake: pipefuse_add_plugin(), to build a pipefuse plugin against an
-# installed pipefuse. Included by pipefuseConfig.cmake (find_package(pipefuse)).
+# pipefuse_plugin.cmake: pipefuse_add_plugin(), the one way a pipefuse plugin is built:
+# against an installed pipefuse (included by pipefuseConfig.cmake, find_package(pipefuse)),
+# and in pipefuse's own tree for the built-in plugins, the test plugins and the sample
+# (plugins/CMakeLists.txt includes it, with pipefuse::plugin_sdk naming the tree's headers).
 #
 # pipefuse_add_plugin(NAME
 #     SOURCES a.c ...              the C side: descriptors, parameter tables, CPU code
@@ -15,8 +17,15 @@
 #     [INSTALL_DESTINATION dir]    where `cmake --install` puts NAME.so (default:
 #                                  ${CMAKE_INSTALL_LIBDIR}/pipefuse/plugins)
 #     [NO_CUDA]                    ignore CUDA_SOURCES
-#     [CHECK])                     add a test, NAME_plugin_check, running
+#     [CHECK]                      add a test, NAME_plugin_check, running
 #                                  `pipefuse plugin check` on the plugin
+#     [TARGET target]              the CMake target (default NAME), so that one source
+#                                  can be built into several plugins named NAME.so
+#     [INCLUDE_DIRECTORIES dir ...] [COMPILE_DEFINITIONS def ...] [COMPILE_OPTIONS opt ...]
+#                                  added to the plugin's target (PRIVATE)
+#     [NO_INSTALL]                 `cmake --install` leaves it out (test plugins)
+#     [NO_LINE])                   embed POINT_OPS without the `#line` (NVRTC's messages
+#                                  then count lines of the generated source)
 #
 # The plugin is C11 (-std=c11, no GNU extensions), optimised with -O2 when the project
 # sets no CMAKE_BUILD_TYPE (a build type, when given, chooses the flags).
@@ -65,22 +74,27 @@ macro(_pipefuse_plugin_enable_cuda)
 endmacro()
 
 macro(pipefuse_add_plugin _pf_name)
-  cmake_parse_arguments(_PF_ARGS "NO_CUDA;CHECK" "OUTPUT_DIRECTORY;INSTALL_DESTINATION"
-                        "SOURCES;CUDA_SOURCES;POINT_OPS" ${ARGN})
+  cmake_parse_arguments(_PF_ARGS "NO_CUDA;CHECK;NO_INSTALL;NO_LINE"
+                        "OUTPUT_DIRECTORY;INSTALL_DESTINATION;TARGET"
+                        "SOURCES;CUDA_SOURCES;POINT_OPS;INCLUDE_DIRECTORIES;COMPILE_DEFINITIONS;COMPILE_OPTIONS"
+                        ${ARGN})
   if(_PF_ARGS_CUDA_SOURCES AND NOT _PF_ARGS_NO_CUDA)
     _pipefuse_plugin_enable_cuda()
   endif()
   _pipefuse_add_plugin(${_pf_name} ${ARGN})
-  foreach(_pf_var NO_CUDA CHECK OUTPUT_DIRECTORY INSTALL_DESTINATION SOURCES CUDA_SOURCES
-          POINT_OPS UNPARSED_ARGUMENTS KEYWORDS_MISSING_VALUES)
+  foreach(_pf_var NO_CUDA CHECK NO_INSTALL NO_LINE OUTPUT_DIRECTORY INSTALL_DESTINATION TARGET
+          SOURCES CUDA_SOURCES POINT_OPS INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS
+          UNPARSED_ARGUMENTS KEYWORDS_MISSING_VALUES)
     unset(_PF_ARGS_${_pf_var})
   endforeach()
   unset(_pf_var)
 endmacro()
 
 function(_pipefuse_add_plugin name)
-  cmake_parse_arguments(A "NO_CUDA;CHECK" "OUTPUT_DIRECTORY;INSTALL_DESTINATION"
-                        "SOURCES;CUDA_SOURCES;POINT_OPS" ${ARGN})
+  cmake_parse_arguments(A "NO_CUDA;CHECK;NO_INSTALL;NO_LINE"
+                        "OUTPUT_DIRECTORY;INSTALL_DESTINATION;TARGET"
+                        "SOURCES;CUDA_SOURCES;POINT_OPS;INCLUDE_DIRECTORIES;COMPILE_DEFINITIONS;COMPILE_OPTIONS"
+                        ${ARGN})
   if(A_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "pipefuse_add_plugin(${name}): unexpected arguments: "
                         "${A_UNPARSED_ARGUMENTS} (see ${CMAKE_CURRENT_FUNCTION_LIST_FILE})")
@@ -96,6 +110,14 @@ function(_pipefuse_add_plugin name)
   endif()
   if(NOT A_INSTALL_DESTINATION)
     set(A_INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/pipefuse/plugins)
+  endif()
+  set(target ${name})
+  if(A_TARGET)
+    set(target ${A_TARGET})
+  endif()
+  set(line LINE)
+  if(A_NO_LINE)
+    set(line)
   endif()
 
   get_property(langs GLOBAL PROPERTY ENABLED_LANGUAGES)
@@ -113,26 +135,30 @@ function(_pipefuse_add_plugin name)
     get_filename_component(base ${h} NAME_WE)
     get_filename_component(abs ${h} ABSOLUTE)
     get_filename_component(dir ${abs} DIRECTORY)
-    set(out ${CMAKE_CURRENT_BINARY_DIR}/${name}_${base}_src.c)
-    pf_embed_text(${out} pf_src_${base} ${abs} LINE)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/${target}_${base}_src.c)
+    pf_embed_text(${out} pf_src_${base} ${abs} ${line})
     list(APPEND srcs ${out})
     list(APPEND op_dirs ${dir})
   endforeach()
 
-  add_library(${name} MODULE ${srcs})
-  target_link_libraries(${name} PRIVATE pipefuse::plugin_sdk)
-  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${op_dirs})
+  add_library(${target} MODULE ${srcs})
+  target_link_libraries(${target} PRIVATE pipefuse::plugin_sdk)
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${op_dirs}
+                             ${A_INCLUDE_DIRECTORIES})
+  target_compile_definitions(${target} PRIVATE ${A_COMPILE_DEFINITIONS})
+  target_compile_options(${target} PRIVATE ${A_COMPILE_OPTIONS})
   if(NOT APPLE AND NOT WIN32)
-    target_link_libraries(${name} PRIVATE m)
+    target_link_libraries(${target} PRIVATE m)
   endif()
   if(cuda)
-    target_compile_definitions(${name} PRIVATE PF_PLUGIN_HAVE_CUDA=1)
-    target_link_libraries(${name} PRIVATE CUDA::cudart_static)
+    target_compile_definitions(${target} PRIVATE PF_PLUGIN_HAVE_CUDA=1)
+    target_link_libraries(${target} PRIVATE CUDA::cudart_static)
   endif()
   # "$<0:>" keeps multi-config generators from adding a per-configuration subdirectory:
   # the search path names one directory.
-  set_target_properties(${name} PROPERTIES
+  set_target_properties(${target} PROPERTIES
     PREFIX ""
+    OUTPUT_NAME ${name}
     C_STANDARD 11
     C_STANDARD_REQUIRED ON
     C_EXTENSIONS OFF
@@ -144,7 +170,7 @@ function(_pipefuse_add_plugin name)
   # slower than it will for users. Give plugins -O2 then (a build type, when set, wins).
   if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES
      AND CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:C>:-O2>
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:C>:-O2>
                                            $<$<COMPILE_LANGUAGE:CUDA>:-O2>)
     if(NOT _pf_said_O2)
       message(STATUS "pipefuse plugins: no CMAKE_BUILD_TYPE set; plugins are built with -O2")
@@ -152,18 +178,20 @@ function(_pipefuse_add_plugin name)
     endif()
   endif()
   if(UNIX)
-    add_custom_command(TARGET ${name} POST_BUILD
-      COMMAND chmod go-w $<TARGET_FILE:${name}> $<TARGET_FILE_DIR:${name}>
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND chmod go-w $<TARGET_FILE:${target}> $<TARGET_FILE_DIR:${target}>
       VERBATIM)
   endif()
-  install(TARGETS ${name} LIBRARY DESTINATION ${A_INSTALL_DESTINATION}
-          PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
-                      WORLD_READ WORLD_EXECUTE)
-  if(A_CHECK)
-    add_test(NAME ${name}_plugin_check
-             COMMAND ${PIPEFUSE_EXECUTABLE} plugin check $<TARGET_FILE:${name}>)
+  if(NOT A_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION ${A_INSTALL_DESTINATION}
+            PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                        WORLD_READ WORLD_EXECUTE)
   endif()
-  if(A_CUDA_SOURCES AND NOT cuda AND NOT A_NO_CUDA)
+  if(A_CHECK)
+    add_test(NAME ${target}_plugin_check
+             COMMAND ${PIPEFUSE_EXECUTABLE} plugin check $<TARGET_FILE:${target}>)
+  endif()
+  if(A_CUDA_SOURCES AND NOT cuda AND NOT A_NO_CUDA AND NOT PIPEFUSE_PLUGIN_CUDA STREQUAL "OFF")
     message(STATUS "pipefuse plugin ${name}: built without its CUDA sources (no CUDA "
                    "compiler); its stages run on the CPU backend only")
   endif()
