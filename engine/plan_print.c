@@ -57,10 +57,9 @@ static double unit_bytes(const pf_pipeline *p, int u, const pf_fusion_view *v, p
     return b;
 }
 
-int pf_plan_print(const pf_pipeline *p, FILE *f)
+/* The pipeline's inputs and stages with their shapes and params. */
+static void print_stages(const pf_pipeline *p, FILE *f)
 {
-    if (!p->plan)
-        return PF_NOT_PLANNED;
     const pf_plan *plan = p->plan;
     fprintf(f, "pipeline %s\n", p->source);
     fprintf(f, "inputs (%d):\n", p->n_inputs);
@@ -87,6 +86,12 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
         }
         fputc('\n', f);
     }
+}
+
+/* Point units: which stages each fuses, and the edges its one kernel loads and stores. */
+static int print_fusion_groups(const pf_pipeline *p, FILE *f)
+{
+    const pf_plan *plan = p->plan;
     int groups = 0;
     for (int ui = 0; ui < plan->n_units; ui++)
         groups += plan->units[ui].kind == PF_UNIT_POINT;
@@ -122,6 +127,17 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
         fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
     }
     pf_fusion_view_free(&v);
+    return PF_OK;
+}
+
+int pf_plan_print(const pf_pipeline *p, FILE *f)
+{
+    if (!p->plan)
+        return PF_NOT_PLANNED;
+    const pf_plan *plan = p->plan;
+    print_stages(p, f);
+    if (print_fusion_groups(p, f) != PF_OK)
+        return PF_NO_MEMORY;
     fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
             plan->n_unfused_units, plan->n_streams);
     if (plan->budget_ms > 0)

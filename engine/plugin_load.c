@@ -93,6 +93,74 @@ int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, si
     return 0;
 }
 
+/* Row i of d's parameter table: name, type, field, range and default. */
+static int check_param(pf_engine *e, const char *file, const pf_stage_desc *d, int i,
+                       unsigned abi_minor)
+{
+    const char *n = d->name ? d->name : "(unnamed)";
+    const pf_param_desc *pd = &d->params[i];
+    const char *pn = pd->name ? pd->name : "(unnamed)";
+    if (!pf_is_identifier(pd->name) || (unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
+        pf_errf(e->errmsg, "%s: %s.%s: bad parameter name or type", file, n, pn);
+        return PF_PLUGIN;
+    }
+    for (int j = 0; j < i; j++)
+        if (strcmp(d->params[j].name, pd->name) == 0) {
+            pf_errf(e->errmsg, "%s: %s.%s: parameter declared twice", file, n, pn);
+            return PF_PLUGIN;
+        }
+    if (pd->offset + param_bytes(pd) > d->params_size || pd->offset % 4) {
+        pf_errf(e->errmsg, "%s: %s.%s: field at offset %zu does not fit the %zu-byte params struct",
+                file, n, pn, pd->offset, d->params_size);
+        return PF_PLUGIN;
+    }
+    int ranged =
+        pd->type == PF_PARAM_FLOAT || pd->type == PF_PARAM_INT || pd->type == PF_PARAM_FLOAT_ARRAY;
+    if (ranged && (isnan(pd->min) || isnan(pd->max))) {
+        pf_errf(e->errmsg,
+                "%s: %s.%s: a range bound is NaN; write PF_NO_MIN / PF_NO_MAX for "
+                "no bound",
+                file, n, pn);
+        return PF_PLUGIN;
+    }
+    /* ABI 1.0 plugins meant "unbounded" by min > max; from 1.1 it is a mistake. */
+    if (ranged && pd->min > pd->max && abi_minor >= 1) {
+        pf_errf(e->errmsg,
+                "%s: %s.%s: min %g is above max %g (swapped?); write PF_NO_MIN / PF_NO_MAX "
+                "for no bound",
+                file, n, pn, pd->min, pd->max);
+        return PF_PLUGIN;
+    }
+    if (pd->type == PF_PARAM_ENUM) {
+        int count = 0;
+        while (pd->enum_names && pd->enum_names[count])
+            count++;
+        if (count == 0 || !(pd->def >= 0 && pd->def < count)) {
+            pf_errf(e->errmsg, "%s: %s.%s: enum default %g is not an index into its %d choices",
+                    file, n, pn, pd->def, count);
+            return PF_PLUGIN;
+        }
+    } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
+        if (pd->count <= 0 || !pd->def_array) {
+            pf_errf(e->errmsg, "%s: %s.%s: float array without count or defaults", file, n, pn);
+            return PF_PLUGIN;
+        }
+        for (int k = 0; k < pd->count; k++)
+            if (!in_range(pd, pd->def_array[k])) {
+                pf_errf(e->errmsg,
+                        "%s: %s.%s: default element [%d] = %g is outside the declared range "
+                        "[%g, %g]",
+                        file, n, pn, k, pd->def_array[k], pd->min, pd->max);
+                return PF_PLUGIN;
+            }
+    } else if (!in_range(pd, pd->def)) {
+        pf_errf(e->errmsg, "%s: %s.%s: default %g is outside the declared range [%g, %g]", file, n,
+                pn, pd->def, pd->min, pd->max);
+        return PF_PLUGIN;
+    }
+    return PF_OK;
+}
+
 /* The declarations the planner and executors rely on. abi_minor is the plugin's. */
 static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, unsigned abi_minor)
 {
@@ -142,67 +210,9 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, u
         return PF_PLUGIN;
     }
     for (int i = 0; i < d->n_params; i++) {
-        const pf_param_desc *pd = &d->params[i];
-        const char *pn = pd->name ? pd->name : "(unnamed)";
-        if (!pf_is_identifier(pd->name) || (unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
-            pf_errf(e->errmsg, "%s: %s.%s: bad parameter name or type", file, n, pn);
-            return PF_PLUGIN;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(d->params[j].name, pd->name) == 0) {
-                pf_errf(e->errmsg, "%s: %s.%s: parameter declared twice", file, n, pn);
-                return PF_PLUGIN;
-            }
-        if (pd->offset + param_bytes(pd) > d->params_size || pd->offset % 4) {
-            pf_errf(e->errmsg,
-                    "%s: %s.%s: field at offset %zu does not fit the %zu-byte params struct", file,
-                    n, pn, pd->offset, d->params_size);
-            return PF_PLUGIN;
-        }
-        int ranged = pd->type == PF_PARAM_FLOAT || pd->type == PF_PARAM_INT ||
-                     pd->type == PF_PARAM_FLOAT_ARRAY;
-        if (ranged && (isnan(pd->min) || isnan(pd->max))) {
-            pf_errf(e->errmsg,
-                    "%s: %s.%s: a range bound is NaN; write PF_NO_MIN / PF_NO_MAX for "
-                    "no bound",
-                    file, n, pn);
-            return PF_PLUGIN;
-        }
-        /* ABI 1.0 plugins meant "unbounded" by min > max; from 1.1 it is a mistake. */
-        if (ranged && pd->min > pd->max && abi_minor >= 1) {
-            pf_errf(e->errmsg,
-                    "%s: %s.%s: min %g is above max %g (swapped?); write PF_NO_MIN / PF_NO_MAX "
-                    "for no bound",
-                    file, n, pn, pd->min, pd->max);
-            return PF_PLUGIN;
-        }
-        if (pd->type == PF_PARAM_ENUM) {
-            int count = 0;
-            while (pd->enum_names && pd->enum_names[count])
-                count++;
-            if (count == 0 || !(pd->def >= 0 && pd->def < count)) {
-                pf_errf(e->errmsg, "%s: %s.%s: enum default %g is not an index into its %d choices",
-                        file, n, pn, pd->def, count);
-                return PF_PLUGIN;
-            }
-        } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
-            if (pd->count <= 0 || !pd->def_array) {
-                pf_errf(e->errmsg, "%s: %s.%s: float array without count or defaults", file, n, pn);
-                return PF_PLUGIN;
-            }
-            for (int k = 0; k < pd->count; k++)
-                if (!in_range(pd, pd->def_array[k])) {
-                    pf_errf(e->errmsg,
-                            "%s: %s.%s: default element [%d] = %g is outside the declared range "
-                            "[%g, %g]",
-                            file, n, pn, k, pd->def_array[k], pd->min, pd->max);
-                    return PF_PLUGIN;
-                }
-        } else if (!in_range(pd, pd->def)) {
-            pf_errf(e->errmsg, "%s: %s.%s: default %g is outside the declared range [%g, %g]", file,
-                    n, pn, pd->def, pd->min, pd->max);
-            return PF_PLUGIN;
-        }
+        int rc = check_param(e, file, d, i, abi_minor);
+        if (rc != PF_OK)
+            return rc;
     }
     if ((unsigned)d->out_channels > 4) {
         pf_errf(e->errmsg, "%s: stage '%s' declares out_channels %d; 0 to 4 are allowed", file, n,
