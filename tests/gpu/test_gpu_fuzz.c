@@ -479,16 +479,19 @@ static const char *sample_name(pf_sample s)
     return s == PF_U8 ? "u8" : s == PF_U16 ? "u16" : "f32";
 }
 
-/* Copies a host view to a device buffer of the same layout (pitch, offset). */
-static void *to_device(const buf *b, pf_frame *dev, int copy)
+/* Copies a host view to a device buffer of the same layout (pitch, offset), on st: the
+   frame is submitted on st, a non-blocking stream, which does not wait for work on the
+   legacy default stream (a plain cudaMemcpy or cudaMemset there may still be running
+   when the frame's kernels start). */
+static void *to_device(const buf *b, pf_frame *dev, int copy, cudaStream_t st)
 {
     void *base = NULL;
     if (cudaMalloc(&base, b->bytes) != cudaSuccess)
         return NULL;
     if (copy)
-        cudaMemcpy(base, b->base, b->bytes, cudaMemcpyHostToDevice);
+        cudaMemcpyAsync(base, b->base, b->bytes, cudaMemcpyHostToDevice, st);
     else
-        cudaMemset(base, 0xA5, b->bytes);
+        cudaMemsetAsync(base, 0xA5, b->bytes, st);
     *dev = b->f;
     dev->data = (char *)base + ((char *)b->f.data - (char *)b->base);
     return base;
@@ -549,15 +552,15 @@ static int run_frame(const gen *g, pf_pipeline *cpu, pf_pipeline *gpu, pf_rng *r
         rc_gpu = pf_pipeline_run(gpu, in_f, g->n_inputs, got_f, n_out);
     } else {
         pf_frame din[2], dout[MAX_OUT];
+        cudaStream_t st;
+        cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
         for (int i = 0; i < g->n_inputs; i++)
-            dev_in[i] = to_device(&in[i], &din[i], 1);
+            dev_in[i] = to_device(&in[i], &din[i], 1, st);
         for (int o = 0; o < n_out; o++) {
             memset(&dout[o], 0, sizeof dout[o]);
             if (got[o].base)
-                dev_out[o] = to_device(&got[o], &dout[o], 0);
+                dev_out[o] = to_device(&got[o], &dout[o], 0, st);
         }
-        cudaStream_t st;
-        cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
         int ticket = 0;
         rc_gpu = pf_pipeline_submit_device(gpu, din, g->n_inputs, dout, n_out, st, &ticket);
         if (rc_gpu == PF_OK)
