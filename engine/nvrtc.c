@@ -13,6 +13,7 @@
 
 extern const char pf_src_point_h[];
 extern const char pf_src_fused_rt[];
+extern const char pf_src_frame_desc[];
 
 /* ---- NVRTC through dlopen ---------------------------------------------------------------------- */
 
@@ -109,6 +110,7 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
     pf_kcache_key_add(&key, source, strlen(source));
     pf_kcache_key_add(&key, pf_src_point_h, strlen(pf_src_point_h));
     pf_kcache_key_add(&key, pf_src_fused_rt, strlen(pf_src_fused_rt));
+    pf_kcache_key_add(&key, pf_src_frame_desc, strlen(pf_src_frame_desc));
     for (int i = 0; i < n_opts; i++)
         pf_kcache_key_add(&key, opts[i], strlen(opts[i]) + 1);
     char ver[64];
@@ -120,10 +122,11 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
         return PF_OK;
     }
 
-    const char *headers[] = {pf_src_point_h, pf_src_fused_rt};
-    const char *header_names[] = {"pipefuse/point.h", "pipefuse/fused_rt.h"};
+    const char *headers[] = {pf_src_point_h, pf_src_fused_rt, pf_src_frame_desc};
+    const char *header_names[] = {"pipefuse/point.h", "pipefuse/fused_rt.h",
+                                  "pipefuse/frame_desc.h"};
     void *prog = NULL;
-    int rc = nv.create(&prog, source, name, 2, headers, header_names);
+    int rc = nv.create(&prog, source, name, 3, headers, header_names);
     if (rc != 0) {
         *log = pf_strdup(nv.errstr(rc));
         return PF_STAGE;

@@ -6,20 +6,12 @@
 #ifndef PF_KERNELS_CONVERT_H
 #define PF_KERNELS_CONVERT_H
 
+#include "frame_desc.h"
 #include "pipefuse/plugin.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct pf_frame_desc {
-    void *data;
-    unsigned long long pitch;
-    int width, height;
-    int sample; /* pf_sample */
-    int channels;
-    int pad[2];
-} pf_frame_desc;
 
 /* Launch on stream; 0 or a cudaError_t. desc is a device pointer. */
 int pf_cuda_frame_to_image(const pf_frame_desc *desc, pf_image out, void *stream);

@@ -22,14 +22,7 @@
 #define PF_PPT 8 /* pixels per thread; a generated kernel defines its own */
 #endif
 
-typedef struct pf_frame_desc {
-    void *data;
-    unsigned long long pitch;
-    int width, height;
-    int sample; /* 0 u8, 1 u16, 2 f32 */
-    int channels;
-    int pad[2];
-} pf_frame_desc;
+#include "pipefuse/frame_desc.h" /* kernels/frame_desc.h */
 
 /* Bytes per sample, and 32-bit words holding VP pixels of format (S, C). */
 #define PF_SB(S)        ((S) == 0 ? 1 : ((S) == 1 ? 2 : 4))
