@@ -69,6 +69,9 @@ static const bench_case
                                                                                                             "\"amount\": -0.05"),
              "c8"},
             {"gaussian", 1, S1("s", "gaussian", "\"sigma\": 2"), "s"},
+            /* a point stage into a stencil: the point unit stores a float image */
+            {"gamma_gaussian", 1,
+             S1("g", "gamma", "\"gamma\": 2.2") ", " S1("s", "gaussian", "\"sigma\": 2"), "s"},
             {"box", 1, S1("s", "box", "\"radius\": 1"), "s"},
             {"sobel", 1, S1("s", "sobel", ""), "s"},
             {"median3", 1, S1("s", "median3", ""), "s"},

@@ -87,6 +87,7 @@ def opencv_cases(cv2, np, a, b):
         "blend": lambda: cv2.addWeighted(a, 0.7, b, 0.3, 0),
         "chain8": lambda: cv2.LUT(a, lut_gamma),  # the target: one OpenCV point op
         "gaussian": lambda: cv2.GaussianBlur(a, (0, 0), 2),
+        "gamma_gaussian": lambda: cv2.GaussianBlur(cv2.LUT(a, lut_gamma), (0, 0), 2),
         "box": lambda: cv2.blur(a, (3, 3)),
         "sobel": lambda: sobel(a),
         "median3": lambda: cv2.medianBlur(a, 3),

@@ -120,8 +120,11 @@ static int point_rows(cpu_job *j, int w, int h, int y0, int y1, int worker)
             int n = w - x0 < chunk ? w - x0 : chunk;
             if (j->run_from > 0) { /* the tabulated members' values, from the input */
                 const pf_frame *f = j->lut_in;
+                int last = u->nodes[j->run_from - 1];
                 pf_frame src = {frame_at(f, y, x0), n, 1, f->pitch, f->sample, f->channels};
-                pf_frame dst = {chunks + (size_t)u->slot[j->run_from - 1] * (size_t)chunk,
+                pf_frame dst = {plan->stored[last]
+                                    ? pf_image_row(&st->buf[last], y) + x0
+                                    : chunks + (size_t)u->slot[j->run_from - 1] * (size_t)chunk,
                                 n,
                                 1,
                                 sizeof(pf_float4) * (size_t)n,
@@ -195,10 +198,11 @@ static int lut_frames(const cpu_job *j, const pf_unit *u, const pf_frame **in, c
 /* Where the whole unit cannot be tabulated (a cross-channel stage in it, an output in
    float buffers), its first members may be: the longest chain from the start, each
    per-channel and reading only the one before (the first: the unit's one outside input,
-   a caller's frame), none stored, and nothing after the chain reading the input or a
-   member of it but the last. Their values are then a function of the input's code, as
-   for a whole unit, tabulated as float RGBA (stored as such: exactly). The number of
-   members in the chain, 0 when none. */
+   a caller's frame), none stored but the unit's last member (its whole image, read by
+   a stencil, say), and nothing after the chain reading the input or a member of it but
+   the last. Their values are then a function of the input's code, as for a whole unit,
+   tabulated as float RGBA (stored as such: exactly). The number of members in the
+   chain, 0 when none. */
 static int lut_prefix(const cpu_job *j, const pf_unit *u)
 {
     if (u->kind != PF_UNIT_POINT || u->n_inputs != 1 || u->inputs[0] >= j->p->n_inputs)
@@ -207,7 +211,8 @@ static int lut_prefix(const cpu_job *j, const pf_unit *u)
     while (n < u->n_nodes) {
         const pf_node *node = &j->p->nodes[u->nodes[n]];
         if (!(node->desc->flags & PF_STAGE_PER_CHANNEL) || node->n_in != 1 ||
-            u->member_in[n * PF_MAX_INPUTS] != (n ? n - 1 : in) || j->plan->stored[u->nodes[n]])
+            u->member_in[n * PF_MAX_INPUTS] != (n ? n - 1 : in) ||
+            (j->plan->stored[u->nodes[n]] && n + 1 < u->n_nodes) || j->direct_out[u->nodes[n]])
             break;
         n++;
     }
@@ -217,7 +222,7 @@ static int lut_prefix(const cpu_job *j, const pf_unit *u)
             if (src == in || (src >= 0 && src < n - 1))
                 return 0;
         }
-    return n == u->n_nodes ? 0 : n;
+    return n;
 }
 
 /* cpu_lut.c's build: runs members [0, j->run_to) of unit j->u over row 0 of in (and

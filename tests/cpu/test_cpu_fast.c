@@ -54,6 +54,15 @@ static const char *const chains[] = {
     "\"in_high\": 0.95}}, "
     "{\"id\": \"s\", \"op\": \"brightness\", \"inputs\": [\"c7\"], \"params\": {\"amount\": "
     "-0.05}}",
+    /* per-channel stages into a float image that a stencil reads: tabulated into it */
+    "{\"id\": \"c1\", \"op\": \"gamma\", \"params\": {\"gamma\": 2.2}}, "
+    "{\"id\": \"s\", \"op\": \"gaussian\", \"inputs\": [\"c1\"], \"params\": {\"sigma\": "
+    "1.5}}",
+    "{\"id\": \"c1\", \"op\": \"levels\", \"params\": {\"in_low\": 0.1, \"in_high\": 0.7, "
+    "\"gamma\": 2}}, "
+    "{\"id\": \"c2\", \"op\": \"brightness\", \"inputs\": [\"c1\"], \"params\": {\"amount\": "
+    "-0.2}}, "
+    "{\"id\": \"s\", \"op\": \"box\", \"inputs\": [\"c2\"], \"params\": {\"radius\": 1}}",
     /* a later stage reads an early member, or the input: no tables */
     "{\"id\": \"c1\", \"op\": \"gamma\", \"params\": {\"gamma\": 1.7}}, "
     "{\"id\": \"c2\", \"op\": \"brightness\", \"inputs\": [\"c1\"], \"params\": {\"amount\": "
@@ -397,6 +406,14 @@ static void check_paths_taken(pf_rng *r)
     run(p, &in, &a);
     run(p, &fin, &b);
     CHECKF(!same_frames(&a, &b), "a per-channel point unit on RGBA8 did not run through tables");
+    pf_pipeline_destroy(p);
+
+    /* tabulated into the float image a stencil reads (gaussian of sigma 0 copies it) */
+    p = load("{\"id\": \"c\", \"op\": \"liar_point\"}, {\"id\": \"s\", \"op\": "
+             "\"gaussian\", \"inputs\": [\"c\"], \"params\": {\"sigma\": 0}}");
+    run(p, &in, &a);
+    run(p, &fin, &b);
+    CHECKF(!same_frames(&a, &b), "a per-channel point unit stored for a stencil was not tabulated");
     pf_pipeline_destroy(p);
 
     p = load("{\"id\": \"s\", \"op\": \"liar_copy\"}");
