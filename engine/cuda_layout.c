@@ -417,33 +417,24 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
     struct cudaDeviceProp prop;
     CU(p, cudaGetDeviceProperties(&prop, p->eng->cuda->device));
     c->arch = prop.major * 10 + prop.minor;
-    char why[512] = "";
-    int nvrtc = pf_nvrtc_available(why, sizeof why);
-    for (int u = 0; u < nu; u++) {
-        char w[512] = "";
-        if (plan->units[u].kind != PF_UNIT_POINT)
-            continue;
-        if (!pf_fuse_possible(p, u, w, sizeof w) || !nvrtc) {
-            if (!why[0] && w[0])
-                snprintf(why, sizeof why, "%s", w);
-            continue;
-        }
-        c->fused[u] = 1;
-    }
+    char why[512] = "", nv_why[512] = "";
+    int nvrtc = pf_nvrtc_available(nv_why, sizeof nv_why);
+    pf_fuse_decide(p, nvrtc, c->fused, c->f4, why, sizeof why);
+    if (!nvrtc && strcmp(why, "NVRTC is not available") == 0)
+        snprintf(why, sizeof why, "%s", nv_why);
     for (int u = 0; u < nu; u++)
         if (plan->units[u].kind == PF_UNIT_POINT && !c->fused[u] && p->opts.fusion &&
             !p->notified_unfused) {
             pf_log(p->eng, 0, "%s: point stages run as separate kernels: %s", p->source, why);
             p->notified_unfused = 1;
         }
-    pf_fuse_buffers(p, c->fused, c->f4);
-    /* IO lists with placeholder formats: their length does not depend on formats. */
+    /* IO lists with placeholder formats: their length does not depend on formats, and
+       pf_fuse_decide kept only units whose lists fit. */
     for (size_t i = 0; i < n_io; i++)
         c->in_fmt[i] = c->out_fmt[i] = pf_format_code(PF_U8, 4);
     for (int u = 0; u < nu; u++)
         if (c->fused[u] && pf_fuse_unit_io(p, u, c->f4, c->in_fmt, c->out_fmt, &c->fio[u]) != 0)
-            c->fused[u] = 0; /* too many edges for one kernel */
-    pf_fuse_buffers(p, c->fused, c->f4);
+            return PF_UNSUPPORTED; /* cannot happen: decided above */
     return PF_OK;
 }
 

@@ -132,6 +132,43 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
     return 1;
 }
 
+int pf_fuse_decide(const pf_pipeline *p, int nvrtc, int *fused, char *f4, char *why,
+                   size_t why_size)
+{
+    const pf_plan *plan = p->plan;
+    int fmt[PF_MAX_FRAMES], n = 0;
+    for (int i = 0; i < PF_MAX_FRAMES; i++)
+        fmt[i] = pf_format_code(PF_U8, 4); /* IO lists' lengths do not depend on formats */
+    if (why_size)
+        why[0] = 0;
+    for (int u = 0; u < plan->n_units; u++) {
+        char w[512] = "";
+        fused[u] = plan->units[u].kind == PF_UNIT_POINT && pf_fuse_possible(p, u, w, sizeof w);
+        if (fused[u] && !nvrtc) {
+            fused[u] = 0;
+            snprintf(w, sizeof w, "NVRTC is not available");
+        }
+        if (plan->units[u].kind == PF_UNIT_POINT && !fused[u] && why_size && !why[0])
+            snprintf(why, why_size, "%s", w);
+    }
+    pf_fuse_buffers(p, fused, f4);
+    pf_fuse_unit io;
+    int dropped = 0;
+    for (int u = 0; u < plan->n_units; u++)
+        if (fused[u] && pf_fuse_unit_io(p, u, f4, fmt, fmt, &io) != 0) {
+            fused[u] = 0; /* too many loads or stores for one kernel */
+            dropped = 1;
+            if (why_size && !why[0])
+                snprintf(why, why_size, "unit #%d would have more than %d loads or stores", u,
+                         PF_MAX_FUSED_IO);
+        }
+    if (dropped)
+        pf_fuse_buffers(p, fused, f4);
+    for (int u = 0; u < plan->n_units; u++)
+        n += fused[u];
+    return n;
+}
+
 int pf_fuse_ppt(int width, int height, int sm_count)
 {
     double px = (double)width * height, want = (double)(sm_count > 0 ? sm_count : 1) * 2048.0;

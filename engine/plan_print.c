@@ -25,10 +25,9 @@ int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v)
         free(v->fused), free(v->f4);
         return PF_NO_MEMORY;
     }
-    char why[256];
-    for (int u = 0; u < plan->n_units; u++)
-        v->fused[u] = pf_fuse_possible(p, u, why, sizeof why);
-    pf_fuse_buffers(p, v->fused, v->f4);
+    /* The plan as it runs where NVRTC is: `pipefuse check` says separately when NVRTC
+       is missing here. */
+    pf_fuse_decide(p, 1, v->fused, v->f4, NULL, 0);
     for (int i = 0; i < PF_MAX_FRAMES; i++)
         v->fmt[i] = pf_format_code(PF_U8, 4);
     return PF_OK;
