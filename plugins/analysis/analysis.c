@@ -145,10 +145,11 @@ static int histogram_native(const pf_native_args *a)
         snprintf(a->err, a->err_size, "histogram: out of memory for %d counts", codes * ci);
         return -1;
     }
-    /* rows at a time whose samples fit a 32-bit count */
-    const int step = (int)(((size_t)1 << 31) / ((size_t)w * (size_t)ci) > 0
-                               ? ((size_t)1 << 31) / ((size_t)w * (size_t)ci)
-                               : 1);
+    /* rows at a time whose samples fit a 32-bit count (2^31 samples: more rows than an
+       int holds for a narrow image, so capped by the band) */
+    const size_t fit = ((size_t)1 << 31) / ((size_t)w * (size_t)ci);
+    const int band = a->region.y1 - a->region.y0;
+    const int step = fit < 1 ? 1 : fit < (size_t)band ? (int)fit : band > 0 ? band : 1;
     for (int y0 = a->region.y0; y0 < a->region.y1; y0 += step) {
         int y1 = a->region.y1 - y0 > step ? y0 + step : a->region.y1;
         memset(count, 0, sizeof *count * (size_t)codes * (size_t)ci);

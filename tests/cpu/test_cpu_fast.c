@@ -353,8 +353,8 @@ static void check_moves(const char *stages, pf_rng *r)
 
 /* histogram with `bins` on integer frames of every format against the float path (the
    same samples as floats): the same counts in every bin. The frames are tall enough for
-   several bands. */
-static void check_histogram(int bins, pf_rng *r)
+   several bands; one column wide too (more rows fit a 32-bit count than an int holds). */
+static void check_histogram_width(int bins, int width, pf_rng *r)
 {
     char stages[256];
     snprintf(stages, sizeof stages,
@@ -362,7 +362,7 @@ static void check_histogram(int bins, pf_rng *r)
     pf_pipeline *p = load(stages), *ref = load(stages);
     for (int s = 0; s < 2; s++)
         for (int ch = 1; ch <= 4; ch++) {
-            pf_frame in = codes_frame(r, s ? PF_U16 : PF_U8, ch, 256, s ? 300 : 70),
+            pf_frame in = codes_frame(r, s ? PF_U16 : PF_U8, ch, width, s ? 300 : 70),
                      fin = as_float(&in);
             pf_table got, want;
             run(p, &in, NULL);
@@ -381,6 +381,12 @@ static void check_histogram(int bins, pf_rng *r)
         }
     pf_pipeline_destroy(p);
     pf_pipeline_destroy(ref);
+}
+
+static void check_histogram(int bins, pf_rng *r)
+{
+    for (int width = 256; width >= 1; width -= 255)
+        check_histogram_width(bins, width, r);
 }
 
 /* ---- Which path ran ------------------------------------------------------------------ */
