@@ -46,6 +46,17 @@ enum { PF_ALPHA_PREMULTIPLIED, PF_ALPHA_STRAIGHT };
 #define PF_PM_D2F(a)     ((float)(a))
 #endif
 
+/* The alpha a pixel is weighted by, and the alpha it brings to the sum: its alpha
+   clamped to [0, 1], NaN as 0. Premultiplied sums are then means weighted by w * alpha
+   >= 0, within the colours they mix, and the same on the CPU and the GPU up to the last
+   bits; an alpha outside [0, 1] (only float frames and intermediate values have one) is
+   no coverage, and dividing by sums of such alphas (near 0 where they cancel) made
+   results of any size. An opaque or in-range alpha is itself. */
+PF_PM_HD float pf_pm_alpha(float a)
+{
+    return a > 0.0f ? (a < 1.0f ? a : 1.0f) : 0.0f;
+}
+
 /* A colour sample premultiplied by its alpha a: c * a rounded to float, 0 where a is 0. */
 PF_PM_HD float pf_pm_mul(float c, float a)
 {

@@ -128,7 +128,8 @@ static const pf_float4 *premultiplied_row(const pf_float4 *src, pf_float4 *pm, i
     *mixed = 1;
     for (int x = 0; x < w; x++) {
         const pf_float4 v = src[x];
-        pm[x] = pf_f4(pf_pm_mul(v.x, v.w), pf_pm_mul(v.y, v.w), pf_pm_mul(v.z, v.w), v.w);
+        const float a = pf_pm_alpha(v.w);
+        pm[x] = pf_f4(pf_pm_mul(v.x, a), pf_pm_mul(v.y, a), pf_pm_mul(v.z, a), a);
     }
     return pm;
 }

@@ -137,7 +137,8 @@ static __device__ __forceinline__ bool premultiplied(const void *params, int alp
 
 static __device__ __forceinline__ float4 pm4(float4 v)
 {
-    return make_float4(pf_pm_mul(v.x, v.w), pf_pm_mul(v.y, v.w), pf_pm_mul(v.z, v.w), v.w);
+    const float a = pf_pm_alpha(v.w);
+    return make_float4(pf_pm_mul(v.x, a), pf_pm_mul(v.y, a), pf_pm_mul(v.z, a), a);
 }
 
 /* filter.c's weight_sum: the taps w[0..r] summed as both passes sum alpha 1. */

@@ -284,6 +284,7 @@ PF_GEOM_HD void pf_acc4_add(pf_acc4 *s, int pm, double w, float x, float y, floa
         s->v[3] = PF_GA(s->v[3], PF_GM(w, (double)a));
         return;
     }
+    a = pf_pm_alpha(a);
     const double wa = PF_GM(w, (double)a); /* w itself where a is 1 */
     if (a != 0) {
         s->v[0] = PF_GA(s->v[0], PF_GM(wa, (double)x));

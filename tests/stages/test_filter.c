@@ -657,6 +657,34 @@ static void test_alpha(pf_rng *r)
     for (int radius = 1; radius < 12; radius += 5)
         check_opaque_same("box", &(pf_box_params){.radius = radius},
                           &(pf_box_params){.radius = radius, .alpha = PF_ALPHA_STRAIGHT}, r);
+    /* alphas outside [0, 1] weigh as clamped: colours of [0, 1] stay in [0, 1] (a GPU run
+       found sums of cancelling alphas divided into results of any size) */
+    pf_image in = pf_test_image(r, 31, 23, 0, 1);
+    for (int y = 0; y < in.height; y++)
+        for (int x = 0; x < in.width; x++)
+            pf_image_row(&in, y)[x].w = -1.0f + 3.0f * pf_rng_float(r);
+    for (int k = 0; k < 2; k++) {
+        pf_image out = pf_test_image_poisoned(in.width, in.height);
+        CHECK(k == 0 ? h_run(h_stage("filter", "gaussian"), &(pf_gaussian_params){.sigma = 1.7f},
+                             &in, 1, &out, 0) == 0
+                     : h_run(h_stage("filter", "box"), &(pf_box_params){.radius = 2}, &in, 1, &out,
+                             0) == 0);
+        float lo = 0, hi = 0;
+        for (int y = 0; y < out.height; y++)
+            for (int x = 0; x < out.width; x++) {
+                const pf_float4 v = pf_image_row(&out, y)[x];
+                const float c[3] = {v.x, v.y, v.z};
+                for (int i = 0; i < 3; i++) {
+                    lo = c[i] < lo || c[i] != c[i] ? c[i] : lo;
+                    hi = c[i] > hi ? c[i] : hi;
+                }
+            }
+        CHECKF(lo >= -1e-6f && hi <= 1 + 1e-6f,
+               "%s of alphas in [-1, 2]: colours of [0, 1] came out in [%g, %g]",
+               k ? "box" : "gaussian", lo, hi);
+        pf_test_image_free(&out);
+    }
+    pf_test_image_free(&in);
     /* the default is premultiplied */
     static const char *const stages[] = {"gaussian", "box", "unsharp"};
     for (int i = 0; i < PF_COUNTOF(stages); i++) {
