@@ -1,5 +1,6 @@
 /* cli/check_point_source.c: `pipefuse plugin check`, what a point op may call: the scan of an op
    header for calls to functions it may not use. */
+#include "pipefuse/tools.h"
 #include "plugin_check.h"
 
 /* ---- What a point op may call ---------------------------------------------------------------- */
@@ -37,36 +38,11 @@ static int ident_char(char ch)
    and its line (of the header, not counting a leading #line) in *name / *line, else 0. */
 int pc_forbidden_call(const char *src, char *name, size_t name_size, int *line)
 {
+    /* The text with comments and literals blanked (newlines kept, for line numbers). */
     size_t len = strlen(src);
-    char *t = malloc(len + 1);
+    char *t = pf_source_blank(src);
     if (!t)
         return 0;
-    /* The text with comments and literals blanked (newlines kept, for line numbers). */
-    for (size_t i = 0; i <= len; i++) {
-        if (src[i] == '/' && src[i + 1] == '/') {
-            while (i < len && src[i] != '\n')
-                t[i++] = ' ';
-            t[i] = src[i];
-        } else if (src[i] == '/' && src[i + 1] == '*') {
-            t[i] = t[i + 1] = ' ';
-            for (i += 2; i < len && !(src[i] == '*' && src[i + 1] == '/'); i++)
-                t[i] = src[i] == '\n' ? '\n' : ' ';
-            if (i < len)
-                t[i] = t[i + 1] = ' ', i++;
-        } else if (src[i] == '"' || src[i] == '\'') {
-            char q = src[i];
-            t[i] = ' ';
-            for (i++; i < len && src[i] != q && src[i] != '\n'; i++) {
-                t[i] = ' ';
-                if (src[i] == '\\' && i + 1 < len)
-                    t[++i] = ' ';
-            }
-            if (i < len)
-                t[i] = src[i] == '\n' ? '\n' : ' ';
-        } else {
-            t[i] = src[i];
-        }
-    }
     /* Pass 1: names defined here (a name followed by its parameter list and then '{' or
        ';' at file scope, or after #define). Pass 2: calls of anything else. */
     int found = 0, first_line = strncmp(t, "#line", 5) == 0 ? 0 : 1;

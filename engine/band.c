@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "pipefuse/bands.h"
+#include "pipefuse/tools.h"
 
 #define PF_API __attribute__((visibility("default")))
 
@@ -27,8 +28,7 @@ static int ident_char(char ch)
            (ch >= '0' && ch <= '9');
 }
 
-/* src with comments and string and character literals blanked (same length). */
-static char *blank_comments(const char *src)
+PF_API char *pf_source_blank(const char *src)
 {
     size_t len = strlen(src);
     char *t = malloc(len + 1);
@@ -125,7 +125,7 @@ static int op_reads_position(const char *src, const char *fn)
 {
     if (!src || !fn || !fn[0])
         return 1;
-    char *t = blank_comments(src);
+    char *t = pf_source_blank(src);
     if (!t)
         return 1;
     size_t len = strlen(t), fl = strlen(fn);

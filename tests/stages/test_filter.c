@@ -166,6 +166,21 @@ static int fd_same_bits(const pf_image *a, const pf_image *b)
     return 1;
 }
 
+/* The least and greatest colour sample (r, g, b) of im, from 0 and 0; a NaN is least. */
+static void fd_colour_range(const pf_image *im, float *lo, float *hi)
+{
+    *lo = *hi = 0;
+    for (int y = 0; y < im->height; y++)
+        for (int x = 0; x < im->width; x++) {
+            const pf_float4 v = pf_image_row(im, y)[x];
+            const float c[3] = {v.x, v.y, v.z};
+            for (int i = 0; i < 3; i++) {
+                *lo = c[i] < *lo || c[i] != c[i] ? c[i] : *lo;
+                *hi = c[i] > *hi ? c[i] : *hi;
+            }
+        }
+}
+
 /* Whether row y's floats [i0, i1) are all NaN: not written. */
 static int fd_poisoned(const pf_image *im, int y, size_t i0, size_t i1)
 {
@@ -669,16 +684,8 @@ static void test_alpha(pf_rng *r)
                              &in, 1, &out, 0) == 0
                      : h_run(h_stage("filter", "box"), &(pf_box_params){.radius = 2}, &in, 1, &out,
                              0) == 0);
-        float lo = 0, hi = 0;
-        for (int y = 0; y < out.height; y++)
-            for (int x = 0; x < out.width; x++) {
-                const pf_float4 v = pf_image_row(&out, y)[x];
-                const float c[3] = {v.x, v.y, v.z};
-                for (int i = 0; i < 3; i++) {
-                    lo = c[i] < lo || c[i] != c[i] ? c[i] : lo;
-                    hi = c[i] > hi ? c[i] : hi;
-                }
-            }
+        float lo, hi;
+        fd_colour_range(&out, &lo, &hi);
         CHECKF(lo >= -1e-6f && hi <= 1 + 1e-6f,
                "%s of alphas in [-1, 2]: colours of [0, 1] came out in [%g, %g]",
                k ? "box" : "gaussian", lo, hi);

@@ -583,15 +583,8 @@ static void test_alpha_out_of_range(pf_rng *r)
         int rc = run_stage("resize", &rs[k], &in, &out);
         CHECK(rc == 0);
         float lo = 0, hi = 0;
-        for (int y = 0; rc == 0 && y < out.height; y++)
-            for (int x = 0; x < out.width; x++) {
-                const pf_float4 v = pf_image_row(&out, y)[x];
-                const float c[3] = {v.x, v.y, v.z};
-                for (int i = 0; i < 3; i++) {
-                    lo = c[i] < lo || c[i] != c[i] ? c[i] : lo;
-                    hi = c[i] > hi ? c[i] : hi;
-                }
-            }
+        if (rc == 0)
+            fd_colour_range(&out, &lo, &hi);
         CHECKF(lo >= -1e-6f && hi <= 1 + 1e-6f,
                "case %d: premultiplied colours of [0, 1] came out in [%g, %g]", k, lo, hi);
         pf_test_image_free(&out);

@@ -21,6 +21,12 @@ const char *pf_closest_name(const char *name, const char *const *cands, int n);
    pipefuse has no CUDA support", ...). Probes the device once per engine. */
 int pf_engine_cuda_usable(pf_engine *e, char *why, size_t why_size);
 
+/* C source text with its comments and string and character literals blanked: the same
+   length, spaces in their place, newlines kept (so line numbers stay). malloc'd; NULL
+   when out of memory. What the engine reads an op header's code with (whether it
+   reads the pixel's position) and `pipefuse plugin check` too (what it calls). */
+char *pf_source_blank(const char *src);
+
 #ifdef __cplusplus
 }
 #endif
