@@ -301,6 +301,60 @@ static void emit_op(sb *b, const pf_pipeline *p, const pf_node *n, int ns, const
     sb_printf(b, "\n");
 }
 
+/* The kernel's signature and its parameter pointer P: the members' parameters by value
+   (a __grid_constant__ argument, read from the constant bank) or through a pointer to
+   the device block (io->param_arg). */
+static void emit_signature(sb *b, const pf_fuse_unit *io, const char *name)
+{
+    if (io->param_arg)
+        sb_printf(b,
+                  "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
+                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                  "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
+                  "   int W, int H, int y0, int y1)\n{\n"
+                  "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
+                  name, io->param_bytes, name, name, io->param_lo);
+    else
+        sb_printf(b,
+                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
+                  "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
+                  "   int W, int H, int y0, int y1)\n{\n",
+                  name);
+}
+
+/* Member a of the unit: its inputs (earlier members' values or the unit's loads), its op
+   on its parameters, and its value into the outputs it feeds. */
+static void emit_member(sb *b, const pf_pipeline *p, const pf_unit *un, const pf_fuse_unit *io,
+                        const size_t *param_off, int a)
+{
+    int m = un->nodes[a];
+    const pf_node *n = &p->nodes[m];
+    sb_printf(b, "        pf_float4 a%d[%d] = {", a, n->n_in);
+    for (int k = 0; k < n->n_in; k++) {
+        int q = n->in[k], src = -1;
+        for (int c = 0; c < a && src < 0; c++)
+            if (un->nodes[c] == q)
+                src = c;
+        if (src >= 0) {
+            sb_printf(b, "%sv%d", k ? ", " : "", src);
+        } else {
+            int e = 0;
+            while (e < io->n_in && io->in[e].node != q)
+                e++;
+            sb_printf(b, "%sin%d[i]", k ? ", " : "", e);
+        }
+    }
+    int ns = source_index(p, un, a);
+    sb_printf(b,
+              "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
+              "a%d, pos)); // %s\n",
+              a, ns, n->desc->point_fn, ns, n->desc->params_type,
+              param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
+    for (int k = 0; k < io->n_out; k++)
+        if (io->out[k].node == m)
+            sb_printf(b, "        out%d[i] = v%d;\n", k, a);
+}
+
 char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
                      const char *name)
 {
@@ -329,21 +383,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             v *= 2;
         vp = v < vp ? v : vp;
     }
-    /* Parameters by value (the constant bank) or through a pointer: io->param_arg. */
-    if (io->param_arg)
-        sb_printf(&b,
-                  "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
-                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                  "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
-                  "   int W, int H, int y0, int y1)\n{\n"
-                  "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
-                  name, io->param_bytes, name, name, io->param_lo);
-    else
-        sb_printf(&b,
-                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                  "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
-                  "   int W, int H, int y0, int y1)\n{\n",
-                  name);
+    emit_signature(&b, io, name);
     sb_printf(&b,
               "    const int y = y0 + blockIdx.y * blockDim.y + threadIdx.y;\n"
               "    if (y >= y1 || PF_PX_X(%d, 0) >= W)\n        return;\n",
@@ -363,35 +403,8 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
               "        pf_pos pos;\n        pos.x = PF_PX_X(%d, i), pos.y = y, pos.width = W, "
               "pos.height = H;\n",
               vp);
-    for (int a = 0; a < un->n_nodes; a++) {
-        int m = un->nodes[a];
-        const pf_node *n = &p->nodes[m];
-        sb_printf(&b, "        pf_float4 a%d[%d] = {", a, n->n_in);
-        for (int k = 0; k < n->n_in; k++) {
-            int q = n->in[k], src = -1;
-            for (int c = 0; c < a && src < 0; c++)
-                if (un->nodes[c] == q)
-                    src = c;
-            if (src >= 0) {
-                sb_printf(&b, "%sv%d", k ? ", " : "", src);
-            } else {
-                int e = 0;
-                while (e < io->n_in && io->in[e].node != q)
-                    e++;
-                sb_printf(&b, "%sin%d[i]", k ? ", " : "", e);
-            }
-        }
-        int ns = source_index(p, un, a);
-        sb_printf(
-            &b,
-            "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
-            "a%d, pos)); // %s\n",
-            a, ns, n->desc->point_fn, ns, n->desc->params_type,
-            param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
-        for (int k = 0; k < io->n_out; k++)
-            if (io->out[k].node == m)
-                sb_printf(&b, "        out%d[i] = v%d;\n", k, a);
-    }
+    for (int a = 0; a < un->n_nodes; a++)
+        emit_member(&b, p, un, io, param_off, a);
     sb_printf(&b, "    }\n");
     for (int k = 0; k < io->n_out; k++)
         sb_printf(&b,
