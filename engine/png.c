@@ -1006,8 +1006,9 @@ static mode_t current_umask(void)
     return umask_cached;
 }
 
-static int write_file(const char *path, const pf_frame *f, int zlib_level, const pf_png_meta *meta,
-                      char *err, size_t err_size)
+/* Whether a frame can be written as a PNG at path with zlib_level: PF_OK, or the reason. */
+static int check_write(const char *path, const pf_frame *f, int zlib_level, char *err,
+                       size_t err_size)
 {
     if (!path || !f) {
         set_err(err, err_size, "pf_png_write: %s is NULL", path ? "frame" : "path");
@@ -1034,6 +1035,15 @@ static int write_file(const char *path, const pf_frame *f, int zlib_level, const
         set_err(err, err_size, "%s: zlib level %d is out of range [-1, 9]", path, zlib_level);
         return PF_INVALID_ARGUMENT;
     }
+    return PF_OK;
+}
+
+static int write_file(const char *path, const pf_frame *f, int zlib_level, const pf_png_meta *meta,
+                      char *err, size_t err_size)
+{
+    int st = check_write(path, f, zlib_level, err, err_size);
+    if (st != PF_OK)
+        return st;
 
     /* "<dir>/.<base>.XXXXXX": hidden, in the same directory (so rename is atomic) and
        recognisably ours. The base is shortened so the name stays within NAME_MAX. */
@@ -1072,7 +1082,7 @@ static int write_file(const char *path, const pf_frame *f, int zlib_level, const
     w.frame = f;
     w.level = zlib_level;
 
-    int st = select_meta(&w, meta);
+    st = select_meta(&w, meta);
     if (st != PF_OK) {
         fail(&w.io, st, "%s: out of memory for its metadata", path);
         close(fd);
