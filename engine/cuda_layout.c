@@ -419,9 +419,7 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
     c->arch = prop.major * 10 + prop.minor;
     char why[512] = "", nv_why[512] = "";
     int nvrtc = pf_nvrtc_available(nv_why, sizeof nv_why);
-    pf_fuse_decide(p, nvrtc, c->fused, c->f4, why, sizeof why);
-    if (!nvrtc && strcmp(why, "NVRTC is not available") == 0)
-        snprintf(why, sizeof why, "%s", nv_why);
+    pf_fuse_decide(p, nvrtc ? NULL : nv_why, c->fused, c->f4, why, sizeof why);
     for (int u = 0; u < nu; u++)
         if (plan->units[u].kind == PF_UNIT_POINT && !c->fused[u] && p->opts.fusion &&
             !p->notified_unfused) {

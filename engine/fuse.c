@@ -132,7 +132,7 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
     return 1;
 }
 
-int pf_fuse_decide(const pf_pipeline *p, int nvrtc, int *fused, char *f4, char *why,
+int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size)
 {
     const pf_plan *plan = p->plan;
@@ -144,9 +144,9 @@ int pf_fuse_decide(const pf_pipeline *p, int nvrtc, int *fused, char *f4, char *
     for (int u = 0; u < plan->n_units; u++) {
         char w[512] = "";
         fused[u] = plan->units[u].kind == PF_UNIT_POINT && pf_fuse_possible(p, u, w, sizeof w);
-        if (fused[u] && !nvrtc) {
+        if (fused[u] && no_nvrtc) {
             fused[u] = 0;
-            snprintf(w, sizeof w, "NVRTC is not available");
+            snprintf(w, sizeof w, "%s", no_nvrtc);
         }
         if (plan->units[u].kind == PF_UNIT_POINT && !fused[u] && why_size && !why[0])
             snprintf(why, why_size, "%s", w);

@@ -61,12 +61,12 @@ size_t pf_param_layout(const pf_pipeline *p, size_t *off);
 int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
 
 /* The fusion decision, made here only, for the CUDA executor, the kernel builder and the
-   printed plan: fused[u] for every unit (point units that can fuse, where NVRTC is
-   there when nvrtc is 0 it is taken as missing), and f4, the float RGBA buffers that
-   leaves (pf_fuse_buffers). A unit whose kernel would have more than PF_MAX_FUSED_IO
-   loads or stores does not fuse. why gets the reason the first point unit does not.
-   Returns how many units fuse. */
-int pf_fuse_decide(const pf_pipeline *p, int nvrtc, int *fused, char *f4, char *why,
+   printed plan: fused[u] for every unit (the point units that can fuse), and f4, the
+   float RGBA buffers that leaves (pf_fuse_buffers). no_nvrtc: NULL where NVRTC can be
+   loaded, else why it cannot (then nothing fuses). A unit whose kernel would have more
+   than PF_MAX_FUSED_IO loads or stores does not fuse. why gets the reason the first
+   point unit does not. Returns how many units fuse. */
+int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size);
 
 /* Generated source of a fused kernel named `name` (malloc'd), or NULL (out of memory). */

@@ -27,7 +27,7 @@ int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v)
     }
     /* The plan as it runs where NVRTC is: `pipefuse check` says separately when NVRTC
        is missing here. */
-    pf_fuse_decide(p, 1, v->fused, v->f4, NULL, 0);
+    pf_fuse_decide(p, NULL, v->fused, v->f4, NULL, 0);
     for (int i = 0; i < PF_MAX_FRAMES; i++)
         v->fmt[i] = pf_format_code(PF_U8, 4);
     return PF_OK;
