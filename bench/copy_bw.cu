@@ -16,6 +16,8 @@
 #include <vector>
 #include <cuda_runtime.h>
 
+#include "copy_kernel.cuh"
+
 #define CK(x)                                                                                      \
     do {                                                                                           \
         cudaError_t e_ = (x);                                                                      \
@@ -24,21 +26,6 @@
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
-
-__global__ void copy16(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x * 2 + threadIdx.x;
-    if (i < n)
-        dst[i] = src[i];
-    if (i + blockDim.x < n)
-        dst[i + blockDim.x] = src[i + blockDim.x];
-}
-
-static double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 int main()
 {

@@ -20,6 +20,8 @@
 #include <vector>
 #include <cuda_runtime.h>
 
+#include "copy_kernel.cuh"
+
 #define CK(x)                                                                                      \
     do {                                                                                           \
         cudaError_t e_ = (x);                                                                      \
@@ -95,21 +97,6 @@ __global__ void __launch_bounds__(256)
         }
         dst[i] = make_uint4(out[0], out[1], out[2], out[3]);
     }
-}
-
-__global__ void copy16(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x * 2 + threadIdx.x;
-    if (i < n)
-        dst[i] = src[i];
-    if (i + blockDim.x < n)
-        dst[i + blockDim.x] = src[i + blockDim.x];
-}
-
-static double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 int main()
