@@ -83,14 +83,8 @@ static int max_diff(const pf_frame *a, const pf_frame *b)
 
 static pf_pipeline *load(const char *file, const char *json, const char *backend)
 {
-    pf_pipeline *p = NULL;
-    int rc = file ? pf_pipeline_load_file(eng, file, &p)
-                  : pf_pipeline_load_string(eng, json, "invert", &p);
-    if (rc != PF_OK || pf_pipeline_set_option(p, "backend", backend) != PF_OK) {
-        fprintf(stderr, "load: %s %s\n", pf_engine_errmsg(eng), p ? pf_pipeline_errmsg(p) : "");
-        exit(1);
-    }
-    return p;
+    return file ? pf_test_load_file(eng, file, backend)
+                : pf_test_load_string(eng, json, "invert", backend);
 }
 
 /* One pipeline, one size: CPU references, then every pairing of input and output

@@ -53,18 +53,9 @@ static int is_table[N_KINDS][MAX_OUT];
 
 static pf_pipeline *load_kind(int k)
 {
-    pf_pipeline *p = NULL;
-    int rc = kinds[k].file ? pf_pipeline_load_file(eng, kinds[k].file, &p)
-                           : pf_pipeline_load_string(eng, kinds[k].json, kinds[k].name, &p);
-    if (rc != PF_OK) {
-        fprintf(stderr, "%s: %s\n", kinds[k].name, pf_engine_errmsg(eng));
-        exit(1);
-    }
-    if (pf_pipeline_set_option(p, "backend", gpu ? "cuda" : "cpu") != PF_OK) {
-        fprintf(stderr, "%s: %s\n", kinds[k].name, pf_pipeline_errmsg(p));
-        exit(1);
-    }
-    return p;
+    const char *backend = gpu ? "cuda" : "cpu";
+    return kinds[k].file ? pf_test_load_file(eng, kinds[k].file, backend)
+                         : pf_test_load_string(eng, kinds[k].json, kinds[k].name, backend);
 }
 
 /* Output frames for kind k: images the input's size in u8 RGBA, NULL data for tables. */
@@ -406,12 +397,8 @@ int main(int argc, char **argv)
     frames_per_thread = env && atoi(env) > 0 ? atoi(env) : gpu ? 100 : 150;
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.threads = 4; /* fewer workers than callers: jobs must share them */
-    if (pf_engine_create(&cfg, &eng) != PF_OK) {
-        fprintf(stderr, "engine: %s\n", pf_engine_errmsg(eng));
-        return 1;
-    }
+    eng = pf_test_engine_with(&cfg);
     if (gpu) {
         pf_pipeline *p = load_kind(0);
         pf_shape s = {kinds[0].w, kinds[0].h};

@@ -85,12 +85,7 @@ static pf_pipeline *load2(const char *stages, int n_in)
              "{\"pipefuse\": 1, \"inputs\": [%s], \"stages\": [%s], \"outputs\": {\"o\": "
              "\"s\"}, \"options\": {\"backend\": \"cpu\"}}",
              n_in == 2 ? "\"a\", \"b\"" : "\"a\"", stages);
-    pf_pipeline *p = NULL;
-    if (pf_pipeline_load_string(eng, json, "test_cpu_fast", &p) != PF_OK) {
-        fprintf(stderr, "load: %s\n", pf_engine_errmsg(eng));
-        exit(1);
-    }
-    return p;
+    return pf_test_load_string(eng, json, "test_cpu_fast", NULL);
 }
 
 static pf_pipeline *load(const char *stages)
@@ -398,13 +393,9 @@ static void check_paths_taken(pf_rng *r)
 {
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.plugin_path = PF_LIAR_DIR;
     pf_engine *saved = eng;
-    if (pf_engine_create(&cfg, &eng) != PF_OK) {
-        fprintf(stderr, "engine with %s: %s\n", PF_LIAR_DIR, eng ? pf_engine_errmsg(eng) : "");
-        exit(1);
-    }
+    eng = pf_test_engine_with(&cfg);
     pf_frame in = codes_frame(r, PF_U8, 4, 300, 10), fin = as_float(&in), a, b;
     if (pf_frame_alloc(&a, 300, 10, PF_U8, 4) || pf_frame_alloc(&b, 300, 10, PF_U8, 4))
         exit(1);

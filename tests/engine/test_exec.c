@@ -219,14 +219,8 @@ static pf_engine *engine_with_threads(int n)
 {
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.threads = n;
-    pf_engine *e = NULL;
-    if (pf_engine_create(&cfg, &e) != PF_OK) {
-        fprintf(stderr, "engine: %s\n", pf_engine_errmsg(e));
-        exit(1);
-    }
-    return e;
+    return pf_test_engine_with(&cfg);
 }
 
 /* ---- Point chain --------------------------------------------------------------------- */

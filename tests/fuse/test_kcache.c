@@ -63,12 +63,7 @@ static const char *slurp(const char *path)
 
 static void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
+    pf_test_write_file(path, text, strlen(text));
 }
 
 /* Runs from the point of the call with stderr going to a file; stderr_end() restores

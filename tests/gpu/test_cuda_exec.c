@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pipefuse/png.h"
+#include "cuda_skip.h"
 #include "testutil.h"
 
 static pf_engine *eng;
@@ -634,11 +635,8 @@ static void test_streams(pf_rng *r)
 
 int main(void)
 {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("test_cuda_exec: no CUDA device: skipped\n");
-        return 77;
-    }
+    if (!pf_test_cuda_device("test_cuda_exec"))
+        return PF_TEST_SKIPPED;
     eng = pf_test_engine();
     pf_rng r;
     pf_rng_seed(&r, 20261129);

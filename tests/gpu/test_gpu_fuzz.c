@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "testutil.h"
 
 static pf_engine *eng;
@@ -719,12 +720,9 @@ int main(int argc, char **argv)
 {
     (void)argc;
     argv0 = argv[0];
-    int n = 0;
     selftest = getenv("PF_FUZZ_SELFTEST") != NULL;
-    if (!selftest && (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)) {
-        printf("test_gpu_fuzz: no CUDA device: skipped\n");
-        return 77;
-    }
+    if (!selftest && !pf_test_cuda_device("test_gpu_fuzz"))
+        return PF_TEST_SKIPPED;
     const char *s = getenv("PF_FUZZ_SEED");
     seed = s ? strtoull(s, NULL, 10) : 20261201ull;
     const char *nc = getenv("PF_FUZZ_CASES");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "pipefuse/png.h"
+#include "cuda_skip.h"
 #include "testutil.h"
 
 static int cmp_names(const void *a, const void *b)
@@ -117,11 +118,8 @@ out:
 
 int main(void)
 {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("test_gpu_pngsuite: no CUDA device: skipped\n");
-        return 77;
-    }
+    if (!pf_test_cuda_device("test_gpu_pngsuite"))
+        return PF_TEST_SKIPPED;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tests/data/pngsuite", PF_SOURCE_DIR);
     DIR *d = opendir(dir);

@@ -33,7 +33,8 @@
 #include "analysis.h"
 #include "filter.h"
 #include "geometry.h"
-#include "harness.h"
+#include "cuda_skip.h"
+#include "stage_harness.h"
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -904,13 +905,8 @@ static void test_alpha(pf_rng *r)
 
 int main(void)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-        printf("test_stage_kernels: skipped: %s\n",
-               e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-        return 77;
-    }
+    if (!pf_test_cuda_device("test_stage_kernels"))
+        return PF_TEST_SKIPPED;
     /* a blocking stream: ordered after the synchronous copies and memsets here */
     CK(cudaStreamCreate(&stream));
     quick = getenv("PF_TEST_QUICK") != NULL;

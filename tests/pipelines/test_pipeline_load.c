@@ -30,14 +30,8 @@ static pf_engine *engine_with_log(void)
 {
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.log = capture;
-    pf_engine *e = NULL;
-    if (pf_engine_create(&cfg, &e) != PF_OK) {
-        fprintf(stderr, "engine: %s\n", e ? pf_engine_errmsg(e) : "out of memory");
-        exit(1);
-    }
-    return e;
+    return pf_test_engine_with(&cfg);
 }
 
 static pf_pipeline *load_good(pf_engine *e, const char *name)

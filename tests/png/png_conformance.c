@@ -20,7 +20,6 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
-#include "pngtest.h"
 
 #define SUITE PF_SOURCE_DIR "/tests/data/pngsuite"
 
@@ -221,7 +220,7 @@ static int check_file(const char *dir, const char *name)
                 for (int x = 0; x < f.width; x++)
                     for (int c = 0; c < f.channels; c++) {
                         unsigned want = r.px[((size_t)y * r.width + x) * r.channels + c];
-                        unsigned got = frame_sample(&f, x, y, c);
+                        unsigned got = pf_test_frame_sample(&f, x, y, c);
                         if (got != want && bad++ < 3)
                             fprintf(stderr, "%s: (%d,%d)[%d] = %u, reference %u\n", name, x, y, c,
                                     got, want);
@@ -233,13 +232,14 @@ static int check_file(const char *dir, const char *name)
 
     /* From memory: the same frame and header. */
     size_t size = 0;
-    void *buf = slurp(path, &size);
+    void *buf = pf_test_read_file(path, &size);
     pf_frame m;
     pf_png_info minfo;
     st = pf_png_read_memory(buf, size, name, 0, &m, &minfo, err, sizeof err);
     CHECKF(st == PF_OK, "%s from memory: %s: %s", name, pf_status_name(st), err);
     if (st == PF_OK) {
-        CHECKF(frame_diff(&f, &m) == 0, "%s: memory read differs from the file read", name);
+        CHECKF(pf_test_frame_mismatches(&f, &m) == 0, "%s: memory read differs from the file read",
+               name);
         CHECKF(memcmp(&info, &minfo, sizeof info) == 0, "%s: memory read info differs", name);
     }
     pf_frame_free(&m);
@@ -264,7 +264,7 @@ static void check_twin(const char *dir, const char *name)
         CHECKF(ib.interlaced == 0, "%s: the twin is interlaced", name + 1);
         CHECKF(ia.color_type == ib.color_type && ia.bit_depth == ib.bit_depth,
                "%s: header differs from its twin", name);
-        long d = frame_diff(&a, &b);
+        long d = pf_test_frame_mismatches(&a, &b);
         CHECKF(d == 0, "%s: %ld samples differ from %s", name, d, name + 1);
     }
     pf_frame_free(&a);

@@ -17,34 +17,20 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
-#include "pngtest.h"
 
 #define SUITE PF_SOURCE_DIR "/tests/data/pngsuite"
-
-static uint32_t be32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
 
 /* Recomputes the CRC of the chunk starting at off (its length field). */
 static void fix_crc(unsigned char *png, size_t off)
 {
-    uint32_t len = be32(png + off);
-    put_be32(png + off + 8 + len, (uint32_t)crc32(0, png + off + 4, 4 + len));
+    uint32_t len = pf_test_get_be32(png + off);
+    pf_test_put_be32(png + off + 8 + len, (uint32_t)crc32(0, png + off + 4, 4 + len));
 }
 
 /* Offset of the first chunk of the given type, or 0. */
 static size_t find_chunk(const unsigned char *png, size_t size, const char *type)
 {
-    for (size_t off = 8; off + 12 <= size; off += 12 + be32(png + off))
+    for (size_t off = 8; off + 12 <= size; off += 12 + pf_test_get_be32(png + off))
         if (memcmp(png + off + 4, type, 4) == 0)
             return off;
     return 0;
@@ -100,7 +86,7 @@ static void check_truncation(const char *name, const unsigned char *png, size_t 
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         char path[4096], err[512] = "";
         snprintf(path, sizeof path, "%s/trunc_%zu_%s", dir, lens[i], name);
-        spit(path, png, lens[i]);
+        pf_test_write_file(path, png, lens[i]);
         pf_frame f;
         int st = pf_png_read(path, 0, &f, NULL, err, sizeof err);
         CHECKF(st == PF_IMAGE, "%s: %s (%s)", path, pf_status_name(st), err);
@@ -123,8 +109,8 @@ static void check_flips(const char *name, const unsigned char *png, size_t size)
     for (size_t pos = 0; pos < size; pos++) {
         /* Where pos lies: must a flip there be caught? */
         int must_fail = pos < 8;
-        for (size_t off = 8; off + 12 <= size; off += 12 + be32(png + off)) {
-            size_t end = off + 12 + be32(png + off);
+        for (size_t off = 8; off + 12 <= size; off += 12 + pf_test_get_be32(png + off)) {
+            size_t end = off + 12 + pf_test_get_be32(png + off);
             if (pos >= off + 4 && pos < end)
                 must_fail = is_critical(png + off + 4);
             if (pos < end)
@@ -170,15 +156,15 @@ static void check_ihdr(const unsigned char *png, size_t size)
     }
     /* Zero width and height, and a palette image of depth 16. */
     memcpy(bad, png, size);
-    put_be32(bad + 16, 0);
+    pf_test_put_be32(bad + 16, 0);
     fix_crc(bad, 8);
     read_bad(bad, size, "ihdr-width0.png", PF_IMAGE, NULL);
     memcpy(bad, png, size);
-    put_be32(bad + 20, 0);
+    pf_test_put_be32(bad + 20, 0);
     fix_crc(bad, 8);
     read_bad(bad, size, "ihdr-height0.png", PF_IMAGE, NULL);
     memcpy(bad, png, size);
-    put_be32(bad + 16, 0x80000000u); /* beyond PNG's 2^31-1: corrupt, not "too large" */
+    pf_test_put_be32(bad + 16, 0x80000000u); /* beyond PNG's 2^31-1: corrupt, not "too large" */
     fix_crc(bad, 8);
     read_bad(bad, size, "ihdr-width2^31.png", PF_IMAGE, NULL);
 
@@ -195,7 +181,7 @@ static void check_idat(const char *name, const unsigned char *png, size_t size)
     CHECKF(off, "%s: no IDAT", name);
     if (!off)
         return;
-    uint32_t len = be32(png + off);
+    uint32_t len = pf_test_get_be32(png + off);
     unsigned char *bad = malloc(size);
     char label[256];
 
@@ -254,7 +240,7 @@ static void check_not_png(const char *dir)
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[4096], err[512] = "";
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        spit(path, files[i].data, files[i].size);
+        pf_test_write_file(path, files[i].data, files[i].size);
         pf_frame f;
         int st = pf_png_read(path, 0, &f, NULL, err, sizeof err);
         const char *want = i == 3 || i == 4 ? "truncated" : "not a PNG file";
@@ -307,7 +293,7 @@ int main(void)
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", SUITE, suite[i]);
         size_t size = 0;
-        unsigned char *png = slurp(path, &size);
+        unsigned char *png = pf_test_read_file(path, &size);
         CHECKF(png && size > 57, "cannot read %s", path);
         if (!png)
             continue;
@@ -330,7 +316,7 @@ int main(void)
     CHECKF(pf_png_write(path, &f, 6, err, sizeof err) == PF_OK, "%s", err);
     pf_frame_free(&f);
     size_t size = 0;
-    unsigned char *png = slurp(path, &size);
+    unsigned char *png = pf_test_read_file(path, &size);
     if (png) {
         run_file("ours.png", png, size, dir);
         free(png);

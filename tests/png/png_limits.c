@@ -13,15 +13,6 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
-#include "pngtest.h"
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
 
 /* A copy of png whose IHDR claims w x h, with a correct CRC unless keep_crc. */
 static unsigned char *patched(const unsigned char *png, size_t size, uint32_t w, uint32_t h,
@@ -29,10 +20,10 @@ static unsigned char *patched(const unsigned char *png, size_t size, uint32_t w,
 {
     unsigned char *p = malloc(size);
     memcpy(p, png, size);
-    put_be32(p + 16, w);
-    put_be32(p + 20, h);
+    pf_test_put_be32(p + 16, w);
+    pf_test_put_be32(p + 20, h);
     if (!keep_crc)
-        put_be32(p + 29, (uint32_t)crc32(0, p + 12, 17));
+        pf_test_put_be32(p + 29, (uint32_t)crc32(0, p + 12, 17));
     return p;
 }
 
@@ -71,7 +62,7 @@ int main(void)
     CHECKF(pf_png_write(path, &f, 9, err, sizeof err) == PF_OK, "%s", err);
     pf_frame_free(&f);
     size_t size = 0;
-    unsigned char *png = slurp(path, &size);
+    unsigned char *png = pf_test_read_file(path, &size);
     if (!png)
         return pf_test_done("png_limits");
 
@@ -89,7 +80,7 @@ int main(void)
     {
         /* On disk too, and info reports the claimed size. */
         snprintf(path, sizeof path, "%s/big.png", dir);
-        spit(path, big, size);
+        pf_test_write_file(path, big, size);
         pf_png_info info;
         int st = pf_png_read(path, 0, &f, &info, err, sizeof err);
         CHECKF(st == PF_TOO_LARGE && f.data == NULL && strncmp(err, path, strlen(path)) == 0,

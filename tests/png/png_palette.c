@@ -17,21 +17,13 @@ typedef struct buf {
     size_t n;
 } buf;
 
-static void put_be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
 static void chunk(buf *b, const char *type, const unsigned char *data, size_t len)
 {
-    put_be32(b->d + b->n, (uint32_t)len);
+    pf_test_put_be32(b->d + b->n, (uint32_t)len);
     memcpy(b->d + b->n + 4, type, 4);
     if (len)
         memcpy(b->d + b->n + 8, data, len);
-    put_be32(b->d + b->n + 8 + len, (uint32_t)crc32(0, b->d + b->n + 4, (uInt)(4 + len)));
+    pf_test_put_be32(b->d + b->n + 8 + len, (uint32_t)crc32(0, b->d + b->n + 4, (uInt)(4 + len)));
     b->n += 12 + len;
 }
 
@@ -43,8 +35,8 @@ static buf make(int w, int h, int depth, int entries, const unsigned char *idx)
     memcpy(b.d, "\x89PNG\r\n\x1a\n", 8);
     b.n = 8;
     unsigned char ihdr[13] = {0};
-    put_be32(ihdr, (uint32_t)w);
-    put_be32(ihdr + 4, (uint32_t)h);
+    pf_test_put_be32(ihdr, (uint32_t)w);
+    pf_test_put_be32(ihdr + 4, (uint32_t)h);
     ihdr[8] = (unsigned char)depth;
     ihdr[9] = 3; /* palette */
     chunk(&b, "IHDR", ihdr, 13);

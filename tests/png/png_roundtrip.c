@@ -10,7 +10,6 @@
 
 #include "pipefuse/png.h"
 #include "testutil.h"
-#include "pngtest.h"
 
 /* Random samples; a few pixels pinned to 0 and max so the extremes are always seen. */
 static void fill_random(pf_frame *f, pf_rng *r)
@@ -60,7 +59,7 @@ static void round_trip(const char *dir, const pf_frame *f, int level)
     st = pf_png_read(path, 0, &back, &info, err, sizeof err);
     CHECKF(st == PF_OK, "%s: read: %s: %s", label, pf_status_name(st), err);
     if (st == PF_OK) {
-        long d = frame_diff(f, &back);
+        long d = pf_test_frame_mismatches(f, &back);
         CHECKF(d == 0, "%s: %ld samples differ (-1: format %dx%d u%d x%d)", label, d, back.width,
                back.height, back.sample == PF_U16 ? 16 : 8, back.channels);
         CHECKF(info.width == f->width && info.height == f->height &&
@@ -72,9 +71,10 @@ static void round_trip(const char *dir, const pf_frame *f, int level)
     pf_frame_free(&back);
 
     size_t size = 0;
-    void *buf = slurp(path, &size);
+    void *buf = pf_test_read_file(path, &size);
     st = pf_png_read_memory(buf, size, path, 0, &back, NULL, err, sizeof err);
-    CHECKF(st == PF_OK && frame_diff(f, &back) == 0, "%s: memory read: %s", label, err);
+    CHECKF(st == PF_OK && pf_test_frame_mismatches(f, &back) == 0, "%s: memory read: %s", label,
+           err);
     pf_frame_free(&back);
     free(buf);
     remove(path);

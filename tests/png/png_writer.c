@@ -59,11 +59,7 @@ static void check_no_temp(const char *where)
 
 static void spit(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
+    pf_test_write_file(path, text, strlen(text));
 }
 
 static int file_is(const char *path, const char *text)

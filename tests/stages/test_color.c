@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "harness.h"
+#include "stage_harness.h"
 
 /* ---- Point-stage driver ------------------------------------------------------- */
 

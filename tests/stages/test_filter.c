@@ -23,7 +23,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "harness.h"
+#include "stage_harness.h"
 
 /* ---- Descriptors and param tables ------------------------------------------------------ */
 

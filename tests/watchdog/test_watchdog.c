@@ -21,20 +21,13 @@
 static pf_engine *eng;
 
 /* An engine that loads the spin plugin (and the built-ins), nothing from the environment;
-   NULL, with the reason on stderr, when it cannot be made. */
+   exit(1), with the reason on stderr, when it cannot be made. */
 static pf_engine *spin_engine(void)
 {
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.plugin_path = SPIN_DIR;
-    pf_engine *e = NULL;
-    if (pf_engine_create(&cfg, &e) != PF_OK) {
-        fprintf(stderr, "%s\n", pf_engine_errmsg(e));
-        pf_engine_destroy(e);
-        return NULL;
-    }
-    return e;
+    return pf_test_engine_with(&cfg);
 }
 
 #define BUDGET_MS 5.0
@@ -61,13 +54,7 @@ static const char *pipeline_json(int iters, char *buf, size_t n)
 static pf_pipeline *load(int iters)
 {
     char json[2048];
-    pf_pipeline *p = NULL;
-    if (pf_pipeline_load_string(eng, pipeline_json(iters, json, sizeof json), "spin.json", &p) !=
-        PF_OK) {
-        fprintf(stderr, "%s\n", pf_engine_errmsg(eng));
-        exit(1);
-    }
-    return p;
+    return pf_test_load_string(eng, pipeline_json(iters, json, sizeof json), "spin.json", NULL);
 }
 
 typedef struct result {
@@ -304,8 +291,7 @@ static void part_lost(void)
 int main(void)
 {
     const char *part = getenv("PF_WATCHDOG_PART");
-    if (!(eng = spin_engine()))
-        return 1;
+    eng = spin_engine();
     if (part && (strcmp(part, "gpu") == 0 || strcmp(part, "lost") == 0)) {
         pf_pipeline *probe = load(0);
         pf_pipeline_set_option(probe, "backend", "cuda");

@@ -1,5 +1,5 @@
-/* tests/stages/harness.c: see harness.h. */
-#include "harness.h"
+/* tests/lib/stage_harness.c: see stage_harness.h. */
+#include "stage_harness.h"
 
 #include <dlfcn.h>
 #include <math.h>

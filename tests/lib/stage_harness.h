@@ -1,7 +1,8 @@
-/* tests/stages/harness.h: runs one stage straight from its plugin's descriptor, with
- * no engine in between, so that stage tests check the stage and nothing else. */
-#ifndef PF_HARNESS_H
-#define PF_HARNESS_H
+/* tests/lib/stage_harness.h: runs one stage straight from its plugin's descriptor, with
+ * no engine in between, so that stage tests check the stage and nothing else (part of
+ * the test harness library, pf_testlib). */
+#ifndef PF_STAGE_HARNESS_H
+#define PF_STAGE_HARNESS_H
 
 #include "testutil.h"
 

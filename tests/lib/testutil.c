@@ -1,4 +1,4 @@
-/* tests/testutil.c: shared test helpers (see testutil.h). */
+/* tests/lib/testutil.c: the test harness's checks, data and files (see testutil.h). */
 #define _GNU_SOURCE
 #include "testutil.h"
 
@@ -105,13 +105,50 @@ pf_engine *pf_test_engine(void)
 {
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
+    return pf_test_engine_with(&cfg);
+}
+
+pf_engine *pf_test_engine_with(pf_engine_config *cfg)
+{
+    cfg->use_env_path = 0;
     pf_engine *e = NULL;
-    if (pf_engine_create(&cfg, &e) != PF_OK) {
-        fprintf(stderr, "engine: %s\n", e ? pf_engine_errmsg(e) : "out of memory");
+    if (pf_engine_create(cfg, &e) != PF_OK) {
+        fprintf(stderr, "engine%s%s: %s\n", cfg->plugin_path ? " with " : "",
+                cfg->plugin_path ? cfg->plugin_path : "",
+                e ? pf_engine_errmsg(e) : "out of memory");
         exit(1);
     }
     return e;
+}
+
+static pf_pipeline *set_backend(pf_pipeline *p, const char *name, const char *backend)
+{
+    if (backend && pf_pipeline_set_option(p, "backend", backend) != PF_OK) {
+        fprintf(stderr, "%s: backend %s: %s\n", name, backend, pf_pipeline_errmsg(p));
+        exit(1);
+    }
+    return p;
+}
+
+pf_pipeline *pf_test_load_string(pf_engine *e, const char *json, const char *name,
+                                 const char *backend)
+{
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_string(e, json, name, &p) != PF_OK) {
+        fprintf(stderr, "%s: load: %s\n", name, pf_engine_errmsg(e));
+        exit(1);
+    }
+    return set_backend(p, name, backend);
+}
+
+pf_pipeline *pf_test_load_file(pf_engine *e, const char *path, const char *backend)
+{
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_file(e, path, &p) != PF_OK) {
+        fprintf(stderr, "%s: load: %s\n", path, pf_engine_errmsg(e));
+        exit(1);
+    }
+    return set_backend(p, path, backend);
 }
 
 const char *pf_test_tmpdir(const char *name)
@@ -125,6 +162,68 @@ const char *pf_test_tmpdir(const char *name)
         exit(1);
     }
     return path;
+}
+
+void *pf_test_read_file(const char *path, size_t *size)
+{
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        n = ftell(f);
+    void *buf = n >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc(n > 0 ? (size_t)n : 1) : NULL;
+    if (!buf) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(1);
+    }
+    *size = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    return buf;
+}
+
+void pf_test_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(data, 1, n, f) == n;
+    if ((f && fclose(f) != 0) || !ok) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+uint32_t pf_test_get_be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void pf_test_put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+unsigned pf_test_frame_sample(const pf_frame *f, int x, int y, int c)
+{
+    const char *row = (const char *)f->data + (size_t)y * f->pitch;
+    size_t i = (size_t)x * (size_t)f->channels + (size_t)c;
+    return f->sample == PF_U16 ? ((const uint16_t *)row)[i] : ((const uint8_t *)row)[i];
+}
+
+long pf_test_frame_mismatches(const pf_frame *a, const pf_frame *b)
+{
+    if (a->width != b->width || a->height != b->height || a->channels != b->channels ||
+        a->sample != b->sample)
+        return -1;
+    long n = 0;
+    for (int y = 0; y < a->height; y++)
+        for (int x = 0; x < a->width; x++)
+            for (int c = 0; c < a->channels; c++)
+                n += pf_test_frame_sample(a, x, y, c) != pf_test_frame_sample(b, x, y, c);
+    return n;
 }
 
 double pf_test_frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *at_y)

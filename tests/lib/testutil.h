@@ -1,5 +1,9 @@
-/* tests/testutil.h: what every test uses: checks that count failures, a seeded
- * random generator, random float images with odd sizes and poisoned outputs. */
+/* tests/lib/testutil.h: the test harness every test links (pf_testlib): checks that
+ * count failures, the skip code, a seeded random generator, random float images with
+ * odd sizes and poisoned outputs, image and frame comparisons, engines and pipelines
+ * over the build tree's plugins, files and temporary directories. stage_harness.h
+ * (same library) runs one stage straight from its plugin's descriptor; cuda_skip.h
+ * (pf_testlib_cuda) skips a test without a CUDA device. */
 #ifndef PF_TESTUTIL_H
 #define PF_TESTUTIL_H
 
@@ -32,6 +36,10 @@ extern int pf_test_failures;
 /* Exit status for main: 0 when no check failed. */
 int pf_test_done(const char *name);
 
+/* Exit status of a test that cannot run here (no device, no NVRTC): ctest reports it
+   skipped (SKIP_RETURN_CODE, set by pf_add_test). */
+#define PF_TEST_SKIPPED 77
+
 /* xorshift64*: deterministic across platforms. */
 typedef struct pf_rng {
     uint64_t s;
@@ -61,8 +69,33 @@ void pf_test_store_values(float *v, size_t cap);
 
 /* An engine over the build tree's plugins only (no environment path), or exit(1). */
 pf_engine *pf_test_engine(void);
+/* The same with the caller's settings (plugin_path, threads, log, ...), from
+   pf_engine_config_init; the environment path is turned off here. exit(1) on failure. */
+pf_engine *pf_test_engine_with(pf_engine_config *cfg);
+
+/* A pipeline from JSON text (name: what messages call it) or from a file, with the
+   backend option set (NULL: the default); exit(1) with both messages on failure. */
+pf_pipeline *pf_test_load_string(pf_engine *e, const char *json, const char *name,
+                                 const char *backend);
+pf_pipeline *pf_test_load_file(pf_engine *e, const char *path, const char *backend);
+
+/* Sample c of pixel (x, y) of an 8- or 16-bit frame. */
+unsigned pf_test_frame_sample(const pf_frame *f, int x, int y, int c);
+/* How many samples of two 8- or 16-bit frames differ; -1 when their shapes or formats
+   differ. */
+long pf_test_frame_mismatches(const pf_frame *a, const pf_frame *b);
 
 /* A fresh empty directory under the build tree's Testing folder. */
 const char *pf_test_tmpdir(const char *name);
+
+/* A whole file in memory (malloc'd, free with free()), its length in *size; NULL when it
+   cannot be opened. */
+void *pf_test_read_file(const char *path, size_t *size);
+/* Writes n bytes to path, or exit(1) naming it. */
+void pf_test_write_file(const char *path, const void *data, size_t n);
+
+/* Big-endian 32-bit values, as PNG chunks store them. */
+uint32_t pf_test_get_be32(const unsigned char *p);
+void pf_test_put_be32(unsigned char *p, uint32_t v);
 
 #endif
