@@ -234,6 +234,14 @@ static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, u
                 file, n);
         return PF_PLUGIN;
     }
+    if ((unsigned)d->reduce_sum > PF_REDUCE_SUM_ROWS ||
+        (d->reduce_sum && d->kind != PF_STAGE_REDUCE)) {
+        pf_errf(e->errmsg,
+                "%s: stage '%s' declares reduce_sum %d; 0, PF_REDUCE_SUM_COLUMNS or "
+                "PF_REDUCE_SUM_ROWS, on reduce stages only",
+                file, n, d->reduce_sum);
+        return PF_PLUGIN;
+    }
     /* The defaults must be params the engine accepts (check(), the radius limit). */
     void *defaults = calloc(1, d->params_size ? d->params_size : 1);
     if (!defaults)

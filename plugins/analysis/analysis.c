@@ -330,8 +330,9 @@ REDUCE(histogram, "Per-channel histogram of RGBA over [0, 1]: bins rows of count
        .params_size = sizeof(pf_histogram_params), PF_PARAMS(histogram_params),
        .native_ok = histogram_native_ok, .run_native = histogram_native);
 REDUCE(colsum, "Per-column sums of RGBA: one row per image column", 1, .params_size = 0,
-       .cuda_scratch_bytes = PF_CUDA(colsum_cuda_scratch));
-REDUCE(rowsum, "Per-row sums of RGBA: one row per image row", 1, .params_size = 0);
+       .cuda_scratch_bytes = PF_CUDA(colsum_cuda_scratch), .reduce_sum = PF_REDUCE_SUM_COLUMNS);
+REDUCE(rowsum, "Per-row sums of RGBA: one row per image row", 1, .params_size = 0,
+       .reduce_sum = PF_REDUCE_SUM_ROWS);
 REDUCE(stats, "Min, max, mean and population standard deviation of RGBA, NaN ignored", 2,
        .params_size = 0, .row_name = stats_row_name,
        .cuda_scratch_bytes = PF_CUDA(stats_cuda_scratch));

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define PF_ABI_MAJOR         1
-#define PF_ABI_MINOR         2
+#define PF_ABI_MINOR         3
 #define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
 #define PF_MAX_INPUTS        8
@@ -300,7 +300,24 @@ typedef struct pf_stage_desc {
        engine would load (a histogram counting codes). */
     int (*native_ok)(const void *params);
     int (*run_native)(const pf_native_args *a);
+
+    /* ---- ABI 1.3 ---- */
+    /* reduce, optional: the table is a plain sum of the input's pixels, which the engine
+       may then compute itself on the GPU, fused behind the point stages that produce the
+       input (their ops run in registers on the way into the sum, so their image is never
+       written) and with the partial sums added on the device:
+         PF_REDUCE_SUM_COLUMNS  table row x (columns r, g, b, a): the sum over y of (x, y)
+         PF_REDUCE_SUM_ROWS     table row y: the sum over x of (x, y)
+       in double, in an order fixed by the sizes alone. 0 declares nothing: run_cuda and
+       combine do the work. The table's shape must be the one these sums fill (width
+       4; height the input's width or height), and run_cpu, run_cuda and combine must
+       compute the same sums, in any order of addition. */
+    int reduce_sum;
 } pf_stage_desc;
+
+/* pf_stage_desc.reduce_sum */
+#define PF_REDUCE_SUM_COLUMNS 1
+#define PF_REDUCE_SUM_ROWS    2
 
 /* pf_stage_desc.flags */
 /* point: output channel c of a pixel depends only on channel c of each input pixel and
