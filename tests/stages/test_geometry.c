@@ -8,7 +8,7 @@
  * crop, flip, rotate and pad against forward maps (each input pixel sent to where it
  * belongs), and against each other (four quarter turns, 180 as a flip of both axes);
  * rotate by any angle premultiplied against a bilinear sum at geometry.h's source
- * positions (tests/cli/stage_modes.c checks those positions against its own).
+ * positions (tests/stages/test_stage_modes.c checks those positions against its own).
  */
 #define FD_DRIVER_ONLY
 #include "test_filter.c"

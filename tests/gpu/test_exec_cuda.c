@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* tests/gpu/test_cuda_exec.c: the CUDA executor against the CPU executor.
+/* tests/gpu/test_exec_cuda.c: the CUDA executor against the CPU executor.
  *
  * Every example pipeline and a set of random point chains run on both executors, in
  * eager and graph mode, on random frames of odd sizes; 8-bit outputs may differ by one
@@ -635,7 +635,7 @@ static void test_streams(pf_rng *r)
 
 int main(void)
 {
-    if (!pf_test_cuda_device("test_cuda_exec"))
+    if (!pf_test_cuda_device("test_exec_cuda"))
         return PF_TEST_SKIPPED;
     eng = pf_test_engine();
     pf_rng r;
@@ -643,7 +643,7 @@ int main(void)
     if (getenv("PF_TEST_REPLAY")) { /* one random case, from its printed rng state */
         test_random_points(&r);
         pf_engine_destroy(eng);
-        return pf_test_done("test_cuda_exec");
+        return pf_test_done("test_exec_cuda");
     }
     test_conversions();
     test_examples(&r);
@@ -654,5 +654,5 @@ int main(void)
     test_kernel_cache(&r);
     test_streams(&r);
     pf_engine_destroy(eng);
-    return pf_test_done("test_cuda_exec");
+    return pf_test_done("test_exec_cuda");
 }

@@ -1,46 +1,28 @@
-/* tests/cli/stage_modes.c: the stage modes batch users reach for first, against
+/* tests/stages/test_stage_modes.c: the stage modes batch users reach for first, against
  * references written here from their documented meaning (double precision, libm's sin
  * and cos): resize into or over a box keeping the aspect ratio and shrink-only, crop by
  * percent and gravity, rotation by any angle (bilinear, fill, expanded or not), and an
  * overlay of another size at an offset or gravity.
  *
- *   stage_modes cpu|cuda
+ *   test_stage_modes cpu|cuda
  *
  * cuda runs the same cases on the CUDA backend and exits 77 (skipped) without a usable
  * device. Frames are float RGBA, so nothing is rounded at the edges.
  */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "pipefuse/pipefuse.h"
 #include "pipefuse/tools.h"
+#include "testutil.h"
 
-static int failures;
 static const char *backend = "cpu";
-
-#define CHECK(c, ...)                                                                              \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            failures++;                                                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 typedef struct img {
     int w, h;
     float *px; /* RGBA */
 } img;
 
-static unsigned long long rng = 88172645463325252ull;
-static double rnd(void)
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static pf_rng rng = {88172645463325252ull};
 
 static img make(int w, int h)
 {
@@ -50,7 +32,7 @@ static img make(int w, int h)
         exit(1);
     }
     for (size_t i = 0; i < 4 * (size_t)w * (size_t)h; i++)
-        m.px[i] = (float)rnd();
+        m.px[i] = pf_rng_float(&rng);
     return m;
 }
 
@@ -128,15 +110,9 @@ static int plan_size(pf_engine *e, const char *op, const char *params, int w, in
 /* Largest difference over every channel; a NaN (unwritten) counts as infinite. */
 static double maxdiff(const img *a, const img *b)
 {
-    if (a->w != b->w || a->h != b->h)
-        return INFINITY;
-    double m = 0;
-    for (size_t i = 0; i < 4 * (size_t)a->w * (size_t)a->h; i++) {
-        double d = fabs((double)a->px[i] - (double)b->px[i]);
-        if (!(d <= m))
-            m = isnan(d) ? INFINITY : d;
-    }
-    return m;
+    pf_image ia = {(pf_float4 *)a->px, a->w, a->h, sizeof(float) * 4 * (size_t)a->w};
+    pf_image ib = {(pf_float4 *)b->px, b->w, b->h, sizeof(float) * 4 * (size_t)b->w};
+    return pf_test_image_maxdiff(&ia, &ib);
 }
 
 /* ---- resize into and over a box, shrink-only ---------------------------------------------- */
@@ -165,19 +141,19 @@ static void test_resize(pf_engine *e)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int ow = 0, oh = 0;
         int rc = plan_size(e, "resize", cases[i].params, cases[i].w, cases[i].h, &ow, &oh);
-        CHECK(rc == 0 && ow == cases[i].ow && oh == cases[i].oh,
-              "resize %dx%d %s: %dx%d, expected %dx%d", cases[i].w, cases[i].h, cases[i].params, ow,
-              oh, cases[i].ow, cases[i].oh);
+        CHECKF(rc == 0 && ow == cases[i].ow && oh == cases[i].oh,
+               "resize %dx%d %s: %dx%d, expected %dx%d", cases[i].w, cases[i].h, cases[i].params,
+               ow, oh, cases[i].ow, cases[i].oh);
     }
     /* fitting is only a size: the pixels are those of the plain resize to it */
     img in = make(64, 48), a = {0}, b = {0};
     char err[4096];
-    CHECK(run(e, "resize", "{\"width\": 40, \"height\": 40, \"fit\": \"inside\"}", &in, NULL, &a,
-              err, sizeof err) == 0 &&
-              run(e, "resize", "{\"width\": 40, \"height\": 30}", &in, NULL, &b, err, sizeof err) ==
-                  0,
-          "resize: %s", err);
-    CHECK(a.w == 40 && a.h == 30 && maxdiff(&a, &b) == 0, "resize inside differs from 40x30");
+    CHECKF(run(e, "resize", "{\"width\": 40, \"height\": 40, \"fit\": \"inside\"}", &in, NULL, &a,
+               err, sizeof err) == 0 &&
+               run(e, "resize", "{\"width\": 40, \"height\": 30}", &in, NULL, &b, err,
+                   sizeof err) == 0,
+           "resize: %s", err);
+    CHECKF(a.w == 40 && a.h == 30 && maxdiff(&a, &b) == 0, "resize inside differs from 40x30");
     free(a.px), free(b.px), free(in.px);
 }
 
@@ -206,22 +182,22 @@ static void test_crop(pf_engine *e)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         img out = {0};
         if (run(e, "crop", cases[i].params, &in, NULL, &out, err, sizeof err) != 0) {
-            CHECK(0, "crop %s: %s", cases[i].params, err);
+            CHECKF(0, "crop %s: %s", cases[i].params, err);
             continue;
         }
         img want = {cases[i].w, cases[i].h, malloc(sizeof(float) * 4 * cases[i].w * cases[i].h)};
         for (int y = 0; y < want.h; y++)
             for (int x = 0; x < want.w; x++)
                 memcpy(at(&want, x, y), at(&in, cases[i].x + x, cases[i].y + y), 4 * sizeof(float));
-        CHECK(maxdiff(&out, &want) == 0, "crop %s: %dx%d, not the %dx%d at %d,%d", cases[i].params,
-              out.w, out.h, want.w, want.h, cases[i].x, cases[i].y);
+        CHECKF(maxdiff(&out, &want) == 0, "crop %s: %dx%d, not the %dx%d at %d,%d", cases[i].params,
+               out.w, out.h, want.w, want.h, cases[i].x, cases[i].y);
         free(out.px), free(want.px);
     }
     img out = {0};
-    CHECK(run(e, "crop", "{\"gravity\": \"right\", \"x\": 30, \"width\": 10}", &in, NULL, &out, err,
-              sizeof err) != 0 &&
-              strstr(err, "outside the 37x23 input"),
-          "crop outside the input: \"%s\"", err);
+    CHECKF(run(e, "crop", "{\"gravity\": \"right\", \"x\": 30, \"width\": 10}", &in, NULL, &out,
+               err, sizeof err) != 0 &&
+               strstr(err, "outside the 37x23 input"),
+           "crop outside the input: \"%s\"", err);
     free(out.px);
     free(in.px);
 }
@@ -277,20 +253,20 @@ static void test_rotate(pf_engine *e)
                      angles[i], expand ? "true" : "false");
             img out = {0}, want = ref_rotate(&in, angles[i], expand, fill);
             if (run(e, "rotate", params, &in, NULL, &out, err, sizeof err) != 0) {
-                CHECK(0, "rotate %s: %s", params, err);
+                CHECKF(0, "rotate %s: %s", params, err);
             } else {
                 double d = maxdiff(&out, &want);
-                CHECK(d <= 2e-6, "rotate %s: %dx%d (reference %dx%d), largest difference %g",
-                      params, out.w, out.h, want.w, want.h, d);
+                CHECKF(d <= 2e-6, "rotate %s: %dx%d (reference %dx%d), largest difference %g",
+                       params, out.w, out.h, want.w, want.h, d);
             }
             free(out.px), free(want.px);
         }
     /* 90 degrees by any-angle is the quarter turn, bit for bit */
     img a = {0}, b = {0};
-    CHECK(run(e, "rotate", "{\"degrees\": 90}", &in, NULL, &a, err, sizeof err) == 0 &&
-              run(e, "rotate", "{\"angle\": \"90\"}", &in, NULL, &b, err, sizeof err) == 0 &&
-              maxdiff(&a, &b) == 0,
-          "rotate degrees 90 differs from angle 90 (%s)", err);
+    CHECKF(run(e, "rotate", "{\"degrees\": 90}", &in, NULL, &a, err, sizeof err) == 0 &&
+               run(e, "rotate", "{\"angle\": \"90\"}", &in, NULL, &b, err, sizeof err) == 0 &&
+               maxdiff(&a, &b) == 0,
+           "rotate degrees 90 differs from angle 90 (%s)", err);
     free(a.px), free(b.px), free(in.px);
 }
 
@@ -317,7 +293,7 @@ static void test_overlay(pf_engine *e)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         img *o = cases[i].use_big ? &big : &logo, out = {0};
         if (run(e, "overlay", cases[i].params, &base, o, &out, err, sizeof err) != 0) {
-            CHECK(0, "overlay %s: %s", cases[i].params, err);
+            CHECKF(0, "overlay %s: %s", cases[i].params, err);
             continue;
         }
         img want = {base.w, base.h, malloc(sizeof(float) * 4 * base.w * base.h)};
@@ -336,7 +312,7 @@ static void test_overlay(pf_engine *e)
                 w[3] = (float)alpha;
             }
         double d = maxdiff(&out, &want);
-        CHECK(d <= 1e-6, "overlay %s: largest difference %g", cases[i].params, d);
+        CHECKF(d <= 1e-6, "overlay %s: largest difference %g", cases[i].params, d);
         free(out.px), free(want.px);
     }
     free(base.px), free(logo.px), free(big.px);
@@ -345,31 +321,22 @@ static void test_overlay(pf_engine *e)
 int main(int argc, char **argv)
 {
     if (argc != 2 || (strcmp(argv[1], "cpu") && strcmp(argv[1], "cuda"))) {
-        fprintf(stderr, "usage: stage_modes cpu|cuda\n");
+        fprintf(stderr, "usage: test_stage_modes cpu|cuda\n");
         return 2;
     }
     backend = argv[1];
-    pf_engine *e = NULL;
-    if (pf_engine_create(NULL, &e) != PF_OK) {
-        fprintf(stderr, "engine: %s\n", e ? pf_engine_errmsg(e) : "no memory");
-        pf_engine_destroy(e);
-        return 1;
-    }
+    pf_engine *e = pf_test_engine();
     char why[512];
     if (strcmp(backend, "cuda") == 0 && !pf_engine_cuda_usable(e, why, sizeof why)) {
-        printf("skipped: %s\n", why);
+        printf("test_stage_modes cuda: skipped: %s\n", why);
         pf_engine_destroy(e);
-        return 77;
+        return PF_TEST_SKIPPED;
     }
     test_resize(e);
     test_crop(e);
     test_rotate(e);
     test_overlay(e);
     pf_engine_destroy(e);
-    if (failures) {
-        fprintf(stderr, "stage_modes %s: %d failure(s)\n", backend, failures);
-        return 1;
-    }
-    printf("stage_modes %s: ok\n", backend);
-    return 0;
+    return pf_test_done(strcmp(backend, "cuda") == 0 ? "test_stage_modes cuda"
+                                                     : "test_stage_modes cpu");
 }

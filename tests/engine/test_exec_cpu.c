@@ -1,4 +1,4 @@
-/* tests/engine/test_exec.c: the CPU executor (engine/exec_cpu.c, frame.c, api.c's run)
+/* tests/engine/test_exec_cpu.c: the CPU executor (engine/exec_cpu.c, frame.c, api.c's run)
  * against references computed here from the documented formulas, on random frames of
  * odd sizes in every sample format; outputs are poisoned before each run so that
  * unwritten pixels show.
@@ -1000,5 +1000,5 @@ int main(void)
     test_layouts();
     test_table_resize();
     pf_engine_destroy(eng);
-    return pf_test_done("test_exec");
+    return pf_test_done("test_exec_cpu");
 }
