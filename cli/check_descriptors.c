@@ -1,5 +1,6 @@
 /* cli/check_descriptors.c: `pipefuse plugin check`, the plugin file's permissions and its
    descriptor, read field by field and each stage declaration checked. */
+#include "pipefuse/stage_check.h"
 #include "plugin_check.h"
 
 /* ---- The file and its descriptor ----------------------------------------------------------- */
@@ -69,27 +70,48 @@ static void plugin_host_log(int level, const char *msg)
     printf("        (plugin log: %s)\n", msg ? msg : "");
 }
 
-/* One stage descriptor, as the engine reads it. */
+/* What plugin check makes of the validator's findings (pipefuse/stage_check.h): errors
+   and faults fail at once, with their fix; warnings come after the stage's summary line. */
+#define PC_MAX_WARN 8
+
+typedef struct decl_report {
+    pc *c;
+    int n_warn;
+    char warn[PC_MAX_WARN][1024], fix[PC_MAX_WARN][512];
+} decl_report;
+
+static int on_finding(void *user, const pf_check_finding *f)
+{
+    decl_report *r = user;
+    if (f->level != PF_CHECK_WARNING) {
+        fail(r->c, f->fix, "%s", f->message);
+    } else if (r->n_warn < PC_MAX_WARN) {
+        pc_copy_text(r->warn[r->n_warn], sizeof r->warn[0], f->message);
+        pc_copy_text(r->fix[r->n_warn], sizeof r->fix[0], f->fix);
+        r->n_warn++;
+    }
+    return 0;
+}
+
+/* One stage descriptor: the engine's rules (pf_stage_check, every finding), the names of
+   the plugin's other stages, and what the point op calls. */
 static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const pf_plugin_desc *pd)
 {
-    char label[96];
     if (!src) {
         fail(c, "list only defined stages", "stage %d of %d is NULL", index + 1, pd->n_stages);
         return;
     }
-    if (src->size < offsetof(pf_stage_desc, cost)) {
-        fail(c, "set .size = PF_STAGE_DESC_SIZE in every stage descriptor",
-             "stage %d: descriptor too small (%u bytes)", index + 1, src->size);
+    int failed = c->failed;
+    decl_report r = {.c = c};
+    pc_doing("stage %d's descriptor (check() and radius() run on its defaults)", index + 1);
+    if (pf_stage_check(src, c->abi_minor, on_finding, &r) < 0)
+        fail(c, NULL, "stage %d: out of memory checking its descriptor", index + 1);
+    if (src->size < offsetof(pf_stage_desc, cost))
         return;
-    }
     pf_stage_desc d;
     memset(&d, 0, sizeof d);
     memcpy(&d, src, src->size < sizeof d ? src->size : sizeof d);
-    snprintf(label, sizeof label, "%s", pc_is_identifier(d.name) ? d.name : "?");
-    int before = c->failed;
-    if (!pc_is_identifier(d.name))
-        fail(c, "name stages as C identifiers (letters, digits, _): pipeline files refer to them",
-             "stage %d: name '%s' is not an identifier", index + 1, d.name ? d.name : "NULL");
+    const char *label = pc_is_identifier(d.name) ? d.name : "?";
     for (int j = 0; j < index && pc_is_identifier(d.name); j++) {
         const pf_stage_desc *o = pd->stages[j];
         if (o && o->size >= offsetof(pf_stage_desc, cost) && o->name &&
@@ -97,99 +119,28 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
             fail(c, "give each stage its own name", "%s: two stages of the plugin have this name",
                  label);
     }
-    if (!d.doc || !d.doc[0])
-        fail(c, "set .doc: `pipefuse stages` shows it to users", "%s: no doc string", label);
-    if ((unsigned)d.kind > PF_STAGE_REDUCE) {
-        fail(c, "set .kind to PF_STAGE_POINT, _STENCIL, _RESAMPLE or _REDUCE",
-             "%s: unknown kind %d", label, (int)d.kind);
-        return;
-    }
-    if (d.n_inputs < 1 || d.n_inputs > PF_MAX_INPUTS)
-        fail(c, "set .n_inputs", "%s: takes %d inputs; 1 to %d are allowed", label, d.n_inputs,
-             PF_MAX_INPUTS);
-    const char *missing = NULL;
-    switch (d.kind) {
-    case PF_STAGE_POINT:
-        missing = !d.point_row ? "point_row" : NULL;
-        break;
-    case PF_STAGE_STENCIL:
-        missing = !d.run_cpu ? "run_cpu" : !d.radius ? "radius" : NULL;
-        break;
-    case PF_STAGE_RESAMPLE:
-        missing = !d.run_cpu ? "run_cpu" : !d.shape ? "shape" : NULL;
-        break;
-    case PF_STAGE_REDUCE:
-        missing = !d.run_cpu       ? "run_cpu"
-                  : !d.shape       ? "shape"
-                  : !d.partial_len ? "partial_len"
-                  : !d.combine     ? "combine"
-                                   : NULL;
-        break;
-    }
-    if (missing)
-        fail(c, "every stage of this kind needs it (docs/plugins.md lists what each kind needs)",
-             "%s: a %s stage without %s", label, pc_kind_names[d.kind], missing);
-    if (d.kind == PF_STAGE_POINT && d.point_source) {
-        if (!d.point_fn || !d.params_type)
-            fail(c, "use PF_POINT_DESC(fn, T, source), which sets all three",
-                 "%s: point_source without point_fn or params_type", label);
-        else if (!strstr(d.point_source, d.point_fn) || !strstr(d.point_source, d.params_type))
-            fail(c,
-                 "point_fn and params_type must name the op and its params struct as the "
-                 "header spells them",
-                 "%s: the point source does not mention %s", label,
-                 !strstr(d.point_source, d.point_fn) ? d.point_fn : d.params_type);
-        char callee[64];
-        int line = 0;
-        if (pc_forbidden_call(d.point_source, callee, sizeof callee, &line))
-            fail(c,
-                 "a point op may call only its own PF_POINT_FN functions, the pf_* helpers and "
-                 "PF_* macros of pipefuse/point.h, and the maths functions docs/plugins.md "
-                 "lists (no I/O, memory or process functions: the op runs once per pixel, on "
-                 "the GPU too)",
-                 "%s: the op header calls %s() (line %d), which a point op may not use", label,
-                 callee, line);
-    }
-    int bad_params = pc_check_params(c, label, &d);
-    if (!bad_params && (d.check || (d.kind == PF_STAGE_STENCIL && d.radius))) {
-        pc_params ps;
-        char why[512];
-        pc_doing("stage %s: check() on its defaults", label);
-        if (pc_make_params(c, &d, 0, &ps, why, sizeof why) != 0) {
-            fail(c, "make the defaults pass the stage's own check()", "%s: %s", label, why);
-        } else if (d.kind == PF_STAGE_STENCIL && d.radius) {
-            pc_doing("stage %s: radius() on its defaults", label);
-            int r = d.radius(ps.st);
-            if (r < 0 || r > PF_MAX_RADIUS)
-                fail(c,
-                     "return the farthest distance the stage reads, 0 to PF_MAX_RADIUS; a "
-                     "stage needing more must work another way (a resample, or passes)",
-                     "%s: radius() returns %d with the default params; the engine allows 0 to "
-                     "%d (PF_MAX_RADIUS)",
-                     label, r, PF_MAX_RADIUS);
-        }
-        pc_params_free(&ps);
-    }
-    if (c->failed == before && d.n_params == 0)
+    char callee[64];
+    int line = 0;
+    if (d.kind == PF_STAGE_POINT && d.point_source &&
+        pc_forbidden_call(d.point_source, callee, sizeof callee, &line))
+        fail(c,
+             "a point op may call only its own PF_POINT_FN functions, the pf_* helpers and "
+             "PF_* macros of pipefuse/point.h, and the maths functions docs/plugins.md "
+             "lists (no I/O, memory or process functions: the op runs once per pixel, on "
+             "the GPU too)",
+             "%s: the op header calls %s() (line %d), which a point op may not use", label, callee,
+             line);
+    if (c->failed == failed && d.n_params == 0)
         pass(c, "%s: %s, %d input%s, no parameters", label, pc_kind_names[d.kind], d.n_inputs,
              d.n_inputs > 1 ? "s" : "");
-    else if (c->failed == before)
+    else if (c->failed == failed)
         pass(c,
              "%s: %s, %d input%s, %d parameter%s: documented, names unique, defaults in "
              "range",
              label, pc_kind_names[d.kind], d.n_inputs, d.n_inputs > 1 ? "s" : "", d.n_params,
              d.n_params == 1 ? "" : "s");
-    if (d.kind == PF_STAGE_POINT && !d.point_source)
-        warn(c,
-             "%s: no point source (point_source is NULL): it cannot fuse, so each use costs a "
-             "launch and a trip through memory",
-             label);
-    if (!pc_has_cuda(&d))
-        warn(c, "%s: no CUDA implementation (%s is NULL): pipelines using it run on the CPU%s",
-             label, d.kind == PF_STAGE_POINT ? "point_cuda" : "run_cuda",
-             " (was the plugin built without its CUDA sources?)");
-    if (d.kind == PF_STAGE_REDUCE && !d.columns)
-        warn(c, "%s: no column names (columns is NULL): table outputs get numbered columns", label);
+    for (int k = 0; k < r.n_warn; k++)
+        pc_note(c, PC_WARN, r.fix[k], "%s", r.warn[k]);
 }
 
 /* Opens the file and checks its descriptor. Returns the dlopen handle (to close at the

@@ -1,21 +1,9 @@
-/* cli/check_params.c: `pipefuse plugin check`, the parameter sets the runs use, and a stage's
-   parameter table checked row by row. */
+/* cli/check_params.c: `pipefuse plugin check`, the parameter sets the runs use: a stage's
+   defaults and random sets within its declared ranges, as structs and as JSON. (The table's
+   rules are the engine's: pf_stage_check.) */
 #include "plugin_check.h"
 
 /* ---- Parameter sets --------------------------------------------------------------------- */
-
-static size_t param_bytes(const pf_param_desc *pd)
-{
-    return pd->type == PF_PARAM_FLOAT_ARRAY
-               ? sizeof(float) * (size_t)(pd->count > 0 ? pd->count : 0)
-           : pd->type == PF_PARAM_FLOAT ? sizeof(float)
-                                        : sizeof(int);
-}
-
-static int in_range(const pf_param_desc *pd, double v)
-{
-    return pd->min > pd->max || (v >= pd->min && v <= pd->max);
-}
 
 static int enum_count(const pf_param_desc *pd)
 {
@@ -129,120 +117,4 @@ void pc_params_free(pc_params *ps)
 {
     free(ps->st);
     ps->st = NULL;
-}
-
-/* ---- The parameter table ---------------------------------------------------------------- */
-
-static const char *const fix_table =
-    "correct the row in the parameter table; the engine refuses the plugin otherwise";
-
-/* The parameter table of stage label (d copied to full size). Returns failures found. */
-int pc_check_params(pc *c, const char *label, const pf_stage_desc *d)
-{
-    int bad = 0;
-    if (d->n_params < 0 || (d->n_params > 0 && !d->params)) {
-        fail(c, "use PF_PARAMS(table) to set .params and .n_params together",
-             "%s: bad parameter table (n_params %d, params %s)", label, d->n_params,
-             d->params ? "set" : "NULL");
-        return 1;
-    }
-    for (int i = 0; i < d->n_params; i++) {
-        const pf_param_desc *pd = &d->params[i];
-        char pn[128];
-        snprintf(pn, sizeof pn, "%s.%s", label, pc_is_identifier(pd->name) ? pd->name : "?");
-        if (!pc_is_identifier(pd->name)) {
-            fail(c, "name parameters as C identifiers (letters, digits, _)",
-                 "%s: parameter %d has no valid name ('%s')", label, i,
-                 pd->name ? pd->name : "NULL");
-            bad++;
-            continue;
-        }
-        for (int j = 0; j < i; j++)
-            if (d->params[j].name && strcmp(d->params[j].name, pd->name) == 0) {
-                fail(c, "give each parameter its own name", "%s: declared twice (rows %d and %d)",
-                     pn, j, i);
-                bad++;
-            }
-        if (!pd->doc || !pd->doc[0]) {
-            fail(c, "add a doc string to the row: `pipefuse stages` shows it to users",
-                 "%s: no doc string", pn);
-            bad++;
-        }
-        if ((unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
-            fail(c, fix_table, "%s: unknown type %d", pn, (int)pd->type);
-            bad++;
-            continue;
-        }
-        size_t bytes = param_bytes(pd);
-        if (pd->offset + bytes > d->params_size || pd->offset % 4) {
-            fail(c,
-                 "bind the row with PF_OFFSET(struct, field) and set .params_size = "
-                 "sizeof(struct) (PF_POINT_DESC does both for point stages)",
-                 "%s: its field (offset %zu, %zu bytes) does not fit the %zu-byte params struct",
-                 pn, pd->offset, bytes, d->params_size);
-            bad++;
-            continue;
-        }
-        for (int j = 0; j < i; j++) {
-            const pf_param_desc *q = &d->params[j];
-            if ((unsigned)q->type <= PF_PARAM_FLOAT_ARRAY && q->name &&
-                pd->offset < q->offset + param_bytes(q) && q->offset < pd->offset + bytes) {
-                fail(c, "each row needs a field of its own (a copied PF_OFFSET?)",
-                     "%s and %s.%s share bytes of the params struct", pn, label, q->name);
-                bad++;
-            }
-        }
-        int ranged = pd->type == PF_PARAM_FLOAT || pd->type == PF_PARAM_INT ||
-                     pd->type == PF_PARAM_FLOAT_ARRAY;
-        if (ranged && (isnan(pd->min) || isnan(pd->max))) {
-            fail(c, "write PF_NO_MIN or PF_NO_MAX for a side without a bound",
-                 "%s: a bound of its range is NaN", pn);
-            bad++;
-            continue;
-        }
-        if (ranged && pd->min > pd->max && c->abi_minor >= 1) {
-            fail(c,
-                 "swap the bounds, or write PF_NO_MIN / PF_NO_MAX for a side without one (min > "
-                 "max no longer means unbounded; the engine refuses the plugin)",
-                 "%s: min %g is above max %g", pn, pd->min, pd->max);
-            bad++;
-            continue;
-        }
-        if (ranged && pd->min > pd->max)
-            warn(c,
-                 "%s: min %g > max %g means unbounded for a plugin built for ABI 1.0; rebuilt "
-                 "against this pipefuse it is refused: write PF_NO_MIN / PF_NO_MAX",
-                 pn, pd->min, pd->max);
-        if (pd->type == PF_PARAM_ENUM) {
-            int n = enum_count(pd);
-            if (n == 0 || pd->def < 0 || pd->def >= n || pd->def != floor(pd->def)) {
-                fail(c, fix_table, "%s: enum default %g is not an index into its %d choices", pn,
-                     pd->def, n);
-                bad++;
-            }
-        } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
-            if (pd->count <= 0 || !pd->def_array) {
-                fail(c, "set .count and .def_array (count defaults)",
-                     "%s: float array without count or defaults", pn);
-                bad++;
-            } else {
-                for (int k = 0; k < pd->count; k++)
-                    if (!in_range(pd, pd->def_array[k])) {
-                        fail(c, fix_table, "%s: default[%d] = %g is outside its range [%g, %g]", pn,
-                             k, pd->def_array[k], pd->min, pd->max);
-                        bad++;
-                        break;
-                    }
-            }
-        } else if (!in_range(pd, pd->def)) {
-            fail(c, fix_table, "%s: default %g is outside its range [%g, %g]", pn, pd->def, pd->min,
-                 pd->max);
-            bad++;
-        } else if (pd->type == PF_PARAM_BOOL && pd->def != 0 && pd->def != 1) {
-            warn(c, "%s: a bool default of %g (taken as true)", pn, pd->def);
-        } else if (pd->type == PF_PARAM_INT && pd->def != floor(pd->def)) {
-            warn(c, "%s: an int default of %g (truncated to %d)", pn, pd->def, (int)pd->def);
-        }
-    }
-    return bad;
 }

@@ -122,7 +122,6 @@ pc_diff pc_table_compare(const double *a, const double *b, int rows, int cols, d
 
 /* ---- check_params.c --------------------------------------------------------------------- */
 
-int pc_check_params(pc *c, const char *label, const pf_stage_desc *d);
 int pc_make_params(pc *c, const pf_stage_desc *d, int random, pc_params *ps, char *why,
                    size_t why_size);
 void pc_params_free(pc_params *ps);

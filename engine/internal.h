@@ -97,13 +97,17 @@ struct pf_engine {
    (the closest name, plugins that were skipped, where plugins come from). */
 int pf_engine_lookup_stage(const pf_engine *e, const char *op, char *err, size_t err_size);
 /* A stage's params as the engine accepts them: d->check() passes and a stencil's
-   radius() is within [0, PF_MAX_RADIUS]. 0, or non-zero with a message in err. */
+   radius() is within [0, PF_MAX_RADIUS]. 0, or with a message in err 1 (check() refuses
+   them) or 2 (the radius). stage_check.c, with the descriptor rules. */
 int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, size_t err_size);
 
 /* ---- Parameters (params.c) ----------------------------------------------------------------- */
 
 /* Writes every default of d's table into params (params_size bytes, zeroed first). */
 void pf_params_init(const pf_stage_desc *d, void *params);
+/* The bytes of a row's field (0 for an array of no elements), and an enum's choices. */
+size_t pf_param_bytes(const pf_param_desc *pd);
+int pf_param_enum_count(const pf_param_desc *pd);
 /* The table row named name, or NULL. */
 const pf_param_desc *pf_param_find(const pf_stage_desc *d, const char *name);
 /* Type-checks and range-checks a JSON value for one row and stores it into params.

@@ -17,7 +17,7 @@
 
 #define FIELD(params, pd, T) ((T *)(void *)((char *)(params) + (pd)->offset))
 
-static size_t field_bytes(const pf_param_desc *pd)
+size_t pf_param_bytes(const pf_param_desc *pd)
 {
     switch (pd->type) {
     case PF_PARAM_FLOAT:
@@ -34,7 +34,7 @@ void pf_params_init(const pf_stage_desc *d, void *params)
     memset(params, 0, d->params_size);
     for (int i = 0; i < d->n_params; i++) {
         const pf_param_desc *pd = &d->params[i];
-        if (pd->offset + field_bytes(pd) > d->params_size)
+        if (pd->offset + pf_param_bytes(pd) > d->params_size)
             continue; /* refused at plugin load; never write outside the struct */
         switch (pd->type) {
         case PF_PARAM_FLOAT:
@@ -188,7 +188,7 @@ static int get_int(const pf_param_desc *pd, const json_t *v, int *out, char *err
     return PF_OK;
 }
 
-static int enum_count(const pf_param_desc *pd)
+int pf_param_enum_count(const pf_param_desc *pd)
 {
     int n = 0;
     while (pd->enum_names && pd->enum_names[n])
@@ -212,7 +212,7 @@ static void enum_list(const pf_param_desc *pd, char *buf, size_t size)
 static int get_enum(const pf_param_desc *pd, const json_t *v, int *out, char *err, size_t err_size)
 {
     char names[1024], got[64];
-    int n = enum_count(pd);
+    int n = pf_param_enum_count(pd);
     enum_list(pd, names, sizeof names);
     if (!json_is_string(v)) {
         describe(v, got, sizeof got);
@@ -333,7 +333,7 @@ void pf_param_format(const pf_param_desc *pd, const void *params, char *buf, siz
         break;
     case PF_PARAM_ENUM: {
         int i = *(const int *)(const void *)(base + pd->offset);
-        if (i >= 0 && i < enum_count(pd))
+        if (i >= 0 && i < pf_param_enum_count(pd))
             snprintf(buf, size, "\"%s\"", pd->enum_names[i]);
         else
             snprintf(buf, size, "%d", i);

@@ -18,7 +18,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,6 +26,7 @@
 #include "exec_cuda.h"
 #include "internal.h"
 #include "hostmem.h"
+#include "pipefuse/stage_check.h"
 #include "threadpool.h"
 
 #define PF_API         __attribute__((visibility("default")))
@@ -59,202 +59,19 @@ static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_l
 
 /* ---- Descriptor checks ----------------------------------------------------------------- */
 
-static size_t param_bytes(const pf_param_desc *pd)
-{
-    return pd->type == PF_PARAM_FLOAT_ARRAY
-               ? sizeof(float) * (size_t)pd->count
-               : (pd->type == PF_PARAM_FLOAT ? sizeof(float) : sizeof(int));
-}
+/* The loader's side of pf_stage_check (stage_check.c): the first error, with the file. */
+typedef struct first_error {
+    pf_engine *e;
+    const char *file;
+} first_error;
 
-static int in_range(const pf_param_desc *pd, double v)
+static int on_finding(void *user, const pf_check_finding *f)
 {
-    return pd->min > pd->max || (v >= pd->min && v <= pd->max);
-}
-
-int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, size_t err_size)
-{
-    if (err_size)
-        err[0] = 0;
-    if (d->check && d->check(params, err, err_size) != 0) {
-        if (err_size && !err[0])
-            snprintf(err, err_size, "invalid parameters");
-        return 1;
-    }
-    if (d->kind == PF_STAGE_STENCIL && d->radius) {
-        int r = d->radius(params);
-        if (r < 0 || r > PF_MAX_RADIUS) {
-            snprintf(err, err_size,
-                     "these params make radius() return %d; a stencil's radius must be 0 to %d "
-                     "(PF_MAX_RADIUS)",
-                     r, PF_MAX_RADIUS);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Row i of d's parameter table: name, type, field, range and default. */
-static int check_param(pf_engine *e, const char *file, const pf_stage_desc *d, int i,
-                       unsigned abi_minor)
-{
-    const char *n = d->name ? d->name : "(unnamed)";
-    const pf_param_desc *pd = &d->params[i];
-    const char *pn = pd->name ? pd->name : "(unnamed)";
-    if (!pf_is_identifier(pd->name) || (unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
-        pf_errf(e->errmsg, "%s: %s.%s: bad parameter name or type", file, n, pn);
-        return PF_PLUGIN;
-    }
-    for (int j = 0; j < i; j++)
-        if (strcmp(d->params[j].name, pd->name) == 0) {
-            pf_errf(e->errmsg, "%s: %s.%s: parameter declared twice", file, n, pn);
-            return PF_PLUGIN;
-        }
-    if (pd->offset + param_bytes(pd) > d->params_size || pd->offset % 4) {
-        pf_errf(e->errmsg, "%s: %s.%s: field at offset %zu does not fit the %zu-byte params struct",
-                file, n, pn, pd->offset, d->params_size);
-        return PF_PLUGIN;
-    }
-    int ranged =
-        pd->type == PF_PARAM_FLOAT || pd->type == PF_PARAM_INT || pd->type == PF_PARAM_FLOAT_ARRAY;
-    if (ranged && (isnan(pd->min) || isnan(pd->max))) {
-        pf_errf(e->errmsg,
-                "%s: %s.%s: a range bound is NaN; write PF_NO_MIN / PF_NO_MAX for "
-                "no bound",
-                file, n, pn);
-        return PF_PLUGIN;
-    }
-    /* ABI 1.0 plugins meant "unbounded" by min > max; from 1.1 it is a mistake. */
-    if (ranged && pd->min > pd->max && abi_minor >= 1) {
-        pf_errf(e->errmsg,
-                "%s: %s.%s: min %g is above max %g (swapped?); write PF_NO_MIN / PF_NO_MAX "
-                "for no bound",
-                file, n, pn, pd->min, pd->max);
-        return PF_PLUGIN;
-    }
-    if (pd->type == PF_PARAM_ENUM) {
-        int count = 0;
-        while (pd->enum_names && pd->enum_names[count])
-            count++;
-        if (count == 0 || !(pd->def >= 0 && pd->def < count)) {
-            pf_errf(e->errmsg, "%s: %s.%s: enum default %g is not an index into its %d choices",
-                    file, n, pn, pd->def, count);
-            return PF_PLUGIN;
-        }
-    } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
-        if (pd->count <= 0 || !pd->def_array) {
-            pf_errf(e->errmsg, "%s: %s.%s: float array without count or defaults", file, n, pn);
-            return PF_PLUGIN;
-        }
-        for (int k = 0; k < pd->count; k++)
-            if (!in_range(pd, pd->def_array[k])) {
-                pf_errf(e->errmsg,
-                        "%s: %s.%s: default element [%d] = %g is outside the declared range "
-                        "[%g, %g]",
-                        file, n, pn, k, pd->def_array[k], pd->min, pd->max);
-                return PF_PLUGIN;
-            }
-    } else if (!in_range(pd, pd->def)) {
-        pf_errf(e->errmsg, "%s: %s.%s: default %g is outside the declared range [%g, %g]", file, n,
-                pn, pd->def, pd->min, pd->max);
-        return PF_PLUGIN;
-    }
-    return PF_OK;
-}
-
-/* The declarations the planner and executors rely on. abi_minor is the plugin's. */
-static int check_stage(pf_engine *e, const char *file, const pf_stage_desc *d, unsigned abi_minor)
-{
-    const char *n = d->name ? d->name : "(unnamed)";
-    if (!pf_is_identifier(d->name)) {
-        pf_errf(e->errmsg, "%s: stage name '%s' is not an identifier", file, n);
-        return PF_PLUGIN;
-    }
-    if ((unsigned)d->kind > PF_STAGE_REDUCE) {
-        pf_errf(e->errmsg, "%s: stage '%s' has unknown kind %d", file, n, (int)d->kind);
-        return PF_PLUGIN;
-    }
-    if (d->n_inputs < 1 || d->n_inputs > PF_MAX_INPUTS) {
-        pf_errf(e->errmsg, "%s: stage '%s' takes %d inputs; 1 to %d are allowed", file, n,
-                d->n_inputs, PF_MAX_INPUTS);
-        return PF_PLUGIN;
-    }
-    const char *missing = NULL;
-    switch (d->kind) {
-    case PF_STAGE_POINT:
-        missing = !d->point_row ? "point_row" : NULL;
-        break;
-    case PF_STAGE_STENCIL:
-        missing = !d->run_cpu ? "run_cpu" : (!d->radius ? "radius" : NULL);
-        break;
-    case PF_STAGE_RESAMPLE:
-        missing = !d->run_cpu ? "run_cpu" : (!d->shape ? "shape" : NULL);
-        break;
-    case PF_STAGE_REDUCE:
-        missing = !d->run_cpu       ? "run_cpu"
-                  : !d->shape       ? "shape"
-                  : !d->partial_len ? "partial_len"
-                  : !d->combine     ? "combine"
-                                    : NULL;
-        break;
-    }
-    if (missing) {
-        pf_errf(e->errmsg, "%s: stage '%s' declares no %s", file, n, missing);
-        return PF_PLUGIN;
-    }
-    if (d->kind == PF_STAGE_POINT && d->point_source && (!d->point_fn || !d->params_type)) {
-        pf_errf(e->errmsg, "%s: stage '%s' has point source but no point_fn/params_type", file, n);
-        return PF_PLUGIN;
-    }
-    if (d->n_params < 0 || (d->n_params > 0 && !d->params)) {
-        pf_errf(e->errmsg, "%s: stage '%s' has a bad parameter table", file, n);
-        return PF_PLUGIN;
-    }
-    for (int i = 0; i < d->n_params; i++) {
-        int rc = check_param(e, file, d, i, abi_minor);
-        if (rc != PF_OK)
-            return rc;
-    }
-    if ((unsigned)d->out_channels > 4) {
-        pf_errf(e->errmsg, "%s: stage '%s' declares out_channels %d; 0 to 4 are allowed", file, n,
-                d->out_channels);
-        return PF_PLUGIN;
-    }
-    if ((d->flags & ~PF_STAGE_FLAGS_KNOWN) ||
-        ((d->flags & PF_STAGE_PER_CHANNEL) && d->kind != PF_STAGE_POINT)) {
-        pf_errf(e->errmsg, "%s: stage '%s' declares flags 0x%x; this engine knows 0x%x%s", file, n,
-                d->flags, PF_STAGE_FLAGS_KNOWN,
-                d->kind != PF_STAGE_POINT ? ", none of them for a stage that is not a point" : "");
-        return PF_PLUGIN;
-    }
-    if (!d->native_ok != !d->run_native ||
-        (d->run_native && d->kind != PF_STAGE_RESAMPLE && d->kind != PF_STAGE_REDUCE)) {
-        pf_errf(e->errmsg,
-                "%s: stage '%s': native_ok and run_native come together, on resample and reduce "
-                "stages only",
-                file, n);
-        return PF_PLUGIN;
-    }
-    if ((unsigned)d->reduce_sum > PF_REDUCE_SUM_ROWS ||
-        (d->reduce_sum && d->kind != PF_STAGE_REDUCE)) {
-        pf_errf(e->errmsg,
-                "%s: stage '%s' declares reduce_sum %d; 0, PF_REDUCE_SUM_COLUMNS or "
-                "PF_REDUCE_SUM_ROWS, on reduce stages only",
-                file, n, d->reduce_sum);
-        return PF_PLUGIN;
-    }
-    /* The defaults must be params the engine accepts (check(), the radius limit). */
-    void *defaults = calloc(1, d->params_size ? d->params_size : 1);
-    if (!defaults)
-        return PF_NO_MEMORY;
-    pf_params_init(d, defaults);
-    char why[512];
-    int bad = pf_stage_params_ok(d, defaults, why, sizeof why);
-    free(defaults);
-    if (bad) {
-        pf_errf(e->errmsg, "%s: stage '%s' with its default params: %s", file, n, why);
-        return PF_PLUGIN;
-    }
-    return PF_OK;
+    first_error *fe = user;
+    if (f->level != PF_CHECK_ERROR)
+        return 0;
+    pf_errf(fe->e->errmsg, "%s: %s", fe->file, f->message);
+    return 1;
 }
 
 /* ---- Loading ------------------------------------------------------------------------------ */
@@ -329,16 +146,17 @@ static const char *plugin_name_of(const pf_engine *e, int i)
 
 static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_desc *src)
 {
-    if (src->size < offsetof(pf_stage_desc, cost)) {
-        pf_errf(e->errmsg, "%s: stage descriptor too small (%u bytes)", file, src->size);
-        return PF_PLUGIN;
-    }
+    first_error fe = {e, file};
+    int errors =
+        pf_stage_check(src, e->plugins[plugin].desc->abi_version & 0xffff, on_finding, &fe);
+    if (errors != 0)
+        return errors < 0 ? PF_NO_MEMORY : PF_PLUGIN;
     /* Copy what the plugin's struct holds; fields it is too old to have stay zero. */
     pf_stage_desc *d = calloc(1, sizeof *d);
     if (!d)
         return PF_NO_MEMORY;
     memcpy(d, src, src->size < sizeof *d ? src->size : sizeof *d);
-    int rc = check_stage(e, file, d, e->plugins[plugin].desc->abi_version & 0xffff);
+    int rc = PF_OK;
     for (int i = 0; rc == PF_OK && i < e->n_stages; i++) {
         if (strcmp(e->stages[i].desc->name, d->name) != 0)
             continue;

@@ -386,6 +386,36 @@ static void test_ranges(void)
     pf_engine_destroy(e);
 }
 
+/* reduce_sum (ABI 1.3): a value the engine does not know, or one on a stage that is not
+   a reduce, is refused; a sum whose table has another shape is a fault plugin check
+   reports, and the engine loads the stage. */
+static void test_reduce_sum(void)
+{
+    const char *d = case_dir("reduce_sum");
+    expect_refused("reduce_sum 3", d, file_in(d, "rsum.so"), "tp_reduce_sum: declares reduce_sum 3",
+                   "PF_REDUCE_SUM_COLUMNS", "PF_REDUCE_SUM_ROWS", NULL);
+    d = case_dir("reduce_sum_point");
+    expect_refused("reduce_sum point", d, file_in(d, "rsum_point.so"),
+                   "tp_reduce_sum_point: declares reduce_sum 1 on a point stage",
+                   "only reduce stages", NULL);
+    d = case_dir("reduce_sum_shape");
+    pf_engine *e = NULL;
+    int rc = create(d, 1, &e);
+    CHECKF(rc == PF_OK && pf_engine_find_stage(e, "tp_reduce_sum_shape"),
+           "a sum of the wrong shape is a fault, not an error: %s %s", pf_engine_errmsg(e), logged);
+    pf_engine_destroy(e);
+}
+
+/* A stage with several errors is refused with the first, in the order of its fields. */
+static void test_first_error(void)
+{
+    const char *d = case_dir("many_faults");
+    expect_refused("many faults", d, file_in(d, "many.so"),
+                   "tp_many_faults: takes 0 inputs; 1 to 8 are allowed", NULL);
+    CHECKF(!strstr(logged, "default 25") && !strstr(logged, "out_channels"),
+           "the loader names only the first error: %s", logged);
+}
+
 /* A stencil's radius must be 0 to PF_MAX_RADIUS, with its defaults and with the params
    of a pipeline or a later change. */
 static void test_radius_limit(void)
@@ -494,6 +524,8 @@ int main(void)
     test_same_stage_name();
     test_ranges();
     test_radius_limit();
+    test_reduce_sum();
+    test_first_error();
     test_path_rules();
     test_permissions();
     test_good();

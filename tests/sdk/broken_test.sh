@@ -48,9 +48,29 @@ broken wide_radius "FAIL  reads beyond its declared radius 1"
 # Radii up to PF_MAX_RADIUS are checked on an image sized for them; above, refused.
 broken deep_radius "FAIL  reads beyond its declared radius 30"
 grep -q "not checked" "$W/deep_radius.out" && fail "deep_radius: a check reported as not done"
-broken huge_radius "FAIL  sdk_huge_radius: radius() returns 300 with the default params; the engine allows 0 to 256 (PF_MAX_RADIUS)" \
-    "FAIL  the engine refuses it: $DIR/huge_radius.so: stage 'sdk_huge_radius' with its default params: these params make radius() return 300"
+broken huge_radius "FAIL  sdk_huge_radius: with its default params: these params make radius() return 300; a stencil's radius must be 0 to 256 (PF_MAX_RADIUS)" \
+    "fix: return the farthest distance the stage reads" \
+    "FAIL  the engine refuses it: $DIR/huge_radius.so: sdk_huge_radius: with its default params: these params make radius() return 300"
 broken swapped_range "FAIL  sdk_swapped_range.gain: min 10 is above max 0" "PF_NO_MIN / PF_NO_MAX"
+# reduce_sum (ABI 1.3): a value the engine does not know is refused; a sum whose table is
+# not a sum's loads in the engine, and plugin check fails the declaration.
+broken bad_reduce_sum "FAIL  sdk_bad_reduce_sum: declares reduce_sum 3; this engine knows 0, PF_REDUCE_SUM_COLUMNS (1) and PF_REDUCE_SUM_ROWS (2)" \
+    "fix: declare 0, PF_REDUCE_SUM_COLUMNS or PF_REDUCE_SUM_ROWS" \
+    "FAIL  the engine refuses it: $DIR/bad_reduce_sum.so: sdk_bad_reduce_sum: declares reduce_sum 3"
+broken sum_shape "FAIL  sdk_sum_shape: declares a sum by columns, but with its default params a 67x45 input gets a 1x1 table (partial_len 1), not 4x67 (partial_len 268)" \
+    "fix: return the table a sum fills" "ok    loads next to the built-in plugins"
+# Several faults in one stage: plugin check lists each with its fix; the engine refuses
+# the plugin naming the first error only.
+broken many_faults "FAIL  sdk_many_faults: no doc string" \
+    "FAIL  sdk_many_faults: takes 0 inputs; 1 to 8 are allowed" \
+    "FAIL  sdk_many_faults.gain: default 25 is outside its range [0, 10]" \
+    "FAIL  sdk_many_faults: declares out_channels 5; 0 to 4 are allowed" \
+    "FAIL  sdk_many_faults: declares reduce_sum 2 on a point stage; only reduce stages may" \
+    "FAIL  the engine refuses it: $DIR/many_faults.so: sdk_many_faults: takes 0 inputs; 1 to 8 are allowed"
+grep -F "the engine refuses it" "$W/many_faults.out" | grep -qE "default 25|out_channels|reduce_sum" &&
+    fail "many_faults: the engine's message names more than the first error"
+n=$(sed -n '/^descriptor$/,/^engine$/p' "$W/many_faults.out" | grep -c "^        fix: ")
+[ "$n" -ge 5 ] || fail "many_faults: $n fix lines for five faults"
 broken prints "FAIL  sdk_prints: the op header calls printf() (line 15), which a point op may not use"
 broken calls_exit "FAIL  the plugin called exit() during: stage sdk_calls_exit"
 broken crasher "FAIL  the plugin crashed (SIGSEGV) during: stage sdk_crasher"

@@ -28,6 +28,9 @@
 #define TP_RADIUS       15 /* a stencil whose radius is its int param r (TP_RADIUS_DEF) */
 #define TP_COLOUR       16 /* a point stage whose output needs colour (out_channels 3) */
 #define TP_BAD_ARRAY    17 /* an array default whose element [2] is out of range */
+#define TP_REDUCE_SUM   18 /* a reduce of a 1x1 table declaring reduce_sum TP_RSUM */
+#define TP_RSUM_POINT   19 /* a point stage declaring reduce_sum */
+#define TP_MANY_FAULTS  20 /* errors: no inputs, a default out of range, out_channels 5 */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -135,6 +138,11 @@ static void tp_count_combine(const void *params, const pf_shape *in, const doubl
     for (int b = 0; b < n; b++)
         result[0] += partials[b];
 }
+/* A reduce stage counting pixels: struct size and stage name. */
+#define TP_COUNT(size_, sname)                                                                     \
+    .size = size_, .name = sname, .kind = PF_STAGE_REDUCE, .n_inputs = 1, .shape = tp_count_shape, \
+    .run_cpu = tp_count_run, .partial_len = tp_count_len, .combine = tp_count_combine
+
 static int tp_radius(const void *params)
 {
     return 7;
@@ -202,16 +210,9 @@ static const pf_stage_desc tp_short_point = {
     TP_POINT(offsetof(pf_stage_desc, point_cuda), "tp_short_point", 1, tp_gain_row),
     .point_cuda = tp_copy_run, .radius = tp_radius, .run_cpu = tp_copy_run,
     .run_cuda = tp_copy_run};
-static const pf_stage_desc tp_short_reduce = {.size = offsetof(pf_stage_desc, columns),
-                                              .name = "tp_short_reduce",
-                                              .kind = PF_STAGE_REDUCE,
-                                              .n_inputs = 1,
-                                              .shape = tp_count_shape,
-                                              .run_cpu = tp_count_run,
-                                              .partial_len = tp_count_len,
-                                              .combine = tp_count_combine,
-                                              .columns = tp_columns,
-                                              .row_name = tp_row_name};
+static const pf_stage_desc tp_short_reduce = {
+    TP_COUNT(offsetof(pf_stage_desc, columns), "tp_short_reduce"), .columns = tp_columns,
+    .row_name = tp_row_name};
 static const pf_stage_desc *const tp_stages[] = {&tp_short_point, &tp_short_reduce};
 
 #elif TP_CASE == TP_SWAPPED
@@ -254,6 +255,25 @@ static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 #elif TP_CASE == TP_COLOUR
 static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, "tp_sepia", 1, tp_gain_row),
                                        .out_channels = 3};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_REDUCE_SUM
+/* TP_RSUM 3 is no sum the engine knows (refused); a sum by columns is a table of 4
+   columns and a row per input column, not 1x1 (a fault: the engine loads it and runs the
+   stage's own code). */
+static const pf_stage_desc tp_stage = {TP_COUNT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME),
+                                       .reduce_sum = TP_RSUM};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_RSUM_POINT
+static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME, 1, tp_gain_row),
+                                       .reduce_sum = PF_REDUCE_SUM_COLUMNS};
+static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_MANY_FAULTS
+/* In the order the loader meets them: no inputs, the default (TP_DEFAULT), out_channels. */
+static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME, 0, tp_gain_row),
+                                       .out_channels = 5};
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 
 #elif TP_CASE == TP_TINY

@@ -1,5 +1,6 @@
 /* tests/sdk/broken/common.h: what the broken plugins share: a correct point op and a
- * correct 3x3 stencil, so that each plugin gets exactly one thing wrong. */
+ * correct 3x3 stencil and a correct pixel count, so that each plugin gets exactly one thing
+ * wrong (many_faults.c excepted). */
 #ifndef SDK_BROKEN_COMMON_H
 #define SDK_BROKEN_COMMON_H
 
@@ -41,6 +42,51 @@ static inline void mean_rows(const pf_stage_args *a, int y0, int y1)
             row[x] = mean3x3(a, x, y);
     }
 }
+
+/* A reduce stage's pieces: a 1x1 table, the number of pixels. */
+static inline int count_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                              size_t err_size)
+{
+    out->width = out->height = 1;
+    return 0;
+}
+
+static inline size_t count_len(const void *params, const pf_shape *in)
+{
+    return 1;
+}
+
+static inline int count_run(const pf_stage_args *a)
+{
+    a->partial[0] += (double)(a->region.y1 - a->region.y0) * a->in[0].width;
+    return 0;
+}
+
+static inline void count_combine(const void *params, const pf_shape *in, const double *partials,
+                                 int n, double *result)
+{
+    result[0] = 0;
+    for (int b = 0; b < n; b++)
+        result[0] += partials[b];
+}
+
+static const char *const count_columns[] = {"pixels", NULL};
+
+/* `static const pf_stage_desc count`, a reduce stage counting pixels (CPU only) that
+   declares reduce_sum rsum; and the stage list `stages`. */
+#define COUNT_STAGE(sname, rsum)                                                                   \
+    static const pf_stage_desc count = {.size = PF_STAGE_DESC_SIZE,                                \
+                                        .name = sname,                                             \
+                                        .doc = "the number of pixels",                             \
+                                        .kind = PF_STAGE_REDUCE,                                   \
+                                        .n_inputs = 1,                                             \
+                                        .shape = count_shape,                                      \
+                                        .run_cpu = count_run,                                      \
+                                        .partial_len = count_len,                                  \
+                                        .combine = count_combine,                                  \
+                                        .columns = count_columns,                                  \
+                                        .reduce_sum = rsum};                                       \
+    static const pf_stage_desc *const stages[] = {&count};
 
 /* `static const pf_stage_desc gain`, a point stage of broken_gain (CPU only) whose one
    parameter has this default, range [0, 10] and doc; and the stage list `stages`. */

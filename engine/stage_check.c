@@ -1,0 +1,455 @@
+/* engine/stage_check.c: the rules a stage descriptor must meet, written once
+ * (pipefuse/stage_check.h). The plugin loader stops at the first error; `pipefuse plugin
+ * check` prints every finding with its fix. Errors are what the engine cannot run safely
+ * and so refuses; faults break the contract of docs/plugins.md but load (refusing them
+ * would break plugins that load today); warnings are allowed.
+ *
+ * The walk follows the descriptor: name, kind, inputs, what the kind needs, the point
+ * source, the parameter table row by row, the later ABI fields, then the defaults run
+ * through the stage's own code. A finding that makes later rules meaningless (an
+ * unknown kind, a bad table) skips those rules rather than reporting their echoes.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pipefuse/stage_check.h"
+
+#define PF_API __attribute__((visibility("default")))
+
+/* A stage's params with sizes of their own, for the defaults' checks: odd, not square. */
+#define SAMPLE_W 67
+#define SAMPLE_H 45
+
+static const char *const kind_names[] = {"point", "stencil", "resample", "reduce"};
+
+static const char fix_table[] =
+    "correct the row in the parameter table; the engine refuses the plugin otherwise";
+
+typedef struct walk {
+    const pf_stage_desc *d; /* copied to this engine's full size */
+    unsigned abi_minor;
+    const char *label; /* the stage's name, or "(unnamed)" */
+    pf_check_fn fn;
+    void *user;
+    int errors, faults, stop;
+} walk;
+
+static void note(walk *w, pf_check_level level, const char *field, const char *fix, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
+static void note(walk *w, pf_check_level level, const char *field, const char *fix, const char *fmt,
+                 ...)
+{
+    if (w->stop)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    w->errors += level == PF_CHECK_ERROR;
+    w->faults += level == PF_CHECK_FAULT;
+    pf_check_finding f = {level, field, msg, fix};
+    if (w->fn && w->fn(w->user, &f) != 0)
+        w->stop = 1;
+}
+
+/* "params[i].member" in buf. */
+static const char *row_field(char *buf, size_t size, int i, const char *member)
+{
+    snprintf(buf, size, "params[%d].%s", i, member);
+    return buf;
+}
+
+#define ROW(member) row_field(field, sizeof field, i, member)
+
+int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, size_t err_size)
+{
+    if (err_size)
+        err[0] = 0;
+    if (d->check && d->check(params, err, err_size) != 0) {
+        if (err_size && !err[0])
+            snprintf(err, err_size, "invalid parameters");
+        return 1;
+    }
+    if (d->kind == PF_STAGE_STENCIL && d->radius) {
+        int r = d->radius(params);
+        if (r < 0 || r > PF_MAX_RADIUS) {
+            snprintf(err, err_size,
+                     "these params make radius() return %d; a stencil's radius must be 0 to %d "
+                     "(PF_MAX_RADIUS)",
+                     r, PF_MAX_RADIUS);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* ---- The parameter table ---------------------------------------------------------------- */
+
+static int in_range(const pf_param_desc *pd, double v)
+{
+    return pd->min > pd->max || (v >= pd->min && v <= pd->max);
+}
+
+/* Row i's field: inside the struct, aligned, its own bytes. 0 when it cannot be read. */
+static int check_row_field(walk *w, int i, const char *pn)
+{
+    const pf_stage_desc *d = w->d;
+    const pf_param_desc *pd = &d->params[i];
+    char field[48];
+    size_t bytes = pf_param_bytes(pd);
+    if (pd->offset + bytes > d->params_size || pd->offset % 4) {
+        note(w, PF_CHECK_ERROR, ROW("offset"),
+             "bind the row with PF_OFFSET(struct, field) and set .params_size = sizeof(struct) "
+             "(PF_POINT_DESC does both for point stages)",
+             "%s: its field (offset %zu, %zu bytes) %s the %zu-byte params struct", pn, pd->offset,
+             bytes, pd->offset % 4 ? "is not 4-byte aligned in" : "does not fit", d->params_size);
+        return 0;
+    }
+    for (int j = 0; j < i; j++) {
+        const pf_param_desc *q = &d->params[j];
+        if ((unsigned)q->type <= PF_PARAM_FLOAT_ARRAY && q->name &&
+            pd->offset < q->offset + pf_param_bytes(q) && q->offset < pd->offset + bytes)
+            note(w, PF_CHECK_FAULT, ROW("offset"),
+                 "each row needs a field of its own (a copied PF_OFFSET?)",
+                 "%s and %s.%s share bytes of the params struct", pn, w->label, q->name);
+    }
+    return 1;
+}
+
+/* Row i's range. 0 when its bounds cannot be used. */
+static int check_row_range(walk *w, int i, const char *pn)
+{
+    const pf_param_desc *pd = &w->d->params[i];
+    char field[48];
+    if (pd->type != PF_PARAM_FLOAT && pd->type != PF_PARAM_INT && pd->type != PF_PARAM_FLOAT_ARRAY)
+        return 1;
+    if (isnan(pd->min) || isnan(pd->max)) {
+        note(w, PF_CHECK_ERROR, ROW(isnan(pd->min) ? "min" : "max"),
+             "write PF_NO_MIN or PF_NO_MAX for a side without a bound",
+             "%s: a bound of its range is NaN", pn);
+        return 0;
+    }
+    /* ABI 1.0 plugins meant "unbounded" by min > max; from 1.1 it is a mistake. */
+    if (pd->min > pd->max && w->abi_minor >= 1) {
+        note(w, PF_CHECK_ERROR, ROW("min"),
+             "swap the bounds, or write PF_NO_MIN / PF_NO_MAX for a side without one (min > max "
+             "no longer means unbounded)",
+             "%s: min %g is above max %g (swapped?); write PF_NO_MIN / PF_NO_MAX for no bound", pn,
+             pd->min, pd->max);
+        return 0;
+    }
+    if (pd->min > pd->max)
+        note(w, PF_CHECK_WARNING, ROW("min"),
+             "write PF_NO_MIN / PF_NO_MAX: rebuilt against this pipefuse, the plugin is refused",
+             "%s: min %g > max %g means unbounded for a plugin built for ABI 1.0", pn, pd->min,
+             pd->max);
+    return 1;
+}
+
+/* Row i's default (or defaults) against its type and range. */
+static void check_row_default(walk *w, int i, const char *pn)
+{
+    const pf_param_desc *pd = &w->d->params[i];
+    char field[48];
+    if (pd->type == PF_PARAM_ENUM) {
+        int n = pf_param_enum_count(pd);
+        if (n == 0 || !(pd->def >= 0 && pd->def < n))
+            note(w, PF_CHECK_ERROR, ROW("def"), fix_table,
+                 "%s: enum default %g is not an index into its %d choices", pn, pd->def, n);
+        else if (pd->def != floor(pd->def))
+            note(w, PF_CHECK_FAULT, ROW("def"), "write the default choice's index, a whole number",
+                 "%s: enum default %g is not a whole number (taken as %d)", pn, pd->def,
+                 (int)pd->def);
+    } else if (pd->type == PF_PARAM_FLOAT_ARRAY) {
+        if (pd->count <= 0 || !pd->def_array) {
+            note(w, PF_CHECK_ERROR, ROW(pd->count <= 0 ? "count" : "def_array"),
+                 "set .count and .def_array (count defaults)",
+                 "%s: float array without count or defaults", pn);
+            return;
+        }
+        for (int k = 0; k < pd->count; k++)
+            if (!in_range(pd, pd->def_array[k])) {
+                snprintf(field, sizeof field, "params[%d].def_array[%d]", i, k);
+                note(w, PF_CHECK_ERROR, field, fix_table,
+                     "%s: default element [%d] = %g is outside its range [%g, %g]", pn, k,
+                     pd->def_array[k], pd->min, pd->max);
+                return;
+            }
+    } else if (!in_range(pd, pd->def)) {
+        note(w, PF_CHECK_ERROR, ROW("def"), fix_table,
+             "%s: default %g is outside its range [%g, %g]", pn, pd->def, pd->min, pd->max);
+    } else if (pd->type == PF_PARAM_BOOL && pd->def != 0 && pd->def != 1) {
+        note(w, PF_CHECK_WARNING, ROW("def"), "write 0 or 1",
+             "%s: a bool default of %g (taken as true)", pn, pd->def);
+    } else if (pd->type == PF_PARAM_INT && pd->def != floor(pd->def)) {
+        note(w, PF_CHECK_WARNING, ROW("def"), "write a whole number",
+             "%s: an int default of %g (truncated to %d)", pn, pd->def, (int)pd->def);
+    }
+}
+
+static void check_row(walk *w, int i)
+{
+    const pf_stage_desc *d = w->d;
+    const pf_param_desc *pd = &d->params[i];
+    char field[48], pn[160];
+    if (!pf_is_identifier(pd->name)) {
+        note(
+            w, PF_CHECK_ERROR, ROW("name"), "name parameters as C identifiers (letters, digits, _)",
+            "%s: parameter %d has no valid name ('%s')", w->label, i, pd->name ? pd->name : "NULL");
+        return;
+    }
+    snprintf(pn, sizeof pn, "%s.%s", w->label, pd->name);
+    for (int j = 0; j < i; j++)
+        if (d->params[j].name && strcmp(d->params[j].name, pd->name) == 0) {
+            note(w, PF_CHECK_ERROR, ROW("name"), "give each parameter its own name",
+                 "%s: declared twice (rows %d and %d)", pn, j, i);
+            break;
+        }
+    if (!pd->doc || !pd->doc[0])
+        note(w, PF_CHECK_FAULT, ROW("doc"),
+             "add a doc string to the row: `pipefuse stages` shows it to users",
+             "%s: no doc string", pn);
+    if ((unsigned)pd->type > PF_PARAM_FLOAT_ARRAY) {
+        note(w, PF_CHECK_ERROR, ROW("type"), fix_table, "%s: unknown type %d", pn, (int)pd->type);
+        return;
+    }
+    if (check_row_field(w, i, pn) && check_row_range(w, i, pn))
+        check_row_default(w, i, pn);
+}
+
+/* ---- The stage's declarations -------------------------------------------------------------- */
+
+/* The functions every stage of its kind needs. */
+static void check_kind_needs(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    const struct {
+        pf_stage_kind kind;
+        const char *name;
+        int have;
+    } needs[] = {
+        {PF_STAGE_POINT, "point_row", d->point_row != NULL},
+        {PF_STAGE_STENCIL, "run_cpu", d->run_cpu != NULL},
+        {PF_STAGE_STENCIL, "radius", d->radius != NULL},
+        {PF_STAGE_RESAMPLE, "run_cpu", d->run_cpu != NULL},
+        {PF_STAGE_RESAMPLE, "shape", d->shape != NULL},
+        {PF_STAGE_REDUCE, "run_cpu", d->run_cpu != NULL},
+        {PF_STAGE_REDUCE, "shape", d->shape != NULL},
+        {PF_STAGE_REDUCE, "partial_len", d->partial_len != NULL},
+        {PF_STAGE_REDUCE, "combine", d->combine != NULL},
+    };
+    for (size_t k = 0; k < sizeof needs / sizeof needs[0]; k++)
+        if (needs[k].kind == d->kind && !needs[k].have)
+            note(w, PF_CHECK_ERROR, needs[k].name,
+                 "every stage of this kind needs it (docs/plugins.md lists what each kind needs)",
+                 "%s: a %s stage without %s", w->label, kind_names[d->kind], needs[k].name);
+}
+
+/* A point stage's source for NVRTC: named op and params struct, or none (no fusion). */
+static void check_point_source(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if (d->kind != PF_STAGE_POINT)
+        return;
+    if (!d->point_source) {
+        note(w, PF_CHECK_WARNING, "point_source",
+             "declare the op in a header with PF_POINT_DESC(fn, T, source) (docs/plugins.md)",
+             "%s: no point source (point_source is NULL): it cannot fuse, so each use costs a "
+             "launch and a trip through memory",
+             w->label);
+        return;
+    }
+    if (!d->point_fn || !d->params_type) {
+        note(w, PF_CHECK_ERROR, !d->point_fn ? "point_fn" : "params_type",
+             "use PF_POINT_DESC(fn, T, source), which sets all three",
+             "%s: point_source without point_fn or params_type", w->label);
+        return;
+    }
+    int no_fn = !strstr(d->point_source, d->point_fn);
+    if (no_fn || !strstr(d->point_source, d->params_type))
+        note(w, PF_CHECK_FAULT, no_fn ? "point_fn" : "params_type",
+             "point_fn and params_type must name the op and its params struct as the header "
+             "spells them",
+             "%s: the point source does not mention %s", w->label,
+             no_fn ? d->point_fn : d->params_type);
+}
+
+/* out_channels, flags, native_ok/run_native (ABI 1.1, 1.2). */
+static void check_later_fields(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if ((unsigned)d->out_channels > 4)
+        note(w, PF_CHECK_ERROR, "out_channels",
+             "set .out_channels to 0 (the output follows the input), 3 (colour) or 4 (colour "
+             "and alpha)",
+             "%s: declares out_channels %d; 0 to 4 are allowed", w->label, d->out_channels);
+    if (d->flags & ~PF_STAGE_FLAGS_KNOWN)
+        note(w, PF_CHECK_ERROR, "flags", "declare only the PF_STAGE_* flags of pipefuse/plugin.h",
+             "%s: declares flags 0x%x; this engine knows 0x%x", w->label, d->flags,
+             PF_STAGE_FLAGS_KNOWN);
+    if ((d->flags & PF_STAGE_PER_CHANNEL) && d->kind != PF_STAGE_POINT)
+        note(w, PF_CHECK_ERROR, "flags", "drop PF_STAGE_PER_CHANNEL: it is a point stage's claim",
+             "%s: declares PF_STAGE_PER_CHANNEL on a %s stage; only point stages may", w->label,
+             kind_names[d->kind]);
+    if (!d->native_ok != !d->run_native)
+        note(w, PF_CHECK_ERROR, d->native_ok ? "run_native" : "native_ok",
+             "set both native_ok and run_native, or neither",
+             "%s: declares %s without %s; they come together", w->label,
+             d->native_ok ? "native_ok" : "run_native", d->native_ok ? "run_native" : "native_ok");
+    else if (d->run_native && d->kind != PF_STAGE_RESAMPLE && d->kind != PF_STAGE_REDUCE)
+        note(w, PF_CHECK_ERROR, "run_native", "drop native_ok and run_native from this stage",
+             "%s: declares run_native on a %s stage; only resample and reduce stages may", w->label,
+             kind_names[d->kind]);
+}
+
+/* reduce_sum (ABI 1.3): a known value, on a reduce stage. */
+static void check_reduce_sum(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if (!d->reduce_sum)
+        return;
+    if ((unsigned)d->reduce_sum > PF_REDUCE_SUM_ROWS)
+        note(w, PF_CHECK_ERROR, "reduce_sum",
+             "declare 0, PF_REDUCE_SUM_COLUMNS or PF_REDUCE_SUM_ROWS",
+             "%s: declares reduce_sum %d; this engine knows 0, PF_REDUCE_SUM_COLUMNS (%d) and "
+             "PF_REDUCE_SUM_ROWS (%d)",
+             w->label, d->reduce_sum, PF_REDUCE_SUM_COLUMNS, PF_REDUCE_SUM_ROWS);
+    else if (d->kind != PF_STAGE_REDUCE)
+        note(w, PF_CHECK_ERROR, "reduce_sum",
+             "drop reduce_sum: it describes a reduce stage's table",
+             "%s: declares reduce_sum %d on a %s stage; only reduce stages may", w->label,
+             d->reduce_sum, kind_names[d->kind]);
+    else if (d->n_inputs != 1)
+        note(w, PF_CHECK_WARNING, "reduce_sum",
+             "declare reduce_sum 0, or sum one input: the engine computes sums of one input only",
+             "%s: declares reduce_sum but takes %d inputs: the engine never computes it itself",
+             w->label, d->n_inputs);
+}
+
+/* What the engine plans and runs that the stage's CUDA code and tables decide. */
+static void check_advice(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if (d->kind == PF_STAGE_POINT ? !d->point_cuda : !d->run_cuda)
+        note(w, PF_CHECK_WARNING, d->kind == PF_STAGE_POINT ? "point_cuda" : "run_cuda",
+             "build the plugin with its CUDA sources (pipefuse_add_plugin CUDA_SOURCES)",
+             "%s: no CUDA implementation (%s is NULL): pipelines using it run on the CPU (was "
+             "the plugin built without its CUDA sources?)",
+             w->label, d->kind == PF_STAGE_POINT ? "point_cuda" : "run_cuda");
+    if (d->kind == PF_STAGE_REDUCE && !d->columns)
+        note(w, PF_CHECK_WARNING, "columns", "set .columns to a NULL-terminated list of names",
+             "%s: no column names (columns is NULL): table outputs get numbered columns", w->label);
+}
+
+/* ---- The defaults, through the stage's own code ---------------------------------------------- */
+
+/* A reduce_sum stage's table of a sample input: 4 columns, a row per input column (or
+   row), a partial of 4 doubles a row. */
+static void check_sum_shape(walk *w, const void *params)
+{
+    const pf_stage_desc *d = w->d;
+    int by_columns = d->reduce_sum == PF_REDUCE_SUM_COLUMNS;
+    pf_shape in = {SAMPLE_W, SAMPLE_H}, t = {0, 0};
+    int rows = by_columns ? in.width : in.height;
+    char why[512] = "";
+    if (d->shape(params, &in, &t, why, sizeof why) != 0) {
+        note(w, PF_CHECK_FAULT, "shape", "make shape() accept the default params",
+             "%s: with its default params, shape() refuses a %dx%d input: %s", w->label, in.width,
+             in.height, why[0] ? why : "(no message)");
+        return;
+    }
+    size_t len = d->partial_len(params, &in);
+    if (t.width != 4 || t.height != rows || len != (size_t)4 * (size_t)rows)
+        note(w, PF_CHECK_FAULT, "reduce_sum",
+             "return the table a sum fills (4 columns; a row per input column for "
+             "PF_REDUCE_SUM_COLUMNS, per input row for PF_REDUCE_SUM_ROWS; partial_len 4 a "
+             "row), or declare reduce_sum 0",
+             "%s: declares a sum by %s, but with its default params a %dx%d input gets a %dx%d "
+             "table (partial_len %zu), not 4x%d (partial_len %d)",
+             w->label, by_columns ? "columns" : "rows", in.width, in.height, t.width, t.height, len,
+             rows, 4 * rows);
+}
+
+/* The defaults must be params the engine accepts (check(), the radius limit). -1 when
+   out of memory. */
+static int check_defaults(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    void *defaults = calloc(1, d->params_size ? d->params_size : 1);
+    if (!defaults)
+        return -1;
+    pf_params_init(d, defaults);
+    char why[512];
+    int bad = pf_stage_params_ok(d, defaults, why, sizeof why);
+    if (bad)
+        note(w, PF_CHECK_ERROR, bad == 2 ? "radius" : "check",
+             bad == 2 ? "return the farthest distance the stage reads, 0 to PF_MAX_RADIUS; a "
+                        "stage needing more must work another way (a resample, or passes)"
+                      : "make the defaults pass the stage's own check()",
+             "%s: with its default params: %s", w->label, why);
+    else if (d->kind == PF_STAGE_REDUCE && d->reduce_sum)
+        check_sum_shape(w, defaults);
+    free(defaults);
+    return 0;
+}
+
+/* ---- The walk ------------------------------------------------------------------------------ */
+
+PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check_fn fn, void *user)
+{
+    walk w = {NULL, abi_minor, "(unnamed)", fn, user, 0, 0, 0};
+    if (src->size < offsetof(pf_stage_desc, cost)) {
+        note(&w, PF_CHECK_ERROR, "size", "set .size = PF_STAGE_DESC_SIZE in every stage descriptor",
+             "stage descriptor too small (%u bytes)", src->size);
+        return w.errors;
+    }
+    /* Fields the plugin's struct is too old to have read as zero. */
+    pf_stage_desc d;
+    memset(&d, 0, sizeof d);
+    memcpy(&d, src, src->size < sizeof d ? src->size : sizeof d);
+    w.d = &d;
+    if (d.name && d.name[0])
+        w.label = d.name;
+    if (!pf_is_identifier(d.name))
+        note(&w, PF_CHECK_ERROR, "name",
+             "name stages as C identifiers (letters, digits, _): pipeline files refer to them",
+             "stage name '%s' is not an identifier", d.name ? d.name : "NULL");
+    if (!d.doc || !d.doc[0])
+        note(&w, PF_CHECK_FAULT, "doc", "set .doc: `pipefuse stages` shows it to users",
+             "%s: no doc string", w.label);
+    int kind_ok = (unsigned)d.kind <= PF_STAGE_REDUCE;
+    if (!kind_ok)
+        note(&w, PF_CHECK_ERROR, "kind",
+             "set .kind to PF_STAGE_POINT, _STENCIL, _RESAMPLE or _REDUCE", "%s: unknown kind %d",
+             w.label, (int)d.kind);
+    if (d.n_inputs < 1 || d.n_inputs > PF_MAX_INPUTS)
+        note(&w, PF_CHECK_ERROR, "n_inputs", "set .n_inputs to the number of images it reads",
+             "%s: takes %d inputs; 1 to %d are allowed", w.label, d.n_inputs, PF_MAX_INPUTS);
+    if (kind_ok) {
+        check_kind_needs(&w);
+        check_point_source(&w);
+    }
+    int table_ok = d.n_params >= 0 && (d.n_params == 0 || d.params);
+    if (!table_ok)
+        note(&w, PF_CHECK_ERROR, "params",
+             "use PF_PARAMS(table) to set .params and .n_params together",
+             "%s: bad parameter table (n_params %d, params %s)", w.label, d.n_params,
+             d.params ? "set" : "NULL");
+    for (int i = 0; table_ok && i < d.n_params && !w.stop; i++)
+        check_row(&w, i);
+    if (kind_ok) {
+        check_later_fields(&w);
+        check_reduce_sum(&w);
+    }
+    /* Plugin code runs on the defaults only once the declarations are sound. */
+    if (w.errors == 0 && !w.stop && check_defaults(&w) != 0)
+        return -1;
+    if (kind_ok)
+        check_advice(&w);
+    return w.errors;
+}

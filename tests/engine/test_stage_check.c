@@ -1,0 +1,348 @@
+/* tests/engine/test_stage_check.c: the stage descriptor rules (engine/stage_check.c,
+ * pf_stage_check) called directly on descriptors built here: every finding of a
+ * descriptor with many faults, in field order, with its level, field and fix; the walk
+ * stopped at the first error as the loader stops it; reduce_sum's rules; the ABI 1.0
+ * reading of min > max; and a sound descriptor with no error or fault.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "pipefuse/plugin.h"
+#include "pipefuse/stage_check.h"
+#include "testutil.h"
+
+/* ---- Collecting findings ------------------------------------------------------------- */
+
+#define MAX_FOUND 32
+
+typedef struct found {
+    int n, stop_at_error;
+    pf_check_level level[MAX_FOUND];
+    char field[MAX_FOUND][64], message[MAX_FOUND][512];
+} found;
+
+static int collect(void *user, const pf_check_finding *f)
+{
+    found *fd = user;
+    CHECKF(f->field && f->field[0] && f->message && f->message[0] && f->fix && f->fix[0],
+           "a finding without field, message or fix: %s", f->message ? f->message : "NULL");
+    if (fd->n < MAX_FOUND) {
+        fd->level[fd->n] = f->level;
+        snprintf(fd->field[fd->n], sizeof fd->field[0], "%s", f->field ? f->field : "");
+        snprintf(fd->message[fd->n], sizeof fd->message[0], "%s", f->message ? f->message : "");
+    }
+    fd->n++;
+    return fd->stop_at_error && f->level == PF_CHECK_ERROR;
+}
+
+/* The index of the finding on field at level, or -1. */
+static int find(const found *fd, const char *field, pf_check_level level)
+{
+    for (int i = 0; i < fd->n && i < MAX_FOUND; i++)
+        if (strcmp(fd->field[i], field) == 0 && fd->level[i] == level)
+            return i;
+    return -1;
+}
+
+static int count_level(const found *fd, pf_check_level level)
+{
+    int n = 0;
+    for (int i = 0; i < fd->n && i < MAX_FOUND; i++)
+        n += fd->level[i] == level;
+    return n;
+}
+
+static void dump(const char *what, const found *fd)
+{
+    static const char *const names[] = {"error", "fault", "warning"};
+    printf("%s: %d findings\n", what, fd->n);
+    for (int i = 0; i < fd->n && i < MAX_FOUND; i++)
+        printf("  %-7s %-20s %s\n", names[fd->level[i]], fd->field[i], fd->message[i]);
+}
+
+/* ---- Stage pieces (never run here but for shape, partial_len and check) ------------------- */
+
+typedef struct two_params {
+    float gain;
+    int mode;
+} two_params;
+
+static void point_row(const void *params, const pf_float4 *const *in, int n_in, pf_float4 *out,
+                      int x0, int n, int y, int width, int height)
+{
+    (void)params, (void)in, (void)n_in, (void)out, (void)x0, (void)n, (void)y, (void)width,
+        (void)height;
+}
+
+static int run(const pf_stage_args *a)
+{
+    (void)a;
+    return 0;
+}
+
+/* A 1x1 table: the number of pixels. */
+static int count_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                       size_t err_size)
+{
+    (void)params, (void)in, (void)err, (void)err_size;
+    out->width = out->height = 1;
+    return 0;
+}
+
+static size_t count_len(const void *params, const pf_shape *in)
+{
+    (void)params, (void)in;
+    return 1;
+}
+
+/* A sum by columns: 4 columns, a row per input column. */
+static int colsum_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                        size_t err_size)
+{
+    (void)params, (void)err, (void)err_size;
+    out->width = 4;
+    out->height = in->width;
+    return 0;
+}
+
+static size_t colsum_len(const void *params, const pf_shape *in)
+{
+    (void)params;
+    return (size_t)4 * (size_t)in->width;
+}
+
+static void combine(const void *params, const pf_shape *in, const double *partials, int n,
+                    double *result)
+{
+    (void)params, (void)in, (void)partials, (void)n, (void)result;
+}
+
+static int native_ok(const void *params)
+{
+    (void)params;
+    return 1;
+}
+
+static int refuse_all(const void *params, char *err, size_t err_size)
+{
+    (void)params;
+    snprintf(err, err_size, "gain must be below mode");
+    return 1;
+}
+
+static const pf_param_desc good_table[] = {
+    {"gain", "a factor", offsetof(two_params, gain), PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 10},
+    {"mode", "a mode", offsetof(two_params, mode), PF_PARAM_INT, .def = 2, .min = 0, .max = 4}};
+
+static pf_stage_desc point_stage(void)
+{
+    pf_stage_desc d = {.size = PF_STAGE_DESC_SIZE,
+                       .name = "t_point",
+                       .doc = "a point stage",
+                       .kind = PF_STAGE_POINT,
+                       .n_inputs = 1,
+                       .params_size = sizeof(two_params),
+                       .params = good_table,
+                       .n_params = 2,
+                       .point_row = point_row,
+                       .point_cuda = run};
+    return d;
+}
+
+static const char *const columns[] = {"r", "g", "b", "a", NULL};
+
+static pf_stage_desc reduce_stage(int reduce_sum)
+{
+    pf_stage_desc d = {.size = PF_STAGE_DESC_SIZE,
+                       .name = "t_sum",
+                       .doc = "a reduce stage",
+                       .kind = PF_STAGE_REDUCE,
+                       .n_inputs = 1,
+                       .shape = colsum_shape,
+                       .run_cpu = run,
+                       .run_cuda = run,
+                       .partial_len = colsum_len,
+                       .combine = combine,
+                       .columns = columns,
+                       .reduce_sum = reduce_sum};
+    return d;
+}
+
+/* ---- The cases ------------------------------------------------------------------------ */
+
+static void test_sound(void)
+{
+    found fd = {0};
+    pf_stage_desc d = point_stage();
+    int errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+    dump("sound point stage", &fd);
+    CHECKF(errors == 0 && count_level(&fd, PF_CHECK_FAULT) == 0, "errors %d, faults %d", errors,
+           count_level(&fd, PF_CHECK_FAULT));
+    CHECK(find(&fd, "point_source", PF_CHECK_WARNING) >= 0); /* it cannot fuse */
+    fd = (found){0};
+    d = reduce_stage(PF_REDUCE_SUM_COLUMNS);
+    errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+    dump("sound sum by columns", &fd);
+    CHECKF(errors == 0 && fd.n == 0, "errors %d, findings %d", errors, fd.n);
+}
+
+/* Many faults: all reported, in field order, errors counted. */
+static const pf_param_desc bad_table[] = {
+    {"gain", NULL, offsetof(two_params, gain), PF_PARAM_FLOAT, .def = 25, .min = 0, .max = 10},
+    {"gain", "again", offsetof(two_params, mode), PF_PARAM_INT, .def = 1, .min = 0, .max = 4},
+    {"mode", "overlaps gain", offsetof(two_params, gain), PF_PARAM_INT, .def = 1, .min = 0,
+     .max = 4},
+    {"arr", "an array past the struct", 8, PF_PARAM_FLOAT_ARRAY, .count = 2, .min = 0, .max = 1},
+    {"pick", "an enum", offsetof(two_params, mode), PF_PARAM_ENUM, .def = 3,
+     .enum_names = (const char *const[]){"a", "b", NULL}},
+    {"nan", "a NaN bound", offsetof(two_params, gain), PF_PARAM_FLOAT, .min = 0, .max = NAN}};
+
+static void test_many_faults(void)
+{
+    pf_stage_desc d = point_stage();
+    d.doc = NULL;
+    d.n_inputs = 0;
+    d.params = bad_table;
+    d.n_params = PF_COUNTOF(bad_table);
+    d.out_channels = 5;
+    d.flags = 0x80 | PF_STAGE_PER_CHANNEL;
+    d.reduce_sum = PF_REDUCE_SUM_ROWS;
+    d.native_ok = native_ok; /* without run_native, on a point stage */
+    found fd = {0};
+    int errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+    dump("many faults", &fd);
+    static const struct {
+        const char *field;
+        pf_check_level level;
+    } want[] = {{"doc", PF_CHECK_FAULT},
+                {"n_inputs", PF_CHECK_ERROR},
+                {"params[0].doc", PF_CHECK_FAULT},
+                {"params[0].def", PF_CHECK_ERROR},
+                {"params[1].name", PF_CHECK_ERROR},
+                {"params[2].offset", PF_CHECK_FAULT},
+                {"params[3].offset", PF_CHECK_ERROR},
+                {"params[4].def", PF_CHECK_ERROR},
+                {"params[5].max", PF_CHECK_ERROR},
+                {"out_channels", PF_CHECK_ERROR},
+                {"flags", PF_CHECK_ERROR},
+                {"run_native", PF_CHECK_ERROR},
+                {"reduce_sum", PF_CHECK_ERROR}};
+    int last = -1;
+    for (int k = 0; k < PF_COUNTOF(want); k++) {
+        int at = find(&fd, want[k].field, want[k].level);
+        CHECKF(at > last, "%s (level %d) missing or out of field order (at %d, after %d)",
+               want[k].field, (int)want[k].level, at, last);
+        if (at >= 0)
+            last = at;
+    }
+    CHECKF(errors == count_level(&fd, PF_CHECK_ERROR) && errors >= 10,
+           "pf_stage_check returned %d for %d errors", errors, count_level(&fd, PF_CHECK_ERROR));
+    int at = find(&fd, "params[0].def", PF_CHECK_ERROR);
+    CHECKF(at >= 0 && strcmp(fd.message[at], "t_point.gain: default 25 is outside its range "
+                                             "[0, 10]") == 0,
+           "message: %s", at >= 0 ? fd.message[at] : "none");
+    CHECK(find(&fd, "check", PF_CHECK_ERROR) < 0); /* no plugin code on a broken table */
+
+    /* Stopped at the first error, as the loader stops it: the fault before it, then it. */
+    found first = {.stop_at_error = 1};
+    errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &first);
+    dump("stopped at the first error", &first);
+    CHECKF(errors == 1 && first.n == 2 && strcmp(first.field[1], "n_inputs") == 0,
+           "errors %d, findings %d, last %s", errors, first.n, first.n ? first.field[1] : "-");
+}
+
+static void test_reduce_sum(void)
+{
+    static const struct {
+        pf_stage_kind kind;
+        int reduce_sum, n_inputs, count_table;
+        const char *field;
+        pf_check_level level;
+        const char *says;
+    } cases[] = {
+        {PF_STAGE_REDUCE, 3, 1, 0, "reduce_sum", PF_CHECK_ERROR, "declares reduce_sum 3"},
+        {PF_STAGE_REDUCE, -1, 1, 0, "reduce_sum", PF_CHECK_ERROR, "declares reduce_sum -1"},
+        {PF_STAGE_POINT, PF_REDUCE_SUM_COLUMNS, 1, 0, "reduce_sum", PF_CHECK_ERROR,
+         "on a point stage"},
+        {PF_STAGE_REDUCE, PF_REDUCE_SUM_ROWS, 1, 0, "reduce_sum", PF_CHECK_FAULT,
+         "a 67x45 input gets a 4x67 table (partial_len 268), not 4x45"},
+        {PF_STAGE_REDUCE, PF_REDUCE_SUM_COLUMNS, 1, 1, "reduce_sum", PF_CHECK_FAULT,
+         "gets a 1x1 table"},
+        {PF_STAGE_REDUCE, PF_REDUCE_SUM_COLUMNS, 2, 0, "reduce_sum", PF_CHECK_WARNING,
+         "takes 2 inputs"},
+    };
+    for (int k = 0; k < PF_COUNTOF(cases); k++) {
+        pf_stage_desc d = reduce_stage(cases[k].reduce_sum);
+        if (cases[k].kind == PF_STAGE_POINT) {
+            d = point_stage();
+            d.reduce_sum = cases[k].reduce_sum;
+        }
+        d.n_inputs = cases[k].n_inputs;
+        if (cases[k].count_table) {
+            d.shape = count_shape;
+            d.partial_len = count_len;
+        }
+        found fd = {0};
+        int errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+        dump(cases[k].says, &fd);
+        int at = find(&fd, cases[k].field, cases[k].level);
+        CHECKF(at >= 0 && strstr(fd.message[at], cases[k].says), "case %d: no %s finding on %s", k,
+               cases[k].says, cases[k].field);
+        CHECKF(errors == (cases[k].level == PF_CHECK_ERROR), "case %d: %d errors", k, errors);
+    }
+}
+
+/* Whatever a plugin's struct is too old to hold reads as zero: an ABI 1.2 struct's size
+   ends before reduce_sum, so what lies past it is not read. */
+static void test_old_sizes(void)
+{
+    pf_stage_desc d = point_stage();
+    d.reduce_sum = 99;
+    d.size = offsetof(pf_stage_desc, reduce_sum);
+    found fd = {0};
+    CHECK(pf_stage_check(&d, 2, collect, &fd) == 0 && find(&fd, "reduce_sum", PF_CHECK_ERROR) < 0);
+    d.size = offsetof(pf_stage_desc, cost) - 1;
+    fd = (found){0};
+    CHECK(pf_stage_check(&d, 2, collect, &fd) == 1 && fd.n == 1 &&
+          strcmp(fd.field[0], "size") == 0);
+}
+
+/* min > max: unbounded for an ABI 1.0 plugin (a warning), an error from 1.1. */
+static void test_swapped_range(void)
+{
+    static const pf_param_desc swapped[] = {{"gain", "a factor", offsetof(two_params, gain),
+                                             PF_PARAM_FLOAT, .def = 1, .min = 10, .max = 0}};
+    pf_stage_desc d = point_stage();
+    d.params = swapped;
+    d.n_params = 1;
+    found fd = {0};
+    CHECK(pf_stage_check(&d, 0, collect, &fd) == 0 &&
+          find(&fd, "params[0].min", PF_CHECK_WARNING) >= 0);
+    fd = (found){0};
+    CHECK(pf_stage_check(&d, 1, collect, &fd) == 1 &&
+          find(&fd, "params[0].min", PF_CHECK_ERROR) >= 0);
+}
+
+/* The stage's own code on its defaults: check() refusing them is an error. */
+static void test_defaults(void)
+{
+    pf_stage_desc d = point_stage();
+    d.check = refuse_all;
+    found fd = {0};
+    CHECK(pf_stage_check(&d, PF_ABI_MINOR, collect, &fd) == 1);
+    int at = find(&fd, "check", PF_CHECK_ERROR);
+    CHECKF(at >= 0 && strstr(fd.message[at], "t_point: with its default params: gain must be "
+                                             "below mode"),
+           "%s", at >= 0 ? fd.message[at] : "no finding on check");
+}
+
+int main(void)
+{
+    test_sound();
+    test_many_faults();
+    test_reduce_sum();
+    test_old_sizes();
+    test_swapped_range();
+    test_defaults();
+    return pf_test_done("test_stage_check");
+}
