@@ -38,298 +38,16 @@
  * A crash or an exit() inside the plugin is reported with the check that was running.
  *
  * The files, each of one job (plugin_check.h holds what they share): this one the
- * command, the report, the crash guards, the engine and the checks of one stage in
- * order; check_descriptors.c the file and its descriptor; check_point_source.c what a
- * point op may call; check_params.c the parameter table and the parameter sets;
- * check_images.c the test images and their comparisons; check_run.c runs through the
- * engine on the CPU; check_regions.c calls of a stage's CPU code on regions;
+ * command line and the order of the checks; check_report.c the report and the crash
+ * and exit() guards; check_descriptors.c the file and its descriptor, every stage
+ * declaration put through the engine's own rules (pf_stage_check, engine/stage_check.c);
+ * check_point_source.c what a point op may call; check_engine.c the plugin loaded in an
+ * engine; check_stage.c the checks of one stage in order; check_params.c the parameter
+ * sets; check_images.c the test images and their comparisons; check_run.c runs through
+ * the engine on the CPU; check_regions.c calls of a stage's CPU code on regions;
  * check_gpu.c the CUDA device checks.
  */
 #include "plugin_check.h"
-
-const char *const pc_kind_names[] = {"point", "stencil", "resample", "reduce"};
-
-/* ---- State and the report --------------------------------------------------------------- */
-
-/* What the crash and exit() guards report, and what they clean up. Written only by
-   the main thread; read by a signal handler, hence plain static buffers. */
-static char g_doing[512];
-static volatile sig_atomic_t g_guard;
-static char g_tmpdir[PATH_MAX], g_link[PATH_MAX];
-
-void pc_doing(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_doing, sizeof g_doing, fmt, ap);
-    va_end(ap);
-}
-
-static void cleanup_tmp(void)
-{
-    if (g_link[0])
-        unlink(g_link);
-    if (g_tmpdir[0])
-        rmdir(g_tmpdir);
-    g_link[0] = g_tmpdir[0] = 0;
-}
-
-/* strncpy that always terminates, for messages cut to their buffer. */
-void pc_copy_text(char *dst, size_t size, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= size)
-        n = size - 1;
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
-
-static void say(const char *s)
-{
-    ssize_t r = write(STDOUT_FILENO, s, strlen(s));
-    (void)r;
-}
-
-static void on_crash(int sig)
-{
-    const char *name = sig == SIGSEGV  ? "SIGSEGV"
-                       : sig == SIGBUS ? "SIGBUS"
-                       : sig == SIGFPE ? "SIGFPE"
-                       : sig == SIGILL ? "SIGILL"
-                                       : "SIGABRT";
-    say("  FAIL  the plugin crashed (");
-    say(name);
-    say(") during: ");
-    say(g_doing);
-    say("\n        fix: run the same pipeline under a debugger or AddressSanitizer; "
-        "out-of-bounds reads and writes are the usual cause\nresult: FAIL\n");
-    cleanup_tmp();
-    _exit(PF_EXIT_FAILED);
-}
-
-static void on_exit_call(void)
-{
-    if (!g_guard)
-        return;
-    say("  FAIL  the plugin called exit() during: ");
-    say(g_doing);
-    say("\n        fix: never exit from a plugin; return non-zero with a message in "
-        "a->err instead\nresult: FAIL\n");
-    cleanup_tmp();
-    _exit(PF_EXIT_FAILED);
-}
-
-void pc_note(pc *c, int kind, const char *fix, const char *fmt, ...)
-{
-    static const char *const tags[] = {"ok", "FAIL", "skip", "warn"};
-    int *counts[] = {&c->passed, &c->failed, &c->skipped, &c->warned};
-    va_list ap;
-    va_start(ap, fmt);
-    printf("  %-5s ", tags[kind]);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-    if (fix)
-        printf("        fix: %s\n", fix);
-    (*counts[kind])++;
-}
-
-/* Engine notices (the CPU fallback and such) are expected here: shown with -v only. */
-static void engine_log(void *user, int level, const char *msg)
-{
-    pc *c = user;
-    size_t n = strlen(msg), have = strlen(c->refused);
-    if (level >= 1 && n > 9 && strcmp(msg + n - 9, "; skipped") == 0 &&
-        have + n < sizeof c->refused)
-        snprintf(c->refused + have, sizeof c->refused - have, "%.*s\n", (int)(n - 9), msg);
-    if (c->o.verbose)
-        printf("        (engine: %s)\n", msg);
-}
-
-/* ---- A stage ------------------------------------------------------------------------------------ */
-
-static void check_stage(pc *c, const pf_stage_desc *d)
-{
-    static const char *const set_names[2] = {"default params", "random params"};
-    pc_params sets[2];
-    pc_img in[PF_MAX_INPUTS];
-    pc_run cpu[2], chain;
-    char why[512], chain_json[16384];
-    int n_in = d->n_inputs, made = 0;
-    memset(cpu, 0, sizeof cpu);
-    memset(&chain, 0, sizeof chain);
-    memset(sets, 0, sizeof sets);
-    printf("\nstage %s (%s, %d input%s)\n", d->name, pc_kind_names[d->kind], n_in,
-           n_in > 1 ? "s" : "");
-    for (; made < n_in; made++) {
-        if (pc_img_new(&in[made], PC_W, PC_H) != 0)
-            break;
-        pc_img_random(c, &in[made]);
-    }
-    if (made < n_in) {
-        fail(c, NULL, "out of memory for the test images");
-        goto out;
-    }
-    if (pc_make_params(c, d, 0, &sets[0], why, sizeof why) != 0) {
-        fail(c, "the defaults must be valid params", "default params: %s", why);
-        goto out;
-    }
-    if (pc_make_params(c, d, 1, &sets[1], why, sizeof why) != 0 && d->n_params > 0)
-        skip(c, "random params: %s", why);
-    if (d->n_params == 0)
-        sets[1].ok = 0; /* nothing to vary */
-
-    if (pc_check_cpu_runs(c, d, sets, 2, set_names, in, cpu) != 0)
-        goto out;
-    pc_check_determinism(c, d, &sets[0], in, &cpu[0]);
-    for (int s = 0; s < 2; s++) {
-        if (!sets[s].ok)
-            continue;
-        if (d->kind == PF_STAGE_POINT)
-            pc_check_point_rows(c, d, &sets[s], set_names[s], in, n_in);
-        else if (d->kind == PF_STAGE_REDUCE)
-            pc_check_reduce(c, d, &sets[s], set_names[s], in, n_in);
-        else
-            pc_check_regions(c, d, &sets[s], set_names[s], in, n_in);
-        if (d->kind == PF_STAGE_STENCIL)
-            pc_check_radius(c, d, &sets[s], set_names[s], n_in);
-    }
-    int have_chain = pc_check_chain(c, d, &sets[0], in, chain_json, sizeof chain_json, &chain) == 0;
-    pc_check_gpu(c, d, sets, 2, set_names, in, cpu, have_chain ? chain_json : NULL, &chain);
-out:
-    pc_run_free(&cpu[0]);
-    pc_run_free(&cpu[1]);
-    pc_run_free(&chain);
-    pc_params_free(&sets[0]);
-    pc_params_free(&sets[1]);
-    for (int k = 0; k < made; k++)
-        pc_img_free(&in[k]);
-}
-
-/* ---- The engine ---------------------------------------------------------------------------- */
-
-static int same_file(const char *path, const struct stat *st)
-{
-    struct stat s2;
-    return path && stat(path, &s2) == 0 && s2.st_dev == st->st_dev && s2.st_ino == st->st_ino;
-}
-
-/* msg with every occurrence of the private link's path replaced by the real file's. */
-static void unlinked_message(const pc *c, const char *msg, char *out, size_t size)
-{
-    size_t o = 0, n = strlen(g_link);
-    while (*msg && o + 1 < size) {
-        if (n && strncmp(msg, g_link, n) == 0) {
-            o += (size_t)snprintf(out + o, size - o, "%s", c->real);
-            if (o >= size)
-                o = size - 1;
-            msg += n;
-        } else {
-            out[o++] = *msg++;
-        }
-    }
-    out[o] = 0;
-}
-
-static int create_engine(pc *c, const char *path, pf_engine **out)
-{
-    pf_engine_config cfg;
-    pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
-    cfg.plugin_path = path;
-    cfg.threads = c->common->threads;
-    cfg.log = engine_log;
-    cfg.log_user = c;
-    return pf_engine_create(&cfg, out);
-}
-
-/* Creates c->eng: the built-in plugins and the file. 0 when it loaded. */
-static int load_engine(pc *c, const pf_plugin_desc *pd)
-{
-    printf("\nengine\n");
-    pf_engine *e = NULL;
-    pc_doing("loading the built-in plugins");
-    if (create_engine(c, NULL, &e) != PF_OK) {
-        fail(c, "check the pipefuse installation (`pipefuse info`)",
-             "the built-in plugins do not load: %s", pf_engine_errmsg(e));
-        pf_engine_destroy(e);
-        return -1;
-    }
-    for (int i = 0; i < pf_engine_stage_count(e); i++) {
-        const char *file;
-        pf_engine_stage(e, i, &file, NULL);
-        if (same_file(file, &c->st)) {
-            pass(c, "loads: it is one of the built-in plugins (%d stages in all)",
-                 pf_engine_stage_count(e));
-            c->eng = e;
-            return 0;
-        }
-    }
-    for (int i = 0; pd && i < pd->n_stages; i++) {
-        const pf_stage_desc *s = pd->stages[i];
-        if (!s || s->size < offsetof(pf_stage_desc, cost) || !s->name)
-            continue;
-        for (int k = 0; k < pf_engine_stage_count(e); k++) {
-            const char *file, *plugin;
-            const pf_stage_desc *b = pf_engine_stage(e, k, &file, &plugin);
-            if (strcmp(b->name, s->name) == 0)
-                fail(c, "rename the stage: stage names are shared by all loaded plugins",
-                     "stage name '%s' is already taken by the built-in plugin %s (%s)", s->name,
-                     plugin, file);
-        }
-    }
-    pf_engine_destroy(e);
-    e = NULL;
-
-    /* The file alone in a private directory, named on the plugin path. */
-    const char *tmp = getenv("TMPDIR");
-    int n =
-        snprintf(g_tmpdir, sizeof g_tmpdir, "%s/pipefuse-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (n < 0 || (size_t)n >= sizeof g_tmpdir || !mkdtemp(g_tmpdir)) {
-        fail(c, "set TMPDIR to a directory you can write to",
-             "cannot make a private directory "
-             "(%s): %s",
-             g_tmpdir, strerror(errno));
-        g_tmpdir[0] = 0;
-        return -1;
-    }
-    const char *base = strrchr(c->real, '/');
-    base = base ? base + 1 : c->real;
-    size_t bl = strlen(base);
-    n = snprintf(g_link, sizeof g_link, "%s/%s%s%s", g_tmpdir, base[0] == '.' ? "p" : "", base,
-                 bl > 3 && strcmp(base + bl - 3, ".so") == 0 ? "" : ".so");
-    if (n < 0 || (size_t)n >= sizeof g_link || symlink(c->real, g_link) != 0) {
-        fail(c, NULL, "cannot link the plugin into %s: %s", g_tmpdir, strerror(errno));
-        g_link[0] = 0;
-        return -1;
-    }
-    pc_doing("loading the plugin in the engine, next to the built-in plugins");
-    c->refused[0] = 0;
-    int loaded = 0;
-    if (create_engine(c, g_tmpdir, &e) == PF_OK)
-        for (int i = 0; i < pf_engine_stage_count(e); i++) {
-            const char *file;
-            pf_engine_stage(e, i, &file, NULL);
-            loaded += same_file(file, &c->st);
-        }
-    if (!loaded) {
-        /* The engine skips a plugin it refuses, with a warning that says why. */
-        char msg[4096];
-        size_t len = strlen(c->refused);
-        if (len && c->refused[len - 1] == '\n')
-            c->refused[len - 1] = 0;
-        unlinked_message(c, c->refused[0] ? c->refused : pf_engine_errmsg(e), msg, sizeof msg);
-        fail(c,
-             "see the failures above; `pipefuse stages` skips such a plugin with this "
-             "warning, and pipelines using its stages fail",
-             "the engine refuses it: %s", msg);
-        pf_engine_destroy(e);
-        return -1;
-    }
-    pass(c, "loads next to the built-in plugins (%d stages in all)", pf_engine_stage_count(e));
-    c->eng = e;
-    return 0;
-}
 
 /* ---- The command ------------------------------------------------------------------------------ */
 
@@ -376,34 +94,22 @@ static int plugin_check(pc *c)
     printf("pipefuse plugin check %s\n(pipefuse %s, plugin ABI %d.%d, seed %llu)\n", c->real,
            pf_version_string(), PF_ABI_MAJOR, PF_ABI_MINOR, c->o.seed);
 
-    struct sigaction sa, saved[5];
-    memset(&sa, 0, sizeof sa);
-    memset(saved, 0, sizeof saved);
-    sa.sa_handler = on_crash;
-    sigemptyset(&sa.sa_mask);
-    static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], &sa, &saved[i]) != 0)
-            fprintf(stderr, "pipefuse plugin check: cannot guard signal %d: %s\n", sigs[i],
-                    strerror(errno));
-    if (atexit(on_exit_call) != 0)
-        fprintf(stderr, "pipefuse plugin check: cannot guard exit()\n");
-    g_guard = 1;
+    pc_guards_on();
 
     void *handle = NULL;
     const pf_plugin_desc *pd = NULL;
     if (pc_check_file(c) == 0)
         handle = pc_check_descriptor(c, &pd);
-    if (handle && load_engine(c, pd) == 0) {
+    if (handle && pc_load_engine(c, pd) == 0) {
         int found = 0;
         for (int i = 0; i < pf_engine_stage_count(c->eng); i++) {
             const char *file, *pname;
             const pf_stage_desc *d = pf_engine_stage(c->eng, i, &file, &pname);
-            if (!same_file(file, &c->st) || (c->o.only && strcmp(c->o.only, d->name) != 0))
+            if (!pc_same_file(file, &c->st) || (c->o.only && strcmp(c->o.only, d->name) != 0))
                 continue;
             found++;
             snprintf(c->op, sizeof c->op, "%s.%s", pname, d->name);
-            check_stage(c, d);
+            pc_check_stage(c, d);
         }
         if (c->o.only && !found)
             fail(c, "name one of the plugin's stages (pipefuse stages lists them)",
@@ -412,13 +118,10 @@ static int plugin_check(pc *c)
         printf("\nstages\n");
         skip(c, "stage runs: the plugin does not load");
     }
-    g_guard = 0;
     pf_engine_destroy(c->eng);
     c->eng = NULL;
-    cleanup_tmp();
-    /* The handlers there were before (a sanitizer's, say) see the rest of the process. */
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &saved[i], NULL);
+    pc_cleanup_tmp();
+    pc_guards_off();
     /* The plugin stays loaded until the process ends: its CUDA runtime, if any, may have
        registered exit handlers that must find it there. */
     (void)handle;

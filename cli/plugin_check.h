@@ -95,13 +95,30 @@ typedef struct pc_run {
     char err[4096];
 } pc_run;
 
-/* ---- plugin_check.c --------------------------------------------------------------------- */
+/* ---- check_report.c --------------------------------------------------------------------- */
 
 void pc_copy_text(char *dst, size_t size, const char *src);
+/* What is being done, for the crash and exit() guards to report. */
 void pc_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The guards on (a crash or an exit() in the plugin is reported as a failure, the private
+   directory removed) and off (the handlers there were before are back). */
+void pc_guards_on(void);
+void pc_guards_off(void);
 extern const char *const pc_kind_names[];
 void pc_note(pc *c, int kind, const char *fix, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* ---- check_engine.c --------------------------------------------------------------------- */
+
+/* Removes the private directory and its link; safe in a signal handler. */
+void pc_cleanup_tmp(void);
+/* Creates c->eng with the built-in plugins and the file. 0 when the file loaded. */
+int pc_load_engine(pc *c, const pf_plugin_desc *pd);
+int pc_same_file(const char *path, const struct stat *st);
+
+/* ---- check_stage.c ---------------------------------------------------------------------- */
+
+void pc_check_stage(pc *c, const pf_stage_desc *d);
 
 /* ---- check_images.c --------------------------------------------------------------------- */
 
