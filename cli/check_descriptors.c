@@ -5,17 +5,6 @@
 
 /* ---- The file and its descriptor ----------------------------------------------------------- */
 
-int pc_is_identifier(const char *s)
-{
-    if (!s || !*s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return 0;
-    return 1;
-}
-
 static int unsafe_mode(const struct stat *st)
 {
     return (st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_uid != 0 && st->st_uid != geteuid());
@@ -111,8 +100,8 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
     pf_stage_desc d;
     memset(&d, 0, sizeof d);
     memcpy(&d, src, src->size < sizeof d ? src->size : sizeof d);
-    const char *label = pc_is_identifier(d.name) ? d.name : "?";
-    for (int j = 0; j < index && pc_is_identifier(d.name); j++) {
+    const char *label = d.name && d.name[0] ? d.name : "(unnamed)";
+    for (int j = 0; j < index && d.name; j++) {
         const pf_stage_desc *o = pd->stages[j];
         if (o && o->size >= offsetof(pf_stage_desc, cost) && o->name &&
             strcmp(o->name, d.name) == 0)

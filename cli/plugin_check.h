@@ -180,7 +180,6 @@ void pc_check_gpu(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets,
 
 void *pc_check_descriptor(pc *c, const pf_plugin_desc **pdo);
 int pc_check_file(pc *c);
-int pc_is_identifier(const char *s);
 
 /* ---- check_point_source.c --------------------------------------------------------------- */
 
