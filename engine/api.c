@@ -702,7 +702,7 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const p
         for (int k = 0; k < (int)(sizeof v.fmt / sizeof v.fmt[0]); k++)
             v.fmt[k] = pf_format_code(samples[f], channels[f]); /* inputs, and outputs */
         for (int u = 0; u < p->plan->n_units && rc == PF_OK; u++) {
-            if (!v.fused[u])
+            if (v.fused[u] != PF_FUSE_KERNEL)
                 continue;
             pf_fuse_unit io;
             void *cubin = NULL;

@@ -112,6 +112,41 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
     return PF_OK;
 }
 
+int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
+                          int y1, const void *host_params, const void *dev_params, const void *desc,
+                          double *part, int rows, void *stream, char *err, size_t err_size)
+{
+    if (y1 <= y0)
+        return PF_OK;
+    void *args[] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
+                    (void *)&desc,
+                    &width,
+                    &height,
+                    &y0,
+                    &y1,
+                    &part,
+                    &rows};
+    unsigned gx, gy, tx, ty;
+    if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
+        /* 64 threads of ppt pixels across, 4 rows down; a block per chunk of rows */
+        tx = 64, ty = 4;
+        gx = (unsigned)((width + 64 * io->ppt - 1) / (64 * io->ppt));
+        gy = (unsigned)((y1 - y0 + rows - 1) / rows);
+    } else {
+        /* 256 threads of ppt pixels along a row; blocks of a row side by side */
+        tx = 256, ty = 1;
+        gx = (unsigned)((width + 256 * io->ppt - 1) / (256 * io->ppt));
+        gy = (unsigned)(y1 - y0 < 65535 ? y1 - y0 : 65535);
+    }
+    CUresult r =
+        drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "cuLaunchKernel: %s", drv_err(r));
+        return PF_CUDA;
+    }
+    return PF_OK;
+}
+
 int pf_fuse_node_function(void *node, void **function)
 {
     *function = NULL;
@@ -128,16 +163,18 @@ int pf_fuse_node_function(void *node, void **function)
     return PF_OK;
 }
 
-int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
-                            size_t err_size)
+int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
+                            char *err, size_t err_size)
 {
     CUDA_KERNEL_NODE_PARAMS kp;
     memset(&kp, 0, sizeof kp);
     CUresult r = drv.node_get((CUgraphNode)node, &kp);
     if (r == CUDA_SUCCESS) {
-        /* The node's own argument list, with the parameter span replaced. */
-        void *args[6];
-        for (int i = 0; i < 6; i++)
+        /* The node's own argument list, with the parameter span replaced: 6 arguments,
+           8 for a reduce (pf_fuse_launch, pf_fuse_launch_reduce). */
+        void *args[8];
+        int n = io->reduce ? 8 : 6;
+        for (int i = 0; i < n; i++)
             args[i] = kp.kernelParams[i];
         args[0] = (void *)host_params;
         kp.kernelParams = args;
@@ -172,8 +209,14 @@ int pf_fuse_node_function(void *node, void **function)
     *function = NULL;
     return PF_UNSUPPORTED;
 }
-int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
-                            size_t err_size)
+int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
+                          int y1, const void *host_params, const void *dev_params, const void *desc,
+                          double *part, int rows, void *stream, char *err, size_t err_size)
+{
+    return PF_UNSUPPORTED;
+}
+int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
+                            char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
 }

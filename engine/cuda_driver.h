@@ -20,7 +20,12 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
    (*function, NULL for other nodes), and a new parameter span for such a node of a
    by-value unit, its other arguments kept. Both take CUgraphNode / CUgraphExec. */
 int pf_fuse_node_function(void *node, void **function);
-int pf_fuse_node_set_params(void *exec, void *node, const void *host_params, char *err,
-                            size_t err_size);
+int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
+                            char *err, size_t err_size);
+/* Band [y0, y1) of a summing reduce kernel (io->reduce): partial tables into part, in
+   chunks of `rows` rows (by columns). */
+int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
+                          int y1, const void *host_params, const void *dev_params, const void *desc,
+                          double *part, int rows, void *stream, char *err, size_t err_size);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "cuda_internal.h"
 #include "cuda_driver.h"
+#include "../kernels/reduce_sum.h"
 
 static pf_image dev_image(const pf_cuda_plan *c, const cuda_slot *sl, const pf_plan *plan, int i)
 {
@@ -50,6 +51,52 @@ static int timed(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStre
     return PF_OK;
 }
 
+/* A summing reduce unit as its generated kernel: per band, partial tables (the
+   point ops it absorbed run on the way in); then the partial tables added on the device
+   into the table, and only the table copied to the host. */
+static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
+{
+    const pf_plan *plan = p->plan;
+    const pf_unit *un = &plan->units[u];
+    const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
+    const pf_fuse_unit *io = &c->fio[u];
+    int node = un->nodes[0], bands = un->bands > 0 ? un->bands : 1, sms = p->eng->cuda->sm_count;
+    int w = un->shape.width, h = un->shape.height, chunks = 0, rc = PF_OK;
+    size_t len = un->partial_len;
+    double *table = (double *)(sl->dev + c->partial_off[node]), *part = table + len;
+    int rows = pf_fuse_reduce_rows(w, h, sms);
+    char err[512];
+    nvtxRangePushA(p->nodes[node].id);
+    for (int b = 0; b < bands && rc == PF_OK; b++) {
+        int y0, y1;
+        band_rows(h, b, bands, &y0, &y1);
+        double *at = io->reduce == PF_REDUCE_SUM_COLUMNS ? part + len * (size_t)chunks : part;
+        rc = timed(p, c, sl, u, st, 1);
+        if (rc == PF_OK)
+            rc = pf_fuse_launch_reduce(
+                k->function, io, w, h, y0, y1, sl->host + c->params_off + io->param_lo,
+                sl->dev + c->params_off,
+                sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u], at, rows, st, err,
+                sizeof err);
+        if (rc == PF_OK)
+            rc = timed(p, c, sl, u, st, 0);
+        else
+            pf_errf(p->errmsg, "%s: reduce %s, band %d of %d: %s", p->source, p->nodes[node].id,
+                    b + 1, bands, err);
+        if (io->reduce == PF_REDUCE_SUM_COLUMNS)
+            chunks += pf_fuse_reduce_band_chunks(io, w, h, y0, y1, sms);
+    }
+    if (io->reduce == PF_REDUCE_SUM_ROWS)
+        chunks = pf_fuse_reduce_band_chunks(io, w, h, 0, h, sms);
+    nvtxRangePop();
+    if (rc != PF_OK)
+        return rc;
+    CU(p, (cudaError_t)pf_cuda_sum_tables(part, chunks, len, table, st));
+    CU(p, cudaMemcpyAsync(sl->host + c->partial_host_off[node], table, sizeof(double) * len,
+                          cudaMemcpyDeviceToHost, st));
+    return PF_OK;
+}
+
 /* One unit, band by band: each band is a launch of its own, and so its own watchdog
    window, inside the graph as outside. */
 static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
@@ -57,6 +104,10 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
     const pf_plan *plan = p->plan;
     const pf_unit *un = &plan->units[u];
     int bands = un->bands > 0 ? un->bands : 1;
+    if (c->fused[u] == PF_FUSE_ABSORBED)
+        return PF_OK; /* the reduce kernel reading its result runs its ops */
+    if (c->fused[u] && un->kind == PF_UNIT_REDUCE)
+        return run_reduce_kernel(p, c, sl, u, st);
     if (c->fused[u]) {
         const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
         char err[512];
@@ -207,7 +258,7 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
     CU(p, cudaGraphGetNodes(graph, NULL, &n));
     int any = 0;
     for (int u = 0; u < c->n_units && !any; u++)
-        any = c->fused[u] && c->fio[u].param_arg;
+        any = c->fused[u] == PF_FUSE_KERNEL && c->fio[u].param_arg;
     if (n == 0 || !any)
         return PF_OK;
     cudaGraphNode_t *nodes = malloc(sizeof(cudaGraphNode_t) * n);
@@ -231,7 +282,7 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
             return PF_CUDA;
         }
         for (int u = 0; fn && u < c->n_units; u++) {
-            if (!c->fused[u] || !c->fio[u].param_arg ||
+            if (c->fused[u] != PF_FUSE_KERNEL || !c->fio[u].param_arg ||
                 c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]].function != fn)
                 continue;
             keep[sl->n_pnodes[device]] = nodes[i];
@@ -254,7 +305,7 @@ int pf_cu_update_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
     for (int i = 0; i < sl->n_pnodes[device]; i++) {
         const pf_fuse_unit *io = &c->fio[sl->pnode_unit[device][i]];
         char err[512];
-        if (pf_fuse_node_set_params(sl->exec[device], sl->pnodes[device][i],
+        if (pf_fuse_node_set_params(sl->exec[device], sl->pnodes[device][i], io,
                                     sl->host + c->params_off + io->param_lo, err,
                                     sizeof err) != PF_OK) {
             pf_errf(p->errmsg, "%s: %s", p->source, err);
@@ -365,7 +416,7 @@ int pf_cu_prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_frame
     for (int o = 0; o < no; o++)
         out_fmt[o] = pf_format_code(h_desc[ni + o].sample, h_desc[ni + o].channels);
     for (int u = 0; u < c->n_units; u++) {
-        if (!c->fused[u])
+        if (c->fused[u] != PF_FUSE_KERNEL)
             continue;
         pf_fuse_unit *io = &c->fio[u];
         /* The variant is keyed by every native format the unit reads and writes: the

@@ -66,6 +66,18 @@ static int *unit_clocks(const pf_plan *plan, int ns)
     return clock;
 }
 
+/* The unit whose launches do unit u's work: the reduce kernel that runs an absorbed
+   point unit's ops (and so reads that unit's inputs), else u itself. */
+static int runs_in(const pf_pipeline *p, const pf_cuda_plan *c, int u)
+{
+    if (c->fused[u] != PF_FUSE_ABSORBED)
+        return u;
+    for (int v = u + 1; v < c->n_units; v++)
+        if (c->fused[v] == PF_FUSE_KERNEL && c->fio[v].src_unit == u)
+            return v;
+    return u;
+}
+
 /* Device images for every node the GPU computes, reusing a buffer once every unit
    that touched its previous content happens-before the new producer: its producer and
    every unit reading it. Every reader, not only the one of the highest index: units
@@ -90,7 +102,7 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
             for (int k = 0; k < p->nodes[i].n_in && plan->unit_of[i] >= 0; k++) {
                 int src = p->nodes[i].in[k];
                 if (pass)
-                    rd[rs[src] + fill[src]++] = plan->unit_of[i];
+                    rd[rs[src] + fill[src]++] = runs_in(p, c, plan->unit_of[i]);
                 else
                     rs[src + 1]++;
             }
@@ -199,7 +211,7 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     size_t n_desc = (size_t)(ni + no);
     for (int u = 0; u < nu; u++) {
         c->fio_off[u] = n_desc;
-        if (c->fused[u])
+        if (c->fused[u] == PF_FUSE_KERNEL)
             n_desc += (size_t)(c->fio[u].n_in + c->fio[u].n_out);
     }
     size_t desc_bytes = sizeof(pf_frame_desc) * n_desc;
@@ -226,14 +238,21 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     for (int u = 0; u < nu; u++) {
         const pf_unit *un = &plan->units[u];
         c->scratch_off[u] = SIZE_MAX;
-        size_t s = scratch_need(p, u);
+        size_t s = c->fused[u] ? 0 : scratch_need(p, u); /* generated kernels need none */
         if (s) {
             c->scratch_off[u] = take(&dev, s);
             c->scratch_size[u] = s;
         }
         if (un->kind == PF_UNIT_REDUCE) {
-            size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) *
-                           (size_t)(un->bands > 0 ? un->bands : 1);
+            /* A band's partial each, or for a summing kernel the table and then the
+               partial tables its bands leave (pf_fuse_reduce_chunks). */
+            size_t parts = (size_t)(un->bands > 0 ? un->bands : 1);
+            if (c->fused[u] == PF_FUSE_KERNEL) {
+                const pf_shape in = plan->shapes[p->nodes[un->nodes[0]].in[0]];
+                parts = 1 + (size_t)pf_fuse_reduce_chunks(c->fio[u].reduce, in.width, in.height,
+                                                          un->bands, p->eng->cuda->sm_count);
+            }
+            size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) * parts;
             c->partial_off[un->nodes[0]] = take(&dev, bytes);
             c->partial_host_off[un->nodes[0]] = take(&host, bytes);
         }
@@ -248,7 +267,7 @@ int pf_cu_needs_convert_out(const pf_pipeline *p, const pf_cuda_plan *c, int o)
     int node = p->outputs[o].node;
     if (p->tables[node].data)
         return 0;
-    return node < p->n_inputs || !c->fused[p->plan->unit_of[node]];
+    return node < p->n_inputs || c->fused[p->plan->unit_of[node]] != PF_FUSE_KERNEL;
 }
 
 /* Kernel launches one frame takes: conversions in and out, and every stage. */
@@ -258,8 +277,13 @@ static int count_launches(const pf_pipeline *p, const pf_cuda_plan *c)
     int n = 0;
     for (int i = 0; i < p->n_inputs; i++)
         n += c->f4[i];
-    for (int u = 0; u < plan->n_units; u++)
-        n += (c->fused[u] ? 1 : plan->units[u].n_nodes) * plan->units[u].bands;
+    for (int u = 0; u < plan->n_units; u++) {
+        const pf_unit *un = &plan->units[u];
+        if (c->fused[u] == PF_FUSE_ABSORBED)
+            continue; /* its ops run in the reduce kernel */
+        n += (c->fused[u] ? 1 : un->n_nodes) * un->bands;
+        n += c->fused[u] && un->kind == PF_UNIT_REDUCE; /* the partial tables' sum */
+    }
     for (int o = 0; o < p->n_outputs; o++)
         n += pf_cu_needs_convert_out(p, c, o);
     return n;
@@ -431,7 +455,8 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
     for (size_t i = 0; i < n_io; i++)
         c->in_fmt[i] = c->out_fmt[i] = pf_format_code(PF_U8, 4);
     for (int u = 0; u < nu; u++)
-        if (c->fused[u] && pf_fuse_unit_io(p, u, c->f4, c->in_fmt, c->out_fmt, &c->fio[u]) != 0)
+        if (c->fused[u] == PF_FUSE_KERNEL &&
+            pf_fuse_unit_io(p, u, c->f4, c->in_fmt, c->out_fmt, &c->fio[u]) != 0)
             return PF_UNSUPPORTED; /* cannot happen: decided above */
     return PF_OK;
 }

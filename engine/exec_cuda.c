@@ -264,9 +264,11 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
         if (p->tables[node].data) {
             const pf_node *n = &p->nodes[node];
             const pf_unit *un = &plan->units[plan->unit_of[node]];
-            n->desc->combine(n->params, &un->shape,
-                             (const double *)(sl->host + c->partial_host_off[node]), un->bands,
-                             p->tables[node].data);
+            const double *part = (const double *)(sl->host + c->partial_host_off[node]);
+            if (c->fused[plan->unit_of[node]]) /* a summing kernel: the table itself */
+                memcpy(p->tables[node].data, part, sizeof(double) * un->partial_len);
+            else
+                n->desc->combine(n->params, &un->shape, part, un->bands, p->tables[node].data);
             continue;
         }
         pf_frame *f = sl->out[o];

@@ -35,6 +35,10 @@ void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
             f4[i] = 0; /* unused, or a table */
             continue;
         }
+        if (u >= 0 && fused_unit[u] == PF_FUSE_ABSORBED) {
+            f4[i] = 0; /* only the reduce kernel that runs the unit's ops reads it */
+            continue;
+        }
         int need = u < 0 ? plan->is_out[i] : !fused_unit[u];
         for (int e = plan->cons_first[i]; e < plan->cons_first[i + 1] && !need; e++) {
             int cu = plan->unit_of[plan->cons[e]];
@@ -44,12 +48,45 @@ void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
     }
 }
 
+/* A summing reduce unit's IO: the inputs of the point unit it absorbs, or its own
+   input (a pipeline input in its format, else a float RGBA image); nothing stored. */
+static int reduce_io(const pf_pipeline *p, int u, const int *in_fmt, pf_fuse_unit *io)
+{
+    const pf_unit *un = &p->plan->units[u];
+    const pf_node *r = &p->nodes[un->nodes[0]];
+    int src = pf_fuse_absorbs(p, u);
+    io->reduce = r->desc->reduce_sum;
+    io->src_unit = src;
+    io->value_node = r->in[0];
+    io->ppt = 4;
+    const pf_unit *from = src >= 0 ? &p->plan->units[src] : NULL;
+    int n = from ? from->n_inputs : 1;
+    for (int k = 0; k < n; k++) {
+        int q = from ? from->inputs[k] : r->in[0];
+        if (io->n_in >= PF_MAX_FUSED_IO)
+            return -1;
+        pf_fuse_io *e = &io->in[io->n_in++];
+        e->node = q;
+        e->native = q < p->n_inputs ? q : -1;
+        e->sample = q < p->n_inputs ? pf_format_sample(in_fmt[q]) : PF_F32;
+        e->channels = q < p->n_inputs ? pf_format_channels(in_fmt[q]) : 4;
+    }
+    return 0;
+}
+
 int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
                     const int *out_fmt, pf_fuse_unit *io)
 {
     const pf_unit *un = &p->plan->units[u];
     io->n_in = io->n_out = 0;
     io->ppt = 8;
+    io->reduce = 0;
+    io->src_unit = -1;
+    io->value_node = -1;
+    /* The parameters of the unit's members, or of the point unit a reduce absorbs. */
+    int pu = un->kind == PF_UNIT_REDUCE ? pf_fuse_absorbs(p, u) : u;
+    if (pu >= 0 && pu != u)
+        un = &p->plan->units[pu];
     /* The members' span of the parameter block (pf_param_layout's offsets: the running
        sum of 16-byte rounded sizes, in node order). */
     size_t lo = (size_t)-1, hi = 0, top = 0;
@@ -66,6 +103,8 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
     io->param_lo = lo == (size_t)-1 ? 0 : lo;
     io->param_bytes = hi > io->param_lo ? hi - io->param_lo : 16;
     io->param_arg = io->param_bytes <= PF_FUSE_PARAM_ARG_MAX;
+    if (p->plan->units[u].kind == PF_UNIT_REDUCE)
+        return reduce_io(p, u, in_fmt, io);
     for (int k = 0; k < un->n_inputs; k++) {
         int q = un->inputs[k];
         if (io->n_in >= PF_MAX_FUSED_IO)
@@ -132,6 +171,60 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
     return 1;
 }
 
+int pf_fuse_reduce_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
+{
+    const pf_plan *plan = p->plan;
+    const pf_unit *un = &plan->units[u];
+    if (un->kind != PF_UNIT_REDUCE || un->n_nodes != 1)
+        return 0;
+    int i = un->nodes[0];
+    const pf_node *n = &p->nodes[i];
+    if (!p->opts.fusion) {
+        snprintf(why, why_size, "fusion is off");
+        return 0;
+    }
+    if (!n->desc->reduce_sum || n->n_in != 1) {
+        snprintf(why, why_size, "stage '%s' (%s) declares no reduce_sum", n->id, n->desc->name);
+        return 0;
+    }
+    pf_shape in = plan->shapes[n->in[0]], t = plan->shapes[i];
+    int rows = n->desc->reduce_sum == PF_REDUCE_SUM_COLUMNS ? in.width : in.height;
+    if (t.width != 4 || t.height != rows || un->partial_len != (size_t)4 * (size_t)rows) {
+        snprintf(why, why_size,
+                 "stage '%s' (%s) declares a sum by %s but its table is %dx%d (partial %zu), "
+                 "not 4x%d",
+                 n->id, n->desc->name,
+                 n->desc->reduce_sum == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows", t.width,
+                 t.height, un->partial_len, rows);
+        return 0;
+    }
+    return 1;
+}
+
+int pf_fuse_absorbs(const pf_pipeline *p, int u)
+{
+    const pf_plan *plan = p->plan;
+    char w[512];
+    if (!pf_fuse_reduce_possible(p, u, w, sizeof w))
+        return -1;
+    int r = plan->units[u].nodes[0], q = p->nodes[r].in[0];
+    int pu = q < p->n_inputs ? -1 : plan->unit_of[q];
+    if (pu < 0 || plan->units[pu].kind != PF_UNIT_POINT || !pf_fuse_possible(p, pu, w, sizeof w))
+        return -1;
+    const pf_unit *src = &plan->units[pu];
+    for (int a = 0; a < src->n_nodes; a++) {
+        int m = src->nodes[a];
+        if (plan->is_out[m])
+            return -1;
+        for (int e = plan->cons_first[m]; e < plan->cons_first[m + 1]; e++) {
+            int c = plan->cons[e];
+            if (c != r && plan->unit_of[c] != pu)
+                return -1; /* someone else reads it: the image is stored anyway */
+        }
+    }
+    return pu;
+}
+
 int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size)
 {
@@ -151,11 +244,23 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
         if (plan->units[u].kind == PF_UNIT_POINT && !fused[u] && why_size && !why[0])
             snprintf(why, why_size, "%s", w);
     }
+    /* Summing reduces: a kernel of their own, running the ops of a point unit that
+       only they read. */
+    for (int u = 0; u < plan->n_units && !no_nvrtc; u++) {
+        char w[512];
+        if (!pf_fuse_reduce_possible(p, u, w, sizeof w))
+            continue;
+        fused[u] = PF_FUSE_KERNEL;
+        int pu = pf_fuse_absorbs(p, u);
+        if (pu >= 0)
+            fused[pu] = PF_FUSE_ABSORBED;
+    }
     pf_fuse_buffers(p, fused, f4);
     pf_fuse_unit io;
     int dropped = 0;
     for (int u = 0; u < plan->n_units; u++)
-        if (fused[u] && pf_fuse_unit_io(p, u, f4, fmt, fmt, &io) != 0) {
+        if (fused[u] == PF_FUSE_KERNEL && plan->units[u].kind == PF_UNIT_POINT &&
+            pf_fuse_unit_io(p, u, f4, fmt, fmt, &io) != 0) {
             fused[u] = 0; /* too many loads or stores for one kernel */
             dropped = 1;
             if (why_size && !why[0])
@@ -165,8 +270,35 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
     if (dropped)
         pf_fuse_buffers(p, fused, f4);
     for (int u = 0; u < plan->n_units; u++)
-        n += fused[u];
+        n += fused[u] == PF_FUSE_KERNEL;
     return n;
+}
+
+int pf_fuse_reduce_rows(int width, int height, int sm_count)
+{
+    /* Two blocks of 256 threads (64 columns of 4 pixels, 4 rows) per multiprocessor,
+       and at least 16 rows a chunk: partial tables stay a small share of the traffic. */
+    int xb = (width + 255) / 256, want = (2 * (sm_count > 0 ? sm_count : 1) + xb - 1) / xb;
+    int rows = (height + want - 1) / want;
+    rows = (rows + 3) / 4 * 4;
+    return rows < 16 ? 16 : rows;
+}
+
+int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count)
+{
+    if (reduce == PF_REDUCE_SUM_ROWS)
+        return (width + 255) / 256; /* the most row blocks: one pixel a thread */
+    int rows = pf_fuse_reduce_rows(width, height, sm_count);
+    return (height + rows - 1) / rows + (bands > 0 ? bands : 1);
+}
+
+int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                               int sm_count)
+{
+    if (io->reduce == PF_REDUCE_SUM_ROWS)
+        return (width + 256 * io->ppt - 1) / (256 * io->ppt);
+    int rows = pf_fuse_reduce_rows(width, height, sm_count);
+    return y1 > y0 ? (y1 - y0 + rows - 1) / rows : 0;
 }
 
 int pf_fuse_ppt(int width, int height, int sm_count)
@@ -306,20 +438,21 @@ static void emit_op(sb *b, const pf_pipeline *p, const pf_node *n, int ns, const
    the device block (io->param_arg). */
 static void emit_signature(sb *b, const pf_fuse_unit *io, const char *name)
 {
+    const char *extra = io->reduce ? ",\n   double *__restrict__ part, int rows" : "";
     if (io->param_arg)
         sb_printf(b,
                   "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
                   "extern \"C\" __global__ void __launch_bounds__(256)\n"
                   "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
-                  "   int W, int H, int y0, int y1)\n{\n"
+                  "   int W, int H, int y0, int y1%s)\n{\n"
                   "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
-                  name, io->param_bytes, name, name, io->param_lo);
+                  name, io->param_bytes, name, name, extra, io->param_lo);
     else
         sb_printf(b,
                   "extern \"C\" __global__ void __launch_bounds__(256)\n"
                   "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
-                  "   int W, int H, int y0, int y1)\n{\n",
-                  name);
+                  "   int W, int H, int y0, int y1%s)\n{\n",
+                  name, extra);
 }
 
 /* Member a of the unit: its inputs (earlier members' values or the unit's loads), its op
@@ -355,9 +488,160 @@ static void emit_member(sb *b, const pf_pipeline *p, const pf_unit *un, const pf
             sb_printf(b, "        out%d[i] = v%d;\n", k, a);
 }
 
+/* Pixels per chunk: the widest format's chunk is at most 16 bytes, and at most ppt
+   pixels. */
+static int chunk_pixels(const pf_fuse_unit *io, int ppt)
+{
+    int vp = ppt;
+    for (int k = 0; k < io->n_in + io->n_out; k++) {
+        const pf_fuse_io *e = k < io->n_in ? &io->in[k] : &io->out[k - io->n_in];
+        int bpp = (int)pf_frame_pixel_bytes((pf_sample)e->sample, e->channels), v = 1;
+        while (v * 2 <= 8 && v * 2 * bpp <= 16)
+            v *= 2;
+        vp = v < vp ? v : vp;
+    }
+    return vp;
+}
+
+/* The loads of chunk `x` of row `y` of every input, into in<k>[0..VP). */
+static void emit_loads(sb *b, const pf_pipeline *p, const pf_fuse_unit *io, int vp,
+                       const char *indent, const char *x)
+{
+    for (int k = 0; k < io->n_in; k++)
+        sb_printf(b,
+                  "%spf_float4 in%d[%d]; /* %s */\n%spf_load_chunk<%d, %d, %d>(io[%d], y, %s, W, "
+                  "in%d);\n",
+                  indent, k, vp, p->nodes[io->in[k].node].id, indent, io->in[k].sample,
+                  io->in[k].channels, vp, k, x, k);
+}
+
+/* The point ops of the absorbed unit on pixel i (members' values v<a>), and the value
+   summed, into pf_float4 r. */
+static void emit_reduce_value(sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+                              const size_t *param_off)
+{
+    if (io->src_unit < 0) {
+        sb_printf(b, "        const pf_float4 r = in0[i];\n");
+        return;
+    }
+    const pf_unit *src = &p->plan->units[io->src_unit];
+    int value = 0;
+    for (int a = 0; a < src->n_nodes; a++) {
+        emit_member(b, p, src, io, param_off, a);
+        if (src->nodes[a] == io->value_node)
+            value = a;
+    }
+    sb_printf(b, "        const pf_float4 r = v%d;\n", value);
+}
+
+/* A summing reduce (io->reduce): the absorbed point unit's ops in registers, summed in
+   double in an order fixed by the sizes. By columns: a block is 64 threads of vp pixels
+   across and 4 rows down; each thread adds every 4th row of the block's chunk of rows,
+   the 4 rows' sums add in order, and the chunk's partial table goes to part. By rows: a
+   block is 256 threads of vp pixels along one row, added by a fixed shuffle tree and then
+   warp by warp; each block of a row leaves its partial in its own table of part. */
+static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+                             const size_t *param_off, int vp)
+{
+    if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
+        sb_printf(b,
+                  "    const int x = (blockIdx.x * 64 + threadIdx.x) * %d;\n"
+                  "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
+                  "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
+                  "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
+                  "    for (int y = ya + threadIdx.y; y < yb && x < W; y += 4) {\n",
+                  vp, vp, vp);
+        emit_loads(b, p, io, vp, "        ", "x");
+        sb_printf(b,
+                  "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
+                  "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, "
+                  "pos.height = H;\n",
+                  vp);
+        emit_reduce_value(b, p, io, param_off);
+        sb_printf(
+            b,
+            "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+            "s[i][3] += (double)r.w;\n        }\n    }\n"
+            "    __shared__ double sh[3][64 * %d * 4];\n"
+            "    double *mine = sh[threadIdx.y > 0 ? threadIdx.y - 1 : 0] + threadIdx.x * %d * 4;\n"
+            "    if (threadIdx.y > 0)\n#pragma unroll\n"
+            "        for (int i = 0; i < %d * 4; i++)\n            mine[i] = s[i / 4][i %% 4];\n"
+            "    __syncthreads();\n    if (threadIdx.y > 0 || x >= W)\n        return;\n"
+            "    double *o = part + (size_t)blockIdx.y * W * 4;\n#pragma unroll\n"
+            "    for (int i = 0; i < %d; i++)\n        if (x + i < W)\n#pragma unroll\n"
+            "            for (int c = 0; c < 4; c++)\n"
+            "                o[(size_t)(x + i) * 4 + c] = ((s[i][c] + sh[0][(threadIdx.x * %d + i) "
+            "* 4 + c])"
+            " + sh[1][(threadIdx.x * %d + i) * 4 + c]) + sh[2][(threadIdx.x * %d + i) * 4 + "
+            "c];\n}\n",
+            vp, vp, vp, vp, vp, vp, vp);
+        return;
+    }
+    sb_printf(b,
+              "    const int x = (blockIdx.x * 256 + threadIdx.x) * %d;\n"
+              "    __shared__ double sh[8][4];\n"
+              "    for (int y = y0 + blockIdx.y; y < y1; y += gridDim.y) {\n"
+              "    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;\n    if (x < W) {\n",
+              vp);
+    emit_loads(b, p, io, vp, "        ", "x");
+    sb_printf(
+        b,
+        "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
+        "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, pos.height = H;\n",
+        vp);
+    emit_reduce_value(b, p, io, param_off);
+    sb_printf(
+        b,
+        "        if (x + i < W)\n"
+        "            s0 += (double)r.x, s1 += (double)r.y, s2 += (double)r.z, s3 += (double)r.w;\n"
+        "        }\n    }\n"
+        "#pragma unroll\n    for (int o = 16; o > 0; o >>= 1) {\n"
+        "        s0 += __shfl_down_sync(0xffffffffu, s0, o);\n"
+        "        s1 += __shfl_down_sync(0xffffffffu, s1, o);\n"
+        "        s2 += __shfl_down_sync(0xffffffffu, s2, o);\n"
+        "        s3 += __shfl_down_sync(0xffffffffu, s3, o);\n    }\n"
+        "    if ((threadIdx.x & 31) == 0)\n"
+        "        sh[threadIdx.x / 32][0] = s0, sh[threadIdx.x / 32][1] = s1, "
+        "sh[threadIdx.x / 32][2] = s2, sh[threadIdx.x / 32][3] = s3;\n"
+        "    __syncthreads();\n    if (threadIdx.x < 4) {\n"
+        "        double t = sh[0][threadIdx.x];\n"
+        "        for (int w = 1; w < 8; w++)\n            t += sh[w][threadIdx.x];\n"
+        "        part[((size_t)blockIdx.x * H + y) * 4 + threadIdx.x] = t;\n    }\n"
+        "    __syncthreads();\n    }\n}\n");
+}
+
+/* The kernel of a summing reduce unit (see emit_reduce_body). */
+static char *reduce_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
+                           const size_t *param_off, const char *name)
+{
+    const pf_unit *src = io->src_unit >= 0 ? &p->plan->units[io->src_unit] : NULL;
+    const pf_node *r = &p->nodes[p->plan->units[u].nodes[0]];
+    sb b = {0};
+    sb_printf(&b, "// pipefuse fused kernel %s: %s [", name, p->source);
+    for (int a = 0; src && a < src->n_nodes; a++)
+        sb_printf(&b, "%s + ", src->ids[a]);
+    int vp = chunk_pixels(io, io->ppt);
+    sb_printf(&b,
+              "%s, a sum by %s]\n#define PF_PPT %d\n#include \"pipefuse/point.h\"\n"
+              "#include \"pipefuse/fused_rt.h\"\n\n",
+              r->id, io->reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows", vp);
+    for (int a = 0; src && a < src->n_nodes; a++)
+        if (source_index(p, src, a) == a)
+            emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
+    emit_signature(&b, io, name);
+    emit_reduce_body(&b, p, io, param_off, vp);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
 char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
                      const char *name)
 {
+    if (io->reduce)
+        return reduce_source(p, u, io, param_off, name);
     const pf_unit *un = &p->plan->units[u];
     sb b = {0};
     sb_printf(&b, "// pipefuse fused kernel %s: %s", name, p->source);
@@ -373,16 +657,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             continue;
         emit_op(&b, p, &p->nodes[un->nodes[a]], a, name);
     }
-    /* Pixels per chunk: the widest format's chunk is at most 16 bytes, and at most
-       PF_PPT pixels. */
-    int vp = ppt;
-    for (int k = 0; k < io->n_in + io->n_out; k++) {
-        const pf_fuse_io *e = k < io->n_in ? &io->in[k] : &io->out[k - io->n_in];
-        int bpp = (int)pf_frame_pixel_bytes((pf_sample)e->sample, e->channels), v = 1;
-        while (v * 2 <= 8 && v * 2 * bpp <= 16)
-            v *= 2;
-        vp = v < vp ? v : vp;
-    }
+    int vp = chunk_pixels(io, ppt);
     emit_signature(&b, io, name);
     sb_printf(&b,
               "    const int y = y0 + blockIdx.y * blockDim.y + threadIdx.y;\n"
@@ -473,7 +748,9 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
                 u, ids, PF_MAX_FUSED_IO);
         return PF_UNSUPPORTED;
     }
-    io->ppt = pf_fuse_ppt(un->shape.width, un->shape.height, sm_count);
+    /* A reduce's thread takes one chunk of a row at a time: pixels per thread = chunk. */
+    io->ppt =
+        io->reduce ? chunk_pixels(io, 4) : pf_fuse_ppt(un->shape.width, un->shape.height, sm_count);
     size_t *off = malloc(sizeof(size_t) * (size_t)p->n_nodes);
     if (!off)
         return PF_NO_MEMORY;

@@ -29,9 +29,18 @@ typedef struct pf_fuse_io {
    a pointer to the device parameter block instead. */
 #define PF_FUSE_PARAM_ARG_MAX 3968
 
+/* pf_fuse_decide's verdict on a unit. */
+#define PF_FUSE_NONE     0 /* runs its stages' own kernels */
+#define PF_FUSE_KERNEL   1 /* one generated kernel: a point unit, or a reduce declaring a sum */
+#define PF_FUSE_ABSORBED 2 /* a point unit whose ops run inside the reduce kernel reading it */
+
 typedef struct pf_fuse_unit {
     int n_in, n_out;
     int ppt; /* pixels per thread (8, 4, 2 or 1): fewer on small images, for parallelism */
+    /* A reduce unit's kernel: its pf_stage_desc.reduce_sum (0 for point units), the
+       point unit whose ops it runs on the way in (-1: none, it sums its input), and the
+       node whose value it sums (the reduce's input). */
+    int reduce, src_unit, value_node;
     /* The members' parameters: bytes [param_lo, param_lo + param_bytes) of the block;
        param_arg 1 when they are the kernel's first argument (by value), 0 when it is a
        pointer to the whole device block. */
@@ -68,6 +77,24 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
    point unit does not. Returns how many units fuse. */
 int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size);
+
+/* The point unit whose ops reduce unit u runs in its own kernel, or -1: one whose every
+   result only u reads (no pipeline output, no other reader), when both can fuse. */
+int pf_fuse_absorbs(const pf_pipeline *p, int u);
+
+/* Whether reduce unit u can run as a generated kernel (its stage declares reduce_sum and
+   the table has the shape that sum fills); when not, why says so. */
+int pf_fuse_reduce_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
+
+/* A summing reduce kernel's geometry. Columns: rows per chunk (each chunk of rows leaves
+   a partial table, summed on the device after the last band); rows: the partial tables
+   (one per block of a row). pf_fuse_reduce_chunks bounds the partial tables a whole
+   frame of `bands` bands leaves, for the layout. */
+int pf_fuse_reduce_rows(int width, int height, int sm_count);
+int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count);
+/* Partial tables one band [y0, y1) writes (columns), or the row-block count (rows). */
+int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                               int sm_count);
 
 /* Generated source of a fused kernel named `name` (malloc'd), or NULL (out of memory). */
 char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,

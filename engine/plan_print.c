@@ -87,6 +87,42 @@ static void print_stages(const pf_pipeline *p, FILE *f)
     }
 }
 
+/* Summing reduces that run as generated kernels: what each loads, which point ops it
+   runs on the way in, and that the sums are added on the device. */
+static void print_fused_reduces(const pf_pipeline *p, FILE *f, const pf_fusion_view *v)
+{
+    const pf_plan *plan = p->plan;
+    int n = 0;
+    for (int ui = 0; ui < plan->n_units; ui++)
+        n += plan->units[ui].kind == PF_UNIT_REDUCE && v->fused[ui] == PF_FUSE_KERNEL;
+    if (!n)
+        return;
+    fprintf(f, "fused reductions (%d):\n", n);
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (u->kind != PF_UNIT_REDUCE || v->fused[ui] != PF_FUSE_KERNEL)
+            continue;
+        const pf_node *rn = &p->nodes[u->nodes[0]];
+        pf_fuse_unit io;
+        if (pf_fuse_unit_io(p, ui, v->f4, v->fmt, v->fmt, &io) != 0)
+            continue;
+        fprintf(f, "  R: %s (%s, sum by %s) in one kernel", rn->id, rn->desc->name,
+                io.reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows");
+        if (io.src_unit >= 0) {
+            const pf_unit *src = &plan->units[io.src_unit];
+            fprintf(f, " with");
+            for (int a = 0; a < src->n_nodes; a++)
+                fprintf(f, "%s%s", a ? " + " : " ", src->ids[a]);
+        }
+        fprintf(f, "\n      loads");
+        for (int k = 0; k < io.n_in; k++)
+            fprintf(f, " %s(%s)", p->nodes[io.in[k].node].id,
+                    io.in[k].native >= 0 ? "native" : "float4");
+        fprintf(f, "; partial sums added on the device, the %dx%d table copied to the host\n",
+                plan->shapes[u->nodes[0]].height, plan->shapes[u->nodes[0]].width);
+    }
+}
+
 /* Point units: which stages each fuses, and the edges its one kernel loads and stores. */
 static int print_fusion_groups(const pf_pipeline *p, FILE *f)
 {
@@ -105,6 +141,18 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         fprintf(f, "  G%d: ", g++);
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
+        if (v.fused[ui] == PF_FUSE_ABSORBED) {
+            int r = ui + 1;
+            while (r < plan->n_units &&
+                   !(plan->units[r].kind == PF_UNIT_REDUCE && pf_fuse_absorbs(p, r) == ui))
+                r++;
+            const pf_node *rn = &p->nodes[plan->units[r < plan->n_units ? r : ui].nodes[0]];
+            fprintf(f,
+                    "   (%d point stage%s, fused into reduce %s (%s): its ops run in the "
+                    "sum's kernel, nothing stored)\n",
+                    u->n_nodes, u->n_nodes > 1 ? "s" : "", rn->id, rn->desc->name);
+            continue;
+        }
         if (!v.fused[ui]) {
             fprintf(f, "   (%d point stage%s, not fused: %d kernel%s)\n", u->n_nodes,
                     u->n_nodes > 1 ? "s" : "", u->n_nodes, u->n_nodes > 1 ? "s" : "");
@@ -125,6 +173,7 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
                     io.out[k].native >= 0 ? "rgba8" : "float4");
         fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
     }
+    print_fused_reduces(p, f, &v);
     pf_fusion_view_free(&v);
     return PF_OK;
 }

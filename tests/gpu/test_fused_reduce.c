@@ -1,0 +1,243 @@
+#define _GNU_SOURCE
+/* tests/gpu/test_fused_reduce.c: summing reduces (colsum, rowsum) as generated kernels
+ * on the GPU against the CPU executor.
+ *
+ * Each case is a pipeline whose table is a sum by columns or by rows of: a point chain
+ * only the sum reads (its ops run inside the sum's kernel, position-dependent ones
+ * too), a pipeline input read in its own format, a stencil's float image, a two-input
+ * chain, and a chain whose image is also an output (then stored and read back). Every
+ * frame format, sizes from one pixel to 2000 rows, graph and eager, device and host
+ * frames, the watchdog's bands, and a live parameter change (the fused kernel's
+ * by-value parameters updated in the captured graph). Tables agree to a relative 1e-6:
+ * the same float values summed in double in another order. The printed plan must show
+ * the fused reductions. Exits 77 without a device.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_skip.h"
+#include "testutil.h"
+
+static pf_engine *eng;
+
+/* %1$s is the reduce op. */
+static const char *const cases[] = {
+    /* a chain only the sum reads, with a position-dependent op */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0, \"b\": "
+    "0.25}},"
+    "{\"id\": \"g\", \"op\": \"gamma\", \"inputs\": [\"a\"], \"params\": {\"gamma\": 1.7}},"
+    "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"g\"]},"
+    "{\"id\": \"t\", \"op\": \"%1$s\", \"inputs\": [\"v\"]}], \"outputs\": {\"t\": \"t\"}}",
+    /* the input itself, in its own format */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"t\", \"op\": \"%1$s\", \"inputs\": [\"x\"]}], \"outputs\": {\"t\": \"t\"}}",
+    /* a stencil's float image */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"x\"], \"params\": {\"radius\": 2}},"
+    "{\"id\": \"t\", \"op\": \"%1$s\", \"inputs\": [\"b\"]}], \"outputs\": {\"t\": \"t\"}}",
+    /* two inputs through a blend and an invert */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\", \"y\"], \"stages\": ["
+    "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"x\", \"y\"], \"params\": {\"opacity\": "
+    "0.3}},"
+    "{\"id\": \"i\", \"op\": \"invert\", \"inputs\": [\"m\"]},"
+    "{\"id\": \"t\", \"op\": \"%1$s\", \"inputs\": [\"i\"]}], \"outputs\": {\"t\": \"t\"}}",
+    /* the chain's image is an output too: stored, and the sum reads it */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"c\", \"op\": \"contrast\", \"inputs\": [\"x\"], \"params\": {\"amount\": 1.3}},"
+    "{\"id\": \"t\", \"op\": \"%1$s\", \"inputs\": [\"c\"]}], \"outputs\": {\"t\": \"t\", "
+    "\"img\": \"c\"}}",
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static const struct {
+    int w, h;
+} sizes[] = {{1, 1}, {3, 1}, {1, 5}, {7, 3}, {333, 77}, {1024, 1024}, {37, 2000}, {2000, 37}};
+#define N_SIZES ((int)(sizeof sizes / sizeof sizes[0]))
+
+static pf_frame make_frame(pf_rng *r, int w, int h, pf_sample s, int ch)
+{
+    pf_frame f;
+    memset(&f, 0, sizeof f);
+    f.width = w, f.height = h, f.sample = s, f.channels = ch;
+    f.pitch = pf_frame_pixel_bytes(s, ch) * (size_t)w + 4 * (size_t)(s != PF_F32);
+    f.data = malloc(f.pitch * (size_t)h);
+    pf_test_frame_random(r, &f);
+    return f;
+}
+
+/* The table of output 0 after one frame; NULL on failure (reported). */
+static double *run_table(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *img, int device,
+                         int *rows, const char *what)
+{
+    int n_out = pf_pipeline_output_count(p);
+    pf_frame outs[2];
+    memset(outs, 0, sizeof outs);
+    if (n_out > 1)
+        outs[1] = *img;
+    int rc;
+    if (device) {
+        /* device frames: copies of the inputs in device memory */
+        pf_frame din[2], dout[2];
+        void *dmem[4] = {0};
+        memset(dout, 0, sizeof dout);
+        for (int k = 0; k < n_in; k++) {
+            din[k] = in[k];
+            size_t bytes = in[k].pitch * (size_t)in[k].height;
+            CHECK(cudaMalloc(&dmem[k], bytes) == cudaSuccess);
+            CHECK(cudaMemcpy(dmem[k], in[k].data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+            din[k].data = dmem[k];
+        }
+        if (n_out > 1) {
+            dout[1] = *img;
+            CHECK(cudaMalloc(&dmem[2], img->pitch * (size_t)img->height) == cudaSuccess);
+            dout[1].data = dmem[2];
+        }
+        int t = -1;
+        rc = pf_pipeline_submit_device(p, din, n_in, dout, n_out, NULL, &t);
+        if (rc == PF_OK)
+            rc = pf_pipeline_wait(p, t);
+        if (rc == PF_OK && n_out > 1)
+            CHECK(cudaMemcpy(img->data, dmem[2], img->pitch * (size_t)img->height,
+                             cudaMemcpyDeviceToHost) == cudaSuccess);
+        for (int k = 0; k < 4; k++)
+            cudaFree(dmem[k]);
+    } else {
+        rc = pf_pipeline_run(p, in, n_in, outs, n_out);
+    }
+    if (rc != PF_OK) {
+        CHECKF(0, "%s: run: %s: %s", what, pf_status_str(rc), pf_pipeline_errmsg(p));
+        return NULL;
+    }
+    pf_table t;
+    if (pf_pipeline_table(p, 0, &t) != PF_OK) {
+        CHECKF(0, "%s: no table", what);
+        return NULL;
+    }
+    double *copy = malloc(sizeof(double) * (size_t)t.rows * (size_t)t.cols);
+    memcpy(copy, t.data, sizeof(double) * (size_t)t.rows * (size_t)t.cols);
+    *rows = t.rows;
+    return copy;
+}
+
+/* Tables of n sums each, of float values: within 1e-6 of the larger of the value and
+   the count (each float is within a few ulp on both sides; the sums' order differs). */
+static int compare(const double *a, const double *b, int rows, int n, const char *what)
+{
+    for (int k = 0; k < rows * 4; k++) {
+        double tol = 1e-6 * fmax(fabs(a[k]), (double)n) + 1e-9;
+        if (isnan(a[k]) && isnan(b[k]))
+            continue;
+        if (!(fabs(a[k] - b[k]) <= tol)) {
+            CHECKF(0, "%s: table [%d][%d]: gpu %.12g cpu %.12g", what, k / 4, k % 4, b[k], a[k]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s, int ch, int graph,
+                     int device, int banded)
+{
+    char json[2048], what[256];
+    snprintf(json, sizeof json, cases[c], op);
+    snprintf(what, sizeof what, "case %d %s %dx%d sample %d x%d graph %d device %d bands %d", c, op,
+             w, h, (int)s, ch, graph, device, banded);
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_string(eng, json, what, &p) != PF_OK) {
+        CHECKF(0, "%s: load: %s", what, pf_engine_errmsg(eng));
+        return;
+    }
+    int n_in = pf_pipeline_input_count(p);
+    pf_frame in[2], img_cpu, img_gpu;
+    for (int k = 0; k < n_in; k++)
+        in[k] = make_frame(r, w, h, s, ch);
+    img_cpu = make_frame(r, w, h, s, ch);
+    img_gpu = make_frame(r, w, h, s, ch);
+    int rows_c = 0, rows_g = 0;
+    CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+    double *ref = run_table(p, in, n_in, &img_cpu, 0, &rows_c, what);
+    CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+    CHECK(pf_pipeline_set_option(p, "graph", graph ? "true" : "false") == PF_OK);
+    if (banded)
+        CHECK(pf_pipeline_set_option(p, "max_launch_ms", "0.002") == PF_OK);
+    double *got = run_table(p, in, n_in, &img_gpu, device, &rows_g, what);
+    int n = strcmp(op, "colsum") == 0 ? h : w;
+    if (ref && got && rows_c == rows_g && compare(ref, got, rows_c, n, what) == 0 &&
+        pf_pipeline_output_count(p) > 1)
+        CHECKF(pf_test_frame_mismatches(&img_cpu, &img_gpu) == 0 || s != PF_U8 ||
+                   pf_test_frame_diff(&img_cpu, &img_gpu, NULL, NULL) <= 1.0,
+               "%s: image output differs", what);
+    free(ref);
+    free(got);
+    /* A second frame after a live parameter change: the graph's kernel nodes take the
+       new by-value parameters (case 0: linear's a). */
+    if (c == 0 && graph) {
+        CHECK(pf_pipeline_set_param(p, "a.a", "0.5") == PF_OK);
+        got = run_table(p, in, n_in, &img_gpu, device, &rows_g, what);
+        CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+        ref = run_table(p, in, n_in, &img_cpu, 0, &rows_c, what);
+        if (ref && got)
+            compare(ref, got, rows_c, n, what);
+        free(ref);
+        free(got);
+    }
+    for (int k = 0; k < n_in; k++)
+        free(in[k].data);
+    free(img_cpu.data);
+    free(img_gpu.data);
+    pf_pipeline_destroy(p);
+}
+
+/* The printed plan says which reduces run fused, and with which point ops. */
+static void check_plan_print(void)
+{
+    char json[2048];
+    snprintf(json, sizeof json, cases[0], "colsum");
+    pf_pipeline *p = pf_test_load_string(eng, json, "plan", "cuda");
+    pf_shape s = {64, 32};
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
+    fclose(f);
+    CHECKF(text && strstr(text, "fused into reduce t (colsum)") &&
+               strstr(text, "R: t (colsum, sum by columns) in one kernel with a + g + v"),
+           "plan print:\n%s", text ? text : "");
+    free(text);
+    pf_pipeline_destroy(p);
+}
+
+int main(void)
+{
+    if (!pf_test_cuda_device("test_fused_reduce"))
+        return PF_TEST_SKIPPED;
+    eng = pf_test_engine();
+    check_plan_print();
+    pf_rng r;
+    pf_rng_seed(&r, 20261201);
+    static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
+    int quick = getenv("PF_TEST_QUICK") != NULL, n = 0;
+    for (int c = 0; c < N_CASES; c++)
+        for (int op = 0; op < 2; op++)
+            for (int si = 0; si < N_SIZES; si++)
+                for (int f = 0; f < 12; f++) {
+                    /* every format on a mid size; the others on a rotating format */
+                    if (sizes[si].w != 333 && f != (c * 5 + si + op) % 12)
+                        continue;
+                    if (quick && f % 4 != 0 && sizes[si].w == 333)
+                        continue;
+                    int graph = (si + f) % 2, device = (c + f) % 3 == 0;
+                    int banded = sizes[si].w == 1024 || (sizes[si].w == 333 && f == 5);
+                    run_case(&r, c, op ? "rowsum" : "colsum", sizes[si].w, sizes[si].h,
+                             samples[f / 4], f % 4 + 1, graph, device, banded);
+                    n++;
+                }
+    printf("test_fused_reduce: %d runs\n", n);
+    pf_engine_destroy(eng);
+    return pf_test_done("test_fused_reduce");
+}
