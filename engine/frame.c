@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/edge.h"
 #include "frame.h"
 #include "pipefuse/png.h"
 
@@ -66,41 +67,37 @@ PF_API void pf_frame_free(pf_frame *f)
 #define PF_VECTOR_CLONES
 #endif
 
-/* Integer samples load as k / max correctly rounded: the float nearest the fraction,
-   which is the float a parameter written as that fraction parses to (0.2 for the byte
-   51). A multiply by the rounded reciprocal 1 / max is one ulp off for 126 of the 256
-   bytes and 512 of the 65536 halves, which put levels, threshold and histogram one step
-   off at their edges. A division vectorises (divps) and is exact by definition; the GPU
-   computes the same floats with an FMA-corrected product (kernels/fused_rt.h). */
+/* Integer samples load as k / max correctly rounded (pf_code_to_float, kernels/edge.h):
+   the float nearest the fraction, which is the float a parameter written as that fraction
+   parses to (0.2 for the byte 51). On the CPU that is a division, which vectorises
+   (divps); the GPU computes the same floats with an FMA-corrected product. */
 #define LOAD_ROW(T, MAX)                                                                           \
     PF_VECTOR_CLONES static void load_##T(const T *restrict src, int channels, int n,              \
-                                          float *restrict out)                                     \
+                                          pf_float4 *restrict out)                                 \
     {                                                                                              \
+        float *restrict o = (float *)out;                                                          \
         switch (channels) {                                                                        \
         case 1:                                                                                    \
             for (int x = 0; x < n; x++) {                                                          \
-                float g = (float)src[x] / MAX;                                                     \
-                out[4 * x] = out[4 * x + 1] = out[4 * x + 2] = g;                                  \
-                out[4 * x + 3] = 1.0f;                                                             \
+                out[x] = pf_gray_pixel(pf_code_to_float(src[x], MAX), 1.0f);                       \
             }                                                                                      \
             break;                                                                                 \
         case 2:                                                                                    \
             for (int x = 0; x < n; x++) {                                                          \
-                float g = (float)src[2 * x] / MAX, a = (float)src[2 * x + 1] / MAX;                \
-                out[4 * x] = out[4 * x + 1] = out[4 * x + 2] = g;                                  \
-                out[4 * x + 3] = a;                                                                \
+                out[x] = pf_gray_pixel(pf_code_to_float(src[2 * x], MAX),                          \
+                                       pf_code_to_float(src[2 * x + 1], MAX));                     \
             }                                                                                      \
             break;                                                                                 \
         case 3:                                                                                    \
             for (int x = 0; x < n; x++) {                                                          \
                 for (int c = 0; c < 3; c++)                                                        \
-                    out[4 * x + c] = (float)src[3 * x + c] / MAX;                                  \
-                out[4 * x + 3] = 1.0f;                                                             \
+                    o[4 * x + c] = pf_code_to_float(src[3 * x + c], MAX);                          \
+                o[4 * x + 3] = 1.0f;                                                               \
             }                                                                                      \
             break;                                                                                 \
         default:                                                                                   \
             for (int i = 0; i < 4 * n; i++)                                                        \
-                out[i] = (float)src[i] / MAX;                                                      \
+                o[i] = pf_code_to_float(src[i], MAX);                                              \
             break;                                                                                 \
         }                                                                                          \
     }
@@ -143,24 +140,17 @@ void pf_row_to_float4(const void *row, pf_sample s, int channels, int n, pf_floa
 {
     float *o = (float *)out;
     if (s == PF_U8) {
-        load_uint8_t(row, channels, n, o);
+        load_uint8_t(row, channels, n, out);
     } else if (s == PF_U16) {
-        load_uint16_t(row, channels, n, o);
+        load_uint16_t(row, channels, n, out);
     } else {
         load_float(row, channels, n, o);
     }
 }
 
-/* Integer stores: trunc(v * max + 0.5) clamped to [0, max], NaN as 0 (rounding half up).
-   t > 0 ? t : 0 is maxss with the NaN case mapping to 0, t < max ? t : max is minss,
-   then the truncating conversion (cvttps2dq) of a value already in range. */
-static inline float quant(float v, float max)
-{
-    float t = v * max + 0.5f;
-    t = t > 0.0f ? t : 0.0f;
-    return t < max ? t : max;
-}
-
+/* Integer stores: trunc(v * max + 0.5) clamped to [0, max], NaN as 0 (pf_quant_clamp,
+   kernels/edge.h: packed compares and masks, then the truncating conversion to T); gray
+   outputs take pf_luma_rn. */
 #define STORE_ROW(T, MAX)                                                                          \
     PF_VECTOR_CLONES static void store_##T(const float *restrict in, int n, T *restrict dst,       \
                                            int channels)                                           \
@@ -168,22 +158,22 @@ static inline float quant(float v, float max)
         switch (channels) {                                                                        \
         case 1:                                                                                    \
             for (int x = 0; x < n; x++)                                                            \
-                dst[x] = (T)quant(pf_luma(*(const pf_float4 *)(in + 4 * x)), MAX);                 \
+                dst[x] = (T)pf_quant_clamp(pf_luma_rn(*(const pf_float4 *)(in + 4 * x)), MAX);     \
             break;                                                                                 \
         case 2:                                                                                    \
             for (int x = 0; x < n; x++) {                                                          \
-                dst[2 * x] = (T)quant(pf_luma(*(const pf_float4 *)(in + 4 * x)), MAX);             \
-                dst[2 * x + 1] = (T)quant(in[4 * x + 3], MAX);                                     \
+                dst[2 * x] = (T)pf_quant_clamp(pf_luma_rn(*(const pf_float4 *)(in + 4 * x)), MAX); \
+                dst[2 * x + 1] = (T)pf_quant_clamp(in[4 * x + 3], MAX);                            \
             }                                                                                      \
             break;                                                                                 \
         case 3:                                                                                    \
             for (int x = 0; x < n; x++)                                                            \
                 for (int c = 0; c < 3; c++)                                                        \
-                    dst[3 * x + c] = (T)quant(in[4 * x + c], MAX);                                 \
+                    dst[3 * x + c] = (T)pf_quant_clamp(in[4 * x + c], MAX);                        \
             break;                                                                                 \
         default:                                                                                   \
             for (int i = 0; i < 4 * n; i++)                                                        \
-                dst[i] = (T)quant(in[i], MAX);                                                     \
+                dst[i] = (T)pf_quant_clamp(in[i], MAX);                                            \
             break;                                                                                 \
         }                                                                                          \
     }
@@ -206,7 +196,7 @@ void pf_row_from_float4(const pf_float4 *in, int n, void *row, pf_sample s, int 
             float *p = dst + (size_t)x * channels;
             pf_float4 v = in[x];
             if (channels <= 2) {
-                p[0] = pf_luma(v);
+                p[0] = pf_luma_rn(v);
                 if (channels == 2)
                     p[1] = v.w;
             } else {

@@ -4,18 +4,22 @@
  *   - f32 stores to u8 and u16 round half up and clamp, around every rounding tie;
  *   - point units reading and writing the caller's frames directly give the bytes of
  *     the whole-image path;
- *   - the GPU's three-instruction form of that division (kernels/fused_rt.h,
- *     pf_div_code) equals it for every code, computed here with C's fmaf;
+ *   - kernels/edge.h's CPU and GPU forms of each rule give the same result (the GPU's
+ *     evaluated here with C's fmaf and one rounding per operation): code to float for
+ *     every u8 and u16 code, float to code around every rounding boundary and at the
+ *     special values, the gray-output luma (g for every gray code);
  *   - levels: a value at in_low gives out_low at any gamma, 8 and 16 bits;
  *   - threshold at level k / max: gray k is white, k - 1 black, for every k;
  *   - histogram with one bin per code value puts code k in bin k, 8 and 16 bits.
  * Built as test_edges_gpu (PF_EDGES_CUDA, label gpu) the same checks run on the CUDA
  * backend, fused and unfused, so the GPU's conversions are held to the same values.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../../kernels/edge.h"
 #include "pipefuse/png.h"
 #include "testutil.h"
 
@@ -92,24 +96,121 @@ static int run(pf_pipeline *p, const pf_frame *in, pf_frame *out)
 
 /* ---- Loads ----------------------------------------------------------------------------- */
 
-static void test_loads(void)
+/* ---- kernels/edge.h: the CPU's and the GPU's forms of each rule --------------------------- */
+
+/* The device forms evaluate here through edge.h's host pf_*_rn helpers (C's fmaf, one
+   rounding per operation: this file builds as ISO C, without FMA contraction). */
+
+static unsigned int bits_of(float v)
 {
-    /* the GPU's form of k / d: q = k * (1 / d), corrected by one FMA step */
+    unsigned int u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+
+static float float_of(unsigned int u)
+{
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+/* Code to float, every u8 and u16 code: the CPU's division, the GPU's FMA-corrected
+   product (pf_div_code) and the IEEE quotient are one float. */
+static void test_forms_load(void)
+{
     for (int s = 0; s < 2; s++) {
-        const float d = s ? 65535.0f : 255.0f, r = 1.0f / d;
-        int bad = 0, plain = 0;
+        const float d = s ? 65535.0f : 255.0f;
+        long bad = 0, plain = 0;
         for (long k = 0; k <= (long)d; k++) {
             volatile float exact = (float)k / d;
-            float q = (float)k * r;
-            float c = fmaf(fmaf(-q, d, (float)k), r, q);
-            bad += c != exact;
-            plain += q != exact;
+            float cpu = pf_code_to_float((float)k, d), gpu = pf_div_code((float)k, d, 1.0f / d);
+            if ((bits_of(cpu) != bits_of(exact) || bits_of(gpu) != bits_of(exact)) && bad++ < 3)
+                fprintf(stderr, "code %ld / %g: cpu %a, gpu %a, quotient %a\n", k, d, cpu, gpu,
+                        exact);
+            plain += (float)k * (1.0f / d) != exact;
         }
-        CHECKF(bad == 0, "/%g: %d codes where the FMA-corrected reciprocal is not the quotient", d,
-               bad);
+        CHECKF(bad == 0, "/%g: %ld codes where the CPU and GPU forms are not the quotient", d, bad);
         /* the reason for the correction: the plain product is off for some codes */
         CHECKF(plain > 0, "/%g: the plain reciprocal product was exact for every code", d);
     }
+}
+
+/* One float to code both ways against the rule written out here: trunc(v * max + 0.5)
+   clamped to [0, max], NaN as 0; counts a disagreement in *bad, the first few printed. */
+static void store_check(float v, float max, long *bad)
+{
+    float t = v * max + 0.5f;
+    long want = isnan(t) ? 0 : (t >= max ? (long)max : (t > 0 ? (long)t : 0));
+    long cpu = (long)pf_float_to_code(v, (unsigned int)max);
+    long gpu = (long)pf_quant_bits(v, max, (unsigned int)max);
+    if (cpu == want && gpu == want)
+        return;
+    if ((*bad)++ < 3)
+        fprintf(stderr, "store %a (0x%08x) to %g: cpu %ld, gpu %ld, want %ld\n", v, bits_of(v), max,
+                cpu, gpu, want);
+}
+
+/* Float to code: every rounding boundary (k + 0.5) / max and every code value k / max of
+   both formats give or take 8 ulp, the special values (NaN of either sign and other
+   payloads, infinities, zeros, subnormals, negatives, values above 1), and every 4099th
+   float of the whole range. */
+static void test_forms_store(void)
+{
+    static const float special[] = {NAN,    -NAN,    INFINITY, -INFINITY, 0.0f,      -0.0f,
+                                    1e-45f, -1e-45f, 1e-40f,   -1e-40f,   1e-30f,    -1e-30f,
+                                    -1e-7f, -0.5f,   -1.0f,    -FLT_MAX,  1.0f,      2.0f,
+                                    1.5f,   1e30f,   FLT_MAX,  0.5f,      0.999999f, 1.0000001f};
+    for (int s = 0; s < 2; s++) {
+        const float max = s ? 65535.0f : 255.0f;
+        long bad = 0, n = 0;
+        for (size_t i = 0; i < sizeof special / sizeof special[0]; i++, n++)
+            store_check(special[i], max, &bad);
+        store_check(float_of(0x7fc00001u), max, &bad); /* NaNs with other payloads */
+        store_check(float_of(0xffbfffffu), max, &bad);
+        for (long k = -1; k <= (long)max + 1; k++)
+            for (int tie = 0; tie < 2; tie++) {
+                unsigned int b = bits_of((float)(((double)k + 0.5 * tie) / max));
+                for (int d = -8; d <= 8; d++, n++)
+                    store_check(float_of(b + (unsigned int)d), max, &bad);
+            }
+        for (unsigned long long u = 0; u <= 0xffffffffull; u += 4099, n++)
+            store_check(float_of((unsigned int)u), max, &bad);
+        CHECKF(bad == 0, "to %g: the CPU and GPU forms of the store disagree (%ld of %ld floats)",
+               max, bad, n);
+    }
+}
+
+/* The gray-output luma (one form for both sides) is pipefuse/point.h's pf_luma as the
+   CPU computes it, and exactly g for gray pixels: every u8 and u16 code, and every
+   4099th float. Gray expansion is (g, g, g, a). */
+static void test_forms_luma(void)
+{
+    long bad = 0;
+    for (int s = 0; s < 2; s++) {
+        const float d = s ? 65535.0f : 255.0f;
+        for (long k = 0; k <= (long)d; k++) {
+            float g = pf_code_to_float((float)k, d);
+            pf_float4 p = pf_gray_pixel(g, 1.0f);
+            bad += p.x != g || p.y != g || p.z != g || p.w != 1.0f || pf_luma_rn(p) != g;
+        }
+    }
+    CHECKF(bad == 0, "%ld gray codes whose luma is not the gray", bad);
+    pf_rng r;
+    pf_rng_seed(&r, 5);
+    bad = 0;
+    for (unsigned long long u = 0; u <= 0xffffffffull; u += 4099) {
+        float g = float_of((unsigned int)u);
+        if (isfinite(g))
+            bad += bits_of(pf_luma_rn(pf_gray_pixel(g, 0.5f))) != bits_of(g + 0.0f);
+        pf_float4 c = pf_f4(pf_rng_float(&r), pf_rng_float(&r), pf_rng_float(&r), 1.0f);
+        bad += bits_of(pf_luma_rn(c)) != bits_of(pf_luma(c));
+    }
+    CHECKF(bad == 0, "%ld pixels where the luma is not g for gray or differs from pf_luma", bad);
+}
+
+static void test_loads(void)
+{
     /* through the executor: gray u8/u16 to f32 gray (the luma of a gray pixel is that
        gray) and to f32 RGBA */
     pf_pipeline *p = load(ONE_STAGE("brightness", "\"amount\": 0"));
@@ -435,6 +536,9 @@ int main(void)
 #else
     static const char *const fusions[] = {"true"};
 #endif
+    test_forms_load();
+    test_forms_store();
+    test_forms_luma();
     eng = pf_test_engine();
     for (size_t i = 0; i < sizeof fusions / sizeof fusions[0]; i++) {
         fusion = fusions[i];
