@@ -12,6 +12,7 @@
 extern const char pf_src_point_h[];
 extern const char pf_src_fused_rt[];
 extern const char pf_src_frame_desc[];
+extern const char pf_src_edge[];
 
 /* ---- Layout and IO ------------------------------------------------------------------------ */
 
@@ -364,8 +365,8 @@ static int source_index(const pf_pipeline *p, const pf_unit *un, int a)
    before and after it, except those of the engine's own headers. */
 static int engine_macro(const char *name, size_t n)
 {
-    const char *const texts[] = {pf_src_point_h, pf_src_fused_rt, pf_src_frame_desc};
-    for (int t = 0; t < 3; t++)
+    const char *const texts[] = {pf_src_point_h, pf_src_fused_rt, pf_src_frame_desc, pf_src_edge};
+    for (int t = 0; t < 4; t++)
         for (const char *q = strstr(texts[t], "#define "); q; q = strstr(q + 1, "#define ")) {
             const char *m = q + 8;
             if (strncmp(m, name, n) == 0 &&

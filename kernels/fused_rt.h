@@ -10,10 +10,9 @@
  * a row, blockDim.y rows (engine/fuse.c, pf_fuse_launch). Chunks move as
  * whole words: 16-byte vectors where the address allows (always for the engine's own
  * buffers and for tight RGBA8 rows), 8 or 4 bytes otherwise, single bytes as the last
- * resort, and per-sample accesses at the row's ragged end. Sample
- * conversion follows the CPU's rules exactly (engine/frame.c): u8 and u16 scale to
- * [0, 1], gray expands to (g, g, g, 1), stores round to nearest without FMA, clamp,
- * NaN becomes 0, and gray outputs take the Rec. 709 luma.
+ * resort, and per-sample accesses at the row's ragged end. Each sample converts by
+ * the rules of kernels/edge.h ("pipefuse/edge.h"), which the CPU (engine/frame.c) and
+ * the precompiled conversions (kernels/convert.cu) share.
  */
 #ifndef PIPEFUSE_FUSED_RT_H
 #define PIPEFUSE_FUSED_RT_H
@@ -22,6 +21,7 @@
 #define PF_PPT 8 /* pixels per thread; a generated kernel defines its own */
 #endif
 
+#include "pipefuse/edge.h"       /* kernels/edge.h */
 #include "pipefuse/frame_desc.h" /* kernels/frame_desc.h */
 
 /* Bytes per sample, and 32-bit words holding VP pixels of format (S, C). */
@@ -87,64 +87,32 @@ static __device__ __forceinline__ void pf_store_words(unsigned char *p, const un
 }
 
 /* Integer samples move in and out of floats through the mantissa of 2^23 + v (exact for
-   v < 2^23): a byte permute and an add each way, where int/float conversions would run
-   at a quarter of the FP32 rate on sm_90 and bound the fused kernels. Both give exactly
-   the CPU's values (engine/frame.c): v / max correctly rounded in, and out
-   trunc(v * max + 0.5) clamped to [0, max] with NaN as 0. */
-
-/* v / d, correctly rounded, for the integers v in [0, d] with d = 255 or 65535, where
-   r = 1 / d rounded: q = v * r alone is one ulp off for 126 of the 256 bytes and 512 of
-   the 65536 halves (so a sample k sat one ulp away from a parameter written as k/255);
-   one FMA step computes the residual v - q * d exactly and corrects q by it. The result
-   equals the division for every such v (checked over all of them by
-   tests/stages/test_edges.c), in three full-rate instructions where an IEEE division
-   is a sequence with a slow path. */
-static __device__ __forceinline__ float pf_div_code(float v, float d, float r)
-{
-    float q = __fmul_rn(v, r);
-    return __fmaf_rn(__fmaf_rn(-q, d, v), r, q);
-}
+   v < 2^23): a byte permute and a subtraction in (then pf_code_to_float), and out
+   pf_float_to_code's add rounding toward zero, where int/float conversions would run at
+   a quarter of the FP32 rate on sm_90 and bound the fused kernels. */
 
 /* Sample j (0-based, in samples) out of packed words. */
 template <int S> static __device__ __forceinline__ float pf_unpack(const unsigned int *w, int j)
 {
     if (S == 0) { /* bytes: 0x4B0000vv */
         float f = __uint_as_float(__byte_perm(w[j >> 2], 0x4B000000u, 0x7540u | (j & 3)));
-        return pf_div_code(__fsub_rn(f, 8388608.0f), 255.0f, 1.0f / 255.0f);
+        return pf_code_to_float(__fsub_rn(f, 8388608.0f), 255.0f);
     }
     if (S == 1) { /* halves: 0x4B00vvvv */
         float f = __uint_as_float(__byte_perm(w[j >> 1], 0x4B000000u, (j & 1) ? 0x7532u : 0x7510u));
-        return pf_div_code(__fsub_rn(f, 8388608.0f), 65535.0f, 1.0f / 65535.0f);
+        return pf_code_to_float(__fsub_rn(f, 8388608.0f), 65535.0f);
     }
     return __uint_as_float(w[j]);
-}
-
-/* trunc(v * scale + 0.5) clamped to [0, max], NaN as 0. v is saturated to [0, 1] first
-   (NaN becomes 0): the same result for every float, one instruction where clamping t
-   took two. Adding 2^23 rounding toward zero leaves the truncated integer in the low
-   mantissa bits. */
-static __device__ __forceinline__ unsigned int pf_quant(float v, float scale, unsigned int max)
-{
-    float t = __fadd_rn(__fmul_rn(__saturatef(v), scale), 0.5f); /* no FMA: as the CPU */
-    return __float_as_uint(__fadd_rz(t, 8388608.0f)) & max;
 }
 
 template <int S> static __device__ __forceinline__ void pf_pack(unsigned int *w, int j, float v)
 {
     if (S == 0)
-        w[j >> 2] |= pf_quant(v, 255.0f, 255u) << ((j & 3) * 8);
+        w[j >> 2] |= pf_float_to_code(v, 255u) << ((j & 3) * 8);
     else if (S == 1)
-        w[j >> 1] |= pf_quant(v, 65535.0f, 65535u) << ((j & 1) * 16);
+        w[j >> 1] |= pf_float_to_code(v, 65535u) << ((j & 1) * 16);
     else
         w[j] = __float_as_uint(v);
-}
-
-/* pf_luma (pipefuse/point.h) rounded step by step as the CPU computes it: g + 0.2126
-   (r - g) + 0.0722 (b - g), exactly g for gray pixels. */
-static __device__ __forceinline__ float pf_luma_rn(pf_float4 v)
-{
-    return __fadd_rn(__fadd_rn(v.y, __fmul_rn(0.2126f, __fsub_rn(v.x, v.y))),
-                     __fmul_rn(0.0722f, __fsub_rn(v.z, v.y)));
 }
 
 /* Pixel i of VP unpacked pixels of format (S, C). */
@@ -153,8 +121,7 @@ static __device__ __forceinline__ pf_float4 pf_pixel(const unsigned int *w, int 
 {
     pf_float4 v;
     if (C <= 2) {
-        v.x = v.y = v.z = pf_unpack<S>(w, i * C);
-        v.w = C == 2 ? pf_unpack<S>(w, i * C + 1) : 1.0f;
+        v = pf_gray_pixel(pf_unpack<S>(w, i * C), C == 2 ? pf_unpack<S>(w, i * C + 1) : 1.0f);
     } else {
         v.x = pf_unpack<S>(w, i * C);
         v.y = pf_unpack<S>(w, i * C + 1);
