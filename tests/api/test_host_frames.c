@@ -61,14 +61,6 @@ static void mem_free(frame_mem *m)
     free(m->base);
 }
 
-static void fill_random(pf_frame *f, pf_rng *r)
-{
-    for (int y = 0; y < f->height; y++)
-        for (int x = 0; x < f->width * 4; x++)
-            ((unsigned char *)f->data)[(size_t)y * f->pitch + (size_t)x] =
-                (unsigned char)(pf_rng_u32(r) >> 24);
-}
-
 static int max_diff(const pf_frame *a, const pf_frame *b)
 {
     int d = 0;
@@ -100,7 +92,7 @@ static void run_case(const char *file, const char *json, int w, int h)
         if (pf_frame_alloc(&src[i], w, h, PF_U8, 4) != PF_OK ||
             pf_frame_alloc(&ref[i], w, h, PF_U8, 4) != PF_OK)
             exit(1);
-        fill_random(&src[i], &r);
+        pf_test_frame_random(&r, &src[i]);
         CHECK(pf_pipeline_run(cpu, &src[i], 1, &ref[i], 1) == PF_OK);
     }
     for (int ik = 0; ik < MEM_KINDS; ik++)
@@ -172,7 +164,7 @@ static void test_drain(const char *json)
             pf_frame_alloc(&out[i], 640, 360, PF_U8, 4) != PF_OK ||
             pf_frame_alloc(&ref[i], 640, 360, PF_U8, 4) != PF_OK)
             exit(1);
-        fill_random(&in[i], &r);
+        pf_test_frame_random(&r, &in[i]);
         memset(out[i].data, 0xa5, out[i].pitch * 360);
         CHECK(pf_pipeline_run(cpu, &in[i], 1, &ref[i], 1) == PF_OK);
         CHECK(pf_pipeline_submit(gpu, &in[i], 1, &out[i], 1, &t[i]) == PF_OK);

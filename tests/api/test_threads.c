@@ -138,10 +138,7 @@ static void make_references(void)
             pf_frame *f = &input[k][n];
             if (pf_frame_alloc(f, kinds[k].w, kinds[k].h, PF_U8, 4) != PF_OK)
                 exit(1);
-            for (int y = 0; y < f->height; y++)
-                for (int x = 0; x < f->width * 4; x++)
-                    ((unsigned char *)f->data)[(size_t)y * f->pitch + (size_t)x] =
-                        (unsigned char)(pf_rng_u32(&r) >> 24);
+            pf_test_frame_random(&r, f);
             outs o;
             outs_make(&o, k, 0);
             int rc = pf_pipeline_run(p, f, 1, o.f, n_out[k]);

@@ -110,9 +110,8 @@ int main(void)
        fused with it (warm), with NVRTC's log at the op header's own line. */
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.plugin_path = BROKEN_PLUGIN_DIR;
-    CHECK(pf_engine_create(&cfg, &eng) == PF_OK);
+    eng = pf_test_engine_with(&cfg);
     dump = NULL;
     int rc =
         build("{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pipefuse/png.h"
+#include "testutil.h"
 
 /* Frames the fuzzers run: the sum of every unit's pixels stays under this, so one input
    takes microseconds, not seconds. Bigger plans are still built (that is fuzzed), not
@@ -34,13 +35,6 @@ void fz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     abort();
 }
 
-static void quiet(void *user, int level, const char *msg)
-{
-    (void)user;
-    (void)level;
-    (void)msg;
-}
-
 pf_engine *fz_engine(void)
 {
     static pf_engine *e;
@@ -48,14 +42,9 @@ pf_engine *fz_engine(void)
         return e;
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
     cfg.threads = 1;
-    cfg.log = quiet;
-    if (pf_engine_create(&cfg, &e) != PF_OK) {
-        fprintf(stderr, "fuzz: engine: %s\n", e ? pf_engine_errmsg(e) : "out of memory");
-        exit(1);
-    }
-    return e;
+    cfg.log = pf_test_quiet_log;
+    return e = pf_test_engine_with(&cfg);
 }
 
 uint32_t fz_hash(const void *data, size_t size)

@@ -108,6 +108,11 @@ pf_engine *pf_test_engine(void)
     return pf_test_engine_with(&cfg);
 }
 
+void pf_test_quiet_log(void *user, int level, const char *msg)
+{
+    (void)user, (void)level, (void)msg;
+}
+
 pf_engine *pf_test_engine_with(pf_engine_config *cfg)
 {
     cfg->use_env_path = 0;
@@ -204,6 +209,21 @@ void pf_test_put_be32(unsigned char *p, uint32_t v)
     p[1] = (unsigned char)(v >> 16);
     p[2] = (unsigned char)(v >> 8);
     p[3] = (unsigned char)v;
+}
+
+void pf_test_frame_random(pf_rng *r, pf_frame *f)
+{
+    for (int y = 0; y < f->height; y++) {
+        char *row = (char *)f->data + (size_t)y * f->pitch;
+        for (int i = 0; i < f->width * f->channels; i++) {
+            if (f->sample == PF_U8)
+                ((uint8_t *)row)[i] = (uint8_t)pf_rng_u32(r);
+            else if (f->sample == PF_U16)
+                ((uint16_t *)row)[i] = (uint16_t)pf_rng_u32(r);
+            else
+                ((float *)row)[i] = pf_rng_float(r);
+        }
+    }
 }
 
 unsigned pf_test_frame_sample(const pf_frame *f, int x, int y, int c)

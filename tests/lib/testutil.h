@@ -69,6 +69,8 @@ void pf_test_store_values(float *v, size_t cap);
 
 /* An engine over the build tree's plugins only (no environment path), or exit(1). */
 pf_engine *pf_test_engine(void);
+/* A log callback that drops every notice (cfg.log), for tests that provoke many. */
+void pf_test_quiet_log(void *user, int level, const char *msg);
 /* The same with the caller's settings (plugin_path, threads, log, ...), from
    pf_engine_config_init; the environment path is turned off here. exit(1) on failure. */
 pf_engine *pf_test_engine_with(pf_engine_config *cfg);
@@ -79,6 +81,9 @@ pf_pipeline *pf_test_load_string(pf_engine *e, const char *json, const char *nam
                                  const char *backend);
 pf_pipeline *pf_test_load_file(pf_engine *e, const char *path, const char *backend);
 
+/* Every sample of an allocated frame random: any code of 8- and 16-bit formats, [0, 1)
+   for floats; the padding past each row is left as it is. */
+void pf_test_frame_random(pf_rng *r, pf_frame *f);
 /* Sample c of pixel (x, y) of an 8- or 16-bit frame. */
 unsigned pf_test_frame_sample(const pf_frame *f, int x, int y, int c);
 /* How many samples of two 8- or 16-bit frames differ; -1 when their shapes or formats

@@ -270,23 +270,12 @@ static void check_coverage(void)
 /* Every truncation and a few thousand random edits of the good files: each loads or
    fails with a message naming the source, and nothing crashes or leaks (run it under
    PIPEFUSE_SANITIZE). */
-static void quiet(void *user, int level, const char *msg)
-{
-    (void)user, (void)level, (void)msg;
-}
-
 static void check_mutations(void)
 {
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
-    cfg.use_env_path = 0;
-    cfg.log = quiet; /* the unused-stage warnings of the mutants */
-    pf_engine *e = NULL;
-    if (pf_engine_create(&cfg, &e) != PF_OK) {
-        CHECKF(0, "engine: %s", e ? pf_engine_errmsg(e) : "out of memory");
-        pf_engine_destroy(e);
-        return;
-    }
+    cfg.log = pf_test_quiet_log; /* the unused-stage warnings of the mutants */
+    pf_engine *e = pf_test_engine_with(&cfg);
     static const char *const files[] = {"chain.json", "out_of_order.json", "full.json"};
     static const char alphabet[] = "{}[],:\"0123456789.-eE truefalsnl_abcxyz";
     pf_rng rng;

@@ -308,9 +308,7 @@ int main(void)
     pf_rng rng;
     pf_rng_seed(&rng, 99);
     CHECK(pf_frame_alloc(&f, 61, 37, PF_U8, 4) == PF_OK);
-    for (int y = 0; y < f.height; y++)
-        for (int i = 0; i < f.width * 4; i++)
-            ((uint8_t *)f.data)[(size_t)y * f.pitch + i] = (uint8_t)pf_rng_u32(&rng);
+    pf_test_frame_random(&rng, &f);
     char path[4096], err[512] = "";
     snprintf(path, sizeof path, "%s/ours.png", dir);
     CHECKF(pf_png_write(path, &f, 6, err, sizeof err) == PF_OK, "%s", err);

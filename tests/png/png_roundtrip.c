@@ -14,16 +14,7 @@
 /* Random samples; a few pixels pinned to 0 and max so the extremes are always seen. */
 static void fill_random(pf_frame *f, pf_rng *r)
 {
-    for (int y = 0; y < f->height; y++) {
-        char *row = (char *)f->data + (size_t)y * f->pitch;
-        for (int i = 0; i < f->width * f->channels; i++) {
-            uint32_t v = pf_rng_u32(r);
-            if (f->sample == PF_U16)
-                ((uint16_t *)row)[i] = (uint16_t)v;
-            else
-                ((uint8_t *)row)[i] = (uint8_t)v;
-        }
-    }
+    pf_test_frame_random(r, f);
     /* The first pixel all zeros, the last all max. */
     char *last = (char *)f->data + (size_t)(f->height - 1) * f->pitch;
     size_t at = (size_t)(f->width - 1) * f->channels;

@@ -103,9 +103,7 @@ static pf_frame random_input(int w, int h)
     pf_rng r;
     pf_rng_seed(&r, 99);
     CHECK(pf_frame_alloc(&f, w, h, PF_U8, 4) == PF_OK);
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w * 4; x++)
-            ((unsigned char *)f.data)[(size_t)y * f.pitch + x] = (unsigned char)pf_rng_u32(&r);
+    pf_test_frame_random(&r, &f);
     return f;
 }
 
