@@ -22,8 +22,6 @@ source "$(dirname "$0")/testlib.sh"
 PF_EXTRA=(--plugin-path "$PLUG")
 rc=0
 
-absent() { [ ! -e "$1" ] && [ ! -L "$1" ] || fail "unexpected file $1"; }
-count() { ls -A "$1" 2>/dev/null | wc -l; }
 no_temps() {
     local t
     t=$(ls -A "$1" | grep '^\.pftmp-')

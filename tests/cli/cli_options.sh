@@ -21,7 +21,6 @@ P=$SRC/pipelines
 silent() { # FILE WHAT: FILE is empty
     [ ! -s "$1" ] || { fail "$2: $(basename "$1") is not empty:"; sed 's/^/    | /' "$1" | head >&2; }
 }
-absent() { [ ! -e "$1" ] || fail "unexpected file $1"; }
 files() { (cd "$1" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' '); }
 
 # ---- help: every subcommand, exit 0, complete; the man page ---------------------------------

@@ -23,10 +23,6 @@ format_is() {
     got=$("$HELPER" png "$1")
     [ "$got" = "$2" ] || fail "$(basename "$1"): '$got', expected '$2'"
 }
-absent() { [ ! -e "$1" ] || fail "unexpected file $1"; }
-
-# the number of entries, hidden ones included, in a directory
-count() { ls -A "$1" 2>/dev/null | wc -l; }
 
 P=$SRC/pipelines
 IMG=$SRC/samples/images
