@@ -537,7 +537,8 @@ static void emit_reduce_value(sb *b, const pf_pipeline *p, const pf_fuse_unit *i
 
 /* A summing reduce (io->reduce): the absorbed point unit's ops in registers, summed in
    double in an order fixed by the sizes. By columns: a block is 64 threads of vp pixels
-   across and 4 rows down; each thread adds every 4th row of the block's chunk of rows,
+   across and 4 rows down; each thread adds every 4th row of the block's chunk of rows
+   (loading up to 4 of them before adding, so that their loads are in flight together),
    the 4 rows' sums add in order, and the chunk's partial table goes to part. By rows: a
    block is 256 threads of vp pixels along one row, added by a fixed shuffle tree and then
    warp by warp; each block of a row leaves its partial in its own table of part. */
@@ -545,14 +546,31 @@ static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io
                              const size_t *param_off, int vp)
 {
     if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
+        /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
+        int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
         sb_printf(b,
                   "    const int x = (blockIdx.x * 64 + threadIdx.x) * %d;\n"
                   "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
                   "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
                   "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
-                  "    for (int y = ya + threadIdx.y; y < yb && x < W; y += 4) {\n",
-                  vp, vp, vp);
-        emit_loads(b, p, io, vp, "        ", "x");
+                  "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
+                  vp, vp, vp, 4 * kr);
+        /* kr rows' loads first, all in flight together, then their sums */
+        for (int k = 0; k < io->n_in; k++)
+            sb_printf(
+                b,
+                "        pf_float4 ld%d[%d][%d]; /* %s */\n#pragma unroll\n"
+                "        for (int k = 0; k < %d; k++)\n"
+                "            if (y0k + 4 * k < yb)\n"
+                "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 4 * k, x, W, ld%d[k]);\n",
+                k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample, io->in[k].channels,
+                vp, k, k);
+        sb_printf(b,
+                  "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
+                  "        const int y = y0k + 4 * k;\n        if (y >= yb)\n            break;\n",
+                  kr);
+        for (int k = 0; k < io->n_in; k++)
+            sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
         sb_printf(b,
                   "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
                   "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, "
@@ -562,7 +580,7 @@ static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io
         sb_printf(
             b,
             "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-            "s[i][3] += (double)r.w;\n        }\n    }\n"
+            "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
             "    __shared__ double sh[3][64 * %d * 4];\n"
             "    double *mine = sh[threadIdx.y > 0 ? threadIdx.y - 1 : 0] + threadIdx.x * %d * 4;\n"
             "    if (threadIdx.y > 0)\n#pragma unroll\n"

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-/* out[j] = part[0][j] + part[1][j] + ... + part[n - 1][j] (left to right, in double) for
+/* out[j] = the sum of part[0][j], ..., part[n - 1][j] in double, in an order fixed by n, for
    j < len, where part[k] starts at part + k * len. Launches on stream; 0 or a
    cudaError_t. n may be 0 (the table is zeros). */
 int pf_cuda_sum_tables(const double *part, int n, size_t len, double *out, void *stream);
