@@ -84,25 +84,21 @@ void pf_fuse_unload(void *module)
         drv.unload((CUmodule)module);
 }
 
-int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
-                   const void *host_params, const void *dev_params, const void *desc, void *stream,
-                   char *err, size_t err_size)
+/* A fused kernel's launch on a gx x gy grid of tx x ty blocks; its first six arguments
+   are every fused kernel's (parameters, descriptors, W, H, y0, y1), then `extra`. */
+static int launch(void *function, const pf_fuse_unit *io, const void *host_params,
+                  const void *dev_params, const void *desc, int width, int height, int y0, int y1,
+                  void **extra, int n_extra, unsigned gx, unsigned gy, unsigned tx, unsigned ty,
+                  void *stream, char *err, size_t err_size)
 {
-    if (y1 <= y0)
-        return PF_OK;
-    /* 256 threads: a row's threads (whole warps, at most 256) times as many rows as fit. */
-    void *args[] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
-                    (void *)&desc,
-                    &width,
-                    &height,
-                    &y0,
-                    &y1};
-    int ppt = io->ppt;
-    unsigned row_threads = (unsigned)((width + ppt - 1) / ppt);
-    unsigned tx = (row_threads + 31) / 32 * 32;
-    tx = tx < 256 ? tx : 256;
-    unsigned ty = 256 / tx;
-    unsigned gx = (row_threads + tx - 1) / tx, gy = ((unsigned)(y1 - y0) + ty - 1) / ty;
+    void *args[8] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
+                     (void *)&desc,
+                     &width,
+                     &height,
+                     &y0,
+                     &y1};
+    for (int i = 0; i < n_extra && i < 2; i++)
+        args[6 + i] = extra[i];
     CUresult r =
         drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
     if (r != CUDA_SUCCESS) {
@@ -112,20 +108,37 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
     return PF_OK;
 }
 
+int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
+                   const void *host_params, const void *dev_params, const void *desc, void *stream,
+                   char *err, size_t err_size)
+{
+    if (y1 <= y0)
+        return PF_OK;
+    /* 256 threads: a row's threads (whole warps, at most 256) times as many rows as fit. */
+    int ppt = io->ppt;
+    unsigned row_threads = (unsigned)((width + ppt - 1) / ppt);
+    unsigned tx = (row_threads + 31) / 32 * 32;
+    tx = tx < 256 ? tx : 256;
+    unsigned ty = 256 / tx;
+    if (io->stencil) /* a thread per output pixel of a PF_STENCIL_TX x PF_STENCIL_TY tile */
+        row_threads = (unsigned)width, tx = PF_STENCIL_TX, ty = PF_STENCIL_TY;
+    unsigned gx = (row_threads + tx - 1) / tx, gy = ((unsigned)(y1 - y0) + ty - 1) / ty;
+    if (gy > 65535) {
+        snprintf(err, err_size, "a band of %d rows is too tall for one launch (at most %u)",
+                 y1 - y0, 65535u * ty);
+        return PF_UNSUPPORTED;
+    }
+    return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, NULL, 0, gx,
+                  gy, tx, ty, stream, err, err_size);
+}
+
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
                           int y1, const void *host_params, const void *dev_params, const void *desc,
                           double *part, int rows, void *stream, char *err, size_t err_size)
 {
     if (y1 <= y0)
         return PF_OK;
-    void *args[] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
-                    (void *)&desc,
-                    &width,
-                    &height,
-                    &y0,
-                    &y1,
-                    &part,
-                    &rows};
+    void *extra[] = {&part, &rows};
     unsigned gx, gy, tx, ty;
     if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
         /* 64 threads of ppt pixels across, 4 rows down; a block per chunk of rows */
@@ -138,13 +151,8 @@ int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int
         gx = (unsigned)((width + 256 * io->ppt - 1) / (256 * io->ppt));
         gy = (unsigned)(y1 - y0 < 65535 ? y1 - y0 : 65535);
     }
-    CUresult r =
-        drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
-    if (r != CUDA_SUCCESS) {
-        snprintf(err, err_size, "cuLaunchKernel: %s", drv_err(r));
-        return PF_CUDA;
-    }
-    return PF_OK;
+    return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, extra, 2, gx,
+                  gy, tx, ty, stream, err, err_size);
 }
 
 int pf_fuse_node_function(void *node, void **function)
