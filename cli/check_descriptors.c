@@ -82,14 +82,10 @@ static int on_finding(void *user, const pf_check_finding *f)
     return 0;
 }
 
-/* One stage descriptor: the engine's rules (pf_stage_check, every finding), the names of
-   the plugin's other stages, and what the point op calls. */
-static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const pf_plugin_desc *pd)
+/* One stage descriptor: the engine's rules (pf_stage_check, every finding), then what the
+   point op calls. */
+static void check_stage_decl(pc *c, const pf_stage_desc *src, int index)
 {
-    if (!src) {
-        fail(c, "list only defined stages", "stage %d of %d is NULL", index + 1, pd->n_stages);
-        return;
-    }
     int failed = c->failed;
     decl_report r = {.c = c};
     pc_doing("stage %d's descriptor (check() and radius() run on its defaults)", index + 1);
@@ -101,13 +97,6 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index, const p
     memset(&d, 0, sizeof d);
     memcpy(&d, src, src->size < sizeof d ? src->size : sizeof d);
     const char *label = d.name && d.name[0] ? d.name : "(unnamed)";
-    for (int j = 0; j < index && d.name; j++) {
-        const pf_stage_desc *o = pd->stages[j];
-        if (o && o->size >= offsetof(pf_stage_desc, cost) && o->name &&
-            strcmp(o->name, d.name) == 0)
-            fail(c, "give each stage its own name", "%s: two stages of the plugin have this name",
-                 label);
-    }
     char callee[64];
     int line = 0;
     if (d.kind == PF_STAGE_POINT && d.point_source &&
@@ -160,47 +149,24 @@ void *pc_check_descriptor(pc *c, const pf_plugin_desc **pdo)
     }
     pc_doing("calling %s", PF_PLUGIN_ENTRY_NAME);
     const pf_plugin_desc *pd = entry(&host);
-    if (!pd) {
-        fail(c, "return the address of a static pf_plugin_desc", "%s returned NULL",
-             PF_PLUGIN_ENTRY_NAME);
+    decl_report r = {.c = c};
+    int readable = 0;
+    pf_plugin_check(pd, &readable, on_finding, &r);
+    if (!readable || pd->n_stages == 0) {
         dlclose(h);
         return NULL;
     }
-    if (pd->size < offsetof(pf_plugin_desc, n_stages) + sizeof(int)) {
-        fail(c, "set .size = sizeof(pf_plugin_desc) (PF_DEFINE_PLUGIN does)",
-             "plugin descriptor too small (%u bytes)", pd->size);
-        dlclose(h);
-        return NULL;
-    }
-    unsigned major = pd->abi_version >> 16, minor = pd->abi_version & 0xffff;
+    unsigned minor = pd->abi_version & 0xffff;
     c->abi_minor = minor;
-    if (major != PF_ABI_MAJOR || minor > PF_ABI_MINOR) {
-        fail(c,
-             "rebuild the plugin against this pipefuse's headers (find_package(pipefuse) or "
-             "pkg-config pipefuse finds them): a plugin built for ABI M.m loads in engines "
-             "of the same major M and minor m or newer",
-             "built for plugin ABI %u.%u; this pipefuse supports ABI %d.0 to %d.%d", major, minor,
-             PF_ABI_MAJOR, PF_ABI_MAJOR, PF_ABI_MINOR);
-        dlclose(h);
-        return NULL;
-    }
-    if (!pd->name || !pd->name[0] || pd->n_stages <= 0 || !pd->stages) {
-        fail(c,
-             "PF_DEFINE_PLUGIN(name, version, doc, stages) with a name and a non-empty "
-             "array of stages",
-             "the plugin descriptor has %s", !pd->name || !pd->name[0] ? "no name" : "no stages");
-        dlclose(h);
-        return NULL;
-    }
-    pass(c, "exports %s: plugin '%s' %s, built for ABI %u.%u (this pipefuse: %d.%d), %d stage%s",
-         PF_PLUGIN_ENTRY_NAME, pd->name, pd->version ? pd->version : "(no version)", major, minor,
-         PF_ABI_MAJOR, PF_ABI_MINOR, pd->n_stages, pd->n_stages > 1 ? "s" : "");
-    if (!pd->version || !pd->version[0])
-        warn(c, "the plugin has no version string");
-    if (!pd->doc || !pd->doc[0])
-        warn(c, "the plugin has no doc string (`pipefuse info` shows it)");
+    pass(c, "exports %s: plugin '%s' %s, built for ABI %d.%u (this pipefuse: %d.%d), %d stage%s",
+         PF_PLUGIN_ENTRY_NAME, pd->name ? pd->name : "(unnamed)",
+         pd->version ? pd->version : "(no version)", PF_ABI_MAJOR, minor, PF_ABI_MAJOR,
+         PF_ABI_MINOR, pd->n_stages, pd->n_stages > 1 ? "s" : "");
+    for (int k = 0; k < r.n_warn; k++)
+        pc_note(c, PC_WARN, r.fix[k], "%s", r.warn[k]);
     for (int i = 0; i < pd->n_stages; i++)
-        check_stage_decl(c, pd->stages[i], i, pd);
+        if (pd->stages[i])
+            check_stage_decl(c, pd->stages[i], i);
     *pdo = pd;
     return h;
 }

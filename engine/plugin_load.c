@@ -160,10 +160,8 @@ static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_
     for (int i = 0; rc == PF_OK && i < e->n_stages; i++) {
         if (strcmp(e->stages[i].desc->name, d->name) != 0)
             continue;
-        if (e->stages[i].plugin == plugin) {
-            pf_errf(e->errmsg, "%s: two stages are named '%s'", file, d->name);
-            rc = PF_PLUGIN;
-        } else if (strcmp(plugin_name_of(e, i), e->plugins[plugin].desc->name) == 0) {
+        /* Stages of one plugin are named apart (pf_plugin_check). */
+        if (strcmp(plugin_name_of(e, i), e->plugins[plugin].desc->name) == 0) {
             pf_errf(e->errmsg,
                     "%s: stage '%s' of plugin '%s' is already defined by %s, a plugin of the same "
                     "name",
@@ -217,22 +215,9 @@ static int load_plugin(pf_engine *e, const char *path)
         return PF_PLUGIN;
     }
     const pf_plugin_desc *pd = entry(&host_api);
-    int rc = PF_PLUGIN;
-    if (!pd) {
-        pf_errf(e->errmsg, "%s: %s returned no descriptor", path, PF_PLUGIN_ENTRY_NAME);
-    } else if (pd->size < offsetof(pf_plugin_desc, n_stages) + sizeof(int)) {
-        pf_errf(e->errmsg, "%s: plugin descriptor too small (%u bytes)", path, pd->size);
-    } else if ((pd->abi_version >> 16) != PF_ABI_MAJOR ||
-               (pd->abi_version & 0xffff) > PF_ABI_MINOR) {
-        pf_errf(e->errmsg,
-                "%s: plugin built for pipefuse ABI %u.%u; this engine supports %d.0 to %d.%d", path,
-                pd->abi_version >> 16, pd->abi_version & 0xffff, PF_ABI_MAJOR, PF_ABI_MAJOR,
-                PF_ABI_MINOR);
-    } else if (!pd->name || pd->n_stages < 0 || (pd->n_stages > 0 && !pd->stages)) {
-        pf_errf(e->errmsg, "%s: plugin descriptor has no name or a bad stage list", path);
-    } else {
-        rc = PF_OK;
-    }
+    first_error fe = {e, path};
+    int readable;
+    int rc = pf_plugin_check(pd, &readable, on_finding, &fe) == 0 ? PF_OK : PF_PLUGIN;
     pf_plugin *pl =
         rc == PF_OK ? realloc(e->plugins, sizeof *pl * (size_t)(e->n_plugins + 1)) : NULL;
     char *copy = pl ? pf_strdup(path) : NULL;
@@ -244,19 +229,8 @@ static int load_plugin(pf_engine *e, const char *path)
     }
     int index = e->n_plugins++, first = e->n_stages;
     e->plugins[index] = (pf_plugin){copy, h, pd};
-    if (strchr(pd->name, '.')) {
-        pf_errf(e->errmsg, "%s: plugin name '%s' has a '.' (pipelines write plugin.stage)", path,
-                pd->name);
-        rc = PF_PLUGIN;
-    }
-    for (int i = 0; i < pd->n_stages && rc == PF_OK; i++) {
-        if (!pd->stages[i]) {
-            pf_errf(e->errmsg, "%s: stage %d of %d is NULL", path, i, pd->n_stages);
-            rc = PF_PLUGIN;
-        } else {
-            rc = add_stage(e, path, index, pd->stages[i]);
-        }
-    }
+    for (int i = 0; i < pd->n_stages && rc == PF_OK; i++)
+        rc = add_stage(e, path, index, pd->stages[i]);
     if (rc != PF_OK) { /* none of its stages stay */
         while (e->n_stages > first)
             free((void *)e->stages[--e->n_stages].desc);

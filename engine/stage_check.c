@@ -1,8 +1,8 @@
-/* engine/stage_check.c: the rules a stage descriptor must meet, written once
- * (pipefuse/stage_check.h). The plugin loader stops at the first error; `pipefuse plugin
- * check` prints every finding with its fix. Errors are what the engine cannot run safely
- * and so refuses; faults break the contract of docs/plugins.md but load (refusing them
- * would break plugins that load today); warnings are allowed.
+/* engine/stage_check.c: the rules a plugin's descriptor and its stage descriptors must
+ * meet, written once (pipefuse/stage_check.h). The plugin loader stops at the first
+ * error; `pipefuse plugin check` prints every finding with its fix. Errors are what the
+ * engine cannot run safely and so refuses; faults break the contract of docs/plugins.md
+ * but load (refusing them would break plugins that load today); warnings are allowed.
  *
  * The walk follows the descriptor: name, kind, inputs, what the kind needs, the point
  * source, the parameter table row by row, the later ABI fields, then the defaults run
@@ -20,7 +20,8 @@
 
 #define PF_API __attribute__((visibility("default")))
 
-/* A stage's params with sizes of their own, for the defaults' checks: odd, not square. */
+/* The input a reduce_sum stage's table is asked for with its defaults: odd, not square,
+   so that a sum by columns and one by rows give different tables. */
 #define SAMPLE_W 67
 #define SAMPLE_H 45
 
@@ -451,5 +452,84 @@ PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check
         return -1;
     if (kind_ok)
         check_advice(&w);
+    return w.errors;
+}
+
+/* ---- The plugin descriptor ------------------------------------------------------------------ */
+
+/* Its stages: each there, each named apart from the others. */
+static void check_stage_list(walk *w, const pf_plugin_desc *pd)
+{
+    char field[48];
+    for (int i = 0; i < pd->n_stages; i++) {
+        const pf_stage_desc *s = pd->stages[i];
+        snprintf(field, sizeof field, "stages[%d]", i);
+        if (!s) {
+            note(w, PF_CHECK_ERROR, field, "list only defined stages", "stages[%d] of %d is NULL",
+                 i, pd->n_stages);
+            continue;
+        }
+        for (int j = 0; j < i && s->size >= offsetof(pf_stage_desc, cost) && s->name; j++) {
+            const pf_stage_desc *o = pd->stages[j];
+            if (o && o->size >= offsetof(pf_stage_desc, cost) && o->name &&
+                strcmp(o->name, s->name) == 0) {
+                note(w, PF_CHECK_ERROR, field, "give each stage its own name",
+                     "two stages are named '%s' (stages[%d] and stages[%d])", s->name, j, i);
+                break;
+            }
+        }
+    }
+}
+
+PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn fn, void *user)
+{
+    walk w = {NULL, 0, "(unnamed)", fn, user, 0, 0, 0};
+    *readable = 0;
+    if (!pd) {
+        note(&w, PF_CHECK_ERROR, PF_PLUGIN_ENTRY_NAME,
+             "return the address of a static pf_plugin_desc (PF_DEFINE_PLUGIN does)",
+             "%s returned no descriptor", PF_PLUGIN_ENTRY_NAME);
+        return w.errors;
+    }
+    if (pd->size < offsetof(pf_plugin_desc, n_stages) + sizeof(int)) {
+        note(&w, PF_CHECK_ERROR, "size",
+             "set .size = sizeof(pf_plugin_desc) (PF_DEFINE_PLUGIN does)",
+             "plugin descriptor too small (%u bytes)", pd->size);
+        return w.errors;
+    }
+    unsigned major = pd->abi_version >> 16, minor = pd->abi_version & 0xffff;
+    if (major != PF_ABI_MAJOR || minor > PF_ABI_MINOR) {
+        note(&w, PF_CHECK_ERROR, "abi_version",
+             "rebuild the plugin against this pipefuse's headers (find_package(pipefuse) or "
+             "pkg-config pipefuse finds them): a plugin built for ABI M.m loads in engines of "
+             "the same major M and minor m or newer",
+             "built for plugin ABI %u.%u; this pipefuse supports ABI %d.0 to %d.%d", major, minor,
+             PF_ABI_MAJOR, PF_ABI_MAJOR, PF_ABI_MINOR);
+        return w.errors;
+    }
+    static const char fix_define[] =
+        "PF_DEFINE_PLUGIN(name, version, doc, stages) with a name and a non-empty array of stages";
+    if (!pd->name || !pd->name[0])
+        note(&w, pd->name ? PF_CHECK_FAULT : PF_CHECK_ERROR, "name", fix_define,
+             "the plugin descriptor has no name");
+    else if (strchr(pd->name, '.'))
+        note(&w, PF_CHECK_ERROR, "name", "name the plugin without a '.'",
+             "plugin name '%s' has a '.' (pipelines write plugin.stage)", pd->name);
+    if (pd->n_stages < 0 || (pd->n_stages > 0 && !pd->stages)) {
+        note(&w, PF_CHECK_ERROR, "stages", fix_define,
+             "the plugin descriptor has a bad stage list (n_stages %d, stages %s)", pd->n_stages,
+             pd->stages ? "set" : "NULL");
+        return w.errors;
+    }
+    *readable = 1;
+    if (pd->n_stages == 0)
+        note(&w, PF_CHECK_FAULT, "n_stages", fix_define, "the plugin descriptor has no stages");
+    if (!pd->version || !pd->version[0])
+        note(&w, PF_CHECK_WARNING, "version", "give PF_DEFINE_PLUGIN a version string",
+             "the plugin has no version string");
+    if (!pd->doc || !pd->doc[0])
+        note(&w, PF_CHECK_WARNING, "doc", "give PF_DEFINE_PLUGIN a doc string",
+             "the plugin has no doc string (`pipefuse info` shows it)");
+    check_stage_list(&w, pd);
     return w.errors;
 }

@@ -2,7 +2,8 @@
  * pf_stage_check) called directly on descriptors built here: every finding of a
  * descriptor with many faults, in field order, with its level, field and fix; the walk
  * stopped at the first error as the loader stops it; reduce_sum's rules; the ABI 1.0
- * reading of min > max; and a sound descriptor with no error or fault.
+ * reading of min > max; a sound descriptor with no error or fault; and the plugin
+ * descriptor's rules (pf_plugin_check).
  */
 #include <math.h>
 #include <string.h>
@@ -336,8 +337,58 @@ static void test_defaults(void)
            "%s", at >= 0 ? fd.message[at] : "no finding on check");
 }
 
+/* The plugin descriptor: what makes its stage list unreadable ends the walk; the rest is
+   reported whole. */
+static void test_plugin(void)
+{
+    pf_stage_desc a = point_stage(), b = point_stage();
+    const pf_stage_desc *list[] = {&a, NULL, &b};
+    pf_plugin_desc pd = {sizeof pd, PF_ABI_VERSION, "plug.in", NULL, "", list, 3};
+    found fd = {0};
+    int readable = 0;
+    int errors = pf_plugin_check(&pd, &readable, collect, &fd);
+    dump("plugin with a dotted name, a NULL stage, two stages of one name", &fd);
+    CHECKF(errors == 3 && readable, "errors %d, readable %d", errors, readable);
+    CHECK(find(&fd, "name", PF_CHECK_ERROR) >= 0 && find(&fd, "stages[1]", PF_CHECK_ERROR) >= 0 &&
+          find(&fd, "stages[2]", PF_CHECK_ERROR) >= 0 &&
+          find(&fd, "version", PF_CHECK_WARNING) >= 0 && find(&fd, "doc", PF_CHECK_WARNING) >= 0);
+    int at = find(&fd, "stages[2]", PF_CHECK_ERROR);
+    CHECKF(at >= 0 && strstr(fd.message[at], "two stages are named 't_point' (stages[0] and "
+                                             "stages[2])"),
+           "%s", at >= 0 ? fd.message[at] : "no finding on stages[2]");
+
+    static const struct {
+        uint32_t size, abi;
+        int n_stages;
+        const char *field;
+        int readable;
+    } cases[] = {{sizeof(pf_plugin_desc), (PF_ABI_MAJOR + 1u) << 16, 1, "abi_version", 0},
+                 {sizeof(pf_plugin_desc), PF_ABI_VERSION + 1, 1, "abi_version", 0},
+                 {8, PF_ABI_VERSION, 1, "size", 0},
+                 {sizeof(pf_plugin_desc), PF_ABI_VERSION, -1, "stages", 0}};
+    for (int k = 0; k < PF_COUNTOF(cases); k++) {
+        pf_plugin_desc q = {cases[k].size, cases[k].abi, "plug",           "1",
+                            "doc",         list,         cases[k].n_stages};
+        fd = (found){0};
+        errors = pf_plugin_check(&q, &readable, collect, &fd);
+        CHECKF(errors == 1 && fd.n == 1 && strcmp(fd.field[0], cases[k].field) == 0 &&
+                   readable == cases[k].readable,
+               "case %d: errors %d, findings %d (%s), readable %d", k, errors, fd.n,
+               fd.n ? fd.field[0] : "-", readable);
+    }
+    fd = (found){0};
+    CHECK(pf_plugin_check(NULL, &readable, collect, &fd) == 1 && !readable && fd.n == 1);
+    pf_plugin_desc empty = {sizeof empty, PF_ABI_VERSION, "", "1", "doc", NULL, 0};
+    fd = (found){0};
+    errors = pf_plugin_check(&empty, &readable, collect, &fd);
+    CHECKF(errors == 0 && readable && find(&fd, "name", PF_CHECK_FAULT) >= 0 &&
+               find(&fd, "n_stages", PF_CHECK_FAULT) >= 0,
+           "no name and no stages load (faults): errors %d, findings %d", errors, fd.n);
+}
+
 int main(void)
 {
+    test_plugin();
     test_sound();
     test_many_faults();
     test_reduce_sum();

@@ -71,6 +71,8 @@ grep -F "the engine refuses it" "$W/many_faults.out" | grep -qE "default 25|out_
     fail "many_faults: the engine's message names more than the first error"
 n=$(sed -n '/^descriptor$/,/^engine$/p' "$W/many_faults.out" | grep -c "^        fix: ")
 [ "$n" -ge 5 ] || fail "many_faults: $n fix lines for five faults"
+broken dotted_name "FAIL  plugin name 'dotted.name' has a '.' (pipelines write plugin.stage)" \
+    "FAIL  the engine refuses it: $DIR/dotted_name.so: plugin name 'dotted.name' has a '.'"
 broken prints "FAIL  sdk_prints: the op header calls printf() (line 15), which a point op may not use"
 broken calls_exit "FAIL  the plugin called exit() during: stage sdk_calls_exit"
 broken crasher "FAIL  the plugin crashed (SIGSEGV) during: stage sdk_crasher"

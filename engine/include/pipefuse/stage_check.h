@@ -1,7 +1,7 @@
-/* pipefuse/stage_check.h: the rules a stage descriptor must meet, as one function that
- * reports every finding. The engine's plugin loader refuses a stage at its first error;
- * `pipefuse plugin check` prints every finding with its fix. A plugin's own tests may
- * call it on their descriptors too. */
+/* pipefuse/stage_check.h: the rules a plugin descriptor and its stage descriptors must
+ * meet, as functions that report every finding. The engine's plugin loader refuses a
+ * plugin at its first error; `pipefuse plugin check` prints every finding with its fix.
+ * A plugin's own tests may call them on their descriptors too. */
 #ifndef PIPEFUSE_STAGE_CHECK_H
 #define PIPEFUSE_STAGE_CHECK_H
 
@@ -36,6 +36,13 @@ typedef int (*pf_check_fn)(void *user, const pf_check_finding *f);
    PF_CHECK_ERROR findings (those reported before fn stopped the walk), or -1 when out
    of memory. */
 int pf_stage_check(const pf_stage_desc *d, unsigned abi_minor, pf_check_fn fn, void *user);
+
+/* Checks a plugin descriptor as pf_plugin_entry returned it (NULL included): its size,
+   ABI version, name and stage list, and that its stages are there and named apart; not
+   the stages themselves (pf_stage_check each, with the plugin's ABI minor). *readable
+   is set to whether pd->stages[0 .. n_stages) may be read. Returns the number of
+   PF_CHECK_ERROR findings, as pf_stage_check. */
+int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn fn, void *user);
 
 #ifdef __cplusplus
 }
