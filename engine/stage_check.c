@@ -103,7 +103,7 @@ static int check_row_field(walk *w, int i, const char *pn)
     const pf_param_desc *pd = &d->params[i];
     char field[48];
     size_t bytes = pf_param_bytes(pd);
-    if (pd->offset + bytes > d->params_size || pd->offset % 4) {
+    if (pd->offset > d->params_size || bytes > d->params_size - pd->offset || pd->offset % 4) {
         note(w, PF_CHECK_ERROR, ROW("offset"),
              "bind the row with PF_OFFSET(struct, field) and set .params_size = sizeof(struct) "
              "(PF_POINT_DESC does both for point stages)",

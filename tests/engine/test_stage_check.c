@@ -308,6 +308,19 @@ static void test_old_sizes(void)
           strcmp(fd.field[0], "size") == 0);
 }
 
+/* A field offset so large that offset + size wraps around is still outside the struct. */
+static void test_huge_offset(void)
+{
+    static const pf_param_desc far[] = {
+        {"gain", "a factor", (size_t)-4, PF_PARAM_FLOAT, .def = 1, .min = 0, .max = 10}};
+    pf_stage_desc d = point_stage();
+    d.params = far;
+    d.n_params = 1;
+    found fd = {0};
+    CHECK(pf_stage_check(&d, PF_ABI_MINOR, collect, &fd) == 1 &&
+          find(&fd, "params[0].offset", PF_CHECK_ERROR) >= 0);
+}
+
 /* min > max: unbounded for an ABI 1.0 plugin (a warning), an error from 1.1. */
 static void test_swapped_range(void)
 {
@@ -393,6 +406,7 @@ int main(void)
     test_many_faults();
     test_reduce_sum();
     test_old_sizes();
+    test_huge_offset();
     test_swapped_range();
     test_defaults();
     return pf_test_done("test_stage_check");
