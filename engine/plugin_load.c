@@ -59,7 +59,8 @@ static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_l
 
 /* ---- Descriptor checks ----------------------------------------------------------------- */
 
-/* The loader's side of pf_stage_check (stage_check.c): the first error, with the file. */
+/* The loader's side of pf_plugin_check and pf_stage_check (stage_check.c): the first error,
+   with the file. */
 typedef struct first_error {
     pf_engine *e;
     const char *file;
