@@ -131,8 +131,6 @@ int main(void)
         remove(file);
     }
     pf_engine_destroy(eng);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
-    CHECK(system(cmd) == 0);
+    CHECK(pf_test_remove_tree(cache) == 0);
     return pf_test_done("test_fuse_compile");
 }

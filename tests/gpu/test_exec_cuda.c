@@ -343,9 +343,7 @@ static void test_kernel_cache(pf_rng *r)
     } else {
         unsetenv("PIPEFUSE_CACHE_DIR");
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(pf_test_remove_tree(dir) == 0);
 }
 
 /* The real-time contract. */

@@ -160,13 +160,21 @@ const char *pf_test_tmpdir(const char *name)
 {
     static char path[4096];
     snprintf(path, sizeof path, "%s/Testing/tmp-%s", PF_BINARY_DIR, name);
-    char cmd[2 * sizeof path + 64];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
-    if (system(cmd) != 0) {
+    char cmd[sizeof path + 64];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
+    if (pf_test_remove_tree(path) != 0 || system(cmd) != 0) {
         fprintf(stderr, "cannot make %s\n", path);
         exit(1);
     }
     return path;
+}
+
+int pf_test_remove_tree(const char *path)
+{
+    char cmd[4200];
+    if (strchr(path, '\'') || snprintf(cmd, sizeof cmd, "rm -rf '%s'", path) >= (int)sizeof cmd)
+        return -1;
+    return system(cmd);
 }
 
 void *pf_test_read_file(const char *path, size_t *size)

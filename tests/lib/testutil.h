@@ -93,6 +93,9 @@ long pf_test_frame_mismatches(const pf_frame *a, const pf_frame *b);
 /* A fresh empty directory under the build tree's Testing folder. */
 const char *pf_test_tmpdir(const char *name);
 
+/* Removes path and everything under it (rm -rf); 0 when done. */
+int pf_test_remove_tree(const char *path);
+
 /* A whole file in memory (malloc'd, free with free()), its length in *size; NULL when it
    cannot be opened. */
 void *pf_test_read_file(const char *path, size_t *size);
