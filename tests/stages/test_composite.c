@@ -1,7 +1,10 @@
 /* tests/stages/test_composite.c: the `composite` stages against references written again
- * here, plainly and in double, with the point-stage driver of test_color.c. */
-#define PT_DRIVER_ONLY
-#include "test_color.c"
+ * here, plainly and in double, with the point-stage driver of the harness library
+ * (tests/lib/point_driver.h). */
+#include <math.h>
+#include <string.h>
+
+#include "point_driver.h"
 
 /* ---- References --------------------------------------------------------------- */
 
