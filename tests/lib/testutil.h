@@ -1,8 +1,9 @@
 /* tests/lib/testutil.h: the test harness every test links (pf_testlib): checks that
  * count failures, the skip code, a seeded random generator, random float images with
  * odd sizes and poisoned outputs, image and frame comparisons, engines and pipelines
- * over the build tree's plugins, files and temporary directories. stage_harness.h
- * (same library) runs one stage straight from its plugin's descriptor; cuda_skip.h
+ * over the build tree's plugins, files and temporary directories. In the same library,
+ * stage_harness.h runs one stage straight from its plugin's descriptor and
+ * point_driver.h checks a family of point stages against references; cuda_skip.h
  * (pf_testlib_cuda) skips a test without a CUDA device. */
 #ifndef PF_TESTUTIL_H
 #define PF_TESTUTIL_H
@@ -69,11 +70,11 @@ void pf_test_store_values(float *v, size_t cap);
 
 /* An engine over the build tree's plugins only (no environment path), or exit(1). */
 pf_engine *pf_test_engine(void);
-/* A log callback that drops every notice (cfg.log), for tests that provoke many. */
-void pf_test_quiet_log(void *user, int level, const char *msg);
 /* The same with the caller's settings (plugin_path, threads, log, ...), from
    pf_engine_config_init; the environment path is turned off here. exit(1) on failure. */
 pf_engine *pf_test_engine_with(pf_engine_config *cfg);
+/* A log callback that drops every notice (cfg.log), for tests that provoke many. */
+void pf_test_quiet_log(void *user, int level, const char *msg);
 
 /* A pipeline from JSON text (name: what messages call it) or from a file, with the
    backend option set (NULL: the default); exit(1) with both messages on failure. */
@@ -90,7 +91,8 @@ unsigned pf_test_frame_sample(const pf_frame *f, int x, int y, int c);
    differ. */
 long pf_test_frame_mismatches(const pf_frame *a, const pf_frame *b);
 
-/* A fresh empty directory under the build tree's Testing folder. */
+/* A fresh empty directory under the build tree's Testing folder (a static buffer: the
+   next call reuses it). */
 const char *pf_test_tmpdir(const char *name);
 
 /* Removes path and everything under it (rm -rf); 0 when done. */
