@@ -539,7 +539,9 @@ static void emit_reduce_value(sb *b, const pf_pipeline *p, const pf_fuse_unit *i
    double in an order fixed by the sizes. By columns: a block is 64 threads of vp pixels
    across and 4 rows down; each thread adds every 4th row of the block's chunk of rows
    (loading up to 4 of them before adding, so that their loads are in flight together),
-   the 4 rows' sums add in order, and the chunk's partial table goes to part. By rows: a
+   the 4 rows' sums add in order (through shared memory, sum (i, c) of thread tx at
+   [(i * 4 + c) * 65 + tx], so that a warp's accesses fall in distinct banks: a stride
+   of whole pixels put them all in one), and the chunk's partial table goes to part. By rows: a
    block is 256 threads of vp pixels along one row, added by a fixed shuffle tree and then
    warp by warp; each block of a row leaves its partial in its own table of part. */
 static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
@@ -577,23 +579,22 @@ static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io
                   "pos.height = H;\n",
                   vp);
         emit_reduce_value(b, p, io, param_off);
-        sb_printf(
-            b,
-            "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-            "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-            "    __shared__ double sh[3][64 * %d * 4];\n"
-            "    double *mine = sh[threadIdx.y > 0 ? threadIdx.y - 1 : 0] + threadIdx.x * %d * 4;\n"
-            "    if (threadIdx.y > 0)\n#pragma unroll\n"
-            "        for (int i = 0; i < %d * 4; i++)\n            mine[i] = s[i / 4][i %% 4];\n"
-            "    __syncthreads();\n    if (threadIdx.y > 0 || x >= W)\n        return;\n"
-            "    double *o = part + (size_t)blockIdx.y * W * 4;\n#pragma unroll\n"
-            "    for (int i = 0; i < %d; i++)\n        if (x + i < W)\n#pragma unroll\n"
-            "            for (int c = 0; c < 4; c++)\n"
-            "                o[(size_t)(x + i) * 4 + c] = ((s[i][c] + sh[0][(threadIdx.x * %d + i) "
-            "* 4 + c])"
-            " + sh[1][(threadIdx.x * %d + i) * 4 + c]) + sh[2][(threadIdx.x * %d + i) * 4 + "
-            "c];\n}\n",
-            vp, vp, vp, vp, vp, vp, vp);
+        sb_printf(b,
+                  "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+                  "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
+                  "    __shared__ double sh[3][%d * 4 * 65];\n"
+                  "    if (threadIdx.y > 0)\n#pragma unroll\n"
+                  "        for (int k = 0; k < %d * 4; k++)\n"
+                  "            sh[threadIdx.y - 1][k * 65 + threadIdx.x] = s[k / 4][k %% 4];\n"
+                  "    __syncthreads();\n    if (threadIdx.y > 0 || x >= W)\n        return;\n"
+                  "    double *o = part + (size_t)blockIdx.y * W * 4;\n#pragma unroll\n"
+                  "    for (int i = 0; i < %d; i++)\n        if (x + i < W)\n#pragma unroll\n"
+                  "            for (int c = 0; c < 4; c++) {\n"
+                  "                const int k = (i * 4 + c) * 65 + threadIdx.x;\n"
+                  "                o[(size_t)(x + i) * 4 + c] = ((s[i][c] + sh[0][k]) + sh[1][k]) "
+                  "+ sh[2][k];\n"
+                  "            }\n}\n",
+                  vp, vp, vp);
         return;
     }
     sb_printf(b,

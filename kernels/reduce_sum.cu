@@ -19,10 +19,18 @@ __global__ void __launch_bounds__(SUM_ENTRIES *SUM_GROUPS)
     const size_t j = (size_t)blockIdx.x * SUM_ENTRIES + threadIdx.x;
     const int g = threadIdx.y;
     double s = 0.0;
-    if (j < len) {
-#pragma unroll 8
-        for (int k = g; k < n; k += SUM_GROUPS)
-            s += part[(size_t)k * len + j];
+    /* eight partials loaded, then added in order: their loads are in flight together */
+    for (int k0 = g; j < len && k0 < n; k0 += 8 * SUM_GROUPS) {
+        double t[8];
+#pragma unroll
+        for (int q = 0; q < 8; q++) {
+            const int k = k0 + q * SUM_GROUPS;
+            t[q] = k < n ? part[(size_t)k * len + j] : 0.0;
+        }
+#pragma unroll
+        for (int q = 0; q < 8; q++)
+            if (k0 + q * SUM_GROUPS < n)
+                s += t[q];
     }
     sh[g][threadIdx.x] = s;
     __syncthreads();
