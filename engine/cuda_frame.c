@@ -52,8 +52,9 @@ static int timed(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStre
 }
 
 /* A summing reduce unit as its generated kernel: per band, partial tables (the
-   point ops it absorbed run on the way in); then the partial tables added on the device
-   into the table, and only the table copied to the host. */
+   point ops it absorbed run on the way in); then the partial tables added on the device,
+   the sum written straight into the table's place in the pinned pool: only the table
+   crosses to the host, and no copy follows. */
 static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
 {
     const pf_plan *plan = p->plan;
@@ -63,7 +64,9 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
     int node = un->nodes[0], bands = un->bands > 0 ? un->bands : 1, sms = p->eng->cuda->sm_count;
     int w = un->shape.width, h = un->shape.height, chunks = 0, rc = PF_OK;
     size_t len = un->partial_len;
-    double *table = (double *)(sl->dev + c->partial_off[node]), *part = table + len;
+    /* the table goes straight into the slot's pinned pool (mapped), with no copy after */
+    double *part = (double *)(sl->dev + c->partial_off[node]);
+    double *table = (double *)(sl->host + c->partial_host_off[node]);
     int rows = pf_fuse_reduce_rows(w, h, sms);
     char err[512];
     nvtxRangePushA(p->nodes[node].id);
@@ -92,8 +95,6 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
     if (rc != PF_OK)
         return rc;
     CU(p, (cudaError_t)pf_cuda_sum_tables(part, chunks, len, table, st));
-    CU(p, cudaMemcpyAsync(sl->host + c->partial_host_off[node], table, sizeof(double) * len,
-                          cudaMemcpyDeviceToHost, st));
     return PF_OK;
 }
 

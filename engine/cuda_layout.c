@@ -244,13 +244,14 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
             c->scratch_size[u] = s;
         }
         if (un->kind == PF_UNIT_REDUCE) {
-            /* A band's partial each, or for a summing kernel the table and then the
-               partial tables its bands leave (pf_fuse_reduce_chunks). */
+            /* A band's partial each, or for a summing kernel the partial tables its
+               bands leave (pf_fuse_reduce_chunks; the table is written to the pinned
+               pool). */
             size_t parts = (size_t)(un->bands > 0 ? un->bands : 1);
             if (c->fused[u] == PF_FUSE_KERNEL) {
                 const pf_shape in = plan->shapes[p->nodes[un->nodes[0]].in[0]];
-                parts = 1 + (size_t)pf_fuse_reduce_chunks(c->fio[u].reduce, in.width, in.height,
-                                                          un->bands, p->eng->cuda->sm_count);
+                parts = (size_t)pf_fuse_reduce_chunks(c->fio[u].reduce, in.width, in.height,
+                                                      un->bands, p->eng->cuda->sm_count);
             }
             size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) * parts;
             c->partial_off[un->nodes[0]] = take(&dev, bytes);
@@ -405,7 +406,9 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
                 cudaGetErrorString(err));
         return PF_NO_MEMORY;
     }
-    err = cudaHostAlloc((void **)&sl->host, c->host_size, cudaHostAllocDefault);
+    /* Mapped (as unified addressing makes it anyway): summing reduce kernels write their
+       tables here. */
+    err = cudaHostAlloc((void **)&sl->host, c->host_size, cudaHostAllocMapped);
     if (err != cudaSuccess) {
         cudaGetLastError();
         pf_errf(p->errmsg, "%s: cannot allocate %.1f MiB of pinned host memory: %s", p->source,
