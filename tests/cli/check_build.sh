@@ -52,5 +52,31 @@ else
     pf check "$W/chain2.json" --size 640x480 --build --format rgb8
     says "$W/stdout" "0 compiled with NVRTC, 2 from the kernel cache" "a parameter value"
 fi
+
+# Summing reduces: one fused with the point stage only it reads, one of an input; a
+# histogram is not a plain sum. The plan says so with or without NVRTC here; with it,
+# --build compiles the two sums' kernels in each format.
+cat > "$W/sums.json" << 'JSON'
+{"pipefuse": 1, "inputs": ["x"],
+ "stages": [{"id": "a", "op": "linear", "inputs": ["x"], "params": {"a": 2.0, "b": 0.5}},
+            {"id": "s", "op": "colsum", "inputs": ["a"]},
+            {"id": "r", "op": "rowsum", "inputs": ["x"]},
+            {"id": "h", "op": "histogram", "inputs": ["x"]}],
+ "outputs": {"cols": "s", "rows": "r", "hist": "h"}}
+JSON
+pf check "$W/sums.json" --size 300x200
+expect 0 "check of summing reduces"
+says "$W/stdout" "fused into reduce s (colsum)" "a point stage fused into its sum"
+says "$W/stdout" "R: s (colsum, sum by columns) in one kernel with a" "the fused column sum"
+says "$W/stdout" "R: r (rowsum, sum by rows) in one kernel" "the row sum of an input"
+grep -q "R: h " "$W/stdout" && fail "a histogram was shown as a fused sum"
+sed 's/"outputs"/"options": {"fusion": false}, "outputs"/' "$W/sums.json" > "$W/sums_off.json"
+pf check "$W/sums_off.json" --size 300x200
+grep -q "fused reductions" "$W/stdout" && fail "fusion off still fuses reductions"
+if ! grep -q "not compiled" "$W/stdout"; then
+    pf check "$W/sums.json" --size 300x200 --build --format grayf,rgba16
+    expect 0 "check --build of summing reduces"
+    says "$W/stdout" "4 built" "two sums in two formats"
+fi
 [ "$failures" = 0 ] || exit 1
 echo "check_build: ok"
