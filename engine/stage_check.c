@@ -332,6 +332,35 @@ static void check_reduce_sum(walk *w)
              w->label, d->n_inputs);
 }
 
+/* stencil_fn (ABI 1.3): on a stencil stage, a function of its point_source taking the
+   params struct params_type names. */
+static void check_stencil_fn(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if (!d->stencil_fn)
+        return;
+    if (d->kind != PF_STAGE_STENCIL)
+        note(w, PF_CHECK_ERROR, "stencil_fn", "drop stencil_fn: it describes a 3x3 stencil",
+             "%s: declares stencil_fn on a %s stage; only stencil stages may", w->label,
+             kind_names[d->kind]);
+    else if (!d->point_source || !d->params_type)
+        note(w, PF_CHECK_ERROR, !d->point_source ? "point_source" : "params_type",
+             "set point_source to the header defining the function and params_type to its "
+             "params struct",
+             "%s: declares stencil_fn without %s", w->label,
+             !d->point_source ? "point_source" : "params_type");
+    else if (!strstr(d->point_source, d->stencil_fn) || !strstr(d->point_source, d->params_type))
+        note(w, PF_CHECK_FAULT, "stencil_fn",
+             "stencil_fn and params_type must name the function and its params struct as the "
+             "header spells them",
+             "%s: the point source does not mention %s", w->label,
+             !strstr(d->point_source, d->stencil_fn) ? d->stencil_fn : d->params_type);
+    else if (d->n_inputs != 1)
+        note(w, PF_CHECK_WARNING, "stencil_fn", "declare stencil_fn only on a stencil of one input",
+             "%s: declares stencil_fn but takes %d inputs: the engine never runs it itself",
+             w->label, d->n_inputs);
+}
+
 /* What the engine plans and runs that the stage's CUDA code and tables decide. */
 static void check_advice(walk *w)
 {
@@ -446,6 +475,7 @@ PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check
     if (kind_ok) {
         check_later_fields(&w);
         check_reduce_sum(&w);
+        check_stencil_fn(&w);
     }
     /* Plugin code runs on the defaults only once the declarations are sound. */
     if (w.errors == 0 && !w.stop && check_defaults(&w) != 0)

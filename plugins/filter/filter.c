@@ -21,6 +21,8 @@
 
 #include "filter.h"
 
+extern const char pf_src_filter3x3_ops[]; /* kernels/point/filter3x3_ops.h, for NVRTC */
+
 #define MAX_TAPS_RADIUS 192 /* ceil(3 * PF_GAUSSIAN_MAX_SIGMA) */
 
 /* ---- Small helpers --------------------------------------------------------------- */
@@ -319,53 +321,20 @@ static int run3x3(const pf_stage_args *a, pf_float4 (*px)(const void *, const pf
     return 0;
 }
 
-static float sobel1(float scale, float tl, float tm, float tr, float ml, float mr, float bl,
-                    float bm, float br)
+/* run3x3's form of the per-pixel functions of filter3x3_ops.h */
+static pf_float4 sobel_at(const void *params, const pf_float4 *n)
 {
-    float gx = (tr + 2 * mr + br) - (tl + 2 * ml + bl);
-    float gy = (bl + 2 * bm + br) - (tl + 2 * tm + tr);
-    return scale * PF_SQRTF(gx * gx + gy * gy);
+    return sobel_px((const pf_sobel_params *)params, n);
 }
 
-#define SOBEL_CH(c) sobel1(s, n[0].c, n[1].c, n[2].c, n[3].c, n[5].c, n[6].c, n[7].c, n[8].c)
-
-static pf_float4 sobel_px(const void *params, const pf_float4 *n)
+static pf_float4 median3_at(const void *params, const pf_float4 *n)
 {
-    float s = ((const pf_sobel_params *)params)->scale;
-    return pf_f4(SOBEL_CH(x), SOBEL_CH(y), SOBEL_CH(z), n[4].w);
+    return median3_px((const pf_median3_params *)params, n);
 }
 
 static int sobel_run(const pf_stage_args *a)
 {
-    return run3x3(a, sobel_px);
-}
-
-/* Median of 9 by the 19 compare-exchanges of Paeth's network. A compare-exchange is
-   two selects on one comparison, p[i] > p[j] exactly as the CUDA kernel has it (so NaNs
-   and signed zeros come out the same), written without branches: the loop over a row
-   below vectorises, 4 or 8 samples at a time, where a branchy swap mispredicted on
-   every other pixel. */
-#define SORT2(i, j)                                                                                \
-    do {                                                                                           \
-        float a_ = p##i, b_ = p##j;                                                                \
-        int c_ = a_ > b_;                                                                          \
-        p##i = c_ ? b_ : a_;                                                                       \
-        p##j = c_ ? a_ : b_;                                                                       \
-    } while (0)
-
-static inline float median9(float p0, float p1, float p2, float p3, float p4, float p5, float p6,
-                            float p7, float p8)
-{
-    FILTER_MEDIAN9_NETWORK(SORT2);
-    return p4;
-}
-#undef SORT2
-
-#define MEDIAN_CH(c) median9(n[0].c, n[1].c, n[2].c, n[3].c, n[4].c, n[5].c, n[6].c, n[7].c, n[8].c)
-
-static pf_float4 median3_px(const void *params, const pf_float4 *n)
-{
-    return pf_f4(MEDIAN_CH(x), MEDIAN_CH(y), MEDIAN_CH(z), MEDIAN_CH(w));
+    return run3x3(a, sobel_at);
 }
 
 /* The pixels 1 .. w-2 of a row, whose neighbours need no clamping in x: the samples of
@@ -392,7 +361,7 @@ static int median3_run(const pf_stage_args *a)
         median3_inner(u, m, d, (float *)dst, 4 * w);
         for (int x = 0; x<w; x += w - 1> 0 ? w - 1 : 1) { /* the first and last pixels */
             gather3x3(in, x, y, n);
-            dst[x] = median3_px(a->params, n);
+            dst[x] = median3_at(a->params, n);
         }
     }
     return 0;
@@ -452,6 +421,10 @@ size_t box_cuda_scratch(const void *params, int width, int rows);
                                      .run_cuda = PF_CUDA(id##_cuda),                               \
                                      __VA_ARGS__}
 #define WITH_PARAMS(t) .params_size = sizeof(pf_##t##_params), PF_PARAMS(t##_params)
+/* A 3x3 stage's per-pixel function in filter3x3_ops.h, for the engine's fused stencil
+   kernels (pf_stage_desc.stencil_fn). */
+#define FILTER3X3_FN(t)                                                                            \
+    .stencil_fn = #t "_px", .params_type = "pf_" #t "_params", .point_source = pf_src_filter3x3_ops
 
 STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders, premultiplied by default",
         gaussian_radius, gaussian_scratch, 8, WITH_PARAMS(gaussian),
@@ -464,14 +437,14 @@ STENCIL(box,
 STENCIL(sobel,
         "Sobel gradient magnitude per RGB channel, unnormalised (a step of 1 gives 4), on the "
         "stored values; alpha passes through",
-        radius_one, NULL, 3, WITH_PARAMS(sobel));
+        radius_one, NULL, 3, WITH_PARAMS(sobel), FILTER3X3_FN(sobel));
 STENCIL(unsharp,
         "Unsharp mask on RGB: in + amount (in - gaussian(in)) where the detail "
         "exceeds the threshold, the blur premultiplied by default; alpha passes through",
         gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp),
         .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
 STENCIL(median3, "3x3 median per channel, alpha included, on the stored (straight) values",
-        radius_one, NULL, 6, .params_size = 0);
+        radius_one, NULL, 6, .params_size = 0, FILTER3X3_FN(median3));
 
 static const pf_stage_desc *const filter_stages[] = {&gaussian, &box, &sobel, &unsharp, &median3};
 

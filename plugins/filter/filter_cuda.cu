@@ -363,40 +363,12 @@ static int separable_launch(const pf_stage_args *a, int alpha_off, const char *w
 /* ---- 3x3 stages: sobel, median3 ------------------------------------------------------ */
 
 /* One block: a 32 x 8 tile of outputs; the tile plus a one-pixel halo, clamped to the
-   edge, is staged in shared memory with coalesced loads. */
+   edge, is staged in shared memory with coalesced loads. The per-pixel functions are
+   kernels/point/filter3x3_ops.h's, which filter.c and fused kernels share. */
 #define T3_X 32
 #define T3_Y 8
 
 enum { OP_SOBEL, OP_MEDIAN };
-
-static __device__ __forceinline__ float sobel1(float scale, float tl, float tm, float tr, float ml,
-                                               float mr, float bl, float bm, float br)
-{
-    /* (tr + 2 mr + br) - (tl + 2 ml + bl), left to right as in C */
-    const float gx = __fsub_rn(__fadd_rn(__fadd_rn(tr, __fmul_rn(2.f, mr)), br),
-                               __fadd_rn(__fadd_rn(tl, __fmul_rn(2.f, ml)), bl));
-    const float gy = __fsub_rn(__fadd_rn(__fadd_rn(bl, __fmul_rn(2.f, bm)), br),
-                               __fadd_rn(__fadd_rn(tl, __fmul_rn(2.f, tm)), tr));
-    return __fmul_rn(scale, __fsqrt_rn(__fadd_rn(__fmul_rn(gx, gx), __fmul_rn(gy, gy))));
-}
-
-/* filter.c's median9: Paeth's 19 compare-exchanges, `>` exactly as there (so NaNs
-   land where the CPU's land). */
-static __device__ __forceinline__ float median9(float p0, float p1, float p2, float p3, float p4,
-                                                float p5, float p6, float p7, float p8)
-{
-    float p[9] = {p0, p1, p2, p3, p4, p5, p6, p7, p8};
-#define SORT2(i, j)                                                                                \
-    do {                                                                                           \
-        const float a_ = p[i], b_ = p[j];                                                          \
-        const bool s_ = a_ > b_;                                                                   \
-        p[i] = s_ ? b_ : a_;                                                                       \
-        p[j] = s_ ? a_ : b_;                                                                       \
-    } while (0)
-    FILTER_MEDIAN9_NETWORK(SORT2);
-#undef SORT2
-    return p[4];
-}
 
 template <int OP>
 __global__ void __launch_bounds__(T3_X *T3_Y)
@@ -413,20 +385,13 @@ __global__ void __launch_bounds__(T3_X *T3_Y)
     const int x = X0 + tx, y = Y0 + ty;
     if (x >= out.width || y >= y1)
         return;
-        /* n[j * 3 + i] of filter.c is t[ty + j][tx + i] */
-#define N(k) t[ty + (k) / 3][tx + (k) % 3]
-    float4 o;
-    if (OP == OP_SOBEL) {
-        const float s = ((const pf_sobel_params *)params)->scale;
-#define SOBEL_CH(c) sobel1(s, N(0).c, N(1).c, N(2).c, N(3).c, N(5).c, N(6).c, N(7).c, N(8).c)
-        o = make_float4(SOBEL_CH(x), SOBEL_CH(y), SOBEL_CH(z), N(4).w);
-#undef SOBEL_CH
-    } else {
-#define MEDIAN_CH(c) median9(N(0).c, N(1).c, N(2).c, N(3).c, N(4).c, N(5).c, N(6).c, N(7).c, N(8).c)
-        o = make_float4(MEDIAN_CH(x), MEDIAN_CH(y), MEDIAN_CH(z), MEDIAN_CH(w));
-#undef MEDIAN_CH
-    }
-#undef N
+    /* n[j * 3 + i] of filter.c is t[ty + j][tx + i] */
+    float4 n[9];
+#pragma unroll
+    for (int k = 0; k < 9; k++)
+        n[k] = t[ty + k / 3][tx + k % 3];
+    const float4 o = OP == OP_SOBEL ? sobel_px((const pf_sobel_params *)params, n)
+                                    : median3_px((const pf_median3_params *)params, n);
     pf_row_d(out, y)[x] = o;
 }
 

@@ -280,6 +280,7 @@ static void fd_set(pf_image *im, int x, int y, const double v[4])
 #ifndef FD_DRIVER_ONLY
 
 #include "filter.h"
+#include "pipefuse/stage_check.h"
 
 static const pf_shape sizes[] = {{1, 1}, {2, 3}, {13, 7}, {97, 61}, {3, 2}};
 
@@ -591,6 +592,102 @@ static void test_median3(pf_rng *r)
     CHECK(h_stage("filter", "median3")->radius(NULL) == 1);
 }
 
+/* ---- 3x3 per-pixel functions and their fusion ------------------------------------------- */
+
+/* sobel as filter.c computed it before its per-pixel function moved to
+   kernels/point/filter3x3_ops.h: the stage must give these floats bit for bit. */
+static float sobel_as_before(float scale, const pf_image *in, int x, int y, int c)
+{
+    float n[9];
+    for (int k = 0; k < 9; k++) {
+        pf_float4 v = pf_image_at_clamped(in, x + k % 3 - 1, y + k / 3 - 1);
+        n[k] = c == 0 ? v.x : (c == 1 ? v.y : v.z);
+    }
+    float gx = (n[2] + 2 * n[5] + n[8]) - (n[0] + 2 * n[3] + n[6]);
+    float gy = (n[6] + 2 * n[7] + n[8]) - (n[0] + 2 * n[1] + n[2]);
+    return scale * sqrtf(gx * gx + gy * gy);
+}
+
+/* The worst level of the findings on one field (PF_CHECK_WARNING + 1: none). */
+typedef struct field_worst {
+    const char *field;
+    int level;
+} field_worst;
+
+static int note_field(void *user, const pf_check_finding *f)
+{
+    field_worst *w = user;
+    if (strcmp(f->field, w->field) == 0 && (int)f->level < w->level)
+        w->level = (int)f->level;
+    return 0;
+}
+
+/* pf_stage_check's worst finding on `field` for d. */
+static int worst_on(const pf_stage_desc *d, const char *field)
+{
+    field_worst w = {field, PF_CHECK_WARNING + 1};
+    pf_stage_check(d, PF_ABI_MINOR, note_field, &w);
+    return w.level;
+}
+
+/* The validator's rules for stencil_fn: on a stencil only, with point_source and
+   params_type, both named in the source. */
+static void check_stencil_fn_rules(void)
+{
+    const pf_stage_desc *sobel = h_stage("filter", "sobel");
+    CHECK(pf_stage_check(sobel, PF_ABI_MINOR, note_field, &(field_worst){"", 0}) == 0);
+    CHECK(worst_on(sobel, "stencil_fn") > PF_CHECK_WARNING);
+    pf_stage_desc d = *sobel;
+    d.kind = PF_STAGE_POINT;
+    CHECK(worst_on(&d, "stencil_fn") == PF_CHECK_ERROR);
+    d = *sobel;
+    d.params_type = NULL;
+    CHECK(worst_on(&d, "params_type") == PF_CHECK_ERROR);
+    d = *sobel;
+    d.point_source = NULL;
+    CHECK(worst_on(&d, "point_source") == PF_CHECK_ERROR);
+    d = *sobel;
+    d.stencil_fn = "no_such_px";
+    CHECK(worst_on(&d, "stencil_fn") == PF_CHECK_FAULT);
+}
+
+/* The descriptors declare the per-pixel functions the engine's fused kernels call, and
+   sobel's output is the old formula's, bit for bit. */
+static void test_3x3_functions(pf_rng *r)
+{
+    static const char *const names[] = {"sobel", "median3"};
+    for (int i = 0; i < 2; i++) {
+        const pf_stage_desc *d = h_stage("filter", names[i]);
+        CHECKF(d->stencil_fn && d->params_type && d->point_source &&
+                   strstr(d->point_source, d->stencil_fn) &&
+                   strstr(d->point_source, d->params_type),
+               "%s: stencil_fn, params_type and point_source", names[i]);
+    }
+    check_stencil_fn_rules();
+    const pf_stage_desc *d = h_stage("filter", "sobel");
+    const int w = 37, h = 11;
+    for (int t = 0; t < 3; t++) {
+        pf_sobel_params sp = {.scale = t == 0 ? 1.0f : 10 * pf_rng_float(r)};
+        pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f), out = pf_test_image_poisoned(w, h);
+        CHECK(h_run(d, &sp, &in, 1, &out, 0) == 0);
+        long bad = 0;
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                pf_float4 o = pf_image_row(&out, y)[x];
+                float got[3] = {o.x, o.y, o.z};
+                for (int c = 0; c < 3; c++) {
+                    float want = sobel_as_before(sp.scale, &in, x, y, c);
+                    bad += memcmp(&got[c], &want, sizeof want) != 0;
+                }
+                bad += memcmp(&o.w, &pf_image_row(&in, y)[x].w, sizeof o.w) != 0;
+            }
+        CHECKF(bad == 0, "sobel scale %g: %ld samples differ from the formula's bits", sp.scale,
+               bad);
+        pf_test_image_free(&in);
+        pf_test_image_free(&out);
+    }
+}
+
 /* ---- Alpha ------------------------------------------------------------------------------ */
 
 /* The left half of a 9x5 image transparent red (alpha 0), the right half opaque blue. */
@@ -707,8 +804,8 @@ static void test_alpha(pf_rng *r)
 int main(void)
 {
     static const char *const names[] = {"gaussian", "box", "sobel", "unsharp", "median3"};
-    static const fd_test_fn tests[] = {test_gaussian, test_box,     test_sobel,
-                                       test_unsharp,  test_median3, test_alpha};
+    static const fd_test_fn tests[] = {test_gaussian, test_box,   test_sobel,        test_unsharp,
+                                       test_median3,  test_alpha, test_3x3_functions};
     return fd_main("test_filter", "filter", PF_STAGE_STENCIL, names, PF_COUNTOF(names), tests,
                    PF_COUNTOF(tests));
 }

@@ -313,6 +313,16 @@ typedef struct pf_stage_desc {
        4; height the input's width or height), and run_cpu, run_cuda and combine must
        compute the same sums, in any order of addition. */
     int reduce_sum;
+    /* stencil of radius 1 (3x3), optional: the name of a PF_POINT_FN in point_source
+       (whose params struct params_type names) computing one output pixel from its
+       neighbourhood, `pf_float4 fn(const T *params, const pf_float4 *n)`, n[0..8] the 3x3
+       input pixels row-major from the top left (n[4] the centre), clamped to the edge as
+       the engine gives them to run_cpu. The engine may then run the stage as a kernel of
+       its own on the GPU that loads its input in the frame's own format, or the inputs of
+       the point stages producing it (whose ops it runs on the tile it stages, so their
+       image is never written), and stores to the outputs' own formats. run_cpu and
+       run_cuda must compute what the function computes; NULL declares nothing. */
+    const char *stencil_fn;
 } pf_stage_desc;
 
 /* pf_stage_desc.reduce_sum */
