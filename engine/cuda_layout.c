@@ -518,7 +518,9 @@ int pf_cuda_launches(const pf_cuda_plan *c)
 
 int pf_cuda_scratch_fits(const pf_pipeline *p, const pf_cuda_plan *c, int u)
 {
-    return c && u >= 0 && u < c->n_units && c->scratch_size[u] >= scratch_need(p, u);
+    if (!c || u < 0 || u >= c->n_units)
+        return 0;
+    return c->fused[u] || c->scratch_size[u] >= scratch_need(p, u); /* generated: none */
 }
 
 #endif /* PF_HAVE_CUDA */
