@@ -236,16 +236,6 @@ static int same_image_bits(const pf_image *a, const pf_image *b)
     return 1;
 }
 
-/* Whether row y's floats [i0, i1) are all NaN: not written. */
-static int poisoned(const pf_image *im, int y, size_t i0, size_t i1)
-{
-    const float *f = (const float *)pf_image_row(im, y);
-    for (size_t i = i0; i < i1; i++)
-        if (!isnan(f[i]))
-            return 0;
-    return 1;
-}
-
 /* Where a GPU value may differ from the CPU's beyond the tolerance (unsharp near its
    threshold): return 1 to accept. */
 typedef int (*accept_fn)(const void *params, const pf_image *in, int x, int y, int c, float got,
@@ -293,7 +283,7 @@ static void check_image(const char *plugin, const char *stage, const void *param
             if (r > m->worst)
                 m->worst = r;
         }
-        CHECKF(poisoned(&got, y, (size_t)w * 4, got.pitch / sizeof(float)),
+        CHECKF(pf_test_image_unwritten(&got, y, (size_t)w * 4, got.pitch / sizeof(float)),
                "%s: row %d written past the width", label, y);
     }
     CHECKF(bad == 0, "%s: %d values off by more than %g", label, bad, tol);
@@ -328,9 +318,9 @@ static void check_image(const char *plugin, const char *stage, const void *param
     size_t row = (size_t)w * 4, pitch = alone.pitch / sizeof(float);
     for (int y = 0; y < h; y++) {
         int inside = y >= y0 && y < y1;
-        int ok = inside ? poisoned(&alone, y, row, pitch) &&
+        int ok = inside ? pf_test_image_unwritten(&alone, y, row, pitch) &&
                               memcmp(pf_image_row(&alone, y), pf_image_row(&got, y), row * 4) == 0
-                        : poisoned(&alone, y, 0, pitch);
+                        : pf_test_image_unwritten(&alone, y, 0, pitch);
         if (!ok) {
             CHECKF(0, "%s: band [%d, %d) alone: row %d %s", label, y0, y1, y,
                    inside ? "differs from the whole run" : "written");

@@ -76,6 +76,15 @@ pf_image pf_test_image_poisoned(int w, int h)
     return im;
 }
 
+int pf_test_image_unwritten(const pf_image *im, int y, size_t i0, size_t i1)
+{
+    const float *f = (const float *)pf_image_row(im, y);
+    for (size_t i = i0; i < i1; i++)
+        if (!isnan(f[i]))
+            return 0;
+    return 1;
+}
+
 void pf_test_image_free(pf_image *im)
 {
     free(im->data);

@@ -54,6 +54,8 @@ int pf_rng_range(pf_rng *r, int lo, int hi); /* [lo, hi] */
    uniform [lo, hi) values; alpha too. Free with pf_test_image_free. */
 pf_image pf_test_image(pf_rng *r, int w, int h, float lo, float hi);
 pf_image pf_test_image_poisoned(int w, int h); /* every float NaN */
+/* Whether floats [i0, i1) of row y are all still NaN: not written since poisoned. */
+int pf_test_image_unwritten(const pf_image *im, int y, size_t i0, size_t i1);
 void pf_test_image_free(pf_image *im);
 /* Largest |a-b| over all channels; NaN anywhere counts as infinity. */
 double pf_test_image_maxdiff(const pf_image *a, const pf_image *b);
