@@ -106,7 +106,7 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
     const pf_unit *un = &plan->units[u];
     int bands = un->bands > 0 ? un->bands : 1;
     if (c->fused[u] == PF_FUSE_ABSORBED)
-        return PF_OK; /* the reduce kernel reading its result runs its ops */
+        return PF_OK; /* the reduce or stencil kernel reading its result runs its ops */
     if (c->fused[u] && un->kind == PF_UNIT_REDUCE)
         return run_reduce_kernel(p, c, sl, u, st);
     if (c->fused[u]) {

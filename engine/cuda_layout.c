@@ -66,8 +66,8 @@ static int *unit_clocks(const pf_plan *plan, int ns)
     return clock;
 }
 
-/* The unit whose launches do unit u's work: the reduce kernel that runs an absorbed
-   point unit's ops (and so reads that unit's inputs), else u itself. */
+/* The unit whose launches do unit u's work: the reduce or stencil kernel that runs an
+   absorbed point unit's ops (and so reads that unit's inputs), else u itself. */
 static int runs_in(const pf_pipeline *p, const pf_cuda_plan *c, int u)
 {
     if (c->fused[u] != PF_FUSE_ABSORBED)
@@ -281,7 +281,7 @@ static int count_launches(const pf_pipeline *p, const pf_cuda_plan *c)
     for (int u = 0; u < plan->n_units; u++) {
         const pf_unit *un = &plan->units[u];
         if (c->fused[u] == PF_FUSE_ABSORBED)
-            continue; /* its ops run in the reduce kernel */
+            continue; /* its ops run in the reduce or stencil kernel */
         n += (c->fused[u] ? 1 : un->n_nodes) * un->bands;
         n += c->fused[u] && un->kind == PF_UNIT_REDUCE; /* the partial tables' sum */
     }

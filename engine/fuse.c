@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "fuse.h"
+#include "fuse_gen.h"
 #include "nvrtc.h"
 
 extern const char pf_src_point_h[];
@@ -49,21 +50,19 @@ void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
     }
 }
 
-/* A summing reduce unit's IO: the inputs of the point unit it absorbs, or its own
-   input (a pipeline input in its format, else a float RGBA image); nothing stored. */
-static int reduce_io(const pf_pipeline *p, int u, const int *in_fmt, pf_fuse_unit *io)
+/* The loads of a reduce or stencil unit u reading node value: the inputs of the point
+   unit it absorbs, or value itself (a pipeline input in its format, else a float RGBA
+   image). Sets io->src_unit and io->value_node; -1 when there are too many. */
+static int absorbed_loads(const pf_pipeline *p, int u, int value, const int *in_fmt,
+                          pf_fuse_unit *io)
 {
-    const pf_unit *un = &p->plan->units[u];
-    const pf_node *r = &p->nodes[un->nodes[0]];
     int src = pf_fuse_absorbs(p, u);
-    io->reduce = r->desc->reduce_sum;
     io->src_unit = src;
-    io->value_node = r->in[0];
-    io->ppt = 4;
+    io->value_node = value;
     const pf_unit *from = src >= 0 ? &p->plan->units[src] : NULL;
     int n = from ? from->n_inputs : 1;
     for (int k = 0; k < n; k++) {
-        int q = from ? from->inputs[k] : r->in[0];
+        int q = from ? from->inputs[k] : value;
         if (io->n_in >= PF_MAX_FUSED_IO)
             return -1;
         pf_fuse_io *e = &io->in[io->n_in++];
@@ -75,17 +74,52 @@ static int reduce_io(const pf_pipeline *p, int u, const int *in_fmt, pf_fuse_uni
     return 0;
 }
 
+/* A summing reduce unit's IO: absorbed_loads; nothing stored. */
+static int reduce_io(const pf_pipeline *p, int u, const int *in_fmt, pf_fuse_unit *io)
+{
+    const pf_node *r = &p->nodes[p->plan->units[u].nodes[0]];
+    io->reduce = r->desc->reduce_sum;
+    io->ppt = 4;
+    return absorbed_loads(p, u, r->in[0], in_fmt, io);
+}
+
+/* A 3x3 stencil unit's IO: absorbed_loads, into its tile; its result stored to the pipeline outputs it is, in their formats, and to its float RGBA
+   image when another unit reads it. */
+static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
+                      const int *out_fmt, pf_fuse_unit *io)
+{
+    int s = p->plan->units[u].nodes[0];
+    io->stencil = 1;
+    io->ppt = 1;
+    if (absorbed_loads(p, u, p->nodes[s].in[0], in_fmt, io) != 0)
+        return -1;
+    for (int o = 0; o <= p->n_outputs; o++) {
+        if (o < p->n_outputs ? p->outputs[o].node != s : !f4[s])
+            continue;
+        if (io->n_out >= PF_MAX_FUSED_IO)
+            return -1;
+        pf_fuse_io *e = &io->out[io->n_out++];
+        e->node = s;
+        e->native = o < p->n_outputs ? o : -1;
+        e->sample = o < p->n_outputs ? pf_format_sample(out_fmt[o]) : PF_F32;
+        e->channels = o < p->n_outputs ? pf_format_channels(out_fmt[o]) : 4;
+    }
+    return 0;
+}
+
 int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
                     const int *out_fmt, pf_fuse_unit *io)
 {
     const pf_unit *un = &p->plan->units[u];
     io->n_in = io->n_out = 0;
     io->ppt = 8;
-    io->reduce = 0;
+    io->reduce = io->stencil = 0;
     io->src_unit = -1;
     io->value_node = -1;
-    /* The parameters of the unit's members, or of the point unit a reduce absorbs. */
-    int pu = un->kind == PF_UNIT_REDUCE ? pf_fuse_absorbs(p, u) : u;
+    /* The parameters of the unit's members, or of the point unit a reduce or stencil
+       absorbs (and the stencil's own). */
+    int own = un->kind == PF_UNIT_STENCIL ? un->nodes[0] : -1;
+    int pu = un->kind == PF_UNIT_REDUCE || own >= 0 ? pf_fuse_absorbs(p, u) : u;
     if (pu >= 0 && pu != u)
         un = &p->plan->units[pu];
     /* The members' span of the parameter block (pf_param_layout's offsets: the running
@@ -95,7 +129,7 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
         size_t size = (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
         for (a = 0; a < un->n_nodes && un->nodes[a] != i; a++)
             ;
-        if (a < un->n_nodes) {
+        if (a < un->n_nodes || i == own) {
             lo = top < lo ? top : lo;
             hi = top + size > hi ? top + size : hi;
         }
@@ -106,6 +140,8 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
     io->param_arg = io->param_bytes <= PF_FUSE_PARAM_ARG_MAX;
     if (p->plan->units[u].kind == PF_UNIT_REDUCE)
         return reduce_io(p, u, in_fmt, io);
+    if (own >= 0)
+        return stencil_io(p, u, f4, in_fmt, out_fmt, io);
     for (int k = 0; k < un->n_inputs; k++) {
         int q = un->inputs[k];
         if (io->n_in >= PF_MAX_FUSED_IO)
@@ -202,11 +238,38 @@ int pf_fuse_reduce_possible(const pf_pipeline *p, int u, char *why, size_t why_s
     return 1;
 }
 
+int pf_fuse_stencil_possible(const pf_pipeline *p, int u, char *why, size_t why_size)
+{
+    const pf_unit *un = &p->plan->units[u];
+    if (un->kind != PF_UNIT_STENCIL || un->n_nodes != 1)
+        return 0;
+    const pf_node *n = &p->nodes[un->nodes[0]];
+    const pf_stage_desc *d = n->desc;
+    if (!p->opts.fusion) {
+        snprintf(why, why_size, "fusion is off");
+        return 0;
+    }
+    if (!d->stencil_fn || !d->point_source || !d->params_type || n->n_in != 1) {
+        snprintf(why, why_size, "stage '%s' (%s) declares no stencil_fn", n->id, d->name);
+        return 0;
+    }
+    int r = d->radius ? d->radius(n->params) : 0;
+    pf_shape in = p->plan->shapes[n->in[0]], out = p->plan->shapes[un->nodes[0]];
+    if (r != 1 || in.width != out.width || in.height != out.height) {
+        snprintf(why, why_size,
+                 "stage '%s' (%s) declares stencil_fn but has radius %d (not 1) or changes the "
+                 "shape",
+                 n->id, d->name, r);
+        return 0;
+    }
+    return 1;
+}
+
 int pf_fuse_absorbs(const pf_pipeline *p, int u)
 {
     const pf_plan *plan = p->plan;
     char w[512];
-    if (!pf_fuse_reduce_possible(p, u, w, sizeof w))
+    if (!pf_fuse_reduce_possible(p, u, w, sizeof w) && !pf_fuse_stencil_possible(p, u, w, sizeof w))
         return -1;
     int r = plan->units[u].nodes[0], q = p->nodes[r].in[0];
     int pu = q < p->n_inputs ? -1 : plan->unit_of[q];
@@ -256,13 +319,28 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
         if (pu >= 0)
             fused[pu] = PF_FUSE_ABSORBED;
     }
+    /* 3x3 stencils declaring their per-pixel function: a kernel of their own, running
+       the ops of a point unit that only they read on the tile they stage. */
+    for (int u = 0; u < plan->n_units && !no_nvrtc; u++) {
+        char w[512];
+        if (!pf_fuse_stencil_possible(p, u, w, sizeof w))
+            continue;
+        fused[u] = PF_FUSE_KERNEL;
+        int pu = pf_fuse_absorbs(p, u);
+        if (pu >= 0)
+            fused[pu] = PF_FUSE_ABSORBED;
+    }
     pf_fuse_buffers(p, fused, f4);
     pf_fuse_unit io;
     int dropped = 0;
     for (int u = 0; u < plan->n_units; u++)
-        if (fused[u] == PF_FUSE_KERNEL && plan->units[u].kind == PF_UNIT_POINT &&
+        if (fused[u] == PF_FUSE_KERNEL && plan->units[u].kind != PF_UNIT_REDUCE &&
             pf_fuse_unit_io(p, u, f4, fmt, fmt, &io) != 0) {
-            fused[u] = 0; /* too many loads or stores for one kernel */
+            /* too many loads or stores for one kernel; a stencil's absorbed unit then
+               runs its own kernel again */
+            if (plan->units[u].kind == PF_UNIT_STENCIL && io.src_unit >= 0)
+                fused[io.src_unit] = PF_FUSE_KERNEL;
+            fused[u] = 0;
             dropped = 1;
             if (why_size && !why[0])
                 snprintf(why, why_size, "unit #%d would have more than %d loads or stores", u,
@@ -313,14 +391,7 @@ int pf_fuse_ppt(int width, int height, int sm_count)
 
 /* ---- Source generation ---------------------------------------------------------------------- */
 
-typedef struct sb {
-    char *s;
-    size_t n, cap;
-    int failed;
-} sb;
-
-static void sb_printf(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sb *b, const char *fmt, ...)
+void pf_sb_printf(pf_sb *b, const char *fmt, ...)
 {
     if (b->failed)
         return;
@@ -350,12 +421,12 @@ static void sb_printf(sb *b, const char *fmt, ...)
 
 /* Each distinct op source lives in a namespace of its own (pf_ns<k>), so two plugins'
    helpers can share names. Returns the namespace index of node i's source. */
-static int source_index(const pf_pipeline *p, const pf_unit *un, int a)
+int pf_fuse_source_index(const pf_pipeline *p, const pf_unit *un, int a)
 {
     const char *src = p->nodes[un->nodes[a]].desc->point_source;
     for (int b = 0; b < a; b++)
         if (p->nodes[un->nodes[b]].desc->point_source == src)
-            return source_index(p, un, b);
+            return pf_fuse_source_index(p, un, b);
     return a;
 }
 
@@ -377,7 +448,7 @@ static int engine_macro(const char *name, size_t n)
     return 0;
 }
 
-static void undef_macros(sb *b, const char *src)
+static void undef_macros(pf_sb *b, const char *src)
 {
     for (const char *line = src; line && *line;
          line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
@@ -398,12 +469,12 @@ static void undef_macros(sb *b, const char *src)
                (q[n] >= 'a' && q[n] <= 'z'))
             n++;
         if (n && !engine_macro(q, n))
-            sb_printf(b, "#undef %.*s\n", (int)n, q);
+            pf_sb_printf(b, "#undef %.*s\n", (int)n, q);
     }
 }
 
 /* Lines in b so far. */
-static int sb_lines(const sb *b)
+static int sb_lines(const pf_sb *b)
 {
     int n = 0;
     for (size_t i = 0; b->s && i < b->n; i++)
@@ -416,77 +487,80 @@ static int sb_lines(const sb *b)
    embeds one naming the header), else as "<stage>.ops" of the plugin's file, so that
    NVRTC's messages point at the header's own line; the kernel's name (the program's)
    numbers what follows. */
-static void emit_op(sb *b, const pf_pipeline *p, const pf_node *n, int ns, const char *kernel)
+void pf_fuse_emit_op(pf_sb *b, const pf_pipeline *p, const pf_node *n, int ns, const char *kernel)
 {
     const char *src = n->desc->point_source;
     undef_macros(b, src);
-    sb_printf(b, "namespace pf_ns%d { // %s\n", ns, n->desc->name);
+    pf_sb_printf(b, "namespace pf_ns%d { // %s\n", ns, n->desc->name);
     if (strncmp(src, "#line ", 6) != 0) {
         const char *file = n->plugin >= 0 ? p->eng->plugins[n->plugin].path : "?";
-        sb_printf(b, "#line 1 \"");
+        pf_sb_printf(b, "#line 1 \"");
         for (const char *c = file; *c; c++) /* a file name with quotes stays one string */
-            sb_printf(b, "%c", *c == '"' || *c == '\\' ? '_' : *c);
-        sb_printf(b, ": op header of stage %s\"\n", n->desc->name);
+            pf_sb_printf(b, "%c", *c == '"' || *c == '\\' ? '_' : *c);
+        pf_sb_printf(b, ": op header of stage %s\"\n", n->desc->name);
     }
-    sb_printf(b, "%s\n", src);
-    sb_printf(b, "#line %d \"%s\"\n} // namespace pf_ns%d\n", sb_lines(b) + 2, kernel, ns);
+    pf_sb_printf(b, "%s\n", src);
+    pf_sb_printf(b, "#line %d \"%s\"\n} // namespace pf_ns%d\n", sb_lines(b) + 2, kernel, ns);
     undef_macros(b, src);
-    sb_printf(b, "\n");
+    pf_sb_printf(b, "\n");
 }
 
 /* The kernel's signature and its parameter pointer P: the members' parameters by value
    (a __grid_constant__ argument, read from the constant bank) or through a pointer to
    the device block (io->param_arg). */
-static void emit_signature(sb *b, const pf_fuse_unit *io, const char *name)
+void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
 {
     const char *extra = io->reduce ? ",\n   double *__restrict__ part, int rows" : "";
     if (io->param_arg)
-        sb_printf(b,
-                  "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
-                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                  "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
-                  "   int W, int H, int y0, int y1%s)\n{\n"
-                  "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
-                  name, io->param_bytes, name, name, extra, io->param_lo);
+        pf_sb_printf(
+            b,
+            "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
+            "extern \"C\" __global__ void __launch_bounds__(256)\n"
+            "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
+            "   int W, int H, int y0, int y1%s)\n{\n"
+            "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
+            name, io->param_bytes, name, name, extra, io->param_lo);
     else
-        sb_printf(b,
-                  "extern \"C\" __global__ void __launch_bounds__(256)\n"
-                  "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
-                  "   int W, int H, int y0, int y1%s)\n{\n",
-                  name, extra);
+        pf_sb_printf(
+            b,
+            "extern \"C\" __global__ void __launch_bounds__(256)\n"
+            "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
+            "   int W, int H, int y0, int y1%s)\n{\n",
+            name, extra);
 }
 
 /* Member a of the unit: its inputs (earlier members' values or the unit's loads), its op
    on its parameters, and its value into the outputs it feeds. */
-static void emit_member(sb *b, const pf_pipeline *p, const pf_unit *un, const pf_fuse_unit *io,
-                        const size_t *param_off, int a)
+void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, const pf_fuse_unit *io,
+                         const size_t *param_off, int a)
 {
     int m = un->nodes[a];
     const pf_node *n = &p->nodes[m];
-    sb_printf(b, "        pf_float4 a%d[%d] = {", a, n->n_in);
+    pf_sb_printf(b, "        pf_float4 a%d[%d] = {", a, n->n_in);
     for (int k = 0; k < n->n_in; k++) {
         int q = n->in[k], src = -1;
         for (int c = 0; c < a && src < 0; c++)
             if (un->nodes[c] == q)
                 src = c;
         if (src >= 0) {
-            sb_printf(b, "%sv%d", k ? ", " : "", src);
+            pf_sb_printf(b, "%sv%d", k ? ", " : "", src);
         } else {
             int e = 0;
             while (e < io->n_in && io->in[e].node != q)
                 e++;
-            sb_printf(b, "%sin%d[i]", k ? ", " : "", e);
+            pf_sb_printf(b, "%sin%d[i]", k ? ", " : "", e);
         }
     }
-    int ns = source_index(p, un, a);
-    sb_printf(b,
-              "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
-              "a%d, pos)); // %s\n",
-              a, ns, n->desc->point_fn, ns, n->desc->params_type,
-              param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
+    int ns = pf_fuse_source_index(p, un, a);
+    pf_sb_printf(
+        b,
+        "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
+        "a%d, pos)); // %s\n",
+        a, ns, n->desc->point_fn, ns, n->desc->params_type,
+        param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
     for (int k = 0; k < io->n_out; k++)
         if (io->out[k].node == m)
-            sb_printf(b, "        out%d[i] = v%d;\n", k, a);
+            pf_sb_printf(b, "        out%d[i] = v%d;\n", k, a);
 }
 
 /* Pixels per chunk: the widest format's chunk is at most 16 bytes, and at most ppt
@@ -505,34 +579,35 @@ static int chunk_pixels(const pf_fuse_unit *io, int ppt)
 }
 
 /* The loads of chunk `x` of row `y` of every input, into in<k>[0..VP). */
-static void emit_loads(sb *b, const pf_pipeline *p, const pf_fuse_unit *io, int vp,
+static void emit_loads(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io, int vp,
                        const char *indent, const char *x)
 {
     for (int k = 0; k < io->n_in; k++)
-        sb_printf(b,
-                  "%spf_float4 in%d[%d]; /* %s */\n%spf_load_chunk<%d, %d, %d>(io[%d], y, %s, W, "
-                  "in%d);\n",
-                  indent, k, vp, p->nodes[io->in[k].node].id, indent, io->in[k].sample,
-                  io->in[k].channels, vp, k, x, k);
+        pf_sb_printf(
+            b,
+            "%spf_float4 in%d[%d]; /* %s */\n%spf_load_chunk<%d, %d, %d>(io[%d], y, %s, W, "
+            "in%d);\n",
+            indent, k, vp, p->nodes[io->in[k].node].id, indent, io->in[k].sample,
+            io->in[k].channels, vp, k, x, k);
 }
 
 /* The point ops of the absorbed unit on pixel i (members' values v<a>), and the value
    summed, into pf_float4 r. */
-static void emit_reduce_value(sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+static void emit_reduce_value(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
                               const size_t *param_off)
 {
     if (io->src_unit < 0) {
-        sb_printf(b, "        const pf_float4 r = in0[i];\n");
+        pf_sb_printf(b, "        const pf_float4 r = in0[i];\n");
         return;
     }
     const pf_unit *src = &p->plan->units[io->src_unit];
     int value = 0;
     for (int a = 0; a < src->n_nodes; a++) {
-        emit_member(b, p, src, io, param_off, a);
+        pf_fuse_emit_member(b, p, src, io, param_off, a);
         if (src->nodes[a] == io->value_node)
             value = a;
     }
-    sb_printf(b, "        const pf_float4 r = v%d;\n", value);
+    pf_sb_printf(b, "        const pf_float4 r = v%d;\n", value);
 }
 
 /* A summing reduce (io->reduce): the absorbed point unit's ops in registers, summed in
@@ -544,22 +619,22 @@ static void emit_reduce_value(sb *b, const pf_pipeline *p, const pf_fuse_unit *i
    of whole pixels put them all in one), and the chunk's partial table goes to part. By rows: a
    block is 256 threads of vp pixels along one row, added by a fixed shuffle tree and then
    warp by warp; each block of a row leaves its partial in its own table of part. */
-static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+static void emit_reduce_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
                              const size_t *param_off, int vp)
 {
     if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
         /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
         int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
-        sb_printf(b,
-                  "    const int x = (blockIdx.x * 64 + threadIdx.x) * %d;\n"
-                  "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
-                  "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
-                  "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
-                  "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
-                  vp, vp, vp, 4 * kr);
+        pf_sb_printf(b,
+                     "    const int x = (blockIdx.x * 64 + threadIdx.x) * %d;\n"
+                     "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
+                     "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
+                     "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
+                     "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
+                     vp, vp, vp, 4 * kr);
         /* kr rows' loads first, all in flight together, then their sums */
         for (int k = 0; k < io->n_in; k++)
-            sb_printf(
+            pf_sb_printf(
                 b,
                 "        pf_float4 ld%d[%d][%d]; /* %s */\n#pragma unroll\n"
                 "        for (int k = 0; k < %d; k++)\n"
@@ -567,50 +642,52 @@ static void emit_reduce_body(sb *b, const pf_pipeline *p, const pf_fuse_unit *io
                 "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 4 * k, x, W, ld%d[k]);\n",
                 k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample, io->in[k].channels,
                 vp, k, k);
-        sb_printf(b,
-                  "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
-                  "        const int y = y0k + 4 * k;\n        if (y >= yb)\n            break;\n",
-                  kr);
+        pf_sb_printf(
+            b,
+            "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
+            "        const int y = y0k + 4 * k;\n        if (y >= yb)\n            break;\n",
+            kr);
         for (int k = 0; k < io->n_in; k++)
-            sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
-        sb_printf(b,
-                  "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
-                  "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, "
-                  "pos.height = H;\n",
-                  vp);
+            pf_sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
+        pf_sb_printf(b,
+                     "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
+                     "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, "
+                     "pos.height = H;\n",
+                     vp);
         emit_reduce_value(b, p, io, param_off);
-        sb_printf(b,
-                  "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-                  "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-                  "    __shared__ double sh[3][%d * 4 * 65];\n"
-                  "    if (threadIdx.y > 0)\n#pragma unroll\n"
-                  "        for (int k = 0; k < %d * 4; k++)\n"
-                  "            sh[threadIdx.y - 1][k * 65 + threadIdx.x] = s[k / 4][k %% 4];\n"
-                  "    __syncthreads();\n    if (threadIdx.y > 0 || x >= W)\n        return;\n"
-                  "    double *o = part + (size_t)blockIdx.y * W * 4;\n#pragma unroll\n"
-                  "    for (int i = 0; i < %d; i++)\n        if (x + i < W)\n#pragma unroll\n"
-                  "            for (int c = 0; c < 4; c++) {\n"
-                  "                const int k = (i * 4 + c) * 65 + threadIdx.x;\n"
-                  "                o[(size_t)(x + i) * 4 + c] = ((s[i][c] + sh[0][k]) + sh[1][k]) "
-                  "+ sh[2][k];\n"
-                  "            }\n}\n",
-                  vp, vp, vp);
+        pf_sb_printf(
+            b,
+            "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+            "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
+            "    __shared__ double sh[3][%d * 4 * 65];\n"
+            "    if (threadIdx.y > 0)\n#pragma unroll\n"
+            "        for (int k = 0; k < %d * 4; k++)\n"
+            "            sh[threadIdx.y - 1][k * 65 + threadIdx.x] = s[k / 4][k %% 4];\n"
+            "    __syncthreads();\n    if (threadIdx.y > 0 || x >= W)\n        return;\n"
+            "    double *o = part + (size_t)blockIdx.y * W * 4;\n#pragma unroll\n"
+            "    for (int i = 0; i < %d; i++)\n        if (x + i < W)\n#pragma unroll\n"
+            "            for (int c = 0; c < 4; c++) {\n"
+            "                const int k = (i * 4 + c) * 65 + threadIdx.x;\n"
+            "                o[(size_t)(x + i) * 4 + c] = ((s[i][c] + sh[0][k]) + sh[1][k]) + "
+            "sh[2][k];\n"
+            "            }\n}\n",
+            vp, vp, vp);
         return;
     }
-    sb_printf(b,
-              "    const int x = (blockIdx.x * 256 + threadIdx.x) * %d;\n"
-              "    __shared__ double sh[8][4];\n"
-              "    for (int y = y0 + blockIdx.y; y < y1; y += gridDim.y) {\n"
-              "    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;\n    if (x < W) {\n",
-              vp);
+    pf_sb_printf(b,
+                 "    const int x = (blockIdx.x * 256 + threadIdx.x) * %d;\n"
+                 "    __shared__ double sh[8][4];\n"
+                 "    for (int y = y0 + blockIdx.y; y < y1; y += gridDim.y) {\n"
+                 "    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;\n    if (x < W) {\n",
+                 vp);
     emit_loads(b, p, io, vp, "        ", "x");
-    sb_printf(
+    pf_sb_printf(
         b,
         "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
         "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, pos.height = H;\n",
         vp);
     emit_reduce_value(b, p, io, param_off);
-    sb_printf(
+    pf_sb_printf(
         b,
         "        if (x + i < W)\n"
         "            s0 += (double)r.x, s1 += (double)r.y, s2 += (double)r.z, s3 += (double)r.w;\n"
@@ -636,19 +713,19 @@ static char *reduce_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
 {
     const pf_unit *src = io->src_unit >= 0 ? &p->plan->units[io->src_unit] : NULL;
     const pf_node *r = &p->nodes[p->plan->units[u].nodes[0]];
-    sb b = {0};
-    sb_printf(&b, "// pipefuse fused kernel %s: %s [", name, p->source);
+    pf_sb b = {0};
+    pf_sb_printf(&b, "// pipefuse fused kernel %s: %s [", name, p->source);
     for (int a = 0; src && a < src->n_nodes; a++)
-        sb_printf(&b, "%s + ", src->ids[a]);
+        pf_sb_printf(&b, "%s + ", src->ids[a]);
     int vp = chunk_pixels(io, io->ppt);
-    sb_printf(&b,
-              "%s, a sum by %s]\n#define PF_PPT %d\n#include \"pipefuse/point.h\"\n"
-              "#include \"pipefuse/fused_rt.h\"\n\n",
-              r->id, io->reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows", vp);
+    pf_sb_printf(&b,
+                 "%s, a sum by %s]\n#define PF_PPT %d\n#include \"pipefuse/point.h\"\n"
+                 "#include \"pipefuse/fused_rt.h\"\n\n",
+                 r->id, io->reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows", vp);
     for (int a = 0; src && a < src->n_nodes; a++)
-        if (source_index(p, src, a) == a)
-            emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
-    emit_signature(&b, io, name);
+        if (pf_fuse_source_index(p, src, a) == a)
+            pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
+    pf_fuse_emit_signature(&b, io, name);
     emit_reduce_body(&b, p, io, param_off, vp);
     if (b.failed) {
         free(b.s);
@@ -662,54 +739,57 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
 {
     if (io->reduce)
         return reduce_source(p, u, io, param_off, name);
+    if (io->stencil)
+        return pf_fuse_stencil_source(p, u, io, param_off, name);
     const pf_unit *un = &p->plan->units[u];
-    sb b = {0};
-    sb_printf(&b, "// pipefuse fused kernel %s: %s", name, p->source);
+    pf_sb b = {0};
+    pf_sb_printf(&b, "// pipefuse fused kernel %s: %s", name, p->source);
     for (int a = 0; a < un->n_nodes; a++)
-        sb_printf(&b, "%s%s", a ? " + " : " [", un->ids[a]);
+        pf_sb_printf(&b, "%s%s", a ? " + " : " [", un->ids[a]);
     int ppt = io->ppt;
-    sb_printf(
+    pf_sb_printf(
         &b,
         "]\n#define PF_PPT %d\n#include \"pipefuse/point.h\"\n#include \"pipefuse/fused_rt.h\"\n\n",
         ppt);
     for (int a = 0; a < un->n_nodes; a++) {
-        if (source_index(p, un, a) != a)
+        if (pf_fuse_source_index(p, un, a) != a)
             continue;
-        emit_op(&b, p, &p->nodes[un->nodes[a]], a, name);
+        pf_fuse_emit_op(&b, p, &p->nodes[un->nodes[a]], a, name);
     }
     int vp = chunk_pixels(io, ppt);
-    emit_signature(&b, io, name);
-    sb_printf(&b,
-              "    const int y = y0 + blockIdx.y * blockDim.y + threadIdx.y;\n"
-              "    if (y >= y1 || PF_PX_X(%d, 0) >= W)\n        return;\n",
-              vp);
+    pf_fuse_emit_signature(&b, io, name);
+    pf_sb_printf(&b,
+                 "    const int y = y0 + blockIdx.y * blockDim.y + threadIdx.y;\n"
+                 "    if (y >= y1 || PF_PX_X(%d, 0) >= W)\n        return;\n",
+                 vp);
     for (int k = 0; k < io->n_in; k++)
-        sb_printf(&b,
-                  "    pf_float4 in%d[PF_PPT]; /* %s */\n#pragma unroll\n"
-                  "    for (int c = 0; c < PF_PPT / %d; c++)\n"
-                  "        pf_load_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, in%d + c * "
-                  "%d);\n",
-                  k, p->nodes[io->in[k].node].id, vp, io->in[k].sample, io->in[k].channels, vp, k,
-                  vp, vp, k, vp);
+        pf_sb_printf(
+            &b,
+            "    pf_float4 in%d[PF_PPT]; /* %s */\n#pragma unroll\n"
+            "    for (int c = 0; c < PF_PPT / %d; c++)\n"
+            "        pf_load_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, in%d + c * "
+            "%d);\n",
+            k, p->nodes[io->in[k].node].id, vp, io->in[k].sample, io->in[k].channels, vp, k, vp, vp,
+            k, vp);
     for (int k = 0; k < io->n_out; k++)
-        sb_printf(&b, "    pf_float4 out%d[PF_PPT];\n", k);
-    sb_printf(&b,
-              "#pragma unroll\n    for (int i = 0; i < PF_PPT; i++) {\n"
-              "        pf_pos pos;\n        pos.x = PF_PX_X(%d, i), pos.y = y, pos.width = W, "
-              "pos.height = H;\n",
-              vp);
+        pf_sb_printf(&b, "    pf_float4 out%d[PF_PPT];\n", k);
+    pf_sb_printf(&b,
+                 "#pragma unroll\n    for (int i = 0; i < PF_PPT; i++) {\n"
+                 "        pf_pos pos;\n        pos.x = PF_PX_X(%d, i), pos.y = y, pos.width = W, "
+                 "pos.height = H;\n",
+                 vp);
     for (int a = 0; a < un->n_nodes; a++)
-        emit_member(&b, p, un, io, param_off, a);
-    sb_printf(&b, "    }\n");
+        pf_fuse_emit_member(&b, p, un, io, param_off, a);
+    pf_sb_printf(&b, "    }\n");
     for (int k = 0; k < io->n_out; k++)
-        sb_printf(&b,
-                  "#pragma unroll\n    for (int c = 0; c < PF_PPT / %d; c++) /* %s%s */\n"
-                  "        pf_store_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, out%d + c "
-                  "* %d);\n",
-                  vp, p->nodes[io->out[k].node].id,
-                  io->out[k].native >= 0 ? ", pipeline output" : "", io->out[k].sample,
-                  io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
-    sb_printf(&b, "}\n");
+        pf_sb_printf(
+            &b,
+            "#pragma unroll\n    for (int c = 0; c < PF_PPT / %d; c++) /* %s%s */\n"
+            "        pf_store_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, out%d + c "
+            "* %d);\n",
+            vp, p->nodes[io->out[k].node].id, io->out[k].native >= 0 ? ", pipeline output" : "",
+            io->out[k].sample, io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
+    pf_sb_printf(&b, "}\n");
     if (b.failed) {
         free(b.s);
         return NULL;
@@ -727,12 +807,12 @@ static int blame_ops(pf_pipeline *p, int u, int arch)
     int failed = 0;
     size_t o = (size_t)snprintf(p->errmsg, PF_ERRMSG_MAX, "%s: ", p->source);
     for (int a = 0; a < un->n_nodes; a++) {
-        if (source_index(p, un, a) != a)
+        if (pf_fuse_source_index(p, un, a) != a)
             continue;
         const pf_node *n = &p->nodes[un->nodes[a]];
-        sb b = {0};
-        sb_printf(&b, "#include \"pipefuse/point.h\"\n");
-        emit_op(&b, p, n, a, "pf_op_alone");
+        pf_sb b = {0};
+        pf_sb_printf(&b, "#include \"pipefuse/point.h\"\n");
+        pf_fuse_emit_op(&b, p, n, a, "pf_op_alone");
         void *cubin = NULL;
         size_t size = 0;
         char *log = NULL;
@@ -768,9 +848,11 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
                 u, ids, PF_MAX_FUSED_IO);
         return PF_UNSUPPORTED;
     }
-    /* A reduce's thread takes one chunk of a row at a time: pixels per thread = chunk. */
-    io->ppt =
-        io->reduce ? chunk_pixels(io, 4) : pf_fuse_ppt(un->shape.width, un->shape.height, sm_count);
+    /* A reduce's thread takes one chunk of a row at a time: pixels per thread = chunk; a
+       stencil's thread one pixel of its tile. */
+    io->ppt = io->stencil  ? 1
+              : io->reduce ? chunk_pixels(io, 4)
+                           : pf_fuse_ppt(un->shape.width, un->shape.height, sm_count);
     size_t *off = malloc(sizeof(size_t) * (size_t)p->n_nodes);
     if (!off)
         return PF_NO_MEMORY;

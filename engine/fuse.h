@@ -29,18 +29,22 @@ typedef struct pf_fuse_io {
    a pointer to the device parameter block instead. */
 #define PF_FUSE_PARAM_ARG_MAX 3968
 
-/* pf_fuse_decide's verdict on a unit. */
-#define PF_FUSE_NONE     0 /* runs its stages' own kernels */
-#define PF_FUSE_KERNEL   1 /* one generated kernel: a point unit, or a reduce declaring a sum */
-#define PF_FUSE_ABSORBED 2 /* a point unit whose ops run inside the reduce kernel reading it */
+/* pf_fuse_decide's verdict on a unit. NONE: runs its stages' own kernels. KERNEL: one
+   generated kernel (a point unit, a reduce declaring a sum, or a stencil declaring its
+   per-pixel function). ABSORBED: a point unit whose ops run inside the reduce or stencil
+   kernel reading it. */
+#define PF_FUSE_NONE     0
+#define PF_FUSE_KERNEL   1
+#define PF_FUSE_ABSORBED 2
 
 typedef struct pf_fuse_unit {
     int n_in, n_out;
     int ppt; /* pixels per thread (8, 4, 2 or 1): fewer on small images, for parallelism */
-    /* A reduce unit's kernel: its pf_stage_desc.reduce_sum (0 for point units), the
-       point unit whose ops it runs on the way in (-1: none, it sums its input), and the
-       node whose value it sums (the reduce's input). */
-    int reduce, src_unit, value_node;
+    /* A reduce or stencil unit's kernel: its pf_stage_desc.reduce_sum (0 for other
+       units), 1 for a stencil running its stencil_fn (fuse_stencil.c), the point unit
+       whose ops it runs on the way in (-1: none, it reads its input), and the node whose
+       value it sums or stages in its tile (the stage's input). */
+    int reduce, stencil, src_unit, value_node;
     /* The members' parameters: bytes [param_lo, param_lo + param_bytes) of the block;
        param_arg 1 when they are the kernel's first argument (by value), 0 when it is a
        pointer to the whole device block. */
@@ -78,9 +82,20 @@ int pf_fuse_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
 int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size);
 
-/* The point unit whose ops reduce unit u runs in its own kernel, or -1: one whose every
-   result only u reads (no pipeline output, no other reader), when both can fuse. */
+/* The point unit whose ops reduce or stencil unit u runs in its own kernel, or -1: one
+   whose every result only u reads (no pipeline output, no other reader), when both can
+   fuse. */
 int pf_fuse_absorbs(const pf_pipeline *p, int u);
+
+/* Whether stencil unit u can run as a generated kernel: one stage of radius 1 declaring
+   stencil_fn (with its point_source and params_type), on one input; when not, why says
+   so. */
+int pf_fuse_stencil_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
+
+/* The tile of a stencil kernel: a block of PF_STENCIL_TX x PF_STENCIL_TY threads computes
+   as many output pixels, from the tile and its one-pixel halo staged in shared memory. */
+#define PF_STENCIL_TX 32
+#define PF_STENCIL_TY 8
 
 /* Whether reduce unit u can run as a generated kernel (its stage declares reduce_sum and
    the table has the shape that sum fills); when not, why says so. */

@@ -87,6 +87,24 @@ static void print_stages(const pf_pipeline *p, FILE *f)
     }
 }
 
+/* " with <the absorbed unit's stages>" of a reduce or stencil kernel, and on the next
+   line what it loads. */
+static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io)
+{
+    if (io->src_unit >= 0) {
+        const pf_unit *src = &p->plan->units[io->src_unit];
+        fprintf(f, " with");
+        for (int a = 0; a < src->n_nodes; a++)
+            fprintf(f, "%s%s", a ? " + " : " ", src->ids[a]);
+        if (io->stencil)
+            fprintf(f, " on its tile");
+    }
+    fprintf(f, "\n      loads");
+    for (int k = 0; k < io->n_in; k++)
+        fprintf(f, " %s(%s)", p->nodes[io->in[k].node].id,
+                io->in[k].native >= 0 ? "native" : "float4");
+}
+
 /* Summing reduces that run as generated kernels: what each loads, which point ops it
    runs on the way in, and that the sums are added on the device. */
 static void print_fused_reduces(const pf_pipeline *p, FILE *f, const pf_fusion_view *v)
@@ -108,19 +126,50 @@ static void print_fused_reduces(const pf_pipeline *p, FILE *f, const pf_fusion_v
             continue;
         fprintf(f, "  R: %s (%s, sum by %s) in one kernel", rn->id, rn->desc->name,
                 io.reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows");
-        if (io.src_unit >= 0) {
-            const pf_unit *src = &plan->units[io.src_unit];
-            fprintf(f, " with");
-            for (int a = 0; a < src->n_nodes; a++)
-                fprintf(f, "%s%s", a ? " + " : " ", src->ids[a]);
-        }
-        fprintf(f, "\n      loads");
-        for (int k = 0; k < io.n_in; k++)
-            fprintf(f, " %s(%s)", p->nodes[io.in[k].node].id,
-                    io.in[k].native >= 0 ? "native" : "float4");
+        print_absorbed(p, f, &io);
         fprintf(f, "; partial sums added on the device, the %dx%d table copied to the host\n",
                 plan->shapes[u->nodes[0]].height, plan->shapes[u->nodes[0]].width);
     }
+}
+
+/* 3x3 stencils that run as generated kernels: the point ops each runs on its tile, what
+   it loads and what it stores. */
+static void print_fused_stencils(const pf_pipeline *p, FILE *f, const pf_fusion_view *v)
+{
+    const pf_plan *plan = p->plan;
+    int n = 0;
+    for (int ui = 0; ui < plan->n_units; ui++)
+        n += plan->units[ui].kind == PF_UNIT_STENCIL && v->fused[ui] == PF_FUSE_KERNEL;
+    if (!n)
+        return;
+    fprintf(f, "fused stencils (%d):\n", n);
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (u->kind != PF_UNIT_STENCIL || v->fused[ui] != PF_FUSE_KERNEL)
+            continue;
+        const pf_node *sn = &p->nodes[u->nodes[0]];
+        pf_fuse_unit io;
+        double bytes = unit_bytes(p, ui, v, &io);
+        fprintf(f, "  S: %s (%s, 3x3 %s) in one kernel", sn->id, sn->desc->name,
+                sn->desc->stencil_fn);
+        print_absorbed(p, f, &io);
+        fprintf(f, ", stores");
+        for (int k = 0; k < io.n_out; k++)
+            fprintf(f, " %s(%s)",
+                    io.out[k].native >= 0 ? p->outputs[io.out[k].native].name
+                                          : p->nodes[io.out[k].node].id,
+                    io.out[k].native >= 0 ? "native" : "float4");
+        fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
+    }
+}
+
+/* The reduce or stencil unit whose kernel runs absorbed point unit ui's ops. */
+static int absorbing_unit(const pf_pipeline *p, int ui)
+{
+    for (int r = ui + 1; r < p->plan->n_units; r++)
+        if (p->plan->units[r].kind != PF_UNIT_POINT && pf_fuse_absorbs(p, r) == ui)
+            return r;
+    return ui;
 }
 
 /* Point units: which stages each fuses, and the edges its one kernel loads and stores. */
@@ -142,15 +191,14 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
         if (v.fused[ui] == PF_FUSE_ABSORBED) {
-            int r = ui + 1;
-            while (r < plan->n_units &&
-                   !(plan->units[r].kind == PF_UNIT_REDUCE && pf_fuse_absorbs(p, r) == ui))
-                r++;
-            const pf_node *rn = &p->nodes[plan->units[r < plan->n_units ? r : ui].nodes[0]];
+            int r = absorbing_unit(p, ui);
+            const pf_node *rn = &p->nodes[plan->units[r].nodes[0]];
+            int stencil = plan->units[r].kind == PF_UNIT_STENCIL;
             fprintf(f,
-                    "   (%d point stage%s, fused into reduce %s (%s): its ops run in the "
-                    "sum's kernel, nothing stored)\n",
-                    u->n_nodes, u->n_nodes > 1 ? "s" : "", rn->id, rn->desc->name);
+                    "   (%d point stage%s, fused into %s %s (%s): its ops run in the %s, "
+                    "nothing stored)\n",
+                    u->n_nodes, u->n_nodes > 1 ? "s" : "", stencil ? "stencil" : "reduce", rn->id,
+                    rn->desc->name, stencil ? "stencil's tile" : "sum's kernel");
             continue;
         }
         if (!v.fused[ui]) {
@@ -174,6 +222,7 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
     }
     print_fused_reduces(p, f, &v);
+    print_fused_stencils(p, f, &v);
     pf_fusion_view_free(&v);
     return PF_OK;
 }

@@ -688,6 +688,57 @@ static void test_3x3_functions(pf_rng *r)
     }
 }
 
+/* pf_pipeline_print_plan's text (malloc'd), or NULL. */
+static char *plan_text(pf_pipeline *p)
+{
+    FILE *f = tmpfile();
+    char *text = NULL;
+    long n = f && pf_pipeline_print_plan(p, f) == PF_OK ? ftell(f) : -1;
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1))) {
+        text[fread(text, 1, (size_t)n, f)] = 0;
+    }
+    if (f)
+        fclose(f);
+    return text;
+}
+
+/* The printed plan (no device needed: it shows the plan as the CUDA executor runs it
+   where NVRTC is) fuses a point chain only a 3x3 stencil reads into the stencil's kernel,
+   and a stencil on a pipeline input loads it natively. */
+static void test_fused_plan(pf_rng *r)
+{
+    (void)r;
+    pf_engine *e = pf_test_engine();
+    const char *json =
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+        "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0}},"
+        "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"a\"]},"
+        "{\"id\": \"s\", \"op\": \"sobel\", \"inputs\": [\"v\"]},"
+        "{\"id\": \"m\", \"op\": \"median3\", \"inputs\": [\"x\"]}],"
+        "\"outputs\": {\"o\": \"s\", \"med\": \"m\"}}";
+    pf_pipeline *p = pf_test_load_string(e, json, "fused_plan", "cpu");
+    pf_shape s = {64, 32};
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    char *text = plan_text(p);
+    CHECKF(text && strstr(text, "G0: a + v   (2 point stages, fused into stencil s (sobel)") &&
+               strstr(text, "fused stencils (2):") &&
+               strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + v on its tile\n"
+                            "      loads x(native), stores o(native)") &&
+               strstr(text, "S: m (median3, 3x3 median3_px) in one kernel\n"
+                            "      loads x(native), stores med(native)"),
+           "plan print:\n%s", text ? text : "");
+    free(text);
+    /* With fusion off nothing fuses, and the section is gone. */
+    CHECK(pf_pipeline_set_option(p, "fusion", "false") == PF_OK);
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    text = plan_text(p);
+    CHECKF(text && !strstr(text, "fused stencils") && !strstr(text, "fused into stencil"),
+           "plan print, fusion off:\n%s", text ? text : "");
+    free(text);
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+}
+
 /* ---- Alpha ------------------------------------------------------------------------------ */
 
 /* The left half of a 9x5 image transparent red (alpha 0), the right half opaque blue. */
@@ -804,8 +855,9 @@ static void test_alpha(pf_rng *r)
 int main(void)
 {
     static const char *const names[] = {"gaussian", "box", "sobel", "unsharp", "median3"};
-    static const fd_test_fn tests[] = {test_gaussian, test_box,   test_sobel,        test_unsharp,
-                                       test_median3,  test_alpha, test_3x3_functions};
+    static const fd_test_fn tests[] = {test_gaussian,      test_box,       test_sobel,
+                                       test_unsharp,       test_median3,   test_alpha,
+                                       test_3x3_functions, test_fused_plan};
     return fd_main("test_filter", "filter", PF_STAGE_STENCIL, names, PF_COUNTOF(names), tests,
                    PF_COUNTOF(tests));
 }

@@ -1,0 +1,279 @@
+#define _GNU_SOURCE
+/* tests/gpu/test_fused_stencil.c: 3x3 stencils (sobel, median3) as generated kernels on
+ * the GPU against the CPU executor.
+ *
+ * Each case is a pipeline whose stencil reads: a point chain only it reads, with a
+ * position-dependent op (its ops run on the stencil's tile at the clamped coordinates,
+ * so that chain's image is never written), a pipeline input in its own format, another
+ * stencil's float image, a two-input chain, a chain whose image is also an output (then
+ * stored, and the stencil reads it back), and a stencil whose result a point unit reads
+ * too (stored as float RGBA and to the output). Every frame format, sizes from one
+ * pixel to 1024x1024, graph and eager, device and host frames, the watchdog's bands,
+ * and a live parameter change in graph mode (the fused kernel's by-value parameters
+ * updated in the captured graph). Outputs are poisoned before each run. Integer outputs
+ * agree within one code (the chains' maths functions may differ in the last bits between
+ * CPU and GPU, and a sobel magnifies that), floats to a relative 1e-5 of their magnitude
+ * (at least 1). The printed plan must show the fused stencil. Exits 77 without a device.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_skip.h"
+#include "testutil.h"
+
+static pf_engine *eng;
+
+/* %1$s is the stencil op; its stage is "s", its output "o". */
+static const char *const cases[] = {
+    /* a chain only the stencil reads, with a position-dependent op */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0, \"b\": "
+    "-0.25}},"
+    "{\"id\": \"g\", \"op\": \"gamma\", \"inputs\": [\"a\"], \"params\": {\"gamma\": 1.7}},"
+    "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"g\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"v\"]}], \"outputs\": {\"o\": \"s\"}}",
+    /* the input itself, in its own format */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]}], \"outputs\": {\"o\": \"s\"}}",
+    /* another stencil's float image */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"x\"], \"params\": {\"radius\": 2}},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"b\"]}], \"outputs\": {\"o\": \"s\"}}",
+    /* two inputs through a blend and an invert */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\", \"y\"], \"stages\": ["
+    "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"x\", \"y\"], \"params\": {\"opacity\": "
+    "0.3}},"
+    "{\"id\": \"i\", \"op\": \"invert\", \"inputs\": [\"m\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"i\"]}], \"outputs\": {\"o\": \"s\"}}",
+    /* the chain's image is an output too: stored, and the stencil reads it */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"c\", \"op\": \"contrast\", \"inputs\": [\"x\"], \"params\": {\"amount\": 1.3}},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"c\"]}], \"outputs\": {\"o\": \"s\", "
+    "\"img\": \"c\"}}",
+    /* the stencil's result read by a point unit too: its float image and the output */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"n\", \"op\": \"invert\", \"inputs\": [\"s\"]}], \"outputs\": {\"o\": \"s\", "
+    "\"inv\": \"n\"}}",
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static const struct {
+    int w, h;
+} sizes[] = {{1, 1}, {2, 1}, {1, 3}, {33, 9}, {333, 77}, {1024, 1024}};
+#define N_SIZES ((int)(sizeof sizes / sizeof sizes[0]))
+
+/* A frame with its rows padded (4 bytes past each row of integer formats), random. */
+static pf_frame make_frame(pf_rng *r, int w, int h, pf_sample s, int ch)
+{
+    pf_frame f;
+    memset(&f, 0, sizeof f);
+    f.width = w, f.height = h, f.sample = s, f.channels = ch;
+    f.pitch = pf_frame_pixel_bytes(s, ch) * (size_t)w + 4 * (size_t)(s != PF_F32);
+    f.data = malloc(f.pitch * (size_t)h);
+    CHECK(f.data != NULL);
+    memset(f.data, 0xA5, f.pitch * (size_t)h);
+    pf_test_frame_random(r, &f);
+    return f;
+}
+
+static void poison(pf_frame *f)
+{
+    memset(f->data, 0xA5, f->pitch * (size_t)f->height); /* a NaN as float, 165 as u8 */
+}
+
+/* Runs one frame into outs (poisoned first), from host or device frames. */
+static int run(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *outs, int n_out, int device,
+               const char *what)
+{
+    for (int o = 0; o < n_out; o++)
+        poison(&outs[o]);
+    int rc;
+    if (device) {
+        pf_frame din[2], dout[2];
+        void *dmem[4] = {0};
+        for (int k = 0; k < n_in; k++) {
+            din[k] = in[k];
+            size_t bytes = in[k].pitch * (size_t)in[k].height;
+            CHECK(cudaMalloc(&dmem[k], bytes) == cudaSuccess);
+            CHECK(cudaMemcpy(dmem[k], in[k].data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+            din[k].data = dmem[k];
+        }
+        for (int o = 0; o < n_out; o++) {
+            dout[o] = outs[o];
+            size_t bytes = outs[o].pitch * (size_t)outs[o].height;
+            CHECK(cudaMalloc(&dmem[2 + o], bytes) == cudaSuccess);
+            CHECK(cudaMemcpy(dmem[2 + o], outs[o].data, bytes, cudaMemcpyHostToDevice) ==
+                  cudaSuccess);
+            dout[o].data = dmem[2 + o];
+        }
+        int t = -1;
+        rc = pf_pipeline_submit_device(p, din, n_in, dout, n_out, NULL, &t);
+        if (rc == PF_OK)
+            rc = pf_pipeline_wait(p, t);
+        for (int o = 0; rc == PF_OK && o < n_out; o++)
+            CHECK(cudaMemcpy(outs[o].data, dmem[2 + o], outs[o].pitch * (size_t)outs[o].height,
+                             cudaMemcpyDeviceToHost) == cudaSuccess);
+        for (int k = 0; k < 4; k++)
+            cudaFree(dmem[k]);
+    } else {
+        rc = pf_pipeline_run(p, in, n_in, outs, n_out);
+    }
+    CHECKF(rc == PF_OK, "%s: run: %s: %s", what, pf_status_str(rc), pf_pipeline_errmsg(p));
+    return rc;
+}
+
+/* Integer frames within one code; floats within 1e-5 of max(|cpu|, 1), NaN where the CPU
+   has NaN. */
+static int compare(const pf_frame *cpu, const pf_frame *gpu, const char *what, const char *out)
+{
+    int w = cpu->width, h = cpu->height, n = w * cpu->channels;
+    for (int y = 0; y < h; y++)
+        for (int i = 0; i < n; i++) {
+            double a, b, tol;
+            if (cpu->sample == PF_F32) {
+                a = ((const float *)((const char *)cpu->data + (size_t)y * cpu->pitch))[i];
+                b = ((const float *)((const char *)gpu->data + (size_t)y * gpu->pitch))[i];
+                tol = 1e-5 * fmax(fabs(a), 1.0);
+                if (isnan(a) && isnan(b))
+                    continue;
+            } else {
+                a = pf_test_frame_sample(cpu, i / cpu->channels, y, i % cpu->channels);
+                b = pf_test_frame_sample(gpu, i / cpu->channels, y, i % cpu->channels);
+                tol = 1;
+            }
+            if (!(fabs(a - b) <= tol)) {
+                CHECKF(0, "%s: output %s (%d, %d) channel %d: gpu %.9g cpu %.9g", what, out,
+                       i / cpu->channels, y, i % cpu->channels, b, a);
+                return 1;
+            }
+        }
+    return 0;
+}
+
+static const char *out_name(const pf_pipeline *p, int o)
+{
+    pf_output_info info;
+    return pf_pipeline_output_info(p, o, &info) == PF_OK ? info.name : "?";
+}
+
+/* Both executors on the same inputs; 0 when they agree. */
+static int run_both(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *cpu, pf_frame *gpu,
+                    int graph, int device, int banded, const char *what)
+{
+    int n_out = pf_pipeline_output_count(p), bad = 0;
+    CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+    if (run(p, in, n_in, cpu, n_out, 0, what) != PF_OK)
+        return 1;
+    CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+    CHECK(pf_pipeline_set_option(p, "graph", graph ? "true" : "false") == PF_OK);
+    if (banded)
+        CHECK(pf_pipeline_set_option(p, "max_launch_ms", "0.002") == PF_OK);
+    if (run(p, in, n_in, gpu, n_out, device, what) != PF_OK)
+        return 1;
+    for (int o = 0; o < n_out && !bad; o++)
+        bad = compare(&cpu[o], &gpu[o], what, out_name(p, o));
+    return bad;
+}
+
+static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s, int ch, int graph,
+                     int device, int banded)
+{
+    char json[2048], what[256];
+    snprintf(json, sizeof json, cases[c], op);
+    snprintf(what, sizeof what, "case %d %s %dx%d sample %d x%d graph %d device %d bands %d", c, op,
+             w, h, (int)s, ch, graph, device, banded);
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_load_string(eng, json, what, &p) != PF_OK) {
+        CHECKF(0, "%s: load: %s", what, pf_engine_errmsg(eng));
+        return;
+    }
+    int n_in = pf_pipeline_input_count(p), n_out = pf_pipeline_output_count(p);
+    pf_frame in[2], cpu[2], gpu[2];
+    for (int k = 0; k < n_in; k++)
+        in[k] = make_frame(r, w, h, s, ch);
+    for (int o = 0; o < n_out; o++) {
+        cpu[o] = make_frame(r, w, h, s, ch);
+        gpu[o] = make_frame(r, w, h, s, ch);
+    }
+    int bad = run_both(p, in, n_in, cpu, gpu, graph, device, banded, what);
+    /* A second frame after a live parameter change: the graph's kernel nodes take the
+       new by-value parameters (case 0: linear's a, which the stencil's tile runs, and
+       sobel's own scale). */
+    if (!bad && c == 0 && graph) {
+        CHECK(pf_pipeline_set_param(p, "a.a", "0.5") == PF_OK);
+        if (strcmp(op, "sobel") == 0)
+            CHECK(pf_pipeline_set_param(p, "s.scale", "0.25") == PF_OK);
+        char again[300];
+        snprintf(again, sizeof again, "%s, after a parameter change", what);
+        /* the GPU first, so its graph is the one captured with the old values */
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        if (run(p, in, n_in, gpu, n_out, device, again) == PF_OK) {
+            CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+            if (run(p, in, n_in, cpu, n_out, 0, again) == PF_OK)
+                for (int o = 0; o < n_out; o++)
+                    compare(&cpu[o], &gpu[o], again, out_name(p, o));
+        }
+    }
+    for (int k = 0; k < n_in; k++)
+        free(in[k].data);
+    for (int o = 0; o < n_out; o++) {
+        free(cpu[o].data);
+        free(gpu[o].data);
+    }
+    pf_pipeline_destroy(p);
+}
+
+/* The CUDA plan fuses what the printed plan says: case 0's chain into the stencil. */
+static void check_plan_print(void)
+{
+    char json[2048];
+    snprintf(json, sizeof json, cases[0], "sobel");
+    pf_pipeline *p = pf_test_load_string(eng, json, "plan", "cuda");
+    pf_shape s = {64, 32};
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
+    fclose(f);
+    CHECKF(text && strstr(text, "fused into stencil s (sobel)") &&
+               strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + g + v"),
+           "plan print:\n%s", text ? text : "");
+    free(text);
+    pf_pipeline_destroy(p);
+}
+
+int main(void)
+{
+    if (!pf_test_cuda_device("test_fused_stencil"))
+        return PF_TEST_SKIPPED;
+    eng = pf_test_engine();
+    check_plan_print();
+    pf_rng r;
+    pf_rng_seed(&r, 20261202);
+    static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
+    static const char *const ops[] = {"sobel", "median3"};
+    int quick = getenv("PF_TEST_QUICK") != NULL, n = 0;
+    for (int c = 0; c < N_CASES; c++)
+        for (int op = 0; op < 2; op++)
+            for (int si = 0; si < N_SIZES; si++)
+                for (int f = 0; f < 12; f++) {
+                    /* every format on a mid size; the others on a rotating format */
+                    if (sizes[si].w != 333 && f != (c * 5 + si + op) % 12)
+                        continue;
+                    if (quick && f % 4 != 0 && sizes[si].w == 333)
+                        continue;
+                    int graph = (si + f + op) % 2, device = (c + f) % 3 == 0;
+                    int banded = sizes[si].w == 1024 || (sizes[si].w == 333 && f % 6 == 5);
+                    run_case(&r, c, ops[op], sizes[si].w, sizes[si].h, samples[f / 4], f % 4 + 1,
+                             graph, device, banded);
+                    n++;
+                }
+    printf("test_fused_stencil: %d runs\n", n);
+    pf_engine_destroy(eng);
+    return pf_test_done("test_fused_stencil");
+}
