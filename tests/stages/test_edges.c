@@ -19,12 +19,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../kernels/edge.h"
+#include "edge.h" /* kernels/edge.h */
 #include "pipefuse/png.h"
 #include "testutil.h"
 
 #ifdef PF_EDGES_CUDA
-#include <cuda_runtime.h>
+#include "cuda_skip.h"
 #define BACKEND "cuda"
 #else
 #define BACKEND "cpu"
@@ -527,11 +527,8 @@ static void test_histogram(void)
 int main(void)
 {
 #ifdef PF_EDGES_CUDA
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("test_edges_gpu: no CUDA device: skipped\n");
-        return 77;
-    }
+    if (!pf_test_cuda_device("test_edges_gpu"))
+        return PF_TEST_SKIPPED;
     static const char *const fusions[] = {"true", "false"};
 #else
     static const char *const fusions[] = {"true"};
