@@ -105,8 +105,9 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
     const pf_plan *plan = p->plan;
     const pf_unit *un = &plan->units[u];
     int bands = un->bands > 0 ? un->bands : 1;
-    if (c->fused[u] == PF_FUSE_ABSORBED)
-        return PF_OK; /* the reduce or stencil kernel reading its result runs its ops */
+    if (c->fused[u] == PF_FUSE_ABSORBED || c->fused[u] == PF_FUSE_EPILOGUE)
+        return PF_OK; /* the reduce or stencil kernel reading its result (or its input,
+                         for an epilogue) runs its ops */
     if (c->fused[u] && un->kind == PF_UNIT_REDUCE)
         return run_reduce_kernel(p, c, sl, u, st);
     if (c->fused[u]) {

@@ -67,13 +67,15 @@ static int *unit_clocks(const pf_plan *plan, int ns)
 }
 
 /* The unit whose launches do unit u's work: the reduce or stencil kernel that runs an
-   absorbed point unit's ops (and so reads that unit's inputs), else u itself. */
+   absorbed point unit's ops (and so reads that unit's inputs), or the stencil kernel
+   that runs an epilogue's (and so writes that unit's images), else u itself. */
 static int runs_in(const pf_pipeline *p, const pf_cuda_plan *c, int u)
 {
-    if (c->fused[u] != PF_FUSE_ABSORBED)
+    if (u < 0 || (c->fused[u] != PF_FUSE_ABSORBED && c->fused[u] != PF_FUSE_EPILOGUE))
         return u;
-    for (int v = u + 1; v < c->n_units; v++)
-        if (c->fused[v] == PF_FUSE_KERNEL && c->fio[v].src_unit == u)
+    for (int v = 0; v < c->n_units; v++)
+        if (c->fused[v] == PF_FUSE_KERNEL &&
+            (c->fused[u] == PF_FUSE_ABSORBED ? c->fio[v].src_unit : c->fio[v].epi_unit) == u)
             return v;
     return u;
 }
@@ -131,7 +133,7 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
     /* Producers in order: inputs first (unit -1, before every unit), then each unit's
        members. */
     for (int i = 0; i < nn; i++) {
-        int u = i < p->n_inputs ? -1 : plan->unit_of[i];
+        int u = i < p->n_inputs ? -1 : runs_in(p, c, plan->unit_of[i]);
         if (!c->f4[i])
             continue;
         size_t need = c->pitch[i] * (size_t)plan->shapes[i].height;
@@ -141,7 +143,7 @@ static int assign_images(pf_pipeline *p, pf_cuda_plan *c, size_t *top)
             int old = bnode[b];
             if (cap[b] < need || (pick >= 0 && cap[b] >= cap[pick]))
                 continue;
-            int ou = old < p->n_inputs ? -1 : plan->unit_of[old];
+            int ou = old < p->n_inputs ? -1 : runs_in(p, c, plan->unit_of[old]);
             int ok = ou != u && (ou < 0 || row[plan->units[ou].stream] >= ou);
             for (int k = rs[old]; k < rs[old + 1] && ok; k++) {
                 int r = rd[k];
@@ -268,7 +270,9 @@ int pf_cu_needs_convert_out(const pf_pipeline *p, const pf_cuda_plan *c, int o)
     int node = p->outputs[o].node;
     if (p->tables[node].data)
         return 0;
-    return node < p->n_inputs || c->fused[p->plan->unit_of[node]] != PF_FUSE_KERNEL;
+    /* a generated kernel stores it in the output's format: its unit's, or for an
+       epilogue's node the stencil kernel's */
+    return node < p->n_inputs || c->fused[p->plan->unit_of[node]] == PF_FUSE_NONE;
 }
 
 /* Kernel launches one frame takes: conversions in and out, and every stage. */
@@ -280,7 +284,7 @@ static int count_launches(const pf_pipeline *p, const pf_cuda_plan *c)
         n += c->f4[i];
     for (int u = 0; u < plan->n_units; u++) {
         const pf_unit *un = &plan->units[u];
-        if (c->fused[u] == PF_FUSE_ABSORBED)
+        if (c->fused[u] == PF_FUSE_ABSORBED || c->fused[u] == PF_FUSE_EPILOGUE)
             continue; /* its ops run in the reduce or stencil kernel */
         n += (c->fused[u] ? 1 : un->n_nodes) * un->bands;
         n += c->fused[u] && un->kind == PF_UNIT_REDUCE; /* the partial tables' sum */

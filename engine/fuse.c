@@ -44,7 +44,9 @@ void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
         int need = u < 0 ? plan->is_out[i] : !fused_unit[u];
         for (int e = plan->cons_first[i]; e < plan->cons_first[i + 1] && !need; e++) {
             int cu = plan->unit_of[plan->cons[e]];
-            need = cu >= 0 && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]);
+            /* an epilogue reads only its stencil's result, in that kernel's registers */
+            need = cu >= 0 && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]) &&
+                   fused_unit[cu] != PF_FUSE_EPILOGUE;
         }
         f4[i] = (char)need;
     }
@@ -93,16 +95,21 @@ static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in
     io->ppt = 1;
     if (absorbed_loads(p, u, p->nodes[s].in[0], in_fmt, io) != 0)
         return -1;
-    for (int o = 0; o <= p->n_outputs; o++) {
-        if (o < p->n_outputs ? p->outputs[o].node != s : !f4[s])
-            continue;
-        if (io->n_out >= PF_MAX_FUSED_IO)
-            return -1;
-        pf_fuse_io *e = &io->out[io->n_out++];
-        e->node = s;
-        e->native = o < p->n_outputs ? o : -1;
-        e->sample = o < p->n_outputs ? pf_format_sample(out_fmt[o]) : PF_F32;
-        e->channels = o < p->n_outputs ? pf_format_channels(out_fmt[o]) : 4;
+    io->epi_unit = pf_fuse_epilogue(p, u);
+    const pf_unit *epi = io->epi_unit >= 0 ? &p->plan->units[io->epi_unit] : NULL;
+    for (int a = -1; a < (epi ? epi->n_nodes : 0); a++) {
+        int m = a < 0 ? s : epi->nodes[a]; /* the stencil's result, then the epilogue's */
+        for (int o = 0; o <= p->n_outputs; o++) {
+            if (o < p->n_outputs ? p->outputs[o].node != m : !f4[m])
+                continue;
+            if (io->n_out >= PF_MAX_FUSED_IO)
+                return -1;
+            pf_fuse_io *e = &io->out[io->n_out++];
+            e->node = m;
+            e->native = o < p->n_outputs ? o : -1;
+            e->sample = o < p->n_outputs ? pf_format_sample(out_fmt[o]) : PF_F32;
+            e->channels = o < p->n_outputs ? pf_format_channels(out_fmt[o]) : 4;
+        }
     }
     return 0;
 }
@@ -114,11 +121,12 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
     io->n_in = io->n_out = 0;
     io->ppt = 8;
     io->reduce = io->stencil = 0;
-    io->src_unit = -1;
+    io->src_unit = io->epi_unit = -1;
     io->value_node = -1;
     /* The parameters of the unit's members, or of the point unit a reduce or stencil
-       absorbs (and the stencil's own). */
+       absorbs (and the stencil's own, and its epilogue's). */
     int own = un->kind == PF_UNIT_STENCIL ? un->nodes[0] : -1;
+    int eu = own >= 0 ? pf_fuse_epilogue(p, u) : -1;
     int pu = un->kind == PF_UNIT_REDUCE || own >= 0 ? pf_fuse_absorbs(p, u) : u;
     if (pu >= 0 && pu != u)
         un = &p->plan->units[pu];
@@ -129,7 +137,7 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
         size_t size = (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
         for (a = 0; a < un->n_nodes && un->nodes[a] != i; a++)
             ;
-        if (a < un->n_nodes || i == own) {
+        if (a < un->n_nodes || i == own || (eu >= 0 && p->plan->unit_of[i] == eu)) {
             lo = top < lo ? top : lo;
             hi = top + size > hi ? top + size : hi;
         }
@@ -289,6 +297,28 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u)
     return pu;
 }
 
+int pf_fuse_epilogue(const pf_pipeline *p, int u)
+{
+    const pf_plan *plan = p->plan;
+    char w[512];
+    if (!pf_fuse_stencil_possible(p, u, w, sizeof w))
+        return -1;
+    int s = plan->units[u].nodes[0];
+    for (int e = plan->cons_first[s]; e < plan->cons_first[s + 1]; e++) {
+        int eu = plan->unit_of[plan->cons[e]];
+        const pf_unit *un = &plan->units[eu];
+        if (un->kind != PF_UNIT_POINT || un->n_inputs != 1 || un->inputs[0] != s ||
+            !pf_fuse_possible(p, eu, w, sizeof w))
+            continue;
+        int taken = 0; /* a reduce or stencil runs its ops on the way in */
+        for (int v = eu + 1; v < plan->n_units && !taken; v++)
+            taken = plan->units[v].kind != PF_UNIT_POINT && pf_fuse_absorbs(p, v) == eu;
+        if (!taken)
+            return eu;
+    }
+    return -1;
+}
+
 int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size)
 {
@@ -326,9 +356,11 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
         if (!pf_fuse_stencil_possible(p, u, w, sizeof w))
             continue;
         fused[u] = PF_FUSE_KERNEL;
-        int pu = pf_fuse_absorbs(p, u);
+        int pu = pf_fuse_absorbs(p, u), eu = pf_fuse_epilogue(p, u);
         if (pu >= 0)
             fused[pu] = PF_FUSE_ABSORBED;
+        if (eu >= 0)
+            fused[eu] = PF_FUSE_EPILOGUE;
     }
     pf_fuse_buffers(p, fused, f4);
     pf_fuse_unit io;
@@ -336,10 +368,14 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
     for (int u = 0; u < plan->n_units; u++)
         if (fused[u] == PF_FUSE_KERNEL && plan->units[u].kind != PF_UNIT_REDUCE &&
             pf_fuse_unit_io(p, u, f4, fmt, fmt, &io) != 0) {
-            /* too many loads or stores for one kernel; a stencil's absorbed unit then
-               runs its own kernel again */
-            if (plan->units[u].kind == PF_UNIT_STENCIL && io.src_unit >= 0)
-                fused[io.src_unit] = PF_FUSE_KERNEL;
+            /* too many loads or stores for one kernel; the point units a stencil took in
+               then run their own kernels again */
+            int pu = plan->units[u].kind == PF_UNIT_STENCIL ? pf_fuse_absorbs(p, u) : -1;
+            int eu = plan->units[u].kind == PF_UNIT_STENCIL ? pf_fuse_epilogue(p, u) : -1;
+            if (pu >= 0)
+                fused[pu] = PF_FUSE_KERNEL;
+            if (eu >= 0)
+                fused[eu] = PF_FUSE_KERNEL;
             fused[u] = 0;
             dropped = 1;
             if (why_size && !why[0])
@@ -532,7 +568,7 @@ void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
 /* Member a of the unit: its inputs (earlier members' values or the unit's loads), its op
    on its parameters, and its value into the outputs it feeds. */
 void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, const pf_fuse_unit *io,
-                         const size_t *param_off, int a)
+                         const size_t *param_off, int a, int ns_base)
 {
     int m = un->nodes[a];
     const pf_node *n = &p->nodes[m];
@@ -551,7 +587,7 @@ void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, cons
             pf_sb_printf(b, "%sin%d[i]", k ? ", " : "", e);
         }
     }
-    int ns = pf_fuse_source_index(p, un, a);
+    int ns = ns_base + pf_fuse_source_index(p, un, a);
     pf_sb_printf(
         b,
         "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
@@ -603,7 +639,7 @@ static void emit_reduce_value(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit
     const pf_unit *src = &p->plan->units[io->src_unit];
     int value = 0;
     for (int a = 0; a < src->n_nodes; a++) {
-        pf_fuse_emit_member(b, p, src, io, param_off, a);
+        pf_fuse_emit_member(b, p, src, io, param_off, a, 0);
         if (src->nodes[a] == io->value_node)
             value = a;
     }
@@ -779,7 +815,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
                  "pos.height = H;\n",
                  vp);
     for (int a = 0; a < un->n_nodes; a++)
-        pf_fuse_emit_member(&b, p, un, io, param_off, a);
+        pf_fuse_emit_member(&b, p, un, io, param_off, a, 0);
     pf_sb_printf(&b, "    }\n");
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(

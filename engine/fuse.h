@@ -32,10 +32,12 @@ typedef struct pf_fuse_io {
 /* pf_fuse_decide's verdict on a unit. NONE: runs its stages' own kernels. KERNEL: one
    generated kernel (a point unit, a reduce declaring a sum, or a stencil declaring its
    per-pixel function). ABSORBED: a point unit whose ops run inside the reduce or stencil
-   kernel reading it. */
+   kernel reading it. EPILOGUE: a point unit whose ops the stencil kernel producing its
+   one input applies before its stores. */
 #define PF_FUSE_NONE     0
 #define PF_FUSE_KERNEL   1
 #define PF_FUSE_ABSORBED 2
+#define PF_FUSE_EPILOGUE 3
 
 typedef struct pf_fuse_unit {
     int n_in, n_out;
@@ -45,6 +47,9 @@ typedef struct pf_fuse_unit {
        whose ops it runs on the way in (-1: none, it reads its input), and the node whose
        value it sums or stages in its tile (the stage's input). */
     int reduce, stencil, src_unit, value_node;
+    /* A stencil unit's kernel: the point unit whose ops it applies to its result before
+       storing (-1: none), whose stored results are among out[]. */
+    int epi_unit;
     /* The members' parameters: bytes [param_lo, param_lo + param_bytes) of the block;
        param_arg 1 when they are the kernel's first argument (by value), 0 when it is a
        pointer to the whole device block. */
@@ -91,6 +96,11 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u);
    stencil_fn (with its point_source and params_type), on one input; when not, why says
    so. */
 int pf_fuse_stencil_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
+
+/* The point unit whose ops stencil unit u applies in its kernel to its result, or -1:
+   the first point unit that can fuse, reads nothing but u's result and is absorbed by no
+   reduce or stencil. */
+int pf_fuse_epilogue(const pf_pipeline *p, int u);
 
 /* The tile of a stencil kernel: a block of PF_STENCIL_TX x PF_STENCIL_TY threads computes
    as many output pixels, from the tile and its one-pixel halo staged in shared memory. */

@@ -28,10 +28,11 @@ void pf_fuse_emit_op(pf_sb *b, const pf_pipeline *p, const pf_node *n, int ns, c
 void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name);
 
 /* Member a of unit un on pixel i: inputs from earlier members (v<c>) or the loads
-   (in<k>[i]), its op on its parameters at pos, its value v<a>, and stores to out<k>[i]
-   for every output of io that is this member. */
+   (in<k>[i] for io->in[k]; in<n_in>[i] for a node io->in does not hold), its op on its
+   parameters at pos, its value v<a>, and stores to out<k>[i] for every output of io that
+   is this member. The unit's op headers are in namespaces pf_ns<ns_base + k>. */
 void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, const pf_fuse_unit *io,
-                         const size_t *param_off, int a);
+                         const size_t *param_off, int a, int ns_base);
 
 /* fuse_stencil.c: the kernel of a stencil unit (io->stencil), malloc'd, or NULL. */
 char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,

@@ -9,7 +9,9 @@
  * value the CPU reads: the producer's image at the clamped pixel. Then each thread calls
  * the stage's function on its 3x3 neighbourhood from the tile and stores the result to
  * the unit's outputs (pipeline outputs in their formats, the float RGBA image when
- * another unit reads it). Banded launches cover rows [y0, y1) of the output; the tile
+ * another unit reads it). A point unit reading nothing but the result (an epilogue) runs
+ * its ops on it in registers before the stores, at the pixel's own coordinate, and its
+ * results needed elsewhere are stored from here too. Banded launches cover rows [y0, y1) of the output; the tile
  * reads rows outside the band as the CPU does, so bands give the same pixels.
  */
 #include <stdlib.h>
@@ -35,6 +37,10 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
         if (pf_fuse_source_index(p, src, a) == a)
             pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
     pf_fuse_emit_op(&b, p, sn, ns, name); /* its own namespace, after the members' */
+    const pf_unit *epi = io->epi_unit >= 0 ? &p->plan->units[io->epi_unit] : NULL;
+    for (int a = 0; epi && a < epi->n_nodes; a++) /* then the epilogue's */
+        if (pf_fuse_source_index(p, epi, a) == a)
+            pf_fuse_emit_op(&b, p, &p->nodes[epi->nodes[a]], ns + 1 + a, name);
     pf_fuse_emit_signature(&b, io, name);
 
     /* The tile: (TX + 2) x (TY + 2) pixels, each loaded at its clamped coordinate and
@@ -57,7 +63,7 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
                      k, p->nodes[io->in[k].node].id, io->in[k].sample, io->in[k].channels, k, k);
     int value = -1;
     for (int a = 0; src && a < src->n_nodes; a++) {
-        pf_fuse_emit_member(&b, p, src, io, param_off, a);
+        pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
         if (src->nodes[a] == io->value_node)
             value = a;
     }
@@ -74,13 +80,32 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
                  "    pf_float4 n[9];\n#pragma unroll\n"
                  "    for (int k = 0; k < 9; k++)\n"
                  "        n[k] = t[threadIdx.y + k / 3][threadIdx.x + k %% 3];\n"
-                 "    pf_float4 o[1];\n"
-                 "    o[0] = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), n)); // %s\n",
+                 "    pf_float4 r[1];\n"
+                 "    r[0] = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), n)); // %s\n",
                  ns, sn->desc->stencil_fn, ns, sn->desc->params_type,
                  param_off[s] - (io->param_arg ? io->param_lo : 0), sn->id);
     for (int k = 0; k < io->n_out; k++)
-        pf_sb_printf(&b, "    pf_store_chunk<%d, %d, 1>(io[%d], y, x, W, o); /* %s%s */\n",
-                     io->out[k].sample, io->out[k].channels, io->n_in + k, sn->id,
+        pf_sb_printf(&b, "    pf_float4 out%d[1];\n", k);
+    for (int k = 0; k < io->n_out; k++)
+        if (io->out[k].node == s)
+            pf_sb_printf(&b, "    out%d[0] = r[0];\n", k);
+    if (epi) {
+        /* The epilogue's ops on the result at (x, y): its members read the stencil's
+           result as in<n_in> (pf_fuse_emit_member's name for a node io->in lacks). */
+        pf_sb_printf(
+            &b,
+            "    {\n        const int i = 0;\n        const pf_float4 *in%d = r; /* %s */\n"
+            "        pf_pos pos;\n"
+            "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
+            io->n_in, sn->id);
+        for (int a = 0; a < epi->n_nodes; a++)
+            pf_fuse_emit_member(&b, p, epi, io, param_off, a, ns + 1);
+        pf_sb_printf(&b, "    }\n");
+    }
+    for (int k = 0; k < io->n_out; k++)
+        pf_sb_printf(&b, "    pf_store_chunk<%d, %d, 1>(io[%d], y, x, W, out%d); /* %s%s */\n",
+                     io->out[k].sample, io->out[k].channels, io->n_in + k, k,
+                     p->nodes[io->out[k].node].id,
                      io->out[k].native >= 0 ? ", pipeline output" : "");
     pf_sb_printf(&b, "}\n");
     if (b.failed) {

@@ -87,8 +87,8 @@ static void print_stages(const pf_pipeline *p, FILE *f)
     }
 }
 
-/* " with <the absorbed unit's stages>" of a reduce or stencil kernel, and on the next
-   line what it loads. */
+/* " with <the absorbed unit's stages>" of a reduce or stencil kernel, ", then <its
+   epilogue's>" of a stencil's, and on the next line what it loads. */
 static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io)
 {
     if (io->src_unit >= 0) {
@@ -98,6 +98,13 @@ static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io
             fprintf(f, "%s%s", a ? " + " : " ", src->ids[a]);
         if (io->stencil)
             fprintf(f, " on its tile");
+    }
+    if (io->epi_unit >= 0) {
+        const pf_unit *e = &p->plan->units[io->epi_unit];
+        fprintf(f, ", then");
+        for (int a = 0; a < e->n_nodes; a++)
+            fprintf(f, "%s%s", a ? " + " : " ", e->ids[a]);
+        fprintf(f, " on its result");
     }
     fprintf(f, "\n      loads");
     for (int k = 0; k < io->n_in; k++)
@@ -163,11 +170,13 @@ static void print_fused_stencils(const pf_pipeline *p, FILE *f, const pf_fusion_
     }
 }
 
-/* The reduce or stencil unit whose kernel runs absorbed point unit ui's ops. */
-static int absorbing_unit(const pf_pipeline *p, int ui)
+/* The reduce or stencil unit whose kernel runs point unit ui's ops: on the way in
+   (absorbed), or on its result (an epilogue). */
+static int absorbing_unit(const pf_pipeline *p, int ui, int epilogue)
 {
-    for (int r = ui + 1; r < p->plan->n_units; r++)
-        if (p->plan->units[r].kind != PF_UNIT_POINT && pf_fuse_absorbs(p, r) == ui)
+    for (int r = 0; r < p->plan->n_units; r++)
+        if (p->plan->units[r].kind != PF_UNIT_POINT &&
+            (epilogue ? pf_fuse_epilogue(p, r) : pf_fuse_absorbs(p, r)) == ui)
             return r;
     return ui;
 }
@@ -190,8 +199,16 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         fprintf(f, "  G%d: ", g++);
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
+        if (v.fused[ui] == PF_FUSE_EPILOGUE) {
+            const pf_node *sn = &p->nodes[plan->units[absorbing_unit(p, ui, 1)].nodes[0]];
+            fprintf(f,
+                    "   (%d point stage%s, fused into stencil %s (%s): its ops run on the "
+                    "stencil's result before it stores)\n",
+                    u->n_nodes, u->n_nodes > 1 ? "s" : "", sn->id, sn->desc->name);
+            continue;
+        }
         if (v.fused[ui] == PF_FUSE_ABSORBED) {
-            int r = absorbing_unit(p, ui);
+            int r = absorbing_unit(p, ui, 0);
             const pf_node *rn = &p->nodes[plan->units[r].nodes[0]];
             int stencil = plan->units[r].kind == PF_UNIT_STENCIL;
             fprintf(f,

@@ -6,8 +6,11 @@
  * position-dependent op (its ops run on the stencil's tile at the clamped coordinates,
  * so that chain's image is never written), a pipeline input in its own format, another
  * stencil's float image, a two-input chain, a chain whose image is also an output (then
- * stored, and the stencil reads it back), and a stencil whose result a point unit reads
- * too (stored as float RGBA and to the output). Every frame format, sizes from one
+ * stored, and the stencil reads it back), point units reading only the stencil's result
+ * (epilogues, run in the stencil's kernel before its stores: with a chain on the tile,
+ * position-dependent, reading the result twice, with an image another stencil reads),
+ * and a point unit reading the result and the input (no epilogue: the float image is
+ * stored). Every frame format, sizes from one
  * pixel to 1024x1024, graph and eager, device and host frames, the watchdog's bands,
  * and a live parameter change in graph mode (the fused kernel's by-value parameters
  * updated in the captured graph). Outputs are poisoned before each run. Integer outputs
@@ -53,11 +56,36 @@ static const char *const cases[] = {
     "{\"id\": \"c\", \"op\": \"contrast\", \"inputs\": [\"x\"], \"params\": {\"amount\": 1.3}},"
     "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"c\"]}], \"outputs\": {\"o\": \"s\", "
     "\"img\": \"c\"}}",
-    /* the stencil's result read by a point unit too: its float image and the output */
+    /* an epilogue: a point unit reading only the result runs in the stencil's kernel,
+       which stores both outputs */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
     "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
     "{\"id\": \"n\", \"op\": \"invert\", \"inputs\": [\"s\"]}], \"outputs\": {\"o\": \"s\", "
     "\"inv\": \"n\"}}",
+    /* a chain on the tile and a position-dependent epilogue whose first image a box
+       reads (stored as float RGBA from the stencil's kernel) */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0, \"b\": "
+    "-0.25}},"
+    "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"a\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"v\"]},"
+    "{\"id\": \"n\", \"op\": \"invert\", \"inputs\": [\"s\"]},"
+    "{\"id\": \"g\", \"op\": \"vignette\", \"inputs\": [\"n\"]},"
+    "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"n\"], \"params\": {\"radius\": 1}}],"
+    "\"outputs\": {\"o\": \"g\", \"bx\": \"b\"}}",
+    /* an epilogue reading the result twice, the result an output too */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"s\", \"s\"], \"params\": "
+    "{\"opacity\": 0.3}},"
+    "{\"id\": \"i\", \"op\": \"invert\", \"inputs\": [\"m\"]}], \"outputs\": {\"o\": \"i\", "
+    "\"s\": \"s\"}}",
+    /* the result read by a point unit with another input too: no epilogue, the float
+       image stored */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"x\"], \"params\": "
+    "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -243,6 +271,24 @@ static void check_plan_print(void)
     CHECKF(text && strstr(text, "fused into stencil s (sobel)") &&
                strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + g + v"),
            "plan print:\n%s", text ? text : "");
+    /* the launches: case 6 is one kernel for the stencil with its prologue and epilogue,
+       and the box */
+    pf_pipeline_destroy(p);
+    free(text);
+    text = NULL;
+    snprintf(json, sizeof json, cases[6], "sobel");
+    p = pf_test_load_string(eng, json, "plan", "cuda");
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    f = open_memstream(&text, &len);
+    CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
+    fclose(f);
+    CHECKF(text && strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + v on its tile, "
+                                "then n + g on its result"),
+           "plan print:\n%s", text ? text : "");
+    /* x loaded natively, g stored natively by that kernel; the box's output converted */
+    pf_stats st = {.size = sizeof st};
+    CHECK(pf_pipeline_stats(p, &st) == PF_OK);
+    CHECKF(st.launches_per_frame == 3, "case 6: %d launches a frame, not 3", st.launches_per_frame);
     free(text);
     pf_pipeline_destroy(p);
 }

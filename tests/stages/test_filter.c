@@ -704,7 +704,8 @@ static char *plan_text(pf_pipeline *p)
 
 /* The printed plan (no device needed: it shows the plan as the CUDA executor runs it
    where NVRTC is) fuses a point chain only a 3x3 stencil reads into the stencil's kernel,
-   and a stencil on a pipeline input loads it natively. */
+   a stencil on a pipeline input loads it natively, and a point unit reading only a
+   stencil's result runs in the stencil's kernel (which stores its output). */
 static void test_fused_plan(pf_rng *r)
 {
     (void)r;
@@ -714,8 +715,9 @@ static void test_fused_plan(pf_rng *r)
         "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0}},"
         "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"a\"]},"
         "{\"id\": \"s\", \"op\": \"sobel\", \"inputs\": [\"v\"]},"
-        "{\"id\": \"m\", \"op\": \"median3\", \"inputs\": [\"x\"]}],"
-        "\"outputs\": {\"o\": \"s\", \"med\": \"m\"}}";
+        "{\"id\": \"m\", \"op\": \"median3\", \"inputs\": [\"x\"]},"
+        "{\"id\": \"n\", \"op\": \"invert\", \"inputs\": [\"m\"]}],"
+        "\"outputs\": {\"o\": \"s\", \"med\": \"n\"}}";
     pf_pipeline *p = pf_test_load_string(e, json, "fused_plan", "cpu");
     pf_shape s = {64, 32};
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
@@ -724,7 +726,9 @@ static void test_fused_plan(pf_rng *r)
                strstr(text, "fused stencils (2):") &&
                strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + v on its tile\n"
                             "      loads x(native), stores o(native)") &&
-               strstr(text, "S: m (median3, 3x3 median3_px) in one kernel\n"
+               strstr(text, "G1: n   (1 point stage, fused into stencil m (median3): its ops "
+                            "run on the stencil's result before it stores)") &&
+               strstr(text, "S: m (median3, 3x3 median3_px) in one kernel, then n on its result\n"
                             "      loads x(native), stores med(native)"),
            "plan print:\n%s", text ? text : "");
     free(text);
