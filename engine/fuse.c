@@ -44,12 +44,48 @@ void pf_fuse_buffers(const pf_pipeline *p, const int *fused_unit, char *f4)
         int need = u < 0 ? plan->is_out[i] : !fused_unit[u];
         for (int e = plan->cons_first[i]; e < plan->cons_first[i + 1] && !need; e++) {
             int cu = plan->unit_of[plan->cons[e]];
-            /* an epilogue reads only its stencil's result, in that kernel's registers */
-            need = cu >= 0 && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]) &&
-                   fused_unit[cu] != PF_FUSE_EPILOGUE;
+            /* an epilogue reads its stencil's result in that kernel's registers */
+            need =
+                cu >= 0 && (cu != u || u < 0) && !(u < 0 && fused_unit[cu]) &&
+                !(u >= 0 && fused_unit[cu] == PF_FUSE_EPILOGUE && fused_unit[u] == PF_FUSE_KERNEL &&
+                  plan->units[u].kind == PF_UNIT_STENCIL && pf_fuse_epilogue(p, u) == cu);
         }
         f4[i] = (char)need;
     }
+}
+
+/* Node q appended to io's loads: a pipeline input in its format (in_fmt), else its float
+   RGBA image. -1 when the list is full. */
+static int add_load(const pf_pipeline *p, int q, const int *in_fmt, pf_fuse_unit *io)
+{
+    if (io->n_in >= PF_MAX_FUSED_IO)
+        return -1;
+    pf_fuse_io *e = &io->in[io->n_in++];
+    e->node = q;
+    e->native = q < p->n_inputs ? q : -1;
+    e->sample = q < p->n_inputs ? pf_format_sample(in_fmt[q]) : PF_F32;
+    e->channels = q < p->n_inputs ? pf_format_channels(in_fmt[q]) : 4;
+    return 0;
+}
+
+/* The stores of node m appended to io's: each pipeline output it is, in that output's
+   format (out_fmt), then its float RGBA image where f4 keeps one. -1 when the list is
+   full. */
+static int add_stores(const pf_pipeline *p, int m, const char *f4, const int *out_fmt,
+                      pf_fuse_unit *io)
+{
+    for (int o = 0; o <= p->n_outputs; o++) {
+        if (o < p->n_outputs ? p->outputs[o].node != m : !f4[m])
+            continue;
+        if (io->n_out >= PF_MAX_FUSED_IO)
+            return -1;
+        pf_fuse_io *e = &io->out[io->n_out++];
+        e->node = m;
+        e->native = o < p->n_outputs ? o : -1;
+        e->sample = o < p->n_outputs ? pf_format_sample(out_fmt[o]) : PF_F32;
+        e->channels = o < p->n_outputs ? pf_format_channels(out_fmt[o]) : 4;
+    }
+    return 0;
 }
 
 /* The loads of a reduce or stencil unit u reading node value: the inputs of the point
@@ -63,16 +99,9 @@ static int absorbed_loads(const pf_pipeline *p, int u, int value, const int *in_
     io->value_node = value;
     const pf_unit *from = src >= 0 ? &p->plan->units[src] : NULL;
     int n = from ? from->n_inputs : 1;
-    for (int k = 0; k < n; k++) {
-        int q = from ? from->inputs[k] : value;
-        if (io->n_in >= PF_MAX_FUSED_IO)
+    for (int k = 0; k < n; k++)
+        if (add_load(p, from ? from->inputs[k] : value, in_fmt, io) != 0)
             return -1;
-        pf_fuse_io *e = &io->in[io->n_in++];
-        e->node = q;
-        e->native = q < p->n_inputs ? q : -1;
-        e->sample = q < p->n_inputs ? pf_format_sample(in_fmt[q]) : PF_F32;
-        e->channels = q < p->n_inputs ? pf_format_channels(in_fmt[q]) : 4;
-    }
     return 0;
 }
 
@@ -85,8 +114,8 @@ static int reduce_io(const pf_pipeline *p, int u, const int *in_fmt, pf_fuse_uni
     return absorbed_loads(p, u, r->in[0], in_fmt, io);
 }
 
-/* A 3x3 stencil unit's IO: absorbed_loads, into its tile; its result stored to the pipeline outputs it is, in their formats, and to its float RGBA
-   image when another unit reads it. */
+/* A 3x3 stencil unit's IO: absorbed_loads, into its tile, then its epilogue's other
+   inputs; the stores of its result and of its epilogue's members (add_stores). */
 static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
                       const int *out_fmt, pf_fuse_unit *io)
 {
@@ -97,20 +126,16 @@ static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in
         return -1;
     io->epi_unit = pf_fuse_epilogue(p, u);
     const pf_unit *epi = io->epi_unit >= 0 ? &p->plan->units[io->epi_unit] : NULL;
-    for (int a = -1; a < (epi ? epi->n_nodes : 0); a++) {
-        int m = a < 0 ? s : epi->nodes[a]; /* the stencil's result, then the epilogue's */
-        for (int o = 0; o <= p->n_outputs; o++) {
-            if (o < p->n_outputs ? p->outputs[o].node != m : !f4[m])
-                continue;
-            if (io->n_out >= PF_MAX_FUSED_IO)
-                return -1;
-            pf_fuse_io *e = &io->out[io->n_out++];
-            e->node = m;
-            e->native = o < p->n_outputs ? o : -1;
-            e->sample = o < p->n_outputs ? pf_format_sample(out_fmt[o]) : PF_F32;
-            e->channels = o < p->n_outputs ? pf_format_channels(out_fmt[o]) : 4;
-        }
+    for (int k = 0; epi && k < epi->n_inputs; k++) { /* the epilogue's other inputs */
+        int q = epi->inputs[k], have = q == s;
+        for (int j = 0; j < io->n_in && !have; j++)
+            have = io->in[j].node == q;
+        if (!have && add_load(p, q, in_fmt, io) != 0)
+            return -1;
     }
+    for (int a = -1; a < (epi ? epi->n_nodes : 0); a++) /* the result, then the epilogue's */
+        if (add_stores(p, a < 0 ? s : epi->nodes[a], f4, out_fmt, io) != 0)
+            return -1;
     return 0;
 }
 
@@ -150,45 +175,12 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
         return reduce_io(p, u, in_fmt, io);
     if (own >= 0)
         return stencil_io(p, u, f4, in_fmt, out_fmt, io);
-    for (int k = 0; k < un->n_inputs; k++) {
-        int q = un->inputs[k];
-        if (io->n_in >= PF_MAX_FUSED_IO)
+    for (int k = 0; k < un->n_inputs; k++)
+        if (add_load(p, un->inputs[k], in_fmt, io) != 0)
             return -1;
-        pf_fuse_io *e = &io->in[io->n_in++];
-        e->node = q;
-        if (q < p->n_inputs) {
-            e->native = q;
-            e->sample = pf_format_sample(in_fmt[q]);
-            e->channels = pf_format_channels(in_fmt[q]);
-        } else {
-            e->native = -1;
-            e->sample = PF_F32;
-            e->channels = 4;
-        }
-    }
-    for (int a = 0; a < un->n_nodes; a++) {
-        int m = un->nodes[a];
-        for (int o = 0; o < p->n_outputs; o++) {
-            if (p->outputs[o].node != m)
-                continue;
-            if (io->n_out >= PF_MAX_FUSED_IO)
-                return -1;
-            pf_fuse_io *e = &io->out[io->n_out++];
-            e->node = m;
-            e->native = o;
-            e->sample = pf_format_sample(out_fmt[o]);
-            e->channels = pf_format_channels(out_fmt[o]);
-        }
-        if (f4[m]) {
-            if (io->n_out >= PF_MAX_FUSED_IO)
-                return -1;
-            pf_fuse_io *e = &io->out[io->n_out++];
-            e->node = m;
-            e->native = -1;
-            e->sample = PF_F32;
-            e->channels = 4;
-        }
-    }
+    for (int a = 0; a < un->n_nodes; a++)
+        if (add_stores(p, un->nodes[a], f4, out_fmt, io) != 0)
+            return -1;
     return 0;
 }
 
@@ -297,6 +289,25 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u)
     return pu;
 }
 
+/* Whether every input of point unit un other than node s is a pipeline input or a node
+   s is computed from, so that it is complete before s's kernel runs. */
+static int inputs_before(const pf_pipeline *p, const pf_unit *un, int s)
+{
+    char *up = calloc((size_t)s + 1, 1); /* up[i]: s is computed from node i */
+    if (!up)
+        return 0;
+    up[s] = 1;
+    for (int i = s; i >= p->n_inputs; i--) /* producers before consumers */
+        for (int k = 0; up[i] && k < p->nodes[i].n_in; k++)
+            up[p->nodes[i].in[k]] = 1;
+    int ok = 1;
+    for (int k = 0; k < un->n_inputs && ok; k++)
+        ok = un->inputs[k] == s || un->inputs[k] < p->n_inputs ||
+             (un->inputs[k] < s && up[un->inputs[k]]);
+    free(up);
+    return ok;
+}
+
 int pf_fuse_epilogue(const pf_pipeline *p, int u)
 {
     const pf_plan *plan = p->plan;
@@ -307,8 +318,8 @@ int pf_fuse_epilogue(const pf_pipeline *p, int u)
     for (int e = plan->cons_first[s]; e < plan->cons_first[s + 1]; e++) {
         int eu = plan->unit_of[plan->cons[e]];
         const pf_unit *un = &plan->units[eu];
-        if (un->kind != PF_UNIT_POINT || un->n_inputs != 1 || un->inputs[0] != s ||
-            !pf_fuse_possible(p, eu, w, sizeof w))
+        if (un->kind != PF_UNIT_POINT || !pf_fuse_possible(p, eu, w, sizeof w) ||
+            !inputs_before(p, un, s))
             continue;
         int taken = 0; /* a reduce or stencil runs its ops on the way in */
         for (int v = eu + 1; v < plan->n_units && !taken; v++)

@@ -32,8 +32,8 @@ typedef struct pf_fuse_io {
 /* pf_fuse_decide's verdict on a unit. NONE: runs its stages' own kernels. KERNEL: one
    generated kernel (a point unit, a reduce declaring a sum, or a stencil declaring its
    per-pixel function). ABSORBED: a point unit whose ops run inside the reduce or stencil
-   kernel reading it. EPILOGUE: a point unit whose ops the stencil kernel producing its
-   one input applies before its stores. */
+   kernel reading it. EPILOGUE: a point unit whose ops the stencil kernel producing one of
+   its inputs applies before its stores (pf_fuse_epilogue). */
 #define PF_FUSE_NONE     0
 #define PF_FUSE_KERNEL   1
 #define PF_FUSE_ABSORBED 2
@@ -98,8 +98,9 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u);
 int pf_fuse_stencil_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
 
 /* The point unit whose ops stencil unit u applies in its kernel to its result, or -1:
-   the first point unit that can fuse, reads nothing but u's result and is absorbed by no
-   reduce or stencil. */
+   the first point unit that can fuse, reads u's result and otherwise only pipeline
+   inputs and nodes u's input is computed from, and is absorbed by no reduce or
+   stencil. */
 int pf_fuse_epilogue(const pf_pipeline *p, int u);
 
 /* The tile of a stencil kernel: a block of PF_STENCIL_TX x PF_STENCIL_TY threads computes

@@ -9,9 +9,11 @@
  * value the CPU reads: the producer's image at the clamped pixel. Then each thread calls
  * the stage's function on its 3x3 neighbourhood from the tile and stores the result to
  * the unit's outputs (pipeline outputs in their formats, the float RGBA image when
- * another unit reads it). A point unit reading nothing but the result (an epilogue) runs
- * its ops on it in registers before the stores, at the pixel's own coordinate, and its
- * results needed elsewhere are stored from here too. Banded launches cover rows [y0, y1) of the output; the tile
+ * another unit reads it). A point unit reading the result (an epilogue), and otherwise
+ * only pipeline inputs or images the stencil's input is computed from (complete before
+ * this kernel runs), runs its ops on the result in registers before the stores, at the
+ * pixel's own coordinate, its other inputs loaded there; its results needed elsewhere
+ * are stored from here too. Banded launches cover rows [y0, y1) of the output; the tile
  * reads rows outside the band as the CPU does, so bands give the same pixels.
  */
 #include <stdlib.h>
@@ -98,6 +100,14 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
             "        pf_pos pos;\n"
             "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
             io->n_in, sn->id);
+        for (int k = 0; k < io->n_in; k++) /* its other inputs, at (x, y) */
+            for (int j = 0; j < epi->n_inputs; j++)
+                if (epi->inputs[j] == io->in[k].node)
+                    pf_sb_printf(&b,
+                                 "        pf_float4 in%d[1]; /* %s */\n"
+                                 "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
+                                 k, p->nodes[io->in[k].node].id, io->in[k].sample,
+                                 io->in[k].channels, k, k);
         for (int a = 0; a < epi->n_nodes; a++)
             pf_fuse_emit_member(&b, p, epi, io, param_off, a, ns + 1);
         pf_sb_printf(&b, "    }\n");

@@ -5,15 +5,16 @@
  * Each case is a pipeline whose stencil reads: a point chain only it reads, with a
  * position-dependent op (its ops run on the stencil's tile at the clamped coordinates,
  * so that chain's image is never written), a pipeline input in its own format, another
- * stencil's float image, a two-input chain, a chain whose image is also an output (then
- * stored, and the stencil reads it back), point units reading only the stencil's result
- * (epilogues, run in the stencil's kernel before its stores: with a chain on the tile,
- * position-dependent, reading the result twice, with an image another stencil reads),
- * and a point unit reading the result and the input (no epilogue: the float image is
- * stored). Every frame format, sizes from one
- * pixel to 1024x1024, graph and eager, device and host frames, the watchdog's bands,
- * and a live parameter change in graph mode (the fused kernel's by-value parameters
- * updated in the captured graph). Outputs are poisoned before each run. Integer outputs
+ * stencil's float image, a two-input chain, or a chain whose image is also an output
+ * (then stored, and the stencil reads it back). Then point units reading the stencil's
+ * result (epilogues, run in the stencil's kernel before its stores): alone, after a chain
+ * on the tile and position-dependent with an image a box reads, reading the result
+ * twice, reading the input too, and reading an image the stencil's input comes from
+ * after a gaussian (the mixed bench's shape); and a point unit reading the result and a
+ * box the stencil does not wait for (no epilogue: the float image is stored). Every
+ * frame format, sizes from one pixel to 1024x1024, graph and eager, device and host
+ * frames, the watchdog's bands, and a live parameter change in graph mode (the fused
+ * kernel's by-value parameters updated in the captured graph). Outputs are poisoned before each run. Integer outputs
  * agree within one code (the chains' maths functions may differ in the last bits between
  * CPU and GPU, and a sobel magnifies that), floats to a relative 1e-5 of their magnitude
  * (at least 1). The printed plan must show the fused stencil. Exits 77 without a device.
@@ -80,11 +81,27 @@ static const char *const cases[] = {
     "{\"opacity\": 0.3}},"
     "{\"id\": \"i\", \"op\": \"invert\", \"inputs\": [\"m\"]}], \"outputs\": {\"o\": \"i\", "
     "\"s\": \"s\"}}",
-    /* the result read by a point unit with another input too: no epilogue, the float
-       image stored */
+    /* an epilogue reading the pipeline input too (loaded at the pixel, natively) */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
     "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
     "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"x\"], \"params\": "
+    "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
+    /* the bench's mixed shape: an epilogue reading an image the stencil's input is
+       computed from (a float image), after a gaussian */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"a\", \"op\": \"saturation\", \"inputs\": [\"x\"], \"params\": {\"amount\": "
+    "1.2}},"
+    "{\"id\": \"g\", \"op\": \"gaussian\", \"inputs\": [\"a\"], \"params\": {\"sigma\": "
+    "1.5}},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"g\"]},"
+    "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"a\", \"s\"], \"params\": "
+    "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"m\"}}",
+    /* a point unit reading the result and an image the stencil does not wait for (a
+       box of the input): no epilogue, the result's float image stored */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"b\"], \"params\": "
     "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))

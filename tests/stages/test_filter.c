@@ -740,6 +740,28 @@ static void test_fused_plan(pf_rng *r)
            "plan print, fusion off:\n%s", text ? text : "");
     free(text);
     pf_pipeline_destroy(p);
+    /* An epilogue's other inputs: an image the stencil's input is computed from (loaded
+       as float RGBA), fused; one the stencil does not wait for (the box), not. */
+    json = "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+           "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0}},"
+           "{\"id\": \"s\", \"op\": \"sobel\", \"inputs\": [\"a\"]},"
+           "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"a\", \"s\"]},"
+           "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"x\"]},"
+           "{\"id\": \"s2\", \"op\": \"median3\", \"inputs\": [\"x\"]},"
+           "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s2\", \"b\"]}],"
+           "\"outputs\": {\"o\": \"m\", \"t\": \"t\"}}";
+    p = pf_test_load_string(e, json, "fused_plan_2", "cpu");
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    text = plan_text(p);
+    CHECKF(text &&
+               strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel, then m on its result\n"
+                            "      loads a(float4), stores o(native)") &&
+               strstr(text, "S: s2 (median3, 3x3 median3_px) in one kernel\n"
+                            "      loads x(native), stores s2(float4)") &&
+               strstr(text, "t   (1 point stage, one kernel)"),
+           "plan print, epilogue inputs:\n%s", text ? text : "");
+    free(text);
+    pf_pipeline_destroy(p);
     pf_engine_destroy(e);
 }
 
