@@ -661,9 +661,10 @@ static void emit_reduce_value(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit
    double in an order fixed by the sizes. By columns: a block is 64 threads of vp pixels
    across and 4 rows down; each thread adds every 4th row of the block's chunk of rows
    (loading up to 4 of them before adding, so that their loads are in flight together),
-   the 4 rows' sums add in order (through shared memory, sum (i, c) of thread tx at
+   the 4 rows' sums meet in shared memory (sum (i, c) of thread tx at
    [(i * 4 + c) * 65 + tx], so that a warp's accesses fall in distinct banks: a stride
-   of whole pixels put them all in one), and the chunk's partial table goes to part. By rows: a
+   of whole pixels put them all in one) and add in row order, and the block's share of
+   the chunk's partial table goes to part, entry by entry from consecutive threads. By rows: a
    block is 256 threads of vp pixels along one row, added by a fixed shuffle tree and then
    warp by warp; each block of a row leaves its partial in its own table of part. */
 static void emit_reduce_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
@@ -706,19 +707,18 @@ static void emit_reduce_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
             b,
             "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
             "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-            "    __shared__ double sh[3][%d * 4 * 65];\n"
-            "    if (threadIdx.y > 0)\n#pragma unroll\n"
-            "        for (int k = 0; k < %d * 4; k++)\n"
-            "            sh[threadIdx.y - 1][k * 65 + threadIdx.x] = s[k / 4][k %% 4];\n"
-            "    __syncthreads();\n    if (threadIdx.y > 0 || x >= W)\n        return;\n"
-            "    double *o = part + (size_t)blockIdx.y * W * 4;\n#pragma unroll\n"
-            "    for (int i = 0; i < %d; i++)\n        if (x + i < W)\n#pragma unroll\n"
-            "            for (int c = 0; c < 4; c++) {\n"
-            "                const int k = (i * 4 + c) * 65 + threadIdx.x;\n"
-            "                o[(size_t)(x + i) * 4 + c] = ((s[i][c] + sh[0][k]) + sh[1][k]) + "
-            "sh[2][k];\n"
-            "            }\n}\n",
-            vp, vp, vp);
+            "    __shared__ double sh[4][%d * 4 * 65];\n#pragma unroll\n"
+            "    for (int k = 0; k < %d * 4; k++)\n"
+            "        sh[threadIdx.y][k * 65 + threadIdx.x] = s[k / 4][k %% 4];\n"
+            "    __syncthreads();\n"
+            "    double *o = part + (size_t)blockIdx.y * W * 4 + (size_t)blockIdx.x * 64 * %d * "
+            "4;\n"
+            "    const int n = min(64 * %d, W - (int)blockIdx.x * 64 * %d) * 4;\n"
+            "    for (int e = threadIdx.y * 64 + threadIdx.x; e < n; e += 256) {\n"
+            "        const int px = e / 4, c = e %% 4, k = ((px %% %d) * 4 + c) * 65 + px / %d;\n"
+            "        o[e] = ((sh[0][k] + sh[1][k]) + sh[2][k]) + sh[3][k];\n"
+            "    }\n}\n",
+            vp, vp, vp, vp, vp, vp, vp);
         return;
     }
     pf_sb_printf(b,
