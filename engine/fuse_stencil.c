@@ -20,6 +20,30 @@
 
 #include "fuse_gen.h"
 
+/* The epilogue unit's ops on the stencil's result at (x, y): its members read the
+   result as in<n_in> (pf_fuse_emit_member's name for a node io->in lacks), its other
+   inputs loaded at (x, y). */
+static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+                          const pf_unit *epi, const pf_node *sn, int ns, const size_t *param_off)
+{
+    pf_sb_printf(b,
+                 "    {\n        const int i = 0;\n        const pf_float4 *in%d = r; /* %s */\n"
+                 "        pf_pos pos;\n"
+                 "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
+                 io->n_in, sn->id);
+    for (int k = 0; k < io->n_in; k++) /* its other inputs, at (x, y) */
+        for (int j = 0; j < epi->n_inputs; j++)
+            if (epi->inputs[j] == io->in[k].node)
+                pf_sb_printf(b,
+                             "        pf_float4 in%d[1]; /* %s */\n"
+                             "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
+                             k, p->nodes[io->in[k].node].id, io->in[k].sample, io->in[k].channels,
+                             k, k);
+    for (int a = 0; a < epi->n_nodes; a++)
+        pf_fuse_emit_member(b, p, epi, io, param_off, a, ns + 1);
+    pf_sb_printf(b, "    }\n");
+}
+
 char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
                              const size_t *param_off, const char *name)
 {
@@ -91,27 +115,8 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
     for (int k = 0; k < io->n_out; k++)
         if (io->out[k].node == s)
             pf_sb_printf(&b, "    out%d[0] = r[0];\n", k);
-    if (epi) {
-        /* The epilogue's ops on the result at (x, y): its members read the stencil's
-           result as in<n_in> (pf_fuse_emit_member's name for a node io->in lacks). */
-        pf_sb_printf(
-            &b,
-            "    {\n        const int i = 0;\n        const pf_float4 *in%d = r; /* %s */\n"
-            "        pf_pos pos;\n"
-            "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
-            io->n_in, sn->id);
-        for (int k = 0; k < io->n_in; k++) /* its other inputs, at (x, y) */
-            for (int j = 0; j < epi->n_inputs; j++)
-                if (epi->inputs[j] == io->in[k].node)
-                    pf_sb_printf(&b,
-                                 "        pf_float4 in%d[1]; /* %s */\n"
-                                 "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
-                                 k, p->nodes[io->in[k].node].id, io->in[k].sample,
-                                 io->in[k].channels, k, k);
-        for (int a = 0; a < epi->n_nodes; a++)
-            pf_fuse_emit_member(&b, p, epi, io, param_off, a, ns + 1);
-        pf_sb_printf(&b, "    }\n");
-    }
+    if (epi)
+        emit_epilogue(&b, p, io, epi, sn, ns, param_off);
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(&b, "    pf_store_chunk<%d, %d, 1>(io[%d], y, x, W, out%d); /* %s%s */\n",
                      io->out[k].sample, io->out[k].channels, io->n_in + k, k,
