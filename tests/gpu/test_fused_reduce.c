@@ -12,13 +12,13 @@
  * the same float values summed in double in another order. The printed plan must show
  * the fused reductions. Exits 77 without a device.
  */
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_skip.h"
+#include "gpu_frames.h"
 #include "testutil.h"
 
 static pf_engine *eng;
@@ -60,17 +60,7 @@ static const struct {
 
 static pf_frame make_frame(pf_rng *r, int w, int h, pf_sample s, int ch)
 {
-    pf_frame f;
-    memset(&f, 0, sizeof f);
-    f.width = w, f.height = h, f.sample = s, f.channels = ch;
-    f.pitch = pf_frame_pixel_bytes(s, ch) * (size_t)w + 4 * (size_t)(s != PF_F32);
-    f.data = malloc(f.pitch * (size_t)h);
-    for (size_t i = 0; i < f.pitch * (size_t)h; i++)
-        ((unsigned char *)f.data)[i] = (unsigned char)pf_rng_u32(r);
-    for (int y = 0; s == PF_F32 && y < h; y++)
-        for (int x = 0; x < w * ch; x++) /* floats in [-0.25, 1.25): some outside [0, 1] */
-            ((float *)((char *)f.data + (size_t)y * f.pitch))[x] = pf_rng_float(r) * 1.5f - 0.25f;
-    return f;
+    return pf_test_frame_padded(r, w, h, s, ch, -0.25f, 1.25f); /* floats past [0, 1] too */
 }
 
 /* The table of output 0 after one frame; NULL on failure (reported). */
@@ -82,36 +72,7 @@ static double *run_table(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame 
     memset(outs, 0, sizeof outs);
     if (n_out > 1)
         outs[1] = *img;
-    int rc;
-    if (device) {
-        /* device frames: copies of the inputs in device memory */
-        pf_frame din[2], dout[2];
-        void *dmem[4] = {0};
-        memset(dout, 0, sizeof dout);
-        for (int k = 0; k < n_in; k++) {
-            din[k] = in[k];
-            size_t bytes = in[k].pitch * (size_t)in[k].height;
-            CHECK(cudaMalloc(&dmem[k], bytes) == cudaSuccess);
-            CHECK(cudaMemcpy(dmem[k], in[k].data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-            din[k].data = dmem[k];
-        }
-        if (n_out > 1) {
-            dout[1] = *img;
-            CHECK(cudaMalloc(&dmem[2], img->pitch * (size_t)img->height) == cudaSuccess);
-            dout[1].data = dmem[2];
-        }
-        int t = -1;
-        rc = pf_pipeline_submit_device(p, din, n_in, dout, n_out, NULL, &t);
-        if (rc == PF_OK)
-            rc = pf_pipeline_wait(p, t);
-        if (rc == PF_OK && n_out > 1)
-            CHECK(cudaMemcpy(img->data, dmem[2], img->pitch * (size_t)img->height,
-                             cudaMemcpyDeviceToHost) == cudaSuccess);
-        for (int k = 0; k < 4; k++)
-            cudaFree(dmem[k]);
-    } else {
-        rc = pf_pipeline_run(p, in, n_in, outs, n_out);
-    }
+    int rc = pf_test_run_frame(p, in, n_in, outs, n_out, device);
     if (rc != PF_OK) {
         CHECKF(0, "%s: run: %s: %s", what, pf_status_str(rc), pf_pipeline_errmsg(p));
         return NULL;
@@ -204,11 +165,7 @@ static void check_plan_print(void)
     pf_pipeline *p = pf_test_load_string(eng, json, "plan", "cuda");
     pf_shape s = {64, 32};
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
-    fclose(f);
+    char *text = pf_test_plan_text(p);
     CHECKF(text && strstr(text, "fused into reduce t (colsum)") &&
                strstr(text, "R: t (colsum, sum by columns) in one kernel with a + g + v"),
            "plan print:\n%s", text ? text : "");

@@ -14,18 +14,18 @@
  * box the stencil does not wait for (no epilogue: the float image is stored). Every
  * frame format, sizes from one pixel to 1024x1024, graph and eager, device and host
  * frames, the watchdog's bands, and a live parameter change in graph mode (the fused
- * kernel's by-value parameters updated in the captured graph). Outputs are poisoned before each run. Integer outputs
- * agree within one code (the chains' maths functions may differ in the last bits between
+ * kernel's by-value parameters updated in the captured graph). Outputs are poisoned
+ * before each run. Integer outputs agree within one code (the chains' maths functions may differ in the last bits between
  * CPU and GPU, and a sobel magnifies that), floats to a relative 1e-5 of their magnitude
  * (at least 1). The printed plan must show the fused stencil. Exits 77 without a device.
  */
-#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_skip.h"
+#include "gpu_frames.h"
 #include "testutil.h"
 
 static pf_engine *eng;
@@ -111,62 +111,16 @@ static const struct {
 } sizes[] = {{1, 1}, {2, 1}, {1, 3}, {33, 9}, {333, 77}, {1024, 1024}};
 #define N_SIZES ((int)(sizeof sizes / sizeof sizes[0]))
 
-/* A frame with its rows padded (4 bytes past each row of integer formats), random. */
 static pf_frame make_frame(pf_rng *r, int w, int h, pf_sample s, int ch)
 {
-    pf_frame f;
-    memset(&f, 0, sizeof f);
-    f.width = w, f.height = h, f.sample = s, f.channels = ch;
-    f.pitch = pf_frame_pixel_bytes(s, ch) * (size_t)w + 4 * (size_t)(s != PF_F32);
-    f.data = malloc(f.pitch * (size_t)h);
-    CHECK(f.data != NULL);
-    memset(f.data, 0xA5, f.pitch * (size_t)h);
-    pf_test_frame_random(r, &f);
-    return f;
-}
-
-static void poison(pf_frame *f)
-{
-    memset(f->data, 0xA5, f->pitch * (size_t)f->height); /* a NaN as float, 165 as u8 */
+    return pf_test_frame_padded(r, w, h, s, ch, 0.0f, 1.0f);
 }
 
 /* Runs one frame into outs (poisoned first), from host or device frames. */
 static int run(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *outs, int n_out, int device,
                const char *what)
 {
-    for (int o = 0; o < n_out; o++)
-        poison(&outs[o]);
-    int rc;
-    if (device) {
-        pf_frame din[2], dout[2];
-        void *dmem[4] = {0};
-        for (int k = 0; k < n_in; k++) {
-            din[k] = in[k];
-            size_t bytes = in[k].pitch * (size_t)in[k].height;
-            CHECK(cudaMalloc(&dmem[k], bytes) == cudaSuccess);
-            CHECK(cudaMemcpy(dmem[k], in[k].data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-            din[k].data = dmem[k];
-        }
-        for (int o = 0; o < n_out; o++) {
-            dout[o] = outs[o];
-            size_t bytes = outs[o].pitch * (size_t)outs[o].height;
-            CHECK(cudaMalloc(&dmem[2 + o], bytes) == cudaSuccess);
-            CHECK(cudaMemcpy(dmem[2 + o], outs[o].data, bytes, cudaMemcpyHostToDevice) ==
-                  cudaSuccess);
-            dout[o].data = dmem[2 + o];
-        }
-        int t = -1;
-        rc = pf_pipeline_submit_device(p, din, n_in, dout, n_out, NULL, &t);
-        if (rc == PF_OK)
-            rc = pf_pipeline_wait(p, t);
-        for (int o = 0; rc == PF_OK && o < n_out; o++)
-            CHECK(cudaMemcpy(outs[o].data, dmem[2 + o], outs[o].pitch * (size_t)outs[o].height,
-                             cudaMemcpyDeviceToHost) == cudaSuccess);
-        for (int k = 0; k < 4; k++)
-            cudaFree(dmem[k]);
-    } else {
-        rc = pf_pipeline_run(p, in, n_in, outs, n_out);
-    }
+    int rc = pf_test_run_frame(p, in, n_in, outs, n_out, device);
     CHECKF(rc == PF_OK, "%s: run: %s: %s", what, pf_status_str(rc), pf_pipeline_errmsg(p));
     return rc;
 }
@@ -293,11 +247,7 @@ static void check_plan_print(void)
     pf_pipeline *p = pf_test_load_string(eng, json, "plan", "cuda");
     pf_shape s = {64, 32};
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
-    fclose(f);
+    char *text = pf_test_plan_text(p);
     CHECKF(text && strstr(text, "fused into stencil s (sobel)") &&
                strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + g + v"),
            "plan print:\n%s", text ? text : "");
@@ -305,13 +255,10 @@ static void check_plan_print(void)
        and the box */
     pf_pipeline_destroy(p);
     free(text);
-    text = NULL;
     snprintf(json, sizeof json, cases[6], "sobel");
     p = pf_test_load_string(eng, json, "plan", "cuda");
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
-    f = open_memstream(&text, &len);
-    CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
-    fclose(f);
+    text = pf_test_plan_text(p);
     CHECKF(text && strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a + v on its tile, "
                                 "then n + g on its result"),
            "plan print:\n%s", text ? text : "");
