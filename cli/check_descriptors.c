@@ -5,52 +5,20 @@
 
 /* ---- The file and its descriptor ----------------------------------------------------------- */
 
-static int unsafe_mode(const struct stat *st)
-{
-    return (st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_uid != 0 && st->st_uid != geteuid());
-}
-
-/* The engine's rule for plugin files and their directories. 0 when safe to load. */
+/* The engine's rule for plugin files and their directories (pf_plugin_path_check, the
+   loader's own). 0 when safe to load. */
 int pc_check_file(pc *c)
 {
-    char dir[PATH_MAX];
-    struct stat ds;
+    char what[PATH_MAX + 256], fix[PATH_MAX + 128];
     printf("\nfile\n");
-    if (!S_ISREG(c->st.st_mode)) {
-        fail(c, "pass the plugin's .so file", "%s is not a regular file", c->real);
-        return -1;
-    }
-    if (unsafe_mode(&c->st)) {
-        char fix[PATH_MAX + 64];
-        snprintf(fix, sizeof fix, "chmod go-w %s (and own the file yourself)", c->real);
+    if (pf_plugin_path_check(c->real, what, sizeof what, fix, sizeof fix) != 0) {
         fail(c, fix,
-             "%s: other users can write to it (mode %03o, owner uid %u): the engine "
-             "refuses such a plugin, and this check does not load it",
-             c->real, (unsigned)(c->st.st_mode & 0777), (unsigned)c->st.st_uid);
+             "%s: the engine refuses to load it from there, and this check does not load it", what);
         return -1;
     }
-    snprintf(dir, sizeof dir, "%s", c->real);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = 0;
-    if (stat(dir, &ds) != 0) {
-        fail(c, NULL, "%s: %s", dir, strerror(errno));
-        return -1;
-    }
-    if (unsafe_mode(&ds)) {
-        char fix[PATH_MAX + 128];
-        snprintf(fix, sizeof fix,
-                 "chmod go-w %s, or move the plugin to a directory only you "
-                 "can write to",
-                 dir);
-        fail(c, fix,
-             "%s: other users can write to the plugin's directory (mode %03o, owner uid "
-             "%u): the engine refuses it, and this check does not load the plugin",
-             dir, (unsigned)(ds.st_mode & 0777), (unsigned)ds.st_uid);
-        return -1;
-    }
-    pass(c, "%s: only its owner can write to it or its directory (mode %03o)", c->real,
-         (unsigned)(c->st.st_mode & 0777));
+    pass(c,
+         "%s: only its owner can write to it, its directory or the directories above (mode %03o)",
+         c->real, (unsigned)(c->st.st_mode & 0777));
     return 0;
 }
 

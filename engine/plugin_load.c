@@ -93,12 +93,12 @@ static int unsafe_parent(const struct stat *st)
 }
 
 /* Whether a directory above dir (its real path) lets others replace dir or its
-   contents: 0, or -1 with the message in e->errmsg. */
-static int check_parents(pf_engine *e, const char *dir)
+   contents: 0, or -1 with the message in why. */
+static int parents_check(const char *dir, char *why, size_t why_size)
 {
     char real[PATH_MAX];
     if (!realpath(dir, real)) {
-        pf_errf(e->errmsg, "plugin directory %s: %s", dir, strerror(errno));
+        snprintf(why, why_size, "plugin directory %s: %s", dir, strerror(errno));
         return -1;
     }
     for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
@@ -108,18 +108,75 @@ static int check_parents(pf_engine *e, const char *dir)
             *slash = 0;
         struct stat st;
         if (stat(real, &st) != 0) {
-            pf_errf(e->errmsg, "plugin directory %s: %s: %s", dir, real, strerror(errno));
+            snprintf(why, why_size, "plugin directory %s: %s: %s", dir, real, strerror(errno));
             return -1;
         }
         if (unsafe_parent(&st)) {
-            pf_errf(e->errmsg,
-                    "plugin directory %s: refusing it, as other users can write to %s above it "
-                    "(mode %03o, owner uid %u)",
-                    dir, real, (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+            snprintf(why, why_size,
+                     "plugin directory %s: refusing it, as other users can write to %s above it "
+                     "(mode %03o, owner uid %u)",
+                     dir, real, (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
             return -1;
         }
         if (slash == real)
             break;
+    }
+    return 0;
+}
+
+static int check_parents(pf_engine *e, const char *dir)
+{
+    return parents_check(dir, e->errmsg, PF_ERRMSG_MAX);
+}
+
+PF_API int pf_plugin_path_check(const char *file, char *what, size_t what_size, char *fix,
+                                size_t fix_size)
+{
+    struct stat st;
+    char dir[PATH_MAX];
+    snprintf(fix, fix_size, "install the plugin where only you (or root) can write");
+    if (stat(file, &st) != 0) {
+        snprintf(what, what_size, "%s: %s", file, strerror(errno));
+        snprintf(fix, fix_size, "pass the plugin's .so file");
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(what, what_size, "%s: not a regular file", file);
+        snprintf(fix, fix_size, "pass the plugin's .so file");
+        return -1;
+    }
+    if (unsafe_mode(&st)) {
+        snprintf(what, what_size,
+                 "%s: refusing a plugin that other users can write to (mode %03o, owner uid %u)",
+                 file, (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+        snprintf(fix, fix_size, "chmod go-w %s (and own the file yourself)", file);
+        return -1;
+    }
+    if (!realpath(file, dir)) {
+        snprintf(what, what_size, "%s: %s", file, strerror(errno));
+        return -1;
+    }
+    char *slash = strrchr(dir, '/');
+    *(slash == dir ? slash + 1 : slash) = 0; /* realpath's result is absolute */
+    if (stat(dir, &st) != 0) {
+        snprintf(what, what_size, "plugin directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (unsafe_mode(&st)) {
+        snprintf(what, what_size,
+                 "plugin directory %s: refusing a directory that other users can write to "
+                 "(mode %03o, owner uid %u)",
+                 dir, (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+        snprintf(fix, fix_size,
+                 "chmod go-w %s, or move the plugin to a directory only you can write to", dir);
+        return -1;
+    }
+    if (parents_check(dir, what, what_size) != 0) {
+        snprintf(fix, fix_size,
+                 "make the directories above %s writable only by their owner (or sticky, as "
+                 "/tmp is), or move the plugin",
+                 dir);
+        return -1;
     }
     return 0;
 }

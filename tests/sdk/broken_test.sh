@@ -104,12 +104,18 @@ mkdir -p "$W/open" && chmod 755 "$W/open" && cp "$GOOD" "$W/open/good.so" || fai
 chmod 664 "$W/open/good.so"
 check open_file "$W/open/good.so"
 expect open_file 1
-says open_file "other users can write to it (mode 664"
+says open_file "refusing a plugin that other users can write to (mode 664"
 says open_file "does not load it"
 chmod 755 "$W/open/good.so" && chmod 777 "$W/open"
 check open_dir "$W/open/good.so"
 expect open_dir 1
-says open_dir "other users can write to the plugin's directory (mode 777"
+says open_dir "refusing a directory that other users can write to (mode 777"
+# A directory above it that others can write to (not sticky): refused, as the engine does.
+mkdir -p "$W/open/deep" && cp "$W/open/good.so" "$W/open/deep/good.so" && chmod 755 "$W/open/deep" ||
+    fail "cannot copy into $W/open/deep"
+check open_parent "$W/open/deep/good.so"
+expect open_parent 1
+says open_parent "other users can write to $W/open above it (mode 777"
 chmod 755 "$W/open"
 check good "$W/open/good.so"
 expect good 0

@@ -44,6 +44,14 @@ int pf_stage_check(const pf_stage_desc *d, unsigned abi_minor, pf_check_fn fn, v
    PF_CHECK_ERROR findings, as pf_stage_check. */
 int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn fn, void *user);
 
+/* The engine's rule for where a plugin is loaded from: a regular file that only its
+   owner (or root) can write to, in a directory the same holds for, below directories
+   that others cannot write to unless they are sticky (as /tmp is) and that no other
+   user owns. 0 when the engine would load the file from there; else -1, with what (the
+   path at fault and why) and fix filled. */
+int pf_plugin_path_check(const char *file, char *what, size_t what_size, char *fix,
+                         size_t fix_size);
+
 #ifdef __cplusplus
 }
 #endif
