@@ -1,14 +1,16 @@
 /* tests/stages/test_analysis.c: the analysis family (reduce stages) against plain
- * references, with the descriptor checks of test_filter.c's driver.
+ * references, with the family driver's descriptor checks
+ * (tests/lib/family_driver.h).
  *
  * References are one pass (two for stats) over the whole image in double. Every stage
  * runs on random images of odd sizes, with NaN, infinities and bin edges mixed in,
  * combined from bands of 1, 3 and 7 rows and from one band, into a poisoned table;
  * counts must match exactly, sums and statistics within a stated relative tolerance.
  */
-#define FD_DRIVER_ONLY
-#define FD_TABLES_ONLY
-#include "test_filter.c"
+#include <math.h>
+#include <string.h>
+
+#include "family_driver.h"
 
 #include "analysis.h"
 

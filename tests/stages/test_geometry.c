@@ -1,5 +1,5 @@
 /* tests/stages/test_geometry.c: the geometry family (resample stages) against plain
- * references, with the image-stage driver of test_filter.c.
+ * references, with the family driver (tests/lib/family_driver.h).
  *
  * resize is checked against dense per-axis weight vectors written from the formulas
  * (OpenCV's INTER_LINEAR coordinates with its own edge clamping, centre-aligned nearest,
@@ -10,8 +10,10 @@
  * rotate by any angle premultiplied against a bilinear sum at geometry.h's source
  * positions (tests/stages/test_stage_modes.c checks those positions against its own).
  */
-#define FD_DRIVER_ONLY
-#include "test_filter.c"
+#include <math.h>
+#include <string.h>
+
+#include "family_driver.h"
 
 #include "geometry.h"
 
