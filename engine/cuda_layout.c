@@ -249,15 +249,16 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
             /* A band's partial each, or for a summing kernel the partial tables its
                bands leave (pf_fuse_reduce_chunks; the table is written to the pinned
                pool). */
-            size_t parts = (size_t)(un->bands > 0 ? un->bands : 1);
+            size_t parts = (size_t)(un->bands > 0 ? un->bands : 1), host_parts = parts;
             if (c->fused[u] == PF_FUSE_KERNEL) {
                 const pf_shape in = plan->shapes[p->nodes[un->nodes[0]].in[0]];
                 parts = (size_t)pf_fuse_reduce_chunks(c->fio[u].reduce, in.width, in.height,
                                                       un->bands, p->eng->cuda->sm_count);
+                host_parts = 1; /* only the table comes to the host */
             }
-            size_t bytes = sizeof(double) * (un->partial_len ? un->partial_len : 1) * parts;
-            c->partial_off[un->nodes[0]] = take(&dev, bytes);
-            c->partial_host_off[un->nodes[0]] = take(&host, bytes);
+            size_t len = sizeof(double) * (un->partial_len ? un->partial_len : 1);
+            c->partial_off[un->nodes[0]] = take(&dev, len * parts);
+            c->partial_host_off[un->nodes[0]] = take(&host, len * host_parts);
         }
     }
     c->dev_size = align_dev(dev);
