@@ -91,13 +91,13 @@ static int launch(void *function, const pf_fuse_unit *io, const void *host_param
                   void **extra, int n_extra, unsigned gx, unsigned gy, unsigned tx, unsigned ty,
                   void *stream, char *err, size_t err_size)
 {
-    void *args[8] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
-                     (void *)&desc,
-                     &width,
-                     &height,
-                     &y0,
-                     &y1};
-    for (int i = 0; i < n_extra && i < 2; i++)
+    void *args[6 + PF_FUSE_MAX_EXTRA] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
+                                         (void *)&desc,
+                                         &width,
+                                         &height,
+                                         &y0,
+                                         &y1};
+    for (int i = 0; i < n_extra && i < PF_FUSE_MAX_EXTRA; i++)
         args[6 + i] = extra[i];
     CUresult r =
         drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
@@ -134,25 +134,26 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
 
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
                           int y1, const void *host_params, const void *dev_params, const void *desc,
-                          double *part, int rows, void *stream, char *err, size_t err_size)
+                          pf_reduce_args *ra, void *stream, char *err, size_t err_size)
 {
     if (y1 <= y0)
         return PF_OK;
-    void *extra[] = {&part, &rows};
+    void *extra[PF_FUSE_MAX_EXTRA] = {&ra->part,   &ra->rows,  &ra->chunk0,
+                                      &ra->n_part, &ra->table, &ra->done};
     unsigned gx, gy, tx, ty;
     if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
-        /* 64 threads of ppt pixels across, 4 rows down; a block per chunk of rows */
-        tx = 64, ty = 4;
-        gx = (unsigned)((width + 64 * io->ppt - 1) / (64 * io->ppt));
-        gy = (unsigned)((y1 - y0 + rows - 1) / rows);
+        /* 16 threads of ppt pixels across, 16 rows down; a block per chunk of rows */
+        tx = 16, ty = 16;
+        gx = (unsigned)((width + 16 * io->ppt - 1) / (16 * io->ppt));
+        gy = (unsigned)((y1 - y0 + ra->rows - 1) / ra->rows);
     } else {
         /* 256 threads of ppt pixels along a row; blocks of a row side by side */
         tx = 256, ty = 1;
         gx = (unsigned)((width + 256 * io->ppt - 1) / (256 * io->ppt));
         gy = (unsigned)(y1 - y0 < 65535 ? y1 - y0 : 65535);
     }
-    return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, extra, 2, gx,
-                  gy, tx, ty, stream, err, err_size);
+    return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, extra,
+                  PF_FUSE_MAX_EXTRA, gx, gy, tx, ty, stream, err, err_size);
 }
 
 int pf_fuse_node_function(void *node, void **function)
@@ -179,9 +180,9 @@ int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, cons
     CUresult r = drv.node_get((CUgraphNode)node, &kp);
     if (r == CUDA_SUCCESS) {
         /* The node's own argument list, with the parameter span replaced: 6 arguments,
-           8 for a reduce (pf_fuse_launch, pf_fuse_launch_reduce). */
-        void *args[8];
-        int n = io->reduce ? 8 : 6;
+           and a reduce's own (pf_fuse_launch, pf_fuse_launch_reduce). */
+        void *args[6 + PF_FUSE_MAX_EXTRA];
+        int n = io->reduce ? 6 + PF_FUSE_MAX_EXTRA : 6;
         for (int i = 0; i < n; i++)
             args[i] = kp.kernelParams[i];
         args[0] = (void *)host_params;
@@ -219,7 +220,7 @@ int pf_fuse_node_function(void *node, void **function)
 }
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
                           int y1, const void *host_params, const void *dev_params, const void *desc,
-                          double *part, int rows, void *stream, char *err, size_t err_size)
+                          pf_reduce_args *ra, void *stream, char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
 }

@@ -22,10 +22,21 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
 int pf_fuse_node_function(void *node, void **function);
 int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
                             char *err, size_t err_size);
-/* Band [y0, y1) of a summing reduce kernel (io->reduce): partial tables into part, in
-   chunks of `rows` rows (by columns). */
+#define PF_FUSE_MAX_EXTRA 6 /* arguments of a reduce kernel after every fused kernel's six */
+
+/* A summing reduce kernel's own arguments: its partial tables (part, table k at
+   part + k * partial_len), the rows of a chunk (by columns), the first partial table this
+   band writes (chunk0) and how many the table adds (n_part); the table (NULL: this band
+   leaves partials only, for a later band to add) and the groups' done counters. */
+typedef struct pf_reduce_args {
+    double *part;
+    int rows, chunk0, n_part;
+    double *table;
+    unsigned int *done;
+} pf_reduce_args;
+/* Band [y0, y1) of a summing reduce kernel (io->reduce). */
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
                           int y1, const void *host_params, const void *dev_params, const void *desc,
-                          double *part, int rows, void *stream, char *err, size_t err_size);
+                          pf_reduce_args *ra, void *stream, char *err, size_t err_size);
 
 #endif

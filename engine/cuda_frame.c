@@ -15,7 +15,6 @@
 
 #include "cuda_internal.h"
 #include "cuda_driver.h"
-#include "../kernels/reduce_sum.h"
 
 static pf_image dev_image(const pf_cuda_plan *c, const cuda_slot *sl, const pf_plan *plan, int i)
 {
@@ -51,10 +50,11 @@ static int timed(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStre
     return PF_OK;
 }
 
-/* A summing reduce unit as its generated kernel: per band, partial tables (the
-   point ops it absorbed run on the way in); then the partial tables added on the device,
-   the sum written straight into the table's place in the pinned pool: only the table
-   crosses to the host, and no copy follows. */
+/* A summing reduce unit as its generated kernel, band by band (the point ops it absorbed
+   run on the way in): its blocks leave partial tables, and the last block of each group
+   adds its group's entries into the table's place in the pinned pool (mapped), by
+   columns in the last band, by rows in every band (a band's rows are all its own). One
+   launch a band; only the table crosses to the host, and no copy follows. */
 static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
 {
     const pf_plan *plan = p->plan;
@@ -62,40 +62,43 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
     const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
     const pf_fuse_unit *io = &c->fio[u];
     int node = un->nodes[0], bands = un->bands > 0 ? un->bands : 1, sms = p->eng->cuda->sm_count;
-    int w = un->shape.width, h = un->shape.height, chunks = 0, rc = PF_OK;
-    size_t len = un->partial_len;
-    /* the table goes straight into the slot's pinned pool (mapped), with no copy after */
-    double *part = (double *)(sl->dev + c->partial_off[node]);
+    int w = un->shape.width, h = un->shape.height, cols = io->reduce == PF_REDUCE_SUM_COLUMNS;
+    int rc = PF_OK, total = 0;
+    for (int b = 0; b < bands && cols; b++) {
+        int y0, y1;
+        band_rows(h, b, bands, &y0, &y1);
+        total += pf_fuse_reduce_band_chunks(io, w, h, y0, y1, sms);
+    }
+    pf_reduce_args ra = {(double *)(sl->dev + c->partial_off[node]),
+                         pf_fuse_reduce_rows(w, h, sms),
+                         0,
+                         cols ? total : pf_fuse_reduce_band_chunks(io, w, h, 0, h, sms),
+                         NULL,
+                         (unsigned int *)(sl->dev + c->done_off[node])};
     double *table = (double *)(sl->host + c->partial_host_off[node]);
-    int rows = pf_fuse_reduce_rows(w, h, sms);
     char err[512];
     nvtxRangePushA(p->nodes[node].id);
     for (int b = 0; b < bands && rc == PF_OK; b++) {
         int y0, y1;
         band_rows(h, b, bands, &y0, &y1);
-        double *at = io->reduce == PF_REDUCE_SUM_COLUMNS ? part + len * (size_t)chunks : part;
+        ra.table = !cols || b == bands - 1 ? table : NULL;
         rc = timed(p, c, sl, u, st, 1);
         if (rc == PF_OK)
             rc = pf_fuse_launch_reduce(
                 k->function, io, w, h, y0, y1, sl->host + c->params_off + io->param_lo,
                 sl->dev + c->params_off,
-                sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u], at, rows, st, err,
+                sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u], &ra, st, err,
                 sizeof err);
         if (rc == PF_OK)
             rc = timed(p, c, sl, u, st, 0);
         else
             pf_errf(p->errmsg, "%s: reduce %s, band %d of %d: %s", p->source, p->nodes[node].id,
                     b + 1, bands, err);
-        if (io->reduce == PF_REDUCE_SUM_COLUMNS)
-            chunks += pf_fuse_reduce_band_chunks(io, w, h, y0, y1, sms);
+        if (cols)
+            ra.chunk0 += pf_fuse_reduce_band_chunks(io, w, h, y0, y1, sms);
     }
-    if (io->reduce == PF_REDUCE_SUM_ROWS)
-        chunks = pf_fuse_reduce_band_chunks(io, w, h, 0, h, sms);
     nvtxRangePop();
-    if (rc != PF_OK)
-        return rc;
-    CU(p, (cudaError_t)pf_cuda_sum_tables(part, chunks, len, table, st));
-    return PF_OK;
+    return rc;
 }
 
 /* One unit, band by band: each band is a launch of its own, and so its own watchdog

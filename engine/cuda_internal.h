@@ -118,7 +118,8 @@ struct pf_cuda_plan {
     size_t *scratch_off;                            /* per unit */
     size_t *scratch_size;                           /* per unit */
     size_t *partial_off, *partial_host_off;         /* per node, reduce */
-    size_t *pitch;                                  /* per node image pitch */
+    size_t *done_off, *done_bytes; /* per node, summing reduce kernel: its done counters */
+    size_t *pitch;                 /* per node image pitch */
     int next_slot;
     /* Host frames: uploads and downloads of every slot run on these two streams, apart
        from the kernels (each slot's streams), ordered by the slots' events, so that the

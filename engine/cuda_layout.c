@@ -204,6 +204,8 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
     ALLOC_OFFS(scratch_off, nu)
     ALLOC_OFFS(scratch_size, nu)
     ALLOC_OFFS(partial_off, nn)
+    ALLOC_OFFS(done_off, nn)
+    ALLOC_OFFS(done_bytes, nn)
     ALLOC_OFFS(partial_host_off, nn)
 #undef ALLOC_OFFS
     size_t dev = 0, host = 0;
@@ -259,6 +261,13 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
             size_t len = sizeof(double) * (un->partial_len ? un->partial_len : 1);
             c->partial_off[un->nodes[0]] = take(&dev, len * parts);
             c->partial_host_off[un->nodes[0]] = take(&host, len * host_parts);
+            if (c->fused[u] == PF_FUSE_KERNEL) { /* its groups' done counters, zeroed once */
+                const pf_shape in = plan->shapes[p->nodes[un->nodes[0]].in[0]];
+                size_t groups =
+                    (size_t)pf_fuse_reduce_groups(c->fio[u].reduce, in.width, in.height);
+                c->done_bytes[un->nodes[0]] = sizeof(unsigned int) * groups;
+                c->done_off[un->nodes[0]] = take(&dev, sizeof(unsigned int) * groups);
+            }
         }
     }
     c->dev_size = align_dev(dev);
@@ -357,6 +366,7 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
     free(c->in_dev_off), free(c->in_host_off), free(c->in_bytes);
     free(c->out_dev_off), free(c->out_host_off), free(c->out_bytes);
     free(c->scratch_off), free(c->scratch_size), free(c->partial_off), free(c->partial_host_off);
+    free(c->done_off), free(c->done_bytes);
     if (c->up)
         cudaStreamDestroy(c->up);
     if (c->down)
@@ -411,6 +421,10 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
                 cudaGetErrorString(err));
         return PF_NO_MEMORY;
     }
+    for (int i = 0; i < p->n_nodes; i++) /* summing reduces' counters start at zero */
+        if (c->done_bytes[i])
+            CU(p, cudaMemsetAsync(sl->dev + c->done_off[i], 0, c->done_bytes[i], sl->streams[0]));
+    CU(p, cudaStreamSynchronize(sl->streams[0])); /* before any stream's first frame */
     /* Mapped (as unified addressing makes it anyway): summing reduce kernels write their
        tables here. */
     err = cudaHostAlloc((void **)&sl->host, c->host_size, cudaHostAllocMapped);

@@ -402,11 +402,12 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
 
 int pf_fuse_reduce_rows(int width, int height, int sm_count)
 {
-    /* Two blocks of 256 threads (64 columns of 4 pixels, 4 rows) per multiprocessor,
-       and at least 16 rows a chunk: partial tables stay a small share of the traffic. */
-    int xb = (width + 255) / 256, want = (2 * (sm_count > 0 ? sm_count : 1) + xb - 1) / xb;
+    /* Two blocks of 256 threads (16 threads of 4 pixels across, 16 rows down) per
+       multiprocessor, and at least 16 rows a chunk: partial tables stay a small share of
+       the traffic, and few, for the last block of a stripe to add. */
+    int xb = (width + 63) / 64, want = (2 * (sm_count > 0 ? sm_count : 1) + xb - 1) / xb;
     int rows = (height + want - 1) / want;
-    rows = (rows + 3) / 4 * 4;
+    rows = (rows + 15) / 16 * 16;
     return rows < 16 ? 16 : rows;
 }
 
@@ -416,6 +417,13 @@ int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_c
         return (width + 255) / 256; /* the most row blocks: one pixel a thread */
     int rows = pf_fuse_reduce_rows(width, height, sm_count);
     return (height + rows - 1) / rows + (bands > 0 ? bands : 1);
+}
+
+int pf_fuse_reduce_groups(int reduce, int width, int height)
+{
+    if (reduce == PF_REDUCE_SUM_ROWS)
+        return height < 65535 ? height : 65535; /* a group per block of a column */
+    return (width + 15) / 16; /* a group per stripe of 16 threads of one pixel or more */
 }
 
 int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
@@ -557,7 +565,10 @@ void pf_fuse_emit_op(pf_sb *b, const pf_pipeline *p, const pf_node *n, int ns, c
    the device block (io->param_arg). */
 void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
 {
-    const char *extra = io->reduce ? ",\n   double *__restrict__ part, int rows" : "";
+    const char *extra = io->reduce
+                            ? ",\n   double *__restrict__ part, int rows, int chunk0, int n_part,\n"
+                              "   double *__restrict__ table, unsigned int *__restrict__ done"
+                            : "";
     if (io->param_arg)
         pf_sb_printf(
             b,
@@ -657,72 +668,112 @@ static void emit_reduce_value(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit
     pf_sb_printf(b, "        const pf_float4 r = v%d;\n", value);
 }
 
-/* A summing reduce (io->reduce): the absorbed point unit's ops in registers, summed in
-   double in an order fixed by the sizes. By columns: a block is 64 threads of vp pixels
-   across and 4 rows down; each thread adds every 4th row of the block's chunk of rows
+/* The end of a summing reduce kernel (table != 0): each block counts itself done in
+   done[g] for its group g of blocks (the blocks whose partials hold the same entries) and
+   the group's last block adds every partial of its entries, k = 0 to n_part - 1 in order
+   (their loads eight at a time), into the table, then sets done[g] back to 0 for the next
+   frame. The entries: ENTRY(e) gives entry e of the group's, its partial k at
+   part[PART(k, entry)]; the loop stops at the first e past the group's. */
+static void emit_reduce_combine(pf_sb *b, const char *group, const char *members, const char *entry,
+                                const char *part_at)
+{
+    pf_sb_printf(b,
+                 "    if (!table)\n        return;\n"
+                 "    __shared__ int last;\n    __threadfence();\n    __syncthreads();\n"
+                 "    const int tid = threadIdx.y * blockDim.x + threadIdx.x;\n"
+                 "    if (tid == 0)\n"
+                 "        last = atomicAdd(&done[%s], 1u) == (unsigned)(%s) - 1u;\n"
+                 "    __syncthreads();\n    if (!last)\n        return;\n    __threadfence();\n"
+                 "    for (int e = tid;; e += blockDim.x * blockDim.y) {\n"
+                 "        %s\n"
+                 "        double v = 0.0;\n"
+                 "        for (int k0 = 0; k0 < n_part; k0 += 8) {\n"
+                 "            double t[8];\n#pragma unroll\n"
+                 "            for (int q = 0; q < 8; q++)\n"
+                 "                t[q] = k0 + q < n_part ? __ldcg(part + (%s)) : 0.0;\n"
+                 "#pragma unroll\n            for (int q = 0; q < 8; q++)\n"
+                 "                if (k0 + q < n_part)\n                    v += t[q];\n"
+                 "        }\n        table[j] = v;\n    }\n"
+                 "    if (tid == 0)\n        done[%s] = 0u;\n}\n",
+                 group, members, entry, part_at, group);
+}
+
+/* A summing reduce by columns: a block is 16 threads of vp pixels across and 16 rows
+   down over a chunk of `rows` rows; each thread adds every 16th row of the chunk
    (loading up to 4 of them before adding, so that their loads are in flight together),
-   the 4 rows' sums meet in shared memory (sum (i, c) of thread tx at
-   [(i * 4 + c) * 65 + tx], so that a warp's accesses fall in distinct banks: a stride
-   of whole pixels put them all in one) and add in row order, and the block's share of
-   the chunk's partial table goes to part, entry by entry from consecutive threads. By rows: a
-   block is 256 threads of vp pixels along one row, added by a fixed shuffle tree and then
-   warp by warp; each block of a row leaves its partial in its own table of part. */
-static void emit_reduce_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+   rows 2r and 2r + 1 add in registers (lanes 16 apart in a warp), the 8 pairs meet in
+   shared memory (padded: sum (i, c) of thread tx at [pair][i * 4 + c][tx]) and add in
+   row order, and the block's share of the chunk's partial table (table chunk0 +
+   blockIdx.y of part) goes out entry by entry from consecutive threads. The blocks of a
+   column stripe are a group: its last block adds the chunks' partials. */
+static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
                              const size_t *param_off, int vp)
 {
-    if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
-        /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
-        int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
+    /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
+    int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
+    pf_sb_printf(b,
+                 "    const int x = (blockIdx.x * 16 + threadIdx.x) * %d;\n"
+                 "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
+                 "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
+                 "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
+                 "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
+                 vp, vp, vp, 16 * kr);
+    /* kr rows' loads first, all in flight together, then their sums */
+    for (int k = 0; k < io->n_in; k++)
         pf_sb_printf(b,
-                     "    const int x = (blockIdx.x * 64 + threadIdx.x) * %d;\n"
-                     "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
-                     "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
-                     "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
-                     "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
-                     vp, vp, vp, 4 * kr);
-        /* kr rows' loads first, all in flight together, then their sums */
-        for (int k = 0; k < io->n_in; k++)
-            pf_sb_printf(
-                b,
-                "        pf_float4 ld%d[%d][%d]; /* %s */\n#pragma unroll\n"
-                "        for (int k = 0; k < %d; k++)\n"
-                "            if (y0k + 4 * k < yb)\n"
-                "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 4 * k, x, W, ld%d[k]);\n",
-                k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample, io->in[k].channels,
-                vp, k, k);
-        pf_sb_printf(
-            b,
-            "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
-            "        const int y = y0k + 4 * k;\n        if (y >= yb)\n            break;\n",
-            kr);
-        for (int k = 0; k < io->n_in; k++)
-            pf_sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
-        pf_sb_printf(b,
-                     "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
-                     "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, "
-                     "pos.height = H;\n",
-                     vp);
-        emit_reduce_value(b, p, io, param_off);
-        pf_sb_printf(
-            b,
-            "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-            "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-            "    __shared__ double sh[4][%d * 4 * 65];\n#pragma unroll\n"
-            "    for (int k = 0; k < %d * 4; k++)\n"
-            "        sh[threadIdx.y][k * 65 + threadIdx.x] = s[k / 4][k %% 4];\n"
-            "    __syncthreads();\n"
-            "    double *o = part + (size_t)blockIdx.y * W * 4 + (size_t)blockIdx.x * 64 * %d * "
-            "4;\n"
-            "    const int n = min(64 * %d, W - (int)blockIdx.x * 64 * %d) * 4;\n"
-            "    for (int e = threadIdx.y * 64 + threadIdx.x; e < n; e += 256) {\n"
-            "        const int px = e / 4, c = e %% 4, k = ((px %% %d) * 4 + c) * 65 + px / %d;\n"
-            "        o[e] = ((sh[0][k] + sh[1][k]) + sh[2][k]) + sh[3][k];\n"
-            "    }\n}\n",
-            vp, vp, vp, vp, vp, vp, vp);
-        return;
-    }
+                     "        pf_float4 ld%d[%d][%d]; /* %s */\n#pragma unroll\n"
+                     "        for (int k = 0; k < %d; k++)\n"
+                     "            if (y0k + 16 * k < yb)\n"
+                     "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 16 * k, x, W, "
+                     "ld%d[k]);\n",
+                     k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample,
+                     io->in[k].channels, vp, k, k);
+    pf_sb_printf(b,
+                 "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
+                 "        const int y = y0k + 16 * k;\n        if (y >= yb)\n            break;\n",
+                 kr);
+    for (int k = 0; k < io->n_in; k++)
+        pf_sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
+    pf_sb_printf(b,
+                 "#pragma unroll\n        for (int i = 0; i < %d; i++) {\n"
+                 "        pf_pos pos;\n        pos.x = x + i, pos.y = y, pos.width = W, "
+                 "pos.height = H;\n",
+                 vp);
+    emit_reduce_value(b, p, io, param_off);
+    pf_sb_printf(b,
+                 "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+                 "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
+                 "    __shared__ double sh[8][%d * 4][17];\n#pragma unroll\n"
+                 "    for (int k = 0; k < %d * 4; k++) {\n"
+                 "        const double o = __shfl_down_sync(0xffffffffu, s[k / 4][k %% 4], 16);\n"
+                 "        if (!(threadIdx.y & 1))\n"
+                 "            sh[threadIdx.y >> 1][k][threadIdx.x] = s[k / 4][k %% 4] + o;\n    }\n"
+                 "    __syncthreads();\n"
+                 "    const size_t len = (size_t)W * 4, base = (size_t)blockIdx.x * 16 * %d * 4;\n"
+                 "    const int n = min(16 * %d, W - (int)blockIdx.x * 16 * %d) * 4;\n"
+                 "    double *o = part + (size_t)(chunk0 + blockIdx.y) * len + base;\n"
+                 "    for (int e = threadIdx.y * 16 + threadIdx.x; e < n; e += 256) {\n"
+                 "        const int px = e / 4, k = (px %% %d) * 4 + e %% 4, t = px / %d;\n"
+                 "        double v = sh[0][k][t];\n#pragma unroll\n"
+                 "        for (int r = 1; r < 8; r++)\n            v += sh[r][k][t];\n"
+                 "        o[e] = v;\n    }\n",
+                 vp, vp, vp, vp, vp, vp, vp);
+    emit_reduce_combine(b, "blockIdx.x", "gridDim.y",
+                        "if (e >= n)\n            break;\n        const size_t j = base + e;",
+                        "(size_t)(k0 + q) * len + j");
+}
+
+/* A summing reduce by rows: a block is 256 threads of vp pixels along one row, added by
+   a fixed shuffle tree and then warp by warp, for rows blockIdx.y, + gridDim.y, ...; each
+   block of a row leaves its partial in its own table of part (the table itself when the
+   row takes one block). The blocks of the same rows are a group: its last block adds
+   the row blocks' partials. */
+static void emit_rowsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
+                             const size_t *param_off, int vp)
+{
     pf_sb_printf(b,
                  "    const int x = (blockIdx.x * 256 + threadIdx.x) * %d;\n"
+                 "    double *const out = gridDim.x == 1 && table ? table : part;\n"
                  "    __shared__ double sh[8][4];\n"
                  "    for (int y = y0 + blockIdx.y; y < y1; y += gridDim.y) {\n"
                  "    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;\n    if (x < W) {\n",
@@ -750,11 +801,17 @@ static void emit_reduce_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "    __syncthreads();\n    if (threadIdx.x < 4) {\n"
         "        double t = sh[0][threadIdx.x];\n"
         "        for (int w = 1; w < 8; w++)\n            t += sh[w][threadIdx.x];\n"
-        "        part[((size_t)blockIdx.x * H + y) * 4 + threadIdx.x] = t;\n    }\n"
-        "    __syncthreads();\n    }\n}\n");
+        "        out[((size_t)(gridDim.x == 1 ? 0 : blockIdx.x) * H + y) * 4 + threadIdx.x] = t;\n"
+        "    }\n    __syncthreads();\n    }\n"
+        "    if (gridDim.x == 1)\n        return;\n");
+    emit_reduce_combine(b, "blockIdx.y", "gridDim.x",
+                        "const int y = y0 + blockIdx.y + e / 4 * gridDim.y;\n"
+                        "        if (y >= y1)\n            break;\n"
+                        "        const size_t j = (size_t)y * 4 + e % 4;",
+                        "(size_t)(k0 + q) * H * 4 + j");
 }
 
-/* The kernel of a summing reduce unit (see emit_reduce_body). */
+/* The kernel of a summing reduce unit (see emit_colsum_body, emit_rowsum_body). */
 static char *reduce_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
                            const size_t *param_off, const char *name)
 {
@@ -773,7 +830,10 @@ static char *reduce_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
         if (pf_fuse_source_index(p, src, a) == a)
             pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
     pf_fuse_emit_signature(&b, io, name);
-    emit_reduce_body(&b, p, io, param_off, vp);
+    if (io->reduce == PF_REDUCE_SUM_COLUMNS)
+        emit_colsum_body(&b, p, io, param_off, vp);
+    else
+        emit_rowsum_body(&b, p, io, param_off, vp);
     if (b.failed) {
         free(b.s);
         return NULL;

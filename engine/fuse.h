@@ -113,11 +113,14 @@ int pf_fuse_epilogue(const pf_pipeline *p, int u);
 int pf_fuse_reduce_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
 
 /* A summing reduce kernel's geometry. Columns: rows per chunk (each chunk of rows leaves
-   a partial table, summed on the device after the last band); rows: the partial tables
-   (one per block of a row). pf_fuse_reduce_chunks bounds the partial tables a whole
-   frame of `bands` bands leaves, for the layout. */
+   a partial table; the last band's blocks add them up); rows: the partial tables (one
+   per block of a row; each band adds its rows'). pf_fuse_reduce_chunks bounds the
+   partial tables a whole frame of `bands` bands leaves, and pf_fuse_reduce_groups the
+   groups of blocks that count themselves done (a counter each, zero between frames),
+   for the layout. */
 int pf_fuse_reduce_rows(int width, int height, int sm_count);
 int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count);
+int pf_fuse_reduce_groups(int reduce, int width, int height);
 /* Partial tables one band [y0, y1) writes (columns), or the row-block count (rows). */
 int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
                                int sm_count);
