@@ -70,7 +70,7 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
         total += pf_fuse_reduce_band_chunks(io, w, h, y0, y1, sms);
     }
     pf_reduce_args ra = {(double *)(sl->dev + c->partial_off[node]),
-                         pf_fuse_reduce_rows(w, h, sms),
+                         pf_fuse_reduce_rows(w, h, io->ppt, sms),
                          0,
                          cols ? total : pf_fuse_reduce_band_chunks(io, w, h, 0, h, sms),
                          NULL,

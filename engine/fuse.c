@@ -400,22 +400,22 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
     return n;
 }
 
-int pf_fuse_reduce_rows(int width, int height, int sm_count)
+int pf_fuse_reduce_rows(int width, int height, int vp, int sm_count)
 {
-    /* Two blocks of 256 threads (16 threads of 4 pixels across, 16 rows down) per
-       multiprocessor, and at least 16 rows a chunk: partial tables stay a small share of
-       the traffic, and few, for the last block of a stripe to add. */
-    int xb = (width + 63) / 64, want = (2 * (sm_count > 0 ? sm_count : 1) + xb - 1) / xb;
-    int rows = (height + want - 1) / want;
-    rows = (rows + 15) / 16 * 16;
-    return rows < 16 ? 16 : rows;
+    /* A block a stripe of vp pixels, and as many chunks of rows as it takes for a block
+       per multiprocessor, and for at most 32 rows a thread (256 threads a block). One
+       chunk (the usual case) needs no partial tables: the blocks write the table. */
+    int sms = sm_count > 0 ? sm_count : 1, stripes = (width + vp - 1) / vp;
+    int chunks = (sms + stripes - 1) / stripes, tall = (height + 8191) / 8192;
+    chunks = chunks > tall ? chunks : tall;
+    return (height + chunks - 1) / chunks;
 }
 
 int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count)
 {
     if (reduce == PF_REDUCE_SUM_ROWS)
         return (width + 255) / 256; /* the most row blocks: one pixel a thread */
-    int rows = pf_fuse_reduce_rows(width, height, sm_count);
+    int rows = pf_fuse_reduce_rows(width, height, 8, sm_count); /* the most chunks */
     return (height + rows - 1) / rows + (bands > 0 ? bands : 1);
 }
 
@@ -423,7 +423,7 @@ int pf_fuse_reduce_groups(int reduce, int width, int height)
 {
     if (reduce == PF_REDUCE_SUM_ROWS)
         return height < 65535 ? height : 65535; /* a group per block of a column */
-    return (width + 15) / 16; /* a group per stripe of 16 threads of one pixel or more */
+    return width;                               /* a group per stripe of one pixel or more */
 }
 
 int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
@@ -431,7 +431,7 @@ int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, in
 {
     if (io->reduce == PF_REDUCE_SUM_ROWS)
         return (width + 256 * io->ppt - 1) / (256 * io->ppt);
-    int rows = pf_fuse_reduce_rows(width, height, sm_count);
+    int rows = pf_fuse_reduce_rows(width, height, io->ppt, sm_count);
     return y1 > y0 ? (y1 - y0 + rows - 1) / rows : 0;
 }
 
@@ -698,39 +698,40 @@ static void emit_reduce_combine(pf_sb *b, const char *group, const char *members
                  group, members, entry, part_at, group);
 }
 
-/* A summing reduce by columns: a block is 16 threads of vp pixels across and 16 rows
-   down over a chunk of `rows` rows; each thread adds every 16th row of the chunk
+/* A summing reduce by columns: a block is one column of 256 threads over a stripe of vp
+   pixels and a chunk of `rows` rows; each thread adds every 256th row of the chunk
    (loading up to 4 of them before adding, so that their loads are in flight together),
-   rows 2r and 2r + 1 add in registers (lanes 16 apart in a warp), the 8 pairs meet in
-   shared memory (padded: sum (i, c) of thread tx at [pair][i * 4 + c][tx]) and add in
-   row order, and the block's share of the chunk's partial table (table chunk0 +
-   blockIdx.y of part) goes out entry by entry from consecutive threads. The blocks of a
-   column stripe are a group: its last block adds the chunks' partials. */
+   a warp's 32 rows add by a fixed shuffle tree, and the 8 warps in order in shared
+   memory. The stripe's sums are the table's entries when the frame has one chunk
+   (n_part 1: no partials, no counting); else they go to the chunk's partial table
+   (table chunk0 + blockIdx.y of part), and the blocks of a stripe are a group: its
+   last block adds the chunks' partials. A block reads a 16-byte column of the image:
+   the sector's other half is its neighbour's, in L2 at the same time. */
 static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
                              const size_t *param_off, int vp)
 {
     /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
     int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
     pf_sb_printf(b,
-                 "    const int x = (blockIdx.x * 16 + threadIdx.x) * %d;\n"
+                 "    const int x = blockIdx.x * %d;\n"
                  "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
                  "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
                  "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
                  "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
-                 vp, vp, vp, 16 * kr);
+                 vp, vp, vp, 256 * kr);
     /* kr rows' loads first, all in flight together, then their sums */
     for (int k = 0; k < io->n_in; k++)
         pf_sb_printf(b,
                      "        pf_float4 ld%d[%d][%d]; /* %s */\n#pragma unroll\n"
                      "        for (int k = 0; k < %d; k++)\n"
-                     "            if (y0k + 16 * k < yb)\n"
-                     "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 16 * k, x, W, "
+                     "            if (y0k + 256 * k < yb)\n"
+                     "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 256 * k, x, W, "
                      "ld%d[k]);\n",
                      k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample,
                      io->in[k].channels, vp, k, k);
     pf_sb_printf(b,
                  "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
-                 "        const int y = y0k + 16 * k;\n        if (y >= yb)\n            break;\n",
+                 "        const int y = y0k + 256 * k;\n        if (y >= yb)\n            break;\n",
                  kr);
     for (int k = 0; k < io->n_in; k++)
         pf_sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
@@ -740,24 +741,27 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
                  "pos.height = H;\n",
                  vp);
     emit_reduce_value(b, p, io, param_off);
-    pf_sb_printf(b,
-                 "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-                 "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-                 "    __shared__ double sh[8][%d * 4][17];\n#pragma unroll\n"
-                 "    for (int k = 0; k < %d * 4; k++) {\n"
-                 "        const double o = __shfl_down_sync(0xffffffffu, s[k / 4][k %% 4], 16);\n"
-                 "        if (!(threadIdx.y & 1))\n"
-                 "            sh[threadIdx.y >> 1][k][threadIdx.x] = s[k / 4][k %% 4] + o;\n    }\n"
-                 "    __syncthreads();\n"
-                 "    const size_t len = (size_t)W * 4, base = (size_t)blockIdx.x * 16 * %d * 4;\n"
-                 "    const int n = min(16 * %d, W - (int)blockIdx.x * 16 * %d) * 4;\n"
-                 "    double *o = part + (size_t)(chunk0 + blockIdx.y) * len + base;\n"
-                 "    for (int e = threadIdx.y * 16 + threadIdx.x; e < n; e += 256) {\n"
-                 "        const int px = e / 4, k = (px %% %d) * 4 + e %% 4, t = px / %d;\n"
-                 "        double v = sh[0][k][t];\n#pragma unroll\n"
-                 "        for (int r = 1; r < 8; r++)\n            v += sh[r][k][t];\n"
-                 "        o[e] = v;\n    }\n",
-                 vp, vp, vp, vp, vp, vp, vp);
+    pf_sb_printf(
+        b,
+        "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+        "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
+        "    __shared__ double sh[8][%d * 4];\n#pragma unroll\n"
+        "    for (int k = 0; k < %d * 4; k++) {\n"
+        "        double v = s[k / 4][k %% 4];\n#pragma unroll\n"
+        "        for (int o = 16; o > 0; o >>= 1)\n"
+        "            v += __shfl_down_sync(0xffffffffu, v, o);\n"
+        "        if (!(threadIdx.y & 31))\n            sh[threadIdx.y >> 5][k] = v;\n    }\n"
+        "    __syncthreads();\n"
+        "    const size_t len = (size_t)W * 4, base = (size_t)x * 4;\n"
+        "    const int n = min(%d, W - x) * 4;\n"
+        "    if (threadIdx.y < n) {\n"
+        "        double v = sh[0][threadIdx.y];\n#pragma unroll\n"
+        "        for (int r = 1; r < 8; r++)\n            v += sh[r][threadIdx.y];\n"
+        "        if (table && n_part == 1)\n            table[base + threadIdx.y] = v;\n"
+        "        else\n"
+        "            part[(size_t)(chunk0 + blockIdx.y) * len + base + threadIdx.y] = v;\n"
+        "    }\n    if (n_part == 1)\n        return;\n",
+        vp, vp, vp);
     emit_reduce_combine(b, "blockIdx.x", "gridDim.y",
                         "if (e >= n)\n            break;\n        const size_t j = base + e;",
                         "(size_t)(k0 + q) * len + j");
@@ -773,7 +777,7 @@ static void emit_rowsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
 {
     pf_sb_printf(b,
                  "    const int x = (blockIdx.x * 256 + threadIdx.x) * %d;\n"
-                 "    double *const out = gridDim.x == 1 && table ? table : part;\n"
+                 "    double *const out = n_part == 1 && table ? table : part;\n"
                  "    __shared__ double sh[8][4];\n"
                  "    for (int y = y0 + blockIdx.y; y < y1; y += gridDim.y) {\n"
                  "    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;\n    if (x < W) {\n",
@@ -801,9 +805,9 @@ static void emit_rowsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "    __syncthreads();\n    if (threadIdx.x < 4) {\n"
         "        double t = sh[0][threadIdx.x];\n"
         "        for (int w = 1; w < 8; w++)\n            t += sh[w][threadIdx.x];\n"
-        "        out[((size_t)(gridDim.x == 1 ? 0 : blockIdx.x) * H + y) * 4 + threadIdx.x] = t;\n"
+        "        out[((size_t)(n_part == 1 ? 0 : blockIdx.x) * H + y) * 4 + threadIdx.x] = t;\n"
         "    }\n    __syncthreads();\n    }\n"
-        "    if (gridDim.x == 1)\n        return;\n");
+        "    if (n_part == 1)\n        return;\n");
     emit_reduce_combine(b, "blockIdx.y", "gridDim.x",
                         "const int y = y0 + blockIdx.y + e / 4 * gridDim.y;\n"
                         "        if (y >= y1)\n            break;\n"

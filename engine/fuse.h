@@ -118,7 +118,7 @@ int pf_fuse_reduce_possible(const pf_pipeline *p, int u, char *why, size_t why_s
    partial tables a whole frame of `bands` bands leaves, and pf_fuse_reduce_groups the
    groups of blocks that count themselves done (a counter each, zero between frames),
    for the layout. */
-int pf_fuse_reduce_rows(int width, int height, int sm_count);
+int pf_fuse_reduce_rows(int width, int height, int vp, int sm_count);
 int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count);
 int pf_fuse_reduce_groups(int reduce, int width, int height);
 /* Partial tables one band [y0, y1) writes (columns), or the row-block count (rows). */
