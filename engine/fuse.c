@@ -701,8 +701,8 @@ static void emit_reduce_combine(pf_sb *b, const char *group, const char *members
 /* A summing reduce by columns: a block is one column of 256 threads over a stripe of vp
    pixels and a chunk of `rows` rows; each thread adds every 256th row of the chunk
    (loading up to 4 of them before adding, so that their loads are in flight together),
-   a warp's 32 rows add by a fixed shuffle tree, and the 8 warps in order in shared
-   memory. The stripe's sums are the table's entries when the frame has one chunk
+   a warp's 32 rows add by pf_warp_sums (a fixed tree), and the 8 warps in order in
+   shared memory. The stripe's sums are the table's entries when the frame has one chunk
    (n_part 1: no partials, no counting); else they go to the chunk's partial table
    (table chunk0 + blockIdx.y of part), and the blocks of a stripe are a group: its
    last block adds the chunks' partials. A block reads a 16-byte column of the image:
@@ -741,34 +741,33 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
                  "pos.height = H;\n",
                  vp);
     emit_reduce_value(b, p, io, param_off);
-    pf_sb_printf(
-        b,
-        "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-        "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-        "    __shared__ double sh[8][%d * 4];\n#pragma unroll\n"
-        "    for (int k = 0; k < %d * 4; k++) {\n"
-        "        double v = s[k / 4][k %% 4];\n#pragma unroll\n"
-        "        for (int o = 16; o > 0; o >>= 1)\n"
-        "            v += __shfl_down_sync(0xffffffffu, v, o);\n"
-        "        if (!(threadIdx.y & 31))\n            sh[threadIdx.y >> 5][k] = v;\n    }\n"
-        "    __syncthreads();\n"
-        "    const size_t len = (size_t)W * 4, base = (size_t)x * 4;\n"
-        "    const int n = min(%d, W - x) * 4;\n"
-        "    if (threadIdx.y < n) {\n"
-        "        double v = sh[0][threadIdx.y];\n#pragma unroll\n"
-        "        for (int r = 1; r < 8; r++)\n            v += sh[r][threadIdx.y];\n"
-        "        if (table && n_part == 1)\n            table[base + threadIdx.y] = v;\n"
-        "        else\n"
-        "            part[(size_t)(chunk0 + blockIdx.y) * len + base + threadIdx.y] = v;\n"
-        "    }\n    if (n_part == 1)\n        return;\n",
-        vp, vp, vp);
+    pf_sb_printf(b,
+                 "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+                 "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
+                 "    __shared__ double sh[8][%d * 4];\n    {\n"
+                 "        double v[%d * 4];\n#pragma unroll\n"
+                 "        for (int k = 0; k < %d * 4; k++)\n            v[k] = s[k / 4][k %% 4];\n"
+                 "        int k;\n        const double t = pf_warp_sums(v, threadIdx.y & 31, &k);\n"
+                 "        if (!(threadIdx.y & (32 / (%d * 4) - 1)))\n"
+                 "            sh[threadIdx.y >> 5][k] = t;\n    }\n"
+                 "    __syncthreads();\n"
+                 "    const size_t len = (size_t)W * 4, base = (size_t)x * 4;\n"
+                 "    const int n = min(%d, W - x) * 4;\n"
+                 "    if (threadIdx.y < n) {\n"
+                 "        double v = sh[0][threadIdx.y];\n#pragma unroll\n"
+                 "        for (int r = 1; r < 8; r++)\n            v += sh[r][threadIdx.y];\n"
+                 "        if (table && n_part == 1)\n            table[base + threadIdx.y] = v;\n"
+                 "        else\n"
+                 "            part[(size_t)(chunk0 + blockIdx.y) * len + base + threadIdx.y] = v;\n"
+                 "    }\n    if (n_part == 1)\n        return;\n",
+                 vp, vp, vp, vp, vp);
     emit_reduce_combine(b, "blockIdx.x", "gridDim.y",
                         "if (e >= n)\n            break;\n        const size_t j = base + e;",
                         "(size_t)(k0 + q) * len + j");
 }
 
 /* A summing reduce by rows: a block is 256 threads of vp pixels along one row, added by
-   a fixed shuffle tree and then warp by warp, for rows blockIdx.y, + gridDim.y, ...; each
+   pf_warp_sums (a fixed tree) and then warp by warp, for rows blockIdx.y, + gridDim.y, ...; each
    block of a row leaves its partial in its own table of part (the table itself when the
    row takes one block). The blocks of the same rows are a group: its last block adds
    the row blocks' partials. */
@@ -794,14 +793,9 @@ static void emit_rowsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "        if (x + i < W)\n"
         "            s0 += (double)r.x, s1 += (double)r.y, s2 += (double)r.z, s3 += (double)r.w;\n"
         "        }\n    }\n"
-        "#pragma unroll\n    for (int o = 16; o > 0; o >>= 1) {\n"
-        "        s0 += __shfl_down_sync(0xffffffffu, s0, o);\n"
-        "        s1 += __shfl_down_sync(0xffffffffu, s1, o);\n"
-        "        s2 += __shfl_down_sync(0xffffffffu, s2, o);\n"
-        "        s3 += __shfl_down_sync(0xffffffffu, s3, o);\n    }\n"
-        "    if ((threadIdx.x & 31) == 0)\n"
-        "        sh[threadIdx.x / 32][0] = s0, sh[threadIdx.x / 32][1] = s1, "
-        "sh[threadIdx.x / 32][2] = s2, sh[threadIdx.x / 32][3] = s3;\n"
+        "    {\n        double v[4] = {s0, s1, s2, s3};\n        int c;\n"
+        "        const double t = pf_warp_sums(v, threadIdx.x & 31, &c);\n"
+        "        if (!(threadIdx.x & 7))\n            sh[threadIdx.x / 32][c] = t;\n    }\n"
         "    __syncthreads();\n    if (threadIdx.x < 4) {\n"
         "        double t = sh[0][threadIdx.x];\n"
         "        for (int w = 1; w < 8; w++)\n            t += sh[w][threadIdx.x];\n"

@@ -211,6 +211,36 @@ static __device__ __forceinline__ void pf_store_chunk(const pf_frame_desc &d, in
     }
 }
 
+/* The sums over a warp's 32 lanes of each of NV doubles v[0..NV) (NV a power of two, at
+   most 32), for a summing reduce: in each of the first log2(NV) steps a lane keeps half
+   of its values and adds its partner's sums of that half (partners `o` lanes apart), so
+   a value crosses lanes once a step where a shuffle per value per step (5 NV) did it
+   before; then the one value left adds over the remaining lanes. Lane `lane` returns
+   the sum of value *which; the lanes whose bits below 32 / NV are 0 hold every value
+   once. The additions and their order are fixed: the same result every run. */
+template <int NV>
+static __device__ __forceinline__ double pf_warp_sums(double (&v)[NV], int lane, int *which)
+{
+    int idx = 0, o = 16;
+#pragma unroll
+    for (int m = NV; m > 1; m >>= 1, o >>= 1) {
+        const bool up = (lane & o) != 0;
+#pragma unroll
+        for (int i = 0; i < m / 2; i++) {
+            const double send = up ? v[i] : v[i + m / 2];
+            const double keep = up ? v[i + m / 2] : v[i];
+            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+        }
+        idx += up ? m / 2 : 0;
+    }
+    double s = v[0];
+#pragma unroll
+    for (; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    *which = idx;
+    return s;
+}
+
 /* Each op's result passes through here: an empty asm that NVVM cannot see through, so
    values are not folded across op boundaries (ptxas removes the moves). NVVM of CUDA
    13.0 otherwise treated a value carried through several inlined ops (the alpha kept by
