@@ -142,9 +142,9 @@ int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int
                                       &ra->n_part, &ra->table, &ra->done};
     unsigned gx, gy, tx, ty;
     if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
-        /* a column of 256 threads over ppt pixels; a block per stripe and chunk of rows */
-        tx = 1, ty = 256;
-        gx = (unsigned)((width + io->ppt - 1) / io->ppt);
+        /* 4 threads of ppt pixels across, 64 rows; a block per stripe and chunk of rows */
+        tx = 4, ty = 64;
+        gx = (unsigned)((width + 4 * io->ppt - 1) / (4 * io->ppt));
         gy = (unsigned)((y1 - y0 + ra->rows - 1) / ra->rows);
     } else {
         /* 256 threads of ppt pixels along a row; blocks of a row side by side */

@@ -402,13 +402,14 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
 
 int pf_fuse_reduce_rows(int width, int height, int vp, int sm_count)
 {
-    /* A block a stripe of vp pixels, and as many chunks of rows as it takes for a block
-       per multiprocessor, and for at most 32 rows a thread (256 threads a block). One
-       chunk (the usual case) needs no partial tables: the blocks write the table. */
-    int sms = sm_count > 0 ? sm_count : 1, stripes = (width + vp - 1) / vp;
-    int chunks = (sms + stripes - 1) / stripes, tall = (height + 8191) / 8192;
+    /* Blocks of 4 threads of vp pixels across and 64 rows: as many chunks of rows as
+       make two blocks a multiprocessor, and at most 32 rows a thread. One chunk needs no
+       partial tables: its blocks write the table. */
+    int sms = sm_count > 0 ? sm_count : 1, stripes = (width + 4 * vp - 1) / (4 * vp);
+    int chunks = (2 * sms + stripes - 1) / stripes, tall = (height + 2047) / 2048;
     chunks = chunks > tall ? chunks : tall;
-    return (height + chunks - 1) / chunks;
+    int rows = (height + chunks - 1) / chunks;
+    return rows > 64 ? (rows + 63) / 64 * 64 : rows;
 }
 
 int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count)
@@ -680,11 +681,11 @@ static void emit_reduce_combine(pf_sb *b, const char *group, const char *members
     pf_sb_printf(b,
                  "    if (!table)\n        return;\n"
                  "    __shared__ int last;\n    __threadfence();\n    __syncthreads();\n"
-                 "    const int tid = threadIdx.y * blockDim.x + threadIdx.x;\n"
-                 "    if (tid == 0)\n"
+                 "    const int me = threadIdx.y * blockDim.x + threadIdx.x;\n"
+                 "    if (me == 0)\n"
                  "        last = atomicAdd(&done[%s], 1u) == (unsigned)(%s) - 1u;\n"
                  "    __syncthreads();\n    if (!last)\n        return;\n    __threadfence();\n"
-                 "    for (int e = tid;; e += blockDim.x * blockDim.y) {\n"
+                 "    for (int e = me;; e += blockDim.x * blockDim.y) {\n"
                  "        %s\n"
                  "        double v = 0.0;\n"
                  "        for (int k0 = 0; k0 < n_part; k0 += 8) {\n"
@@ -694,44 +695,43 @@ static void emit_reduce_combine(pf_sb *b, const char *group, const char *members
                  "#pragma unroll\n            for (int q = 0; q < 8; q++)\n"
                  "                if (k0 + q < n_part)\n                    v += t[q];\n"
                  "        }\n        table[j] = v;\n    }\n"
-                 "    if (tid == 0)\n        done[%s] = 0u;\n}\n",
+                 "    if (me == 0)\n        done[%s] = 0u;\n}\n",
                  group, members, entry, part_at, group);
 }
 
-/* A summing reduce by columns: a block is one column of 256 threads over a stripe of vp
-   pixels and a chunk of `rows` rows; each thread adds every 256th row of the chunk
-   (loading up to 4 of them before adding, so that their loads are in flight together),
-   a warp's 32 rows add by pf_warp_sums (a fixed tree), and the 8 warps in order in
-   shared memory. The stripe's sums are the table's entries when the frame has one chunk
-   (n_part 1: no partials, no counting); else they go to the chunk's partial table
-   (table chunk0 + blockIdx.y of part), and the blocks of a stripe are a group: its
-   last block adds the chunks' partials. A block reads a 16-byte column of the image:
-   the sector's other half is its neighbour's, in L2 at the same time. */
+/* A summing reduce by columns: a block is 4 threads of vp pixels across and 64 rows
+   down, over a stripe of 4 vp pixels and a chunk of `rows` rows; each thread adds every
+   64th row of the chunk (loading up to 4 of them before adding, so that their loads are
+   in flight together), a warp's 8 rows add by pf_lane_sums (a fixed tree), and the 8
+   warps in order in shared memory. The stripe's sums are the table's entries when the
+   frame has one chunk (n_part 1: no partials, no counting); else they go to the
+   chunk's partial table (table chunk0 + blockIdx.y of part), and the blocks of a stripe
+   are a group: its last block adds the chunks' partials. */
 static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
                              const size_t *param_off, int vp)
 {
     /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
     int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
     pf_sb_printf(b,
-                 "    const int x = blockIdx.x * %d;\n"
+                 "    const int x = (blockIdx.x * 4 + threadIdx.x) * %d;\n"
                  "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
                  "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
                  "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
                  "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
-                 vp, vp, vp, 256 * kr);
+                 vp, vp, vp, 64 * kr);
     /* kr rows' loads first, all in flight together, then their sums */
     for (int k = 0; k < io->n_in; k++)
         pf_sb_printf(b,
                      "        pf_float4 ld%d[%d][%d]; /* %s */\n#pragma unroll\n"
                      "        for (int k = 0; k < %d; k++)\n"
-                     "            if (y0k + 256 * k < yb)\n"
-                     "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 256 * k, x, W, "
+                     "            if (y0k + 64 * k < yb)\n"
+                     "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 64 * k, x, W, "
                      "ld%d[k]);\n",
                      k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample,
                      io->in[k].channels, vp, k, k);
     pf_sb_printf(b,
                  "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
-                 "        const int y = y0k + 256 * k;\n        if (y >= yb)\n            break;\n",
+                 "        const int y = y0k + 64 * k;\n        if (y >= yb)\n            break;\n",
                  kr);
     for (int k = 0; k < io->n_in; k++)
         pf_sb_printf(b, "        const pf_float4 *in%d = ld%d[k];\n", k, k);
@@ -741,33 +741,37 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
                  "pos.height = H;\n",
                  vp);
     emit_reduce_value(b, p, io, param_off);
-    pf_sb_printf(b,
-                 "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
-                 "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
-                 "    __shared__ double sh[8][%d * 4];\n    {\n"
-                 "        double v[%d * 4];\n#pragma unroll\n"
-                 "        for (int k = 0; k < %d * 4; k++)\n            v[k] = s[k / 4][k %% 4];\n"
-                 "        int k;\n        const double t = pf_warp_sums(v, threadIdx.y & 31, &k);\n"
-                 "        if (!(threadIdx.y & (32 / (%d * 4) - 1)))\n"
-                 "            sh[threadIdx.y >> 5][k] = t;\n    }\n"
-                 "    __syncthreads();\n"
-                 "    const size_t len = (size_t)W * 4, base = (size_t)x * 4;\n"
-                 "    const int n = min(%d, W - x) * 4;\n"
-                 "    if (threadIdx.y < n) {\n"
-                 "        double v = sh[0][threadIdx.y];\n#pragma unroll\n"
-                 "        for (int r = 1; r < 8; r++)\n            v += sh[r][threadIdx.y];\n"
-                 "        if (table && n_part == 1)\n            table[base + threadIdx.y] = v;\n"
-                 "        else\n"
-                 "            part[(size_t)(chunk0 + blockIdx.y) * len + base + threadIdx.y] = v;\n"
-                 "    }\n    if (n_part == 1)\n        return;\n",
-                 vp, vp, vp, vp, vp);
+    pf_sb_printf(
+        b,
+        "        s[i][0] += (double)r.x, s[i][1] += (double)r.y, s[i][2] += (double)r.z, "
+        "s[i][3] += (double)r.w;\n        }\n        }\n    }\n"
+        "    const int tid = threadIdx.y * 4 + threadIdx.x, warp = tid >> 5;\n"
+        "    __shared__ double sh[8][%d * 4][4];\n    {\n"
+        "        double v[%d * 4];\n#pragma unroll\n"
+        "        for (int k = 0; k < %d * 4; k++)\n            v[k] = s[k / 4][k %% 4];\n"
+        "        int first, dup;\n        pf_lane_sums<%d * 4, 4>(v, tid & 31, &first, &dup);\n"
+        "        if (!(tid & dup))\n#pragma unroll\n"
+        "            for (int i = 0; i < pf_lane_sums_left<%d * 4, 4>(); i++)\n"
+        "                sh[warp][first + i][threadIdx.x] = v[i];\n    }\n"
+        "    __syncthreads();\n"
+        "    const size_t len = (size_t)W * 4, base = (size_t)blockIdx.x * 4 * %d * 4;\n"
+        "    const int n = min(4 * %d, W - (int)blockIdx.x * 4 * %d) * 4;\n"
+        "    if (tid < n) {\n"
+        "        const int px = tid / 4, k = (px %% %d) * 4 + tid %% 4, t = px / %d;\n"
+        "        double v = sh[0][k][t];\n#pragma unroll\n"
+        "        for (int r = 1; r < 8; r++)\n            v += sh[r][k][t];\n"
+        "        if (table && n_part == 1)\n            table[base + tid] = v;\n"
+        "        else\n"
+        "            part[(size_t)(chunk0 + blockIdx.y) * len + base + tid] = v;\n"
+        "    }\n    if (n_part == 1)\n        return;\n",
+        vp, vp, vp, vp, vp, vp, vp, vp, vp, vp);
     emit_reduce_combine(b, "blockIdx.x", "gridDim.y",
                         "if (e >= n)\n            break;\n        const size_t j = base + e;",
                         "(size_t)(k0 + q) * len + j");
 }
 
 /* A summing reduce by rows: a block is 256 threads of vp pixels along one row, added by
-   pf_warp_sums (a fixed tree) and then warp by warp, for rows blockIdx.y, + gridDim.y, ...; each
+   pf_lane_sums (a fixed tree) and then warp by warp, for rows blockIdx.y, + gridDim.y, ...; each
    block of a row leaves its partial in its own table of part (the table itself when the
    row takes one block). The blocks of the same rows are a group: its last block adds
    the row blocks' partials. */
@@ -793,9 +797,9 @@ static void emit_rowsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "        if (x + i < W)\n"
         "            s0 += (double)r.x, s1 += (double)r.y, s2 += (double)r.z, s3 += (double)r.w;\n"
         "        }\n    }\n"
-        "    {\n        double v[4] = {s0, s1, s2, s3};\n        int c;\n"
-        "        const double t = pf_warp_sums(v, threadIdx.x & 31, &c);\n"
-        "        if (!(threadIdx.x & 7))\n            sh[threadIdx.x / 32][c] = t;\n    }\n"
+        "    {\n        double v[4] = {s0, s1, s2, s3};\n        int c, dup;\n"
+        "        pf_lane_sums<4, 1>(v, threadIdx.x & 31, &c, &dup);\n"
+        "        if (!(threadIdx.x & dup))\n            sh[threadIdx.x / 32][c] = v[0];\n    }\n"
         "    __syncthreads();\n    if (threadIdx.x < 4) {\n"
         "        double t = sh[0][threadIdx.x];\n"
         "        for (int w = 1; w < 8; w++)\n            t += sh[w][threadIdx.x];\n"
@@ -902,39 +906,46 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
     return b.s;
 }
 
-/* After a failed compile of unit u: each distinct op header compiled alone, after
-   pipefuse/point.h as in the kernel. Those that fail are named in p->errmsg, each with
-   its stage, plugin file and NVRTC's log (which points at the header's own lines).
-   Returns how many failed (0: only their combination fails). */
-static int blame_ops(pf_pipeline *p, int u, int arch)
+/* After a failed compile of unit u: each distinct op header the kernel holds (the
+   unit's, and those of the point units it absorbs or takes as an epilogue; a summing
+   reduce has none of its own) compiled alone, after pipefuse/point.h as in the kernel.
+   Those that fail are named in p->errmsg, each with its stage, plugin file and NVRTC's
+   log (which points at the header's own lines). Returns how many failed (0: only their
+   combination fails). */
+static int blame_ops(pf_pipeline *p, int u, const pf_fuse_unit *io, int arch)
 {
-    const pf_unit *un = &p->plan->units[u];
+    int units[3] = {u, io->reduce || io->stencil ? io->src_unit : -1,
+                    io->stencil ? io->epi_unit : -1};
     int failed = 0;
     size_t o = (size_t)snprintf(p->errmsg, PF_ERRMSG_MAX, "%s: ", p->source);
-    for (int a = 0; a < un->n_nodes; a++) {
-        if (pf_fuse_source_index(p, un, a) != a)
-            continue;
-        const pf_node *n = &p->nodes[un->nodes[a]];
-        pf_sb b = {0};
-        pf_sb_printf(&b, "#include \"pipefuse/point.h\"\n");
-        pf_fuse_emit_op(&b, p, n, a, "pf_op_alone");
-        void *cubin = NULL;
-        size_t size = 0;
-        char *log = NULL;
-        int rc = b.failed ? PF_NO_MEMORY
-                          : pf_nvrtc_compile(b.s, "pf_op_alone", arch, &cubin, &size, &log, NULL);
-        free(cubin);
-        free(b.s);
-        if (rc == PF_STAGE && o < PF_ERRMSG_MAX) {
-            const char *file = n->plugin >= 0 ? p->eng->plugins[n->plugin].path : "?";
-            o += (size_t)snprintf(p->errmsg + o, PF_ERRMSG_MAX - o,
-                                  "%sstage '%s' (op %s of %s): its op header does not compile "
-                                  "with NVRTC:\n%s",
-                                  failed ? "\n" : "", n->id, n->desc->name, file,
-                                  log ? log : "(no log)");
-            failed++;
+    for (int k = 0; k < 3; k++) {
+        const pf_unit *un = units[k] >= 0 ? &p->plan->units[units[k]] : NULL;
+        for (int a = 0; un && a < un->n_nodes; a++) {
+            const pf_node *n = &p->nodes[un->nodes[a]];
+            if (!n->desc->point_source || pf_fuse_source_index(p, un, a) != a)
+                continue;
+            pf_sb b = {0};
+            pf_sb_printf(&b, "#include \"pipefuse/point.h\"\n");
+            pf_fuse_emit_op(&b, p, n, a, "pf_op_alone");
+            void *cubin = NULL;
+            size_t size = 0;
+            char *log = NULL;
+            int rc = b.failed
+                         ? PF_NO_MEMORY
+                         : pf_nvrtc_compile(b.s, "pf_op_alone", arch, &cubin, &size, &log, NULL);
+            free(cubin);
+            free(b.s);
+            if (rc == PF_STAGE && o < PF_ERRMSG_MAX) {
+                const char *file = n->plugin >= 0 ? p->eng->plugins[n->plugin].path : "?";
+                o += (size_t)snprintf(p->errmsg + o, PF_ERRMSG_MAX - o,
+                                      "%sstage '%s' (op %s of %s): its op header does not "
+                                      "compile with NVRTC:\n%s",
+                                      failed ? "\n" : "", n->id, n->desc->name, file,
+                                      log ? log : "(no log)");
+                failed++;
+            }
+            free(log);
         }
-        free(log);
     }
     return failed;
 }
@@ -987,7 +998,7 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
         p->stats.kernel_cache_hits++;
     else if (rc == PF_OK)
         p->stats.kernel_compiles++;
-    if (rc == PF_STAGE && blame_ops(p, u, arch) > 0) {
+    if (rc == PF_STAGE && blame_ops(p, u, io, arch) > 0) {
         /* the message names the ops that fail alone */
     } else if (rc == PF_STAGE) {
         /* Keep the source where the user can read it next to NVRTC's message. */

@@ -211,19 +211,29 @@ static __device__ __forceinline__ void pf_store_chunk(const pf_frame_desc &d, in
     }
 }
 
-/* The sums over a warp's 32 lanes of each of NV doubles v[0..NV) (NV a power of two, at
-   most 32), for a summing reduce: in each of the first log2(NV) steps a lane keeps half
-   of its values and adds its partner's sums of that half (partners `o` lanes apart), so
-   a value crosses lanes once a step where a shuffle per value per step (5 NV) did it
-   before; then the one value left adds over the remaining lanes. Lane `lane` returns
-   the sum of value *which; the lanes whose bits below 32 / NV are 0 hold every value
-   once. The additions and their order are fixed: the same result every run. */
-template <int NV>
-static __device__ __forceinline__ double pf_warp_sums(double (&v)[NV], int lane, int *which)
+/* The sums of each of NV doubles v[0..NV) (NV a power of two, at most 32) over the
+   lanes of a warp that share their bits below LO (a power of two: lanes LO apart hold
+   the same quantities), for a summing reduce. In each of the first steps a lane keeps
+   half of its values and adds its partner's sums of that half (partners `o` lanes
+   apart, o = 16, 8, ... down to LO), so a value crosses lanes once a step, where a
+   shuffle per value per step (5 NV) did it before; once one value is left, it adds over
+   the remaining offsets. The lane then holds in v[0..pf_lane_sums_left<NV, LO>()) the
+   sums of values *first, *first + 1, ...; the lanes with no bit of *dup set hold every
+   sum once. The additions and their order are fixed: the same result every run. */
+template <int NV, int LO> static __host__ __device__ constexpr int pf_lane_sums_left()
+{
+    int m = NV;
+    for (int o = 16; m > 1 && o >= LO; o >>= 1)
+        m >>= 1;
+    return m;
+}
+
+template <int NV, int LO>
+static __device__ __forceinline__ void pf_lane_sums(double (&v)[NV], int lane, int *first, int *dup)
 {
     int idx = 0, o = 16;
 #pragma unroll
-    for (int m = NV; m > 1; m >>= 1, o >>= 1) {
+    for (int m = NV; m > 1 && o >= LO; m >>= 1, o >>= 1) {
         const bool up = (lane & o) != 0;
 #pragma unroll
         for (int i = 0; i < m / 2; i++) {
@@ -233,12 +243,11 @@ static __device__ __forceinline__ double pf_warp_sums(double (&v)[NV], int lane,
         }
         idx += up ? m / 2 : 0;
     }
-    double s = v[0];
+    *dup = o >= LO ? (2 * o - 1) & ~(LO - 1) : 0;
 #pragma unroll
-    for (; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-    *which = idx;
-    return s;
+    for (; o >= LO; o >>= 1)
+        v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+    *first = idx;
 }
 
 /* Each op's result passes through here: an empty asm that NVVM cannot see through, so

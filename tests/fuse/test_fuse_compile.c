@@ -123,6 +123,26 @@ int main(void)
                !strstr(err, "warm") && strstr(err, "undefined_symbol") &&
                strstr(err, "op header of stage broken_scale(4): error"),
            "message: %s", err);
+    /* The same op run inside a summing reduce's kernel and a stencil's tile (a prologue,
+       and an epilogue reading the stencil): the error names it, where it used to look
+       for an op header of the reduce stage itself and crash. */
+    static const char *const hosts[] = {
+        "{\"id\":\"t\",\"op\":\"colsum\",\"inputs\":[\"bad\"]}],\"outputs\":{\"o\":\"t\"}}",
+        "{\"id\":\"t\",\"op\":\"rowsum\",\"inputs\":[\"bad\"]}],\"outputs\":{\"o\":\"t\"}}",
+        "{\"id\":\"t\",\"op\":\"sobel\",\"inputs\":[\"bad\"]}],\"outputs\":{\"o\":\"t\"}}",
+        "{\"id\":\"t\",\"op\":\"sobel\",\"inputs\":[\"a\"]},{\"id\":\"bad2\",\"op\":"
+        "\"broken_scale\",\"inputs\":[\"t\"]}],\"outputs\":{\"o\":\"bad2\"}}"};
+    for (int h = 0; h < 4; h++) {
+        char json[1024], other[4096];
+        snprintf(json, sizeof json,
+                 "{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["
+                 "{\"id\":\"bad\",\"op\":\"broken_scale\",\"inputs\":[\"a\"]},%s",
+                 hosts[h]);
+        int hrc = build(json, "broken_host.json", &n, other, sizeof other);
+        CHECKF(hrc == PF_STAGE, "host %d: status %d: %s", h, hrc, other);
+        CHECKF(strstr(other, "(op broken_scale of ") && strstr(other, "undefined_symbol"),
+               "host %d: message: %s", h, other);
+    }
     const char *src = strstr(err, "source in ");
     if (src) {
         char file[4096];
