@@ -220,6 +220,32 @@ static __device__ __forceinline__ void pf_store_chunk(const pf_frame_desc &d, in
    the remaining offsets. The lane then holds in v[0..pf_lane_sums_left<NV, LO>()) the
    sums of values *first, *first + 1, ...; the lanes with no bit of *dup set hold every
    sum once. The additions and their order are fixed: the same result every run. */
+/* One halving step of pf_lane_sums on the M values left, partners O lanes apart, then
+   the next; a template per step so that every index is a constant and v stays in
+   registers (loops over a step's values were left rolled, and v went to local memory). */
+template <int NV, int M, int O, int LO> struct pf_lane_step {
+    static __device__ __forceinline__ void run(double (&v)[NV], int lane, int &idx, int &dup)
+    {
+        if constexpr (M > 1 && O >= LO) {
+            const bool up = (lane & O) != 0;
+#pragma unroll
+            for (int i = 0; i < M / 2; i++) {
+                const double send = up ? v[i] : v[i + M / 2];
+                const double keep = up ? v[i + M / 2] : v[i];
+                v[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+            }
+            idx += up ? M / 2 : 0;
+            pf_lane_step<NV, M / 2, O / 2, LO>::run(v, lane, idx, dup);
+        } else {
+            dup = O >= LO ? (2 * O - 1) & ~(LO - 1) : 0;
+#pragma unroll
+            for (int o = O; o >= LO && o > 0; o >>= 1)
+                v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+        }
+    }
+};
+
+/* The values a lane holds after pf_lane_sums. */
 template <int NV, int LO> static __host__ __device__ constexpr int pf_lane_sums_left()
 {
     int m = NV;
@@ -231,23 +257,10 @@ template <int NV, int LO> static __host__ __device__ constexpr int pf_lane_sums_
 template <int NV, int LO>
 static __device__ __forceinline__ void pf_lane_sums(double (&v)[NV], int lane, int *first, int *dup)
 {
-    int idx = 0, o = 16;
-#pragma unroll
-    for (int m = NV; m > 1 && o >= LO; m >>= 1, o >>= 1) {
-        const bool up = (lane & o) != 0;
-#pragma unroll
-        for (int i = 0; i < m / 2; i++) {
-            const double send = up ? v[i] : v[i + m / 2];
-            const double keep = up ? v[i + m / 2] : v[i];
-            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
-        }
-        idx += up ? m / 2 : 0;
-    }
-    *dup = o >= LO ? (2 * o - 1) & ~(LO - 1) : 0;
-#pragma unroll
-    for (; o >= LO; o >>= 1)
-        v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+    int idx = 0, d = 0;
+    pf_lane_step<NV, NV, 16, LO>::run(v, lane, idx, d);
     *first = idx;
+    *dup = d;
 }
 
 /* Each op's result passes through here: an empty asm that NVVM cannot see through, so
