@@ -588,8 +588,22 @@ void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
             name, extra);
 }
 
+/* Whether a later member of un reads member a's value. */
+static int read_later(const pf_pipeline *p, const pf_unit *un, int a)
+{
+    for (int c = a + 1; c < un->n_nodes; c++)
+        for (int k = 0; k < p->nodes[un->nodes[c]].n_in; k++)
+            if (p->nodes[un->nodes[c]].in[k] == un->nodes[a])
+                return 1;
+    return 0;
+}
+
 /* Member a of the unit: its inputs (earlier members' values or the unit's loads), its op
-   on its parameters, and its value into the outputs it feeds. */
+   on its parameters, and its value into the outputs it feeds. A value another op of the
+   kernel reads passes through pf_opaque (the NVVM workaround, kernels/fused_rt.h); one
+   only stored or summed does not, so the compiler may fold the last op into the store
+   or the sum (a gray pixel's equal channels converted once). In a stencil's kernel every
+   value does: its tile and epilogue carry values between ops through shared memory. */
 void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, const pf_fuse_unit *io,
                          const size_t *param_off, int a, int ns_base)
 {
@@ -610,13 +624,12 @@ void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, cons
             pf_sb_printf(b, "%sin%d[i]", k ? ", " : "", e);
         }
     }
-    int ns = ns_base + pf_fuse_source_index(p, un, a);
-    pf_sb_printf(
-        b,
-        "};\n        pf_float4 v%d = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
-        "a%d, pos)); // %s\n",
-        a, ns, n->desc->point_fn, ns, n->desc->params_type,
-        param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
+    int ns = ns_base + pf_fuse_source_index(p, un, a), opaque = io->stencil || read_later(p, un, a);
+    pf_sb_printf(b,
+                 "};\n        pf_float4 v%d = %s(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
+                 "a%d, pos)); // %s\n",
+                 a, opaque ? "pf_opaque" : "", ns, n->desc->point_fn, ns, n->desc->params_type,
+                 param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
     for (int k = 0; k < io->n_out; k++)
         if (io->out[k].node == m)
             pf_sb_printf(b, "        out%d[i] = v%d;\n", k, a);

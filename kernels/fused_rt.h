@@ -263,10 +263,12 @@ static __device__ __forceinline__ void pf_lane_sums(double (&v)[NV], int lane, i
     *dup = d;
 }
 
-/* Each op's result passes through here: an empty asm that NVVM cannot see through, so
-   values are not folded across op boundaries (ptxas removes the moves). NVVM of CUDA
-   13.0 otherwise treated a value carried through several inlined ops (the alpha kept by
-   grayscale and difference, then blended with itself) as undefined and stored garbage. */
+/* An op's result that another op of the kernel reads passes through here: an empty asm
+   that NVVM cannot see through, so values are not folded across op boundaries (ptxas
+   removes the moves). NVVM of CUDA 13.0 otherwise treated a value carried through
+   several inlined ops (the alpha kept by grayscale and difference, then blended with
+   itself) as undefined and stored garbage; tests/gpu/test_fused_chains.c runs such
+   chains. A value only stored or summed does not pass here (engine/fuse.c). */
 static __device__ __forceinline__ pf_float4 pf_opaque(pf_float4 v)
 {
     pf_float4 r;
