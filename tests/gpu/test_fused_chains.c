@@ -8,7 +8,10 @@
  * through pf_opaque (kernels/fused_rt.h); a value only stored or summed needs none.
  * These chains carry kept channels (alpha) and one value read twice across several
  * ops, end in a stored value without the barrier, and run in every frame format, with
- * graphs and without, from host and device frames, and into a column sum. Integer
+ * graphs and without, from host and device frames, and into a column sum. They guard
+ * the shapes and the barrier's placement; they did not reproduce the miscompile itself
+ * (on the H200 they also passed with pf_opaque made the identity), so test_gpu_fuzz's
+ * random chains, where it was found, stay the wider net. Integer
  * outputs agree within one code, floats within 1e-5 of their magnitude (at least 1),
  * tables within 1e-6. Exits 77 without a device.
  */
