@@ -296,8 +296,8 @@ static int count_launches(const pf_pipeline *p, const pf_cuda_plan *c)
         const pf_unit *un = &plan->units[u];
         if (c->fused[u] == PF_FUSE_ABSORBED || c->fused[u] == PF_FUSE_EPILOGUE)
             continue; /* its ops run in the reduce or stencil kernel */
+        /* (a summing reduce adds its partial tables in its own kernel) */
         n += (c->fused[u] ? 1 : un->n_nodes) * un->bands;
-        n += c->fused[u] && un->kind == PF_UNIT_REDUCE; /* the partial tables' sum */
     }
     for (int o = 0; o < p->n_outputs; o++)
         n += pf_cu_needs_convert_out(p, c, o);
