@@ -141,17 +141,7 @@ int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int
     void *extra[PF_FUSE_MAX_EXTRA] = {&ra->part,   &ra->rows,  &ra->chunk0,
                                       &ra->n_part, &ra->table, &ra->done};
     unsigned gx, gy, tx, ty;
-    if (io->reduce == PF_REDUCE_SUM_COLUMNS) {
-        /* 4 threads of ppt pixels across, 64 rows; a block per stripe and chunk of rows */
-        tx = 4, ty = 64;
-        gx = (unsigned)((width + 4 * io->ppt - 1) / (4 * io->ppt));
-        gy = (unsigned)((y1 - y0 + ra->rows - 1) / ra->rows);
-    } else {
-        /* 256 threads of ppt pixels along a row; blocks of a row side by side */
-        tx = 256, ty = 1;
-        gx = (unsigned)((width + 256 * io->ppt - 1) / (256 * io->ppt));
-        gy = (unsigned)(y1 - y0 < 65535 ? y1 - y0 : 65535);
-    }
+    pf_fuse_reduce_grid(io, width, y0, y1, ra->rows, &gx, &gy, &tx, &ty);
     return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, extra,
                   PF_FUSE_MAX_EXTRA, gx, gy, tx, ty, stream, err, err_size);
 }

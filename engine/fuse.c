@@ -400,42 +400,6 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
     return n;
 }
 
-int pf_fuse_reduce_rows(int width, int height, int vp, int sm_count)
-{
-    /* Blocks of 4 threads of vp pixels across and 64 rows: as many chunks of rows as
-       make two blocks a multiprocessor, and at most 32 rows a thread. One chunk needs no
-       partial tables: its blocks write the table. */
-    int sms = sm_count > 0 ? sm_count : 1, stripes = (width + 4 * vp - 1) / (4 * vp);
-    int chunks = (2 * sms + stripes - 1) / stripes, tall = (height + 2047) / 2048;
-    chunks = chunks > tall ? chunks : tall;
-    int rows = (height + chunks - 1) / chunks;
-    return rows > 64 ? (rows + 63) / 64 * 64 : rows;
-}
-
-int pf_fuse_reduce_chunks(int reduce, int width, int height, int bands, int sm_count)
-{
-    if (reduce == PF_REDUCE_SUM_ROWS)
-        return (width + 255) / 256; /* the most row blocks: one pixel a thread */
-    int rows = pf_fuse_reduce_rows(width, height, 8, sm_count); /* the most chunks */
-    return (height + rows - 1) / rows + (bands > 0 ? bands : 1);
-}
-
-int pf_fuse_reduce_groups(int reduce, int width, int height)
-{
-    if (reduce == PF_REDUCE_SUM_ROWS)
-        return height < 65535 ? height : 65535; /* a group per block of a column */
-    return width;                               /* a group per stripe of one pixel or more */
-}
-
-int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
-                               int sm_count)
-{
-    if (io->reduce == PF_REDUCE_SUM_ROWS)
-        return (width + 256 * io->ppt - 1) / (256 * io->ppt);
-    int rows = pf_fuse_reduce_rows(width, height, io->ppt, sm_count);
-    return y1 > y0 ? (y1 - y0 + rows - 1) / rows : 0;
-}
-
 int pf_fuse_ppt(int width, int height, int sm_count)
 {
     double px = (double)width * height, want = (double)(sm_count > 0 ? sm_count : 1) * 2048.0;

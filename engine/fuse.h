@@ -124,6 +124,9 @@ int pf_fuse_reduce_groups(int reduce, int width, int height);
 /* Partial tables one band [y0, y1) writes (columns), or the row-block count (rows). */
 int pf_fuse_reduce_band_chunks(const pf_fuse_unit *io, int width, int height, int y0, int y1,
                                int sm_count);
+/* The launch of band [y0, y1): a grid of gx x gy blocks of tx x ty threads. */
+void pf_fuse_reduce_grid(const pf_fuse_unit *io, int width, int y0, int y1, int rows, unsigned *gx,
+                         unsigned *gy, unsigned *tx, unsigned *ty);
 
 /* Generated source of a fused kernel named `name` (malloc'd), or NULL (out of memory). */
 char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const size_t *param_off,
