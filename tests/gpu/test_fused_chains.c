@@ -53,34 +53,6 @@ static const char *const cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static double sample(const pf_frame *f, int x, int y, int c)
-{
-    if (f->sample != PF_F32)
-        return pf_test_frame_sample(f, x, y, c);
-    return ((const float *)((const char *)f->data + (size_t)y * f->pitch))[x * f->channels + c];
-}
-
-/* Integer frames within one code; floats within 1e-5 of max(|cpu|, 1), NaN where the CPU
-   has NaN. */
-static int compare(const pf_frame *cpu, const pf_frame *gpu, const char *what, int o)
-{
-    int n = cpu->width * cpu->channels;
-    for (int y = 0; y < cpu->height; y++)
-        for (int i = 0; i < n; i++) {
-            int x = i / cpu->channels, c = i % cpu->channels;
-            double a = sample(cpu, x, y, c), b = sample(gpu, x, y, c);
-            double tol = cpu->sample == PF_F32 ? 1e-5 * fmax(fabs(a), 1.0) : 1.0;
-            if (cpu->sample == PF_F32 && isnan(a) && isnan(b))
-                continue;
-            if (!(fabs(a - b) <= tol)) {
-                CHECKF(0, "%s: output %d (%d, %d) channel %d: gpu %.9g cpu %.9g", what, o, x, y, c,
-                       b, a);
-                return 1;
-            }
-        }
-    return 0;
-}
-
 static void run_case(pf_rng *r, int c, int w, int h, pf_sample s, int ch, int graph, int device)
 {
     char what[256];
@@ -109,7 +81,7 @@ static void run_case(pf_rng *r, int c, int w, int h, pf_sample s, int ch, int gr
         rc = pf_test_run_frame(p, in, n_in, gpu, n_out, device);
         CHECKF(rc == PF_OK, "%s: gpu: %s", what, pf_pipeline_errmsg(p));
         for (int o = 0; o < n_out && rc == PF_OK; o++)
-            if (compare(&cpu[o], &gpu[o], what, o))
+            if (pf_test_frames_close(&cpu[o], &gpu[o], what, o ? "1" : "0"))
                 rc = PF_STAGE; /* reported; the next frames would repeat it */
     }
     pf_stats st = {.size = sizeof st};

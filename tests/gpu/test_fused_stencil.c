@@ -19,7 +19,6 @@
  * CPU and GPU, and a sobel magnifies that), floats to a relative 1e-5 of their magnitude
  * (at least 1). The printed plan must show the fused stencil. Exits 77 without a device.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,34 +124,6 @@ static int run(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *outs, int
     return rc;
 }
 
-/* Integer frames within one code; floats within 1e-5 of max(|cpu|, 1), NaN where the CPU
-   has NaN. */
-static int compare(const pf_frame *cpu, const pf_frame *gpu, const char *what, const char *out)
-{
-    int w = cpu->width, h = cpu->height, n = w * cpu->channels;
-    for (int y = 0; y < h; y++)
-        for (int i = 0; i < n; i++) {
-            double a, b, tol;
-            if (cpu->sample == PF_F32) {
-                a = ((const float *)((const char *)cpu->data + (size_t)y * cpu->pitch))[i];
-                b = ((const float *)((const char *)gpu->data + (size_t)y * gpu->pitch))[i];
-                tol = 1e-5 * fmax(fabs(a), 1.0);
-                if (isnan(a) && isnan(b))
-                    continue;
-            } else {
-                a = pf_test_frame_sample(cpu, i / cpu->channels, y, i % cpu->channels);
-                b = pf_test_frame_sample(gpu, i / cpu->channels, y, i % cpu->channels);
-                tol = 1;
-            }
-            if (!(fabs(a - b) <= tol)) {
-                CHECKF(0, "%s: output %s (%d, %d) channel %d: gpu %.9g cpu %.9g", what, out,
-                       i / cpu->channels, y, i % cpu->channels, b, a);
-                return 1;
-            }
-        }
-    return 0;
-}
-
 static const char *out_name(const pf_pipeline *p, int o)
 {
     pf_output_info info;
@@ -174,7 +145,7 @@ static int run_both(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *cpu,
     if (run(p, in, n_in, gpu, n_out, device, what) != PF_OK)
         return 1;
     for (int o = 0; o < n_out && !bad; o++)
-        bad = compare(&cpu[o], &gpu[o], what, out_name(p, o));
+        bad = pf_test_frames_close(&cpu[o], &gpu[o], what, out_name(p, o));
     return bad;
 }
 
@@ -228,7 +199,7 @@ static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s
         CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
         if (rc == PF_OK && run(p, in, n_in, cpu, n_out, 0, again) == PF_OK)
             for (int o = 0; o < n_out; o++)
-                compare(&cpu[o], &gpu[o], again, out_name(p, o));
+                pf_test_frames_close(&cpu[o], &gpu[o], again, out_name(p, o));
     }
     for (int k = 0; k < n_in; k++)
         free(in[k].data);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* open_memstream */
 #include "gpu_frames.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,4 +90,31 @@ char *pf_test_plan_text(const pf_pipeline *p)
         return NULL;
     }
     return text;
+}
+
+int pf_test_frames_close(const pf_frame *cpu, const pf_frame *gpu, const char *what,
+                         const char *out)
+{
+    int w = cpu->width, h = cpu->height, n = w * cpu->channels;
+    for (int y = 0; y < h; y++)
+        for (int i = 0; i < n; i++) {
+            double a, b, tol;
+            if (cpu->sample == PF_F32) {
+                a = ((const float *)((const char *)cpu->data + (size_t)y * cpu->pitch))[i];
+                b = ((const float *)((const char *)gpu->data + (size_t)y * gpu->pitch))[i];
+                tol = 1e-5 * fmax(fabs(a), 1.0);
+                if (isnan(a) && isnan(b))
+                    continue;
+            } else {
+                a = pf_test_frame_sample(cpu, i / cpu->channels, y, i % cpu->channels);
+                b = pf_test_frame_sample(gpu, i / cpu->channels, y, i % cpu->channels);
+                tol = 1;
+            }
+            if (!(fabs(a - b) <= tol)) {
+                CHECKF(0, "%s: output %s (%d, %d) channel %d: gpu %.9g cpu %.9g", what, out,
+                       i / cpu->channels, y, i % cpu->channels, b, a);
+                return 1;
+            }
+        }
+    return 0;
 }

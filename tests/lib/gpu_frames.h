@@ -18,6 +18,13 @@ pf_frame pf_test_frame_padded(pf_rng *r, int w, int h, pf_sample s, int ch, floa
 int pf_test_run_frame(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *out, int n_out,
                       int device);
 
+/* A GPU run's frame against the CPU executor's: integer samples within one code, floats
+   within 1e-5 of max(|cpu|, 1), NaN where the CPU has NaN. Reports the first sample that
+   is not (CHECKF, naming `what`, output `out`, pixel and channel); returns 1 then, else
+   0. The same shape and format are assumed. */
+int pf_test_frames_close(const pf_frame *cpu, const pf_frame *gpu, const char *what,
+                         const char *out);
+
 /* p's printed plan (pf_pipeline_print_plan) as a malloc'd string; NULL on failure. */
 char *pf_test_plan_text(const pf_pipeline *p);
 
