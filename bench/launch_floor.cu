@@ -12,12 +12,14 @@
 //   graph_wait3:   + the wait: what a pipefuse frame does on the device side
 // for three kernels: "empty" (one block, nothing), "small" (a 256x256 RGBA8 copy, 16-byte
 // loads), and "4k" (a 3840x2160 RGBA8 copy, two 16-byte loads a thread, as
-// bench/copy_bw.cu). Prints one JSON object, microseconds per frame.
+// bench/copy_bw.cu). Prints one JSON object, microseconds per frame. An argument (empty,
+// small or 4k) runs that kernel alone, for a profiler.
 //
 // Build: nvcc -O3 -arch=sm_90 bench/launch_floor.cu -o launch_floor
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -118,7 +120,7 @@ static double gpu_time(const work &w, cudaStream_t st)
     return median(t);
 }
 
-int main()
+int main(int argc, char **argv)
 {
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -143,6 +145,8 @@ int main()
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("{\"device\": \"%s\", \"frames\": %d, \"in_flight\": %d", prop.name, FRAMES, IN_FLIGHT);
     for (const work &w : ws) {
+        if (argc > 1 && strcmp(argv[1], w.name) != 0) /* only the kernel named */
+            continue;
         double g = gpu_time(w, st);
         double l = run_pattern(w, st, 0, 0, 0), le = run_pattern(w, st, 0, 1, 0),
                lw = run_pattern(w, st, 0, 1, 1), gr = run_pattern(w, st, 1, 0, 0),
