@@ -108,16 +108,23 @@ PF_POINT_FN unsigned int pf_float_bits(float v)
 /* ---- Code to float ---------------------------------------------------------------------- */
 
 /* v / d correctly rounded for the integers v in [0, d], d = 255 or 65535, where r is
-   1 / d rounded. q = v * r alone is one ulp off for 126 of the 256 bytes and 512 of the
-   65536 halves (a sample k then sat one ulp away from a parameter written as k / 255);
-   the FMA computes the residual v - q * d exactly and corrects q by it. That this gives
-   the quotient is not a theorem for every divisor; for these two it holds for every v,
-   which tests/stages/test_edges.c checks exhaustively. Three full-rate instructions
-   where an IEEE division on the GPU is a sequence with a slow path. */
-PF_POINT_FN float pf_div_code(float v, float d, float r)
+   1 / d rounded and r_lo the rest, 1 / d - r rounded (pf_code_recip_lo). q = v * r alone
+   is one ulp off for 126 of the 256 bytes and 512 of the 65536 halves (a sample k then
+   sat one ulp away from a parameter written as k / 255); v * (r + r_lo) carries 1 / d to
+   about 48 bits, and the FMA adds the small product v * r_lo to the exact v * r with one
+   rounding. That this gives the quotient is not a theorem for every divisor; for these
+   two it holds for every v, which tests/stages/test_edges.c checks exhaustively. Two
+   full-rate instructions (a multiply and an FMA) where an IEEE division on the GPU is a
+   sequence with a slow path; the form before this one took three. */
+PF_POINT_FN float pf_div_code(float v, float r, float r_lo)
 {
-    float q = pf_mul_rn(v, r);
-    return pf_fma_rn(pf_fma_rn(-q, d, v), r, q);
+    return pf_fma_rn(v, r, pf_mul_rn(v, r_lo));
+}
+
+/* 1 / max - (float)(1 / max), rounded, for max = 255 or 65535 (hexadecimal: exact). */
+PF_POINT_FN float pf_code_recip_lo(float max)
+{
+    return max == 255.0f ? -0x1.fdfdfep-33f : 0x1.0001p-48f;
 }
 
 /* The sample of code v (an integer in [0, max], as a float), max = 255 or 65535:
@@ -127,7 +134,7 @@ PF_POINT_FN float pf_div_code(float v, float d, float r)
 PF_POINT_FN float pf_code_to_float(float v, float max)
 {
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-    return pf_div_code(v, max, 1.0f / max);
+    return pf_div_code(v, 1.0f / max, pf_code_recip_lo(max));
 #else
     return v / max;
 #endif

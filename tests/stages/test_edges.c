@@ -115,8 +115,9 @@ static float float_of(unsigned int u)
     return v;
 }
 
-/* Code to float, every u8 and u16 code: the CPU's division, the GPU's FMA-corrected
-   product (pf_div_code) and the IEEE quotient are one float. */
+/* Code to float, every u8 and u16 code: the CPU's division, the GPU's two-part
+   reciprocal product (pf_div_code) and the IEEE quotient are one float; and the low part
+   is 1 / d - r as the double quotient gives it. */
 static void test_forms_load(void)
 {
     for (int s = 0; s < 2; s++) {
@@ -124,13 +125,17 @@ static void test_forms_load(void)
         long bad = 0, plain = 0;
         for (long k = 0; k <= (long)d; k++) {
             volatile float exact = (float)k / d;
-            float cpu = pf_code_to_float((float)k, d), gpu = pf_div_code((float)k, d, 1.0f / d);
+            float cpu = pf_code_to_float((float)k, d),
+                  gpu = pf_div_code((float)k, 1.0f / d, pf_code_recip_lo(d));
             if ((bits_of(cpu) != bits_of(exact) || bits_of(gpu) != bits_of(exact)) && bad++ < 3)
                 fprintf(stderr, "code %ld / %g: cpu %a, gpu %a, quotient %a\n", k, d, cpu, gpu,
                         exact);
             plain += (float)k * (1.0f / d) != exact;
         }
         CHECKF(bad == 0, "/%g: %ld codes where the CPU and GPU forms are not the quotient", d, bad);
+        float lo = (float)(1.0 / (double)d - (double)(1.0f / d));
+        CHECKF(bits_of(lo) == bits_of(pf_code_recip_lo(d)), "/%g: low part %a, the quotient's %a",
+               d, pf_code_recip_lo(d), lo);
         /* the reason for the correction: the plain product is off for some codes */
         CHECKF(plain > 0, "/%g: the plain reciprocal product was exact for every code", d);
     }
