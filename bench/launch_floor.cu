@@ -29,7 +29,7 @@
     do {                                                                                           \
         cudaError_t e_ = (x);                                                                      \
         if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "launch_floor: %s: %s (line %d)\n", #x, cudaGetErrorString(e_),      \
+            fprintf(stderr, "launch_floor: %s: %s (line %d)\n", #x, cudaGetErrorString(e_),        \
                     __LINE__);                                                                     \
             exit(1);                                                                               \
         }                                                                                          \
