@@ -86,13 +86,13 @@ void pf_fuse_unload(void *module)
 
 /* A fused kernel's launch on a gx x gy grid of tx x ty blocks; its first six arguments
    are every fused kernel's (parameters, descriptors, W, H, y0, y1), then `extra`. */
-static int launch(void *function, const pf_fuse_unit *io, const void *host_params,
-                  const void *dev_params, const void *desc, int width, int height, int y0, int y1,
-                  void **extra, int n_extra, unsigned gx, unsigned gy, unsigned tx, unsigned ty,
-                  void *stream, char *err, size_t err_size)
+static int launch(void *function, const pf_fuse_unit *io, const pf_fuse_args *a, int width,
+                  int height, int y0, int y1, void **extra, int n_extra, unsigned gx, unsigned gy,
+                  unsigned tx, unsigned ty, void *stream, char *err, size_t err_size)
 {
-    void *args[6 + PF_FUSE_MAX_EXTRA] = {io->param_arg ? (void *)host_params : (void *)&dev_params,
-                                         (void *)&desc,
+    void *args[6 + PF_FUSE_MAX_EXTRA] = {io->param_arg ? (void *)a->host_params
+                                                       : (void *)&a->dev_params,
+                                         io->desc_arg ? (void *)a->host_desc : (void *)&a->dev_desc,
                                          &width,
                                          &height,
                                          &y0,
@@ -109,8 +109,7 @@ static int launch(void *function, const pf_fuse_unit *io, const void *host_param
 }
 
 int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
-                   const void *host_params, const void *dev_params, const void *desc, void *stream,
-                   char *err, size_t err_size)
+                   const pf_fuse_args *a, void *stream, char *err, size_t err_size)
 {
     if (y1 <= y0)
         return PF_OK;
@@ -128,13 +127,13 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
                  y1 - y0, 65535u * ty);
         return PF_UNSUPPORTED;
     }
-    return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, NULL, 0, gx,
-                  gy, tx, ty, stream, err, err_size);
+    return launch(function, io, a, width, height, y0, y1, NULL, 0, gx, gy, tx, ty, stream, err,
+                  err_size);
 }
 
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
-                          int y1, const void *host_params, const void *dev_params, const void *desc,
-                          pf_reduce_args *ra, void *stream, char *err, size_t err_size)
+                          int y1, const pf_fuse_args *a, pf_reduce_args *ra, void *stream,
+                          char *err, size_t err_size)
 {
     if (y1 <= y0)
         return PF_OK;
@@ -142,8 +141,8 @@ int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int
                                       &ra->n_part, &ra->table, &ra->done};
     unsigned gx, gy, tx, ty;
     pf_fuse_reduce_grid(io, width, y0, y1, ra->rows, &gx, &gy, &tx, &ty);
-    return launch(function, io, host_params, dev_params, desc, width, height, y0, y1, extra,
-                  PF_FUSE_MAX_EXTRA, gx, gy, tx, ty, stream, err, err_size);
+    return launch(function, io, a, width, height, y0, y1, extra, PF_FUSE_MAX_EXTRA, gx, gy, tx, ty,
+                  stream, err, err_size);
 }
 
 int pf_fuse_node_function(void *node, void **function)
@@ -162,27 +161,29 @@ int pf_fuse_node_function(void *node, void **function)
     return PF_OK;
 }
 
-int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
-                            char *err, size_t err_size)
+int pf_fuse_node_set_args(void *exec, void *node, const pf_fuse_unit *io, const pf_fuse_args *a,
+                          char *err, size_t err_size)
 {
     CUDA_KERNEL_NODE_PARAMS kp;
     memset(&kp, 0, sizeof kp);
     CUresult r = drv.node_get((CUgraphNode)node, &kp);
     if (r == CUDA_SUCCESS) {
-        /* The node's own argument list, with the parameter span replaced: 6 arguments,
-           and a reduce's own (pf_fuse_launch, pf_fuse_launch_reduce). */
+        /* The node's own argument list, with the by-value arguments replaced: 6
+           arguments, and a reduce's own (pf_fuse_launch, pf_fuse_launch_reduce). */
         void *args[6 + PF_FUSE_MAX_EXTRA];
         int n = io->reduce ? 6 + PF_FUSE_MAX_EXTRA : 6;
         for (int i = 0; i < n; i++)
             args[i] = kp.kernelParams[i];
-        args[0] = (void *)host_params;
+        if (io->param_arg)
+            args[0] = (void *)a->host_params;
+        if (io->desc_arg)
+            args[1] = (void *)a->host_desc;
         kp.kernelParams = args;
         kp.extra = NULL;
         r = drv.exec_node_set((CUgraphExec)exec, (CUgraphNode)node, &kp);
     }
     if (r != CUDA_SUCCESS) {
-        snprintf(err, err_size, "updating a fused kernel's parameters in the graph: %s",
-                 drv_err(r));
+        snprintf(err, err_size, "updating a fused kernel's arguments in the graph: %s", drv_err(r));
         return PF_CUDA;
     }
     return PF_OK;
@@ -198,8 +199,7 @@ int pf_fuse_load(const void *cubin, const char *name, void **module, void **func
 }
 void pf_fuse_unload(void *module) {}
 int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
-                   const void *host_params, const void *dev_params, const void *desc, void *stream,
-                   char *err, size_t err_size)
+                   const pf_fuse_args *a, void *stream, char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
 }
@@ -209,13 +209,13 @@ int pf_fuse_node_function(void *node, void **function)
     return PF_UNSUPPORTED;
 }
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
-                          int y1, const void *host_params, const void *dev_params, const void *desc,
-                          pf_reduce_args *ra, void *stream, char *err, size_t err_size)
+                          int y1, const pf_fuse_args *a, pf_reduce_args *ra, void *stream,
+                          char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
 }
-int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
-                            char *err, size_t err_size)
+int pf_fuse_node_set_args(void *exec, void *node, const pf_fuse_unit *io, const pf_fuse_args *a,
+                          char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
 }

@@ -10,18 +10,25 @@
 int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
                  size_t err_size);
 void pf_fuse_unload(void *module);
-/* One launch of a fused kernel over rows [y0, y1): its parameters from host_params (the
-   unit's span of the pinned block, copied into the launch: io->param_arg) or as the
-   pointer dev_params (the whole device block), its frame descriptors at desc. */
+/* Where a fused kernel's first two arguments come from: its parameters from host_params
+   (the unit's span of the pinned block, copied into the launch: io->param_arg) or as the
+   pointer dev_params (the whole device block); its frame descriptors from host_desc
+   (the unit's in the pinned block, copied into the launch: io->desc_arg) or as the
+   pointer dev_desc (the same in the device block). */
+typedef struct pf_fuse_args {
+    const void *host_params, *dev_params;
+    const void *host_desc, *dev_desc;
+} pf_fuse_args;
+/* One launch of a fused kernel over rows [y0, y1). */
 int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
-                   const void *host_params, const void *dev_params, const void *desc, void *stream,
-                   char *err, size_t err_size);
+                   const pf_fuse_args *a, void *stream, char *err, size_t err_size);
 /* In an instantiated graph: the fused kernel a kernel node of its graph launches
-   (*function, NULL for other nodes), and a new parameter span for such a node of a
-   by-value unit, its other arguments kept. Both take CUgraphNode / CUgraphExec. */
+   (*function, NULL for other nodes), and new by-value arguments for such a node (the
+   parameter span where io->param_arg, the descriptors where io->desc_arg), its other
+   arguments kept. Both take CUgraphNode / CUgraphExec. */
 int pf_fuse_node_function(void *node, void **function);
-int pf_fuse_node_set_params(void *exec, void *node, const pf_fuse_unit *io, const void *host_params,
-                            char *err, size_t err_size);
+int pf_fuse_node_set_args(void *exec, void *node, const pf_fuse_unit *io, const pf_fuse_args *a,
+                          char *err, size_t err_size);
 #define PF_FUSE_MAX_EXTRA 6 /* arguments of a reduce kernel after every fused kernel's six */
 
 /* A summing reduce kernel's own arguments: its partial tables (part, table k at
@@ -36,7 +43,7 @@ typedef struct pf_reduce_args {
 } pf_reduce_args;
 /* Band [y0, y1) of a summing reduce kernel (io->reduce). */
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
-                          int y1, const void *host_params, const void *dev_params, const void *desc,
-                          pf_reduce_args *ra, void *stream, char *err, size_t err_size);
+                          int y1, const pf_fuse_args *a, pf_reduce_args *ra, void *stream,
+                          char *err, size_t err_size);
 
 #endif

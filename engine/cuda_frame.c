@@ -55,6 +55,16 @@ static int timed(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStre
    adds its group's entries into the table's place in the pinned pool (mapped), by
    columns in the last band, by rows in every band (a band's rows are all its own). One
    launch a band; only the table crosses to the host, and no copy follows. */
+/* Fused unit u's parameters and descriptors in the slot: the pinned block's, for the
+   by-value arguments, and the device block's. */
+static pf_fuse_args fuse_args(const pf_cuda_plan *c, const cuda_slot *sl, int u)
+{
+    size_t desc = c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u];
+    pf_fuse_args a = {sl->host + c->params_off + c->fio[u].param_lo, sl->dev + c->params_off,
+                      sl->host + desc, sl->dev + desc};
+    return a;
+}
+
 static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
 {
     const pf_plan *plan = p->plan;
@@ -76,6 +86,7 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
                          NULL,
                          (unsigned int *)(sl->dev + c->done_off[node])};
     double *table = (double *)(sl->host + c->partial_host_off[node]);
+    pf_fuse_args fa = fuse_args(c, sl, u);
     char err[512];
     nvtxRangePushA(p->nodes[node].id);
     for (int b = 0; b < bands && rc == PF_OK; b++) {
@@ -84,11 +95,8 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
         ra.table = !cols || b == bands - 1 ? table : NULL;
         rc = timed(p, c, sl, u, st, 1);
         if (rc == PF_OK)
-            rc = pf_fuse_launch_reduce(
-                k->function, io, w, h, y0, y1, sl->host + c->params_off + io->param_lo,
-                sl->dev + c->params_off,
-                sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u], &ra, st, err,
-                sizeof err);
+            rc =
+                pf_fuse_launch_reduce(k->function, io, w, h, y0, y1, &fa, &ra, st, err, sizeof err);
         if (rc == PF_OK)
             rc = timed(p, c, sl, u, st, 0);
         else
@@ -115,6 +123,7 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
         return run_reduce_kernel(p, c, sl, u, st);
     if (c->fused[u]) {
         const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
+        pf_fuse_args fa = fuse_args(c, sl, u);
         char err[512];
         nvtxRangePushA(un->ids[0]);
         int rc = PF_OK;
@@ -124,10 +133,7 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
             rc = timed(p, c, sl, u, st, 1);
             if (rc == PF_OK)
                 rc = pf_fuse_launch(k->function, &c->fio[u], un->shape.width, un->shape.height, y0,
-                                    y1, sl->host + c->params_off + c->fio[u].param_lo,
-                                    sl->dev + c->params_off,
-                                    sl->dev + c->desc_off + sizeof(pf_frame_desc) * c->fio_off[u],
-                                    st, err, sizeof err);
+                                    y1, &fa, st, err, sizeof err);
             if (rc == PF_OK)
                 rc = timed(p, c, sl, u, st, 0);
             else
@@ -194,13 +200,15 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
    to the device when they differ from what its device block holds, on st ahead of the
    frame's kernels. A frame whose parameters and frame addresses did not change copies
    nothing; the copy is not part of the graph, so a change needs no re-capture either.
+   Descriptors count only where something reads them there (c->desc_on_device): fused
+   kernels take theirs by value, so frames whose buffers change copy nothing either.
    The slot's previous frame was waited for, so nothing still reads the block. */
 int pf_cu_upload_params(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t st)
 {
     size_t desc_bytes = sizeof(pf_frame_desc) * c->desc_count;
     const unsigned char *h_desc = sl->host + c->desc_off;
     if (sl->dev_valid && sl->dev_param_version == sl->param_version &&
-        memcmp(sl->dev_desc, h_desc, desc_bytes) == 0)
+        (!c->desc_on_device || memcmp(sl->dev_desc, h_desc, desc_bytes) == 0))
         return PF_OK;
     sl->dev_valid = 0;
     CU(p, cudaMemcpyAsync(sl->dev + c->params_off, sl->host + c->params_off,
@@ -254,7 +262,7 @@ int pf_cu_record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cud
 }
 
 /* The kernel nodes of a captured graph that launch a fused unit taking its parameters
-   by value, into sl->pnodes[device] with their units. */
+   or its descriptors by value, into sl->pnodes[device] with their units. */
 static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device,
                             cudaGraph_t graph)
 {
@@ -263,7 +271,7 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
     CU(p, cudaGraphGetNodes(graph, NULL, &n));
     int any = 0;
     for (int u = 0; u < c->n_units && !any; u++)
-        any = c->fused[u] == PF_FUSE_KERNEL && c->fio[u].param_arg;
+        any = c->fused[u] == PF_FUSE_KERNEL && (c->fio[u].param_arg || c->fio[u].desc_arg);
     if (n == 0 || !any)
         return PF_OK;
     cudaGraphNode_t *nodes = malloc(sizeof(cudaGraphNode_t) * n);
@@ -287,7 +295,7 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
             return PF_CUDA;
         }
         for (int u = 0; fn && u < c->n_units; u++) {
-            if (c->fused[u] != PF_FUSE_KERNEL || !c->fio[u].param_arg ||
+            if (c->fused[u] != PF_FUSE_KERNEL || !(c->fio[u].param_arg || c->fio[u].desc_arg) ||
                 c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]].function != fn)
                 continue;
             keep[sl->n_pnodes[device]] = nodes[i];
@@ -301,23 +309,31 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
     return PF_OK;
 }
 
-/* Brings the by-value parameters of sl->exec[device]'s fused kernel nodes to the slot's
-   pinned parameter block, after a parameter changed: no capture, no instantiation. */
+/* Brings the by-value arguments of sl->exec[device]'s fused kernel nodes to the slot's
+   pinned block, after a parameter changed or a frame's buffers did: no capture, no
+   instantiation, no copy to the device. */
 int pf_cu_update_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
 {
-    if (sl->exec_param_version[device] == sl->param_version)
+    size_t desc_bytes = sizeof(pf_frame_desc) * c->desc_count;
+    const unsigned char *h_desc = sl->host + c->desc_off;
+    int params = sl->exec_param_version[device] != sl->param_version;
+    if (!params && memcmp(sl->exec_desc[device], h_desc, desc_bytes) == 0)
         return PF_OK;
     for (int i = 0; i < sl->n_pnodes[device]; i++) {
-        const pf_fuse_unit *io = &c->fio[sl->pnode_unit[device][i]];
+        int u = sl->pnode_unit[device][i];
+        if (!params && !c->fio[u].desc_arg)
+            continue; /* its descriptors are read from the device block */
+        pf_fuse_args fa = fuse_args(c, sl, u);
         char err[512];
-        if (pf_fuse_node_set_params(sl->exec[device], sl->pnodes[device][i], io,
-                                    sl->host + c->params_off + io->param_lo, err,
-                                    sizeof err) != PF_OK) {
+        if (pf_fuse_node_set_args(sl->exec[device], sl->pnodes[device][i], &c->fio[u], &fa, err,
+                                  sizeof err) != PF_OK) {
             pf_errf(p->errmsg, "%s: %s", p->source, err);
             return PF_CUDA;
         }
+        p->stats.graph_node_updates++;
     }
     sl->exec_param_version[device] = sl->param_version;
+    memcpy(sl->exec_desc[device], h_desc, desc_bytes);
     return PF_OK;
 }
 
@@ -375,6 +391,7 @@ int pf_cu_capture(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device)
         return pf_cu_fail(p, err, "cudaGraphInstantiate", __FILE__, __LINE__);
     }
     sl->exec_param_version[device] = sl->param_version; /* captured with these */
+    memcpy(sl->exec_desc[device], sl->host + c->desc_off, sizeof(pf_frame_desc) * c->desc_count);
     return PF_OK;
 }
 

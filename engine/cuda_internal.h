@@ -57,12 +57,14 @@ typedef struct cuda_slot {
     unsigned char *host;     /* pinned pool */
     cudaGraphExec_t exec[2]; /* host mode, device mode */
     cudaGraph_t graph[2];    /* what exec[m] was instantiated from: names its nodes */
-    /* Per mode: the kernel nodes of fused units that take their parameters by value,
-       their units, and the parameter version their arguments hold. */
+    /* Per mode: the kernel nodes of fused units that take their parameters or
+       descriptors by value, their units, the parameter version and the descriptors
+       (desc_count of them) their arguments hold. */
     cudaGraphNode_t *pnodes[2];
     int *pnode_unit[2];
     int n_pnodes[2];
     unsigned long exec_param_version[2];
+    unsigned char *exec_desc[2];
     unsigned char *key[2];       /* the frame formats each exec was captured for (io_fmt) */
     int busy;                    /* holds a frame not yet waited for */
     unsigned long param_version; /* of the params in this slot's pinned block */
@@ -112,7 +114,8 @@ struct pf_cuda_plan {
     size_t *param_off;              /* per node: in the parameter block */
     size_t params_off, params_size; /* device block; the same offset in the pinned pool */
     size_t desc_count;              /* frame descriptors: inputs, outputs, then fused units' IO */
-    size_t desc_off; /* device frame descriptors (inputs, then outputs); pinned too */
+    size_t desc_off;    /* device frame descriptors (inputs, then outputs); pinned too */
+    int desc_on_device; /* a kernel reads descriptors from the device block (not by value) */
     size_t *in_dev_off, *in_host_off, *in_bytes;    /* per input: native staging */
     size_t *out_dev_off, *out_host_off, *out_bytes; /* per output */
     size_t *scratch_off;                            /* per unit */

@@ -344,6 +344,8 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
             cudaEventDestroy(sl->comp_done);
         free(sl->direct_out);
         free(sl->dev_desc);
+        free(sl->exec_desc[0]);
+        free(sl->exec_desc[1]);
         for (int k = 0; sl->tev && k < 2 * c->max_timed; k++)
             if (sl->tev[k])
                 cudaEventDestroy(sl->tev[k]);
@@ -387,8 +389,10 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     sl->out = calloc((size_t)p->n_outputs + 1, sizeof(pf_frame *));
     sl->direct_out = calloc((size_t)p->n_outputs + 1, 1);
     sl->dev_desc = malloc(sizeof(pf_frame_desc) * c->desc_count + 1);
+    sl->exec_desc[0] = calloc(c->desc_count + 1, sizeof(pf_frame_desc));
+    sl->exec_desc[1] = calloc(c->desc_count + 1, sizeof(pf_frame_desc));
     if (!sl->streams || !sl->joined || !sl->unit_done || !sl->key[0] || !sl->key[1] || !sl->out ||
-        !sl->direct_out || !sl->dev_desc)
+        !sl->direct_out || !sl->dev_desc || !sl->exec_desc[0] || !sl->exec_desc[1])
         return PF_NO_MEMORY;
     sl->unit_done[nu] = (cudaEvent_t)-1; /* end marker for pf_cuda_plan_free */
     for (int k = 0; k < c->n_streams; k++) {
@@ -480,6 +484,15 @@ static int decide_fusion(pf_pipeline *p, pf_cuda_plan *c)
         if (c->fused[u] == PF_FUSE_KERNEL &&
             pf_fuse_unit_io(p, u, c->f4, c->in_fmt, c->out_fmt, &c->fio[u]) != 0)
             return PF_UNSUPPORTED; /* cannot happen: decided above */
+    /* Who reads frame descriptors from the device block: the conversions of inputs and
+       outputs, and fused kernels whose arguments had no room for them. */
+    c->desc_on_device = 0;
+    for (int i = 0; i < p->n_inputs; i++)
+        c->desc_on_device |= c->f4[i] != 0;
+    for (int o = 0; o < p->n_outputs; o++)
+        c->desc_on_device |= pf_cu_needs_convert_out(p, c, o);
+    for (int u = 0; u < nu; u++)
+        c->desc_on_device |= c->fused[u] == PF_FUSE_KERNEL && !c->fio[u].desc_arg;
     return PF_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../kernels/frame_desc.h"
 #include "fuse.h"
 #include "fuse_gen.h"
 #include "nvrtc.h"
@@ -139,8 +140,8 @@ static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in
     return 0;
 }
 
-int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
-                    const int *out_fmt, pf_fuse_unit *io)
+static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
+                   const int *out_fmt, pf_fuse_unit *io)
 {
     const pf_unit *un = &p->plan->units[u];
     io->n_in = io->n_out = 0;
@@ -181,6 +182,20 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
     for (int a = 0; a < un->n_nodes; a++)
         if (add_stores(p, un->nodes[a], f4, out_fmt, io) != 0)
             return -1;
+    return 0;
+}
+
+int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fmt,
+                    const int *out_fmt, pf_fuse_unit *io)
+{
+    if (unit_io(p, u, f4, in_fmt, out_fmt, io) != 0)
+        return -1;
+    /* every argument: parameters (or their pointer), descriptors, W, H, y0, y1, and a
+       summing reduce's six */
+    size_t bytes = (io->param_arg ? io->param_bytes : 8) +
+                   sizeof(pf_frame_desc) * (size_t)(io->n_in + io->n_out) + 16 +
+                   (io->reduce ? 48 : 0);
+    io->desc_arg = bytes <= PF_FUSE_ARG_BYTES_MAX;
     return 0;
 }
 
@@ -535,21 +550,27 @@ void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
                               "   double *__restrict__ table, unsigned int *__restrict__ done"
                             : "";
     if (io->param_arg)
-        pf_sb_printf(
-            b,
-            "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n"
-            "extern \"C\" __global__ void __launch_bounds__(256)\n"
-            "%s(const __grid_constant__ %s_params PB, const pf_frame_desc *__restrict__ io,\n"
-            "   int W, int H, int y0, int y1%s)\n{\n"
-            "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
-            name, io->param_bytes, name, name, extra, io->param_lo);
+        pf_sb_printf(b, "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n", name,
+                     io->param_bytes);
+    if (io->desc_arg)
+        pf_sb_printf(b, "struct __align__(8) %s_io {\n    pf_frame_desc d[%d];\n};\n", name,
+                     io->n_in + io->n_out);
+    pf_sb_printf(b, "extern \"C\" __global__ void __launch_bounds__(256)\n%s(", name);
+    if (io->param_arg)
+        pf_sb_printf(b, "const __grid_constant__ %s_params PB", name);
     else
+        pf_sb_printf(b, "const unsigned char *__restrict__ P");
+    if (io->desc_arg)
+        pf_sb_printf(b, ", const __grid_constant__ %s_io IOB", name);
+    else
+        pf_sb_printf(b, ", const pf_frame_desc *__restrict__ io");
+    pf_sb_printf(b, ",\n   int W, int H, int y0, int y1%s)\n{\n", extra);
+    if (io->param_arg)
         pf_sb_printf(
-            b,
-            "extern \"C\" __global__ void __launch_bounds__(256)\n"
-            "%s(const unsigned char *__restrict__ P, const pf_frame_desc *__restrict__ io,\n"
-            "   int W, int H, int y0, int y1%s)\n{\n",
-            name, extra);
+            b, "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
+            io->param_lo);
+    if (io->desc_arg)
+        pf_sb_printf(b, "    const pf_frame_desc *io = IOB.d; /* by value: the constant bank */\n");
 }
 
 /* Whether a later member of un reads member a's value. */

@@ -29,6 +29,14 @@ typedef struct pf_fuse_io {
    a pointer to the device parameter block instead. */
 #define PF_FUSE_PARAM_ARG_MAX 3968
 
+/* A fused kernel takes its frame descriptors by value too (io->desc_arg), as a second
+   __grid_constant__ argument, when all its arguments fit in this many bytes (4 KB less
+   room for alignment): their fields are then constant-bank operands, where through a
+   pointer each thread's first loads waited on a descriptor load, and a frame whose
+   buffers changed updates the graph's kernel nodes instead of copying descriptors to
+   the device. */
+#define PF_FUSE_ARG_BYTES_MAX 4032
+
 /* pf_fuse_decide's verdict on a unit. NONE: runs its stages' own kernels. KERNEL: one
    generated kernel (a point unit, a reduce declaring a sum, or a stencil declaring its
    per-pixel function). ABSORBED: a point unit whose ops run inside the reduce or stencil
@@ -55,6 +63,9 @@ typedef struct pf_fuse_unit {
        pointer to the whole device block. */
     size_t param_lo, param_bytes;
     int param_arg;
+    /* 1 when the kernel's second argument is its descriptors by value (in[], then out[]:
+       n_in + n_out of them), 0 when it is a pointer to them in the device block. */
+    int desc_arg;
     pf_fuse_io in[PF_MAX_FUSED_IO], out[PF_MAX_FUSED_IO];
 } pf_fuse_unit;
 

@@ -3,6 +3,7 @@
  * through code generation and compile with NVRTC for sm_90; a broken op's compile
  * error names the stages, carries NVRTC's log and points at the source. No GPU is
  * needed; skipped (77) only where NVRTC itself is missing. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,7 +22,9 @@ static int build(const char *json, const char *what, int *n, char *err, size_t e
         return -1;
     }
     pf_pipeline_set_option(p, "backend", "cpu");
-    pf_shape s[3] = {{67, 13}, {67, 13}, {67, 13}};
+    pf_shape s[64];
+    for (int i = 0; i < 64; i++)
+        s[i] = (pf_shape){67, 13};
     int rc = pf_pipeline_plan(p, s, pf_pipeline_input_count(p));
     if (rc == PF_OK)
         rc = pf_pipeline_build_kernels(p, 90, dump, n);
@@ -143,6 +146,36 @@ int main(void)
         CHECKF(strstr(other, "(op broken_scale of ") && strstr(other, "undefined_symbol"),
                "host %d: message: %s", h, other);
     }
+    /* Frame descriptors by value where every argument fits in 4 KB with them, else
+       through a pointer: a chain of `difference` stages, each reading a new input and
+       each a pipeline output, so that a kernel has k + 1 inputs and k outputs (40 bytes
+       of descriptor each) and 16 bytes of parameters a stage: 40 stages take 3896 of
+       the 4032 bytes allowed, 45 would take 4376. */
+    dump = pf_test_tmpdir("fuse_compile_io");
+    static const int lens[] = {20, 40, 45};
+    for (int l = 0; l < 3; l++) {
+        char json[8192], lerr[4096], kpath[4200];
+        int k = lens[l];
+        pf_test_difference_chain(json, sizeof json, k);
+        int lrc = build(json, "many_io.json", &n, lerr, sizeof lerr);
+        CHECKF(lrc == PF_OK && n == 1, "%d stages: status %d, %d kernels: %s", k, lrc, n, lerr);
+        snprintf(kpath, sizeof kpath, "%s/pf_fused_u0.cu", dump);
+        size_t size = 0;
+        char *text = pf_test_read_file(kpath, &size);
+        CHECKF(text != NULL, "%d stages: no source at %s", k, kpath);
+        if (!text)
+            continue;
+        static const char io_arg[] = "__grid_constant__ pf_fused_u0_io IOB",
+                          param_arg[] = "__grid_constant__ pf_fused_u0_params PB";
+        int by_value = memmem(text, size, io_arg, sizeof io_arg - 1) != NULL;
+        CHECKF(by_value == (k <= 40), "%d stages: descriptors %s", k,
+               by_value ? "by value" : "through a pointer");
+        CHECKF(memmem(text, size, param_arg, sizeof param_arg - 1) != NULL,
+               "%d stages: parameters not by value", k);
+        free(text);
+        remove(kpath);
+    }
+
     const char *src = strstr(err, "source in ");
     if (src) {
         char file[4096];

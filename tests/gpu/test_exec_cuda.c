@@ -484,6 +484,102 @@ static void test_steady_state(pf_rng *r)
 
 /* Independent branches on several streams give the same bytes as on one stream, and
    graph replay the same bytes as eager launches. */
+/* Frame descriptors reach fused kernels as arguments when they fit (4 KB with the
+   parameters), else through the device block: a chain of `difference` stages, each
+   reading a new input and each a pipeline output (k + 1 inputs, k outputs), with 20
+   stages (by value) and 45 (too many descriptors: a pointer). Device frames whose output
+   buffers change every frame (two sets by turns, of different pitches) give the CPU's
+   bytes in every buffer; by value, a change updates the graph's kernel node and copies
+   nothing to the device; through the pointer, the descriptors are copied. */
+static void test_descriptor_args(pf_rng *r)
+{
+    enum { W = 64, H = 24, KMAX = 45 };
+    static const int lens[] = {20, KMAX};
+    for (int l = 0; l < 2; l++) {
+        int k = lens[l];
+        char json[8192];
+        pf_test_difference_chain(json, sizeof json, k);
+        pf_pipeline *p = NULL;
+        CHECKF(pf_pipeline_load_string(eng, json, "many_io", &p) == PF_OK, "%s",
+               pf_engine_errmsg(eng));
+        if (!p)
+            continue;
+        pf_frame in[KMAX + 1], din[KMAX + 1], ref[KMAX], back = {0}, dout[2][KMAX];
+        for (int i = 0; i <= k; i++) {
+            in[i] = random_frame(r, W, H, PF_U8, 4);
+            din[i] = in[i];
+            CHECK(cudaMalloc(&din[i].data, in[i].pitch * H) == cudaSuccess);
+            CHECK(cudaMemcpy(din[i].data, in[i].data, in[i].pitch * H, cudaMemcpyHostToDevice) ==
+                  cudaSuccess);
+        }
+        for (int i = 0; i < k; i++) {
+            ref[i] = like(&in[0], W, H, PF_U8, 4);
+            for (int b = 0; b < 2; b++) {
+                dout[b][i] = ref[i];
+                dout[b][i].pitch = W * 4 + 64 * b;
+                CHECK(cudaMalloc(&dout[b][i].data, dout[b][i].pitch * H) == cudaSuccess);
+                CHECK(cudaMemset(dout[b][i].data, 0, dout[b][i].pitch * H) == cudaSuccess);
+            }
+        }
+        back = like(&in[0], W, H, PF_U8, 4);
+        CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+        CHECKF(pf_pipeline_run(p, in, k + 1, ref, k) == PF_OK, "%d stages, cpu: %s", k,
+               pf_pipeline_errmsg(p));
+        CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+        cudaStream_t st;
+        CHECK(cudaStreamCreate(&st) == cudaSuccess);
+        pf_stats s0, s1;
+        s0.size = s1.size = sizeof(pf_stats);
+        int ticket = 0, rc = PF_OK;
+        const int frames = 12, warm = 6;
+        for (int f = 0; f < frames && rc == PF_OK; f++) {
+            if (f == warm) { /* every slot has captured its graph */
+                CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+                CHECK(pf_pipeline_stats(p, &s0) == PF_OK);
+            }
+            rc = pf_pipeline_submit_device(p, din, k + 1, dout[f % 2], k, st, &ticket);
+            CHECKF(rc == PF_OK, "%d stages, frame %d: %s", k, f, pf_pipeline_errmsg(p));
+        }
+        CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+        CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+        CHECK(pf_pipeline_stats(p, &s1) == PF_OK);
+        CHECKF(strcmp(s1.backend, "cuda-graph") == 0 && s1.graph_captures == s0.graph_captures,
+               "%d stages: backend %s, %llu captures after the warm-up", k, s1.backend,
+               s1.graph_captures - s0.graph_captures);
+        unsigned long long updates = s1.graph_node_updates - s0.graph_node_updates,
+                           uploads = s1.param_uploads - s0.param_uploads;
+        if (k <= 40)
+            CHECKF(updates >= (unsigned)(frames - warm) && uploads == 0,
+                   "%d stages, descriptors by value: %llu node updates and %llu copies to the "
+                   "device for %d frames of moved buffers",
+                   k, updates, uploads, frames - warm);
+        else
+            CHECKF(updates == 0 && uploads >= (unsigned)(frames - warm),
+                   "%d stages, descriptors through the device: %llu node updates and %llu "
+                   "copies for %d frames of moved buffers",
+                   k, updates, uploads, frames - warm);
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < k; i++) {
+                CHECK(cudaMemcpy2D(back.data, back.pitch, dout[b][i].data, dout[b][i].pitch, W * 4,
+                                   H, cudaMemcpyDeviceToHost) == cudaSuccess);
+                double d = pf_test_frame_diff(&back, &ref[i], NULL, NULL);
+                CHECKF(d <= 1.0, "%d stages: output %d in buffer set %d differs by %g", k, i, b, d);
+            }
+        cudaStreamDestroy(st);
+        for (int i = 0; i <= k; i++) {
+            free(in[i].data);
+            cudaFree(din[i].data);
+        }
+        for (int i = 0; i < k; i++) {
+            free(ref[i].data);
+            cudaFree(dout[0][i].data);
+            cudaFree(dout[1][i].data);
+        }
+        free(back.data);
+        pf_pipeline_destroy(p);
+    }
+}
+
 /* Sample conversion in fused kernels is exact, not merely within a step: float inputs
    around every rounding tie of u8 and u16 outputs (and NaN, infinities, signed zeros,
    huge and tiny values) store the CPU's very bytes, and every u8 and u16 value loads as
@@ -651,6 +747,7 @@ int main(void)
     test_param_modes(&r);
     test_kernel_cache(&r);
     test_streams(&r);
+    test_descriptor_args(&r);
     pf_engine_destroy(eng);
     return pf_test_done("test_exec_cuda");
 }

@@ -316,3 +316,24 @@ void pf_test_store_values(float *v, size_t cap)
     for (size_t i = n; i < cap; i++)
         v[i] = (float)(i % 1000) / 999.0f * 1.2f - 0.1f;
 }
+
+void pf_test_difference_chain(char *json, size_t cap, int k)
+{
+    size_t o = 0;
+#define PUT(...) (o += (size_t)snprintf(json + o, o < cap ? cap - o : 0, __VA_ARGS__))
+    PUT("{\"pipefuse\":1,\"inputs\":[");
+    for (int i = 0; i <= k; i++)
+        PUT("%s\"a%d\"", i ? "," : "", i);
+    PUT("],\"stages\":[");
+    for (int i = 0; i < k; i++) {
+        char prev[16];
+        snprintf(prev, sizeof prev, i ? "s%d" : "a0", i - 1);
+        PUT("%s{\"id\":\"s%d\",\"op\":\"difference\",\"inputs\":[\"%s\",\"a%d\"]}", i ? "," : "", i,
+            prev, i + 1);
+    }
+    PUT("],\"outputs\":{");
+    for (int i = 0; i < k; i++)
+        PUT("%s\"o%d\":\"s%d\"", i ? "," : "", i, i);
+    PUT("}}");
+#undef PUT
+}

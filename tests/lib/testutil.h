@@ -70,6 +70,11 @@ double pf_test_frame_diff(const pf_frame *a, const pf_frame *b, int *at_x, int *
    over [-0.1, 1.1]; cap (at least 16) values into v. */
 void pf_test_store_values(float *v, size_t cap);
 
+/* A pipeline of k `difference` stages in a row, each reading a new input and each a
+   pipeline output: k + 1 inputs a0..ak and k outputs o0..o(k-1), one fused unit with as
+   many descriptors as a unit may have. Written into json (cap bytes); k at most 60. */
+void pf_test_difference_chain(char *json, size_t cap, int k);
+
 /* An engine over the build tree's plugins only (no environment path), or exit(1). */
 pf_engine *pf_test_engine(void);
 /* The same with the caller's settings (plugin_path, threads, log, ...), from

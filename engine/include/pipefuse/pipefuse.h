@@ -353,12 +353,18 @@ typedef struct pf_stats {
     double max_launch_ms;
     double budget_ms; /* the plan's watchdog budget per launch, 0 for none */
     /* CUDA: copies of the parameter block and frame descriptors to the device. A frame
-       copies them only when a parameter or a frame's address or format changed since its
-       frame slot's last frame; a loop over the same buffers copies nothing. */
+       copies them only when a parameter changed since its frame slot's last frame, or a
+       frame's address or format did and a kernel reads descriptors from device memory
+       (fused kernels take theirs as arguments: graph_node_updates); a loop over the same
+       buffers copies nothing. */
     unsigned long long param_uploads;
     /* Fused kernels built since load: compiled by NVRTC, or found in the kernel cache
        (pf_pipeline_build_kernels and `pipefuse check --build` fill it ahead of a run). */
     unsigned long long kernel_compiles, kernel_cache_hits;
+    /* CUDA graphs: fused kernel nodes given new arguments in place (their parameters or
+       frame descriptors, passed by value) after a parameter change or a frame whose
+       buffers changed: no capture, no instantiation, no copy to the device. */
+    unsigned long long graph_node_updates;
 } pf_stats;
 
 int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
