@@ -3,6 +3,7 @@
 //
 // One kernel a frame, issued N times back to back on one stream; wall clock per frame
 // (median of repeats), and the kernel's GPU time alone from events around N launches.
+// (For the two small kernels the event figure is the host's launch rate, not the kernel.)
 // Each pattern adds one thing a frame of `pipefuse bench --mode cuda-graph-fused` does:
 //   launch:        the kernel launched directly (cudaLaunchKernel), nothing else
 //   launch_event:  + an event recorded after it (timing off)

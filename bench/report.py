@@ -270,6 +270,7 @@ def main(argv):
     copy = r.load("copy_bw") or {}
     art = r.load("article_naive") or {}
     hand = r.load("hand_chain") or {}
+    floor = r.load("launch_floor") or {}
     tc = torch_cases(r)
     tmeta = r.load("torch") or r.load("torch_compile") or {}
     res = {n: r.pf(n) for n in ["article", "small_chain10", "small_chain100", "small_chain1000",
@@ -293,7 +294,7 @@ def main(argv):
     L.append("- Command (repo root, GPU machine): `source .devdeps/env.sh; OUT=bench-out bash bench/run.sh`; "
              "raw JSON and logs under $OUT/ (bench-out/, also packed as results.tar.gz). In the commands below, "
              "$OUT/pipelines/chainK.json is `python3 bench/gen_chain.py chain K` and $OUT/pipelines/mixed.json "
-             "`python3 bench/gen_chain.py mixed`; $OUT/bin/ holds bench/copy_bw.cu, bench/article_naive.cu and bench/hand_chain.cu "
+             "`python3 bench/gen_chain.py mixed`; $OUT/bin/ holds bench/copy_bw.cu, bench/article_naive.cu, bench/hand_chain.cu and bench/launch_floor.cu "
              "built with `nvcc -O3 -arch=sm_90`.")
     reps = max([v["runs"] for v in res.values() if v] + [0])
     L.append("- pipefuse figures are medians over %d runs of `pipefuse bench` (each run: 8 warm-up frames, then "
@@ -335,6 +336,11 @@ def main(argv):
         L.append("| 3840x2160 RGBA8 fused chains K=1,4,8: fused kernel's effective bandwidth / copy bandwidth (whole frame in brackets) | %s | copy %s GB/s | min %s | >= 0.85 for K <= 8 | %s |" % (
             ", ".join("K=%d: %s (%s)" % (k, rf(v), rf(frs[k])) for k, v in crs.items()), rf(copy_gbps, 0),
             rf(min(worst)) if worst else "-", status(min(worst) >= 0.85 if len(worst) == 3 else (False if worst and min(worst) < 0.85 else None))))
+        f4k = (floor.get("4k") or {}).get("graph_wait3_us")
+        p1 = mode_val(res["chain4k_1"], "cuda-graph-fused", "throughput_ms")
+        L.append("| 3840x2160 RGBA8, K=1, us per frame, against a 16-byte copy kernel of the same frame launched as pipefuse launches a frame (one-node graph, an event, 3 frames in flight: bench/launch_floor.cu) | %s | %s | %s | >= 0.90 | %s |" % (
+            us(p1), rf(f4k), rf(ratio(f4k, p1 * 1e3 if p1 else None)),
+            status(f4k / (p1 * 1e3) >= 0.90 if f4k and p1 else None)))
         p8 = mode_val(res["chain4k_8"], "cuda-graph-fused", "throughput_ms")
         c8 = tval(tc, "chain4k_8", "compile")
         L.append("| 3840x2160 RGBA8, 8 point stages, ms per frame | %s | torch.compile %s | %sx | - | - |" % (
@@ -381,6 +387,29 @@ def main(argv):
             L.append("`pipefuse bench` measured %s GB/s in its own runs (copy_gbps)." % rf(copy_gbps, 0))
         commands(r, L, ["copy_bw"])
     section("Copy bandwidth of the device", copybw, r, L)
+
+    # ---- Frame floor --------------------------------------------------------------------
+    def framefloor(r, L):
+        if not floor:
+            L.append("bench/launch_floor.cu did not run: %s" % esc(r.why("launch_floor")))
+            return
+        L.append("One kernel a frame, %s frames back to back on one stream, wall clock per frame "
+                 "(median of repeats), and the time a launch by events around direct launches (for the small kernels "
+                 "that is the host's launch rate, not the kernel) (bench/launch_floor.cu, %s). "
+                 "graph_wait3 is how `pipefuse bench` runs a one-kernel frame: a one-node graph, an event, "
+                 "the host waiting for the frame 3 back." % (floor.get("frames"), floor.get("device")))
+        L.append("")
+        L.append("| kernel | by events | launch | + event | + wait 3 back | graph | + event | + wait 3 back |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for name, what in (("empty", "empty (1 block)"), ("small", "copy, 256x256 RGBA8"), ("4k", "copy, 3840x2160 RGBA8")):
+            v = floor.get(name) or {}
+            L.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (what, rf(v.get("kernel_gpu_us")), rf(v.get("launch_us")),
+                     rf(v.get("launch_event_us")), rf(v.get("launch_wait3_us")), rf(v.get("graph_us")),
+                     rf(v.get("graph_event_us")), rf(v.get("graph_wait3_us"))))
+        L.append("")
+        L.append("Microseconds per frame.")
+        commands(r, L, ["launch_floor"])
+    section("Frame floor: what a one-kernel frame costs", framefloor, r, L)
 
     # ---- Article ------------------------------------------------------------------------
     def article(r, L):

@@ -5,7 +5,8 @@
 #
 # Builds build-gpu (Release, sm_90, no tests) unless build-gpu/bin/pipefuse exists (then
 # only an incremental `cmake --build`, a no-op when it is up to date), builds
-# the standalone CUDA baselines (bench/copy_bw.cu, bench/article_naive.cu, bench/hand_chain.cu), writes the
+# the standalone CUDA baselines (bench/copy_bw.cu, bench/article_naive.cu, bench/hand_chain.cu,
+# bench/launch_floor.cu), writes the
 # generated pipeline files, runs every benchmark and writes under ${OUT:-bench-out}/:
 #   json/NAME.json     raw results (pipefuse bench --json, the baselines, PyTorch)
 #   logs/NAME.log      stderr of each command, and the `pipefuse check` plans
@@ -149,7 +150,7 @@ else
         say "incremental build of $BUILD failed (running the existing binaries): $(tail -c 300 "$OUT/logs/build.log")"
 fi
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-for prog in copy_bw article_naive hand_chain; do
+for prog in copy_bw article_naive hand_chain launch_floor; do
     "$NVCC" -O3 -arch=sm_90 "bench/$prog.cu" -o "$OUT/bin/$prog" > "$OUT/logs/nvcc_$prog.log" 2>&1 ||
         say "nvcc bench/$prog.cu failed: $(tail -c 300 "$OUT/logs/nvcc_$prog.log")"
 done
@@ -176,6 +177,8 @@ fi
 # ---- Baselines -----------------------------------------------------------------------------
 say "copy bandwidth"
 run_to copy_bw 60 "$OUT/bin/copy_bw" || say "  copy_bw failed: $(tail -c 300 "$OUT/logs/copy_bw.log")"
+say "frame floor (a one-kernel frame, launched as pipefuse launches it)"
+run_to launch_floor 120 "$OUT/bin/launch_floor" || say "  launch_floor failed: $(tail -c 300 "$OUT/logs/launch_floor.log")"
 say "point chains fused by hand"
 run_to hand_chain 60 "$OUT/bin/hand_chain" || say "  hand_chain failed: $(tail -c 300 "$OUT/logs/hand_chain.log")"
 say "article, naive CUDA"
