@@ -26,6 +26,7 @@ static struct {
     CUresult (*node_type)(CUgraphNode, CUgraphNodeType *);
     CUresult (*node_get)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
     CUresult (*exec_node_set)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **); /* or NULL */
 } drv = {PTHREAD_ONCE_INIT};
 
 static void driver_load(void)
@@ -46,6 +47,11 @@ static void driver_load(void)
     ENTRY(exec_node_set, "cuGraphExecKernelNodeSetParams");
 #undef ENTRY
     drv.ok = ok;
+    /* optional: clusters only (pf_fuse_clusters) */
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", (void **)&drv.launch_ex, 12000,
+                                         cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+        drv.launch_ex = NULL;
 }
 
 static const char *drv_err(CUresult r)
@@ -84,11 +90,18 @@ void pf_fuse_unload(void *module)
         drv.unload((CUmodule)module);
 }
 
-/* A fused kernel's launch on a gx x gy grid of tx x ty blocks; its first six arguments
-   are every fused kernel's (parameters, descriptors, W, H, y0, y1), then `extra`. */
+int pf_fuse_clusters(int arch)
+{
+    pthread_once(&drv.once, driver_load);
+    return drv.ok && drv.launch_ex && arch >= 90;
+}
+
+/* A fused kernel's launch on a gx x gy grid of tx x ty blocks, in clusters of cy blocks
+   along y when cy > 1; its first six arguments are every fused kernel's (parameters,
+   descriptors, W, H, y0, y1), then `extra`. */
 static int launch(void *function, const pf_fuse_unit *io, const pf_fuse_args *a, int width,
                   int height, int y0, int y1, void **extra, int n_extra, unsigned gx, unsigned gy,
-                  unsigned tx, unsigned ty, void *stream, char *err, size_t err_size)
+                  unsigned tx, unsigned ty, unsigned cy, void *stream, char *err, size_t err_size)
 {
     void *args[6 + PF_FUSE_MAX_EXTRA] = {io->param_arg ? (void *)a->host_params
                                                        : (void *)&a->dev_params,
@@ -99,10 +112,26 @@ static int launch(void *function, const pf_fuse_unit *io, const pf_fuse_args *a,
                                          &y1};
     for (int i = 0; i < n_extra && i < PF_FUSE_MAX_EXTRA; i++)
         args[6 + i] = extra[i];
-    CUresult r =
-        drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
+    CUresult r;
+    if (cy > 1) {
+        CUlaunchAttribute at;
+        memset(&at, 0, sizeof at);
+        at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at.value.clusterDim.x = 1, at.value.clusterDim.y = cy, at.value.clusterDim.z = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = 1;
+        cfg.blockDimX = tx, cfg.blockDimY = ty, cfg.blockDimZ = 1;
+        cfg.hStream = (CUstream)stream;
+        cfg.attrs = &at, cfg.numAttrs = 1;
+        r = drv.launch_ex ? drv.launch_ex(&cfg, (CUfunction)function, args, NULL)
+                          : CUDA_ERROR_NOT_SUPPORTED;
+    } else {
+        r = drv.launch((CUfunction)function, gx, gy, 1, tx, ty, 1, 0, (CUstream)stream, args, NULL);
+    }
     if (r != CUDA_SUCCESS) {
-        snprintf(err, err_size, "cuLaunchKernel: %s", drv_err(r));
+        snprintf(err, err_size, "%s: %s", cy > 1 ? "cuLaunchKernelEx (clusters)" : "cuLaunchKernel",
+                 drv_err(r));
         return PF_CUDA;
     }
     return PF_OK;
@@ -127,7 +156,7 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
                  y1 - y0, 65535u * ty);
         return PF_UNSUPPORTED;
     }
-    return launch(function, io, a, width, height, y0, y1, NULL, 0, gx, gy, tx, ty, stream, err,
+    return launch(function, io, a, width, height, y0, y1, NULL, 0, gx, gy, tx, ty, 1, stream, err,
                   err_size);
 }
 
@@ -137,12 +166,17 @@ int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int
 {
     if (y1 <= y0)
         return PF_OK;
-    void *extra[PF_FUSE_MAX_EXTRA] = {&ra->part,   &ra->rows,  &ra->chunk0,
-                                      &ra->n_part, &ra->table, &ra->done};
+    void *extra[PF_FUSE_MAX_EXTRA] = {&ra->part,  &ra->rows, &ra->chunk0, &ra->n_part,
+                                      &ra->table, &ra->done, &ra->cluster};
     unsigned gx, gy, tx, ty;
     pf_fuse_reduce_grid(io, width, y0, y1, ra->rows, &gx, &gy, &tx, &ty);
+    if (ra->cluster > 1 && (gy != (unsigned)ra->cluster || ra->cluster > PF_FUSE_MAX_CLUSTER)) {
+        snprintf(err, err_size, "a cluster of %d blocks for a grid %u blocks tall", ra->cluster,
+                 gy);
+        return PF_INTERNAL;
+    }
     return launch(function, io, a, width, height, y0, y1, extra, PF_FUSE_MAX_EXTRA, gx, gy, tx, ty,
-                  stream, err, err_size);
+                  ra->cluster > 1 ? (unsigned)ra->cluster : 1, stream, err, err_size);
 }
 
 int pf_fuse_node_function(void *node, void **function)
@@ -218,6 +252,10 @@ int pf_fuse_node_set_args(void *exec, void *node, const pf_fuse_unit *io, const 
                           char *err, size_t err_size)
 {
     return PF_UNSUPPORTED;
+}
+int pf_fuse_clusters(int arch)
+{
+    return 0;
 }
 
 #endif

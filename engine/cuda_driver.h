@@ -29,18 +29,27 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
 int pf_fuse_node_function(void *node, void **function);
 int pf_fuse_node_set_args(void *exec, void *node, const pf_fuse_unit *io, const pf_fuse_args *a,
                           char *err, size_t err_size);
-#define PF_FUSE_MAX_EXTRA 6 /* arguments of a reduce kernel after every fused kernel's six */
+#define PF_FUSE_MAX_EXTRA 7 /* arguments of a reduce kernel after every fused kernel's six */
 
 /* A summing reduce kernel's own arguments: its partial tables (part, table k at
    part + k * partial_len), the rows of a chunk (by columns), the first partial table this
    band writes (chunk0) and how many the table adds (n_part); the table (NULL: this band
-   leaves partials only, for a later band to add) and the groups' done counters. */
+   leaves partials only, for a later band to add) and the groups' done counters; and
+   cluster: 0, or (a sum by columns in one launch of n_part chunks, 2 to
+   PF_FUSE_MAX_CLUSTER of them, where pf_fuse_clusters says the device has thread-block
+   clusters) n_part: the chunks of a stripe are one cluster, and its first block adds
+   the others' sums from their shared memory, with no partial tables and no counters. */
 typedef struct pf_reduce_args {
     double *part;
     int rows, chunk0, n_part;
     double *table;
     unsigned int *done;
+    int cluster;
 } pf_reduce_args;
+#define PF_FUSE_MAX_CLUSTER 8 /* blocks a cluster may have on every device that has them */
+/* Whether launches may form thread-block clusters: the driver has cuLaunchKernelEx and
+   the device is sm_90 or later (arch as XY). */
+int pf_fuse_clusters(int arch);
 /* Band [y0, y1) of a summing reduce kernel (io->reduce). */
 int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int height, int y0,
                           int y1, const pf_fuse_args *a, pf_reduce_args *ra, void *stream,

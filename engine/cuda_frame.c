@@ -84,7 +84,13 @@ static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int
                          0,
                          cols ? total : pf_fuse_reduce_band_chunks(io, w, h, 0, h, sms),
                          NULL,
-                         (unsigned int *)(sl->dev + c->done_off[node])};
+                         (unsigned int *)(sl->dev + c->done_off[node]),
+                         0};
+    /* A sum by columns in one launch of a few chunks: a stripe's blocks are a cluster,
+       and add their sums through shared memory, not partial tables and a counter. */
+    if (cols && bands == 1 && total > 1 && total <= PF_FUSE_MAX_CLUSTER && p->opts.clusters &&
+        pf_fuse_clusters(c->arch))
+        ra.cluster = total;
     double *table = (double *)(sl->host + c->partial_host_off[node]);
     pf_fuse_args fa = fuse_args(c, sl, u);
     char err[512];

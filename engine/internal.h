@@ -155,6 +155,7 @@ typedef struct pf_options {
     size_t max_memory;    /* bytes of buffers a plan may take; 0: no limit */
     int slots;            /* CUDA frames in flight; 0: 3 */
     int profile;          /* time every launch with events (off in the hot path) */
+    int clusters;         /* 1: column sums combine through thread-block clusters where possible */
 } pf_options;
 
 /* The options table (options.c), shared by the loader and pf_pipeline_set_option.

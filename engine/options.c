@@ -46,6 +46,8 @@ static const opt_desc opts[] = {
     OPT("max_memory", OPT_BYTES, max_memory, 0, 1e18, NULL, 1,
         "bytes of buffers a plan may take; 0: no limit"),
     OPT("profile", OPT_BOOL, profile, 0, 1, NULL, 0, "time every launch with CUDA events"),
+    OPT("clusters", OPT_BOOL, clusters, 0, 1, NULL, 1,
+        "a sum by columns adds a stripe's blocks in a thread-block cluster (sm_90 and later)"),
 };
 #define N_OPTS ((int)(sizeof opts / sizeof opts[0]))
 
@@ -55,6 +57,7 @@ void pf_options_default(pf_options *o)
     o->backend = PF_BACKEND_AUTO;
     o->fusion = 1;
     o->graph = 1;
+    o->clusters = 1;
 }
 
 int pf_option_count(void)
