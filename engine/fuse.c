@@ -753,7 +753,7 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "            for (int i = 0; i < pf_lane_sums_left<%d * 4, 4>(); i++)\n"
         "                sh[warp][first + i][threadIdx.x] = v[i];\n    }\n"
         "    __syncthreads();\n"
-        "    __shared__ double cl[4 * %d * 4]; /* the block's sums, for a cluster's block 0 */\n"
+        "    __shared__ double cl[8][4 * %d * 4]; /* block 0 of a cluster: its blocks' sums */\n"
         "    const size_t len = (size_t)W * 4, base = (size_t)blockIdx.x * 4 * %d * 4;\n"
         "    const int n = min(4 * %d, W - (int)blockIdx.x * 4 * %d) * 4;\n"
         "    if (tid < n) {\n"
@@ -761,21 +761,19 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "        double v = sh[0][k][t];\n#pragma unroll\n"
         "        for (int r = 1; r < 8; r++)\n            v += sh[r][k][t];\n"
         "        if (table && n_part == 1)\n            table[base + tid] = v;\n"
-        "        else if (cluster)\n            cl[tid] = v;\n"
+        "        else if (cluster)\n            pf_cluster_st(&cl[pf_cluster_rank()][tid], v, 0);\n"
         "        else\n"
         "            part[(size_t)(chunk0 + blockIdx.y) * len + base + tid] = v;\n"
         "    }\n    if (n_part == 1)\n        return;\n"
-        "#if __CUDA_ARCH__ >= 900\n"
         "    if (cluster) { /* the stripe's chunks are one cluster: block 0 adds them in order */\n"
         "        pf_cluster_sync();\n"
         "        if (pf_cluster_rank() == 0 && tid < n) {\n"
         "            double v = 0.0;\n"
         "            for (int k = 0; k < n_part; k++)\n"
-        "                v += pf_cluster_ld(cl + tid, k);\n"
+        "                v += cl[k][tid];\n"
         "            table[base + tid] = v;\n"
         "        }\n"
-        "        pf_cluster_sync(); /* their shared memory stays until block 0 has read it */\n"
-        "        return;\n    }\n#endif\n",
+        "        return;\n    }\n",
         vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp);
     emit_reduce_combine(b, "blockIdx.x", "gridDim.y",
                         "if (e >= n)\n            break;\n        const size_t j = base + e;",

@@ -278,32 +278,38 @@ static __device__ __forceinline__ pf_float4 pf_opaque(pf_float4 v)
     return r;
 }
 
-#if __CUDA_ARCH__ >= 900
 /* Thread-block clusters (sm_90), in PTX so that no header is needed: a barrier of every
-   thread of the cluster (release and acquire: shared memory written before it is seen
-   after it), this block's rank in the cluster, and a double in the shared memory of the
-   cluster's block `rank` at the offset of p in this block's. */
+   thread of the cluster (release and acquire: what was stored to shared memory anywhere
+   in the cluster before it is seen after it), this block's rank in the cluster, and a
+   store of v to the shared memory of the cluster's block `rank`, at the offset of p in
+   this block's. Only sum-by-columns kernels launched in clusters (cluster != 0) call
+   them, and only on sm_90 and later; elsewhere they are never reached. */
 static __device__ __forceinline__ void pf_cluster_sync()
 {
+#if __CUDA_ARCH__ >= 900
     asm volatile(
         "barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
             : "memory");
+#endif
 }
 static __device__ __forceinline__ unsigned pf_cluster_rank()
 {
-    unsigned r;
+    unsigned r = 0;
+#if __CUDA_ARCH__ >= 900
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
     return r;
 }
-static __device__ __forceinline__ double pf_cluster_ld(const double *p, unsigned rank)
+static __device__ __forceinline__ void pf_cluster_st(double *p, double v, unsigned rank)
 {
+#if __CUDA_ARCH__ >= 900
     unsigned a = (unsigned)__cvta_generic_to_shared(p), ra;
-    double v;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(ra) : "memory");
-    return v;
-}
+    asm volatile("st.shared::cluster.f64 [%0], %1;" ::"r"(ra), "d"(v) : "memory");
+#else
+    *p = v;
 #endif
+}
 
 /* The x of pixel i (of PF_PPT) of this thread, with chunks of VP pixels: chunk c of a
    thread is the block's chunk number c * blockDim.x + threadIdx.x. */
