@@ -712,6 +712,8 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
     /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
     int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
     pf_sb_printf(b,
+                 "    if (cluster) /* every block of the cluster has started by the wait below */\n"
+                 "        pf_cluster_arrive();\n"
                  "    const int x = (blockIdx.x * 4 + threadIdx.x) * %d;\n"
                  "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
                  "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
@@ -756,6 +758,7 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "    __shared__ double cl[8][4 * %d * 4]; /* block 0 of a cluster: its blocks' sums */\n"
         "    const size_t len = (size_t)W * 4, base = (size_t)blockIdx.x * 4 * %d * 4;\n"
         "    const int n = min(4 * %d, W - (int)blockIdx.x * 4 * %d) * 4;\n"
+        "    if (cluster)\n        pf_cluster_wait();\n"
         "    if (tid < n) {\n"
         "        const int px = tid / 4, k = (px %% %d) * 4 + tid %% 4, t = px / %d;\n"
         "        double v = sh[0][k][t];\n#pragma unroll\n"

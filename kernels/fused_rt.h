@@ -292,6 +292,20 @@ static __device__ __forceinline__ void pf_cluster_sync()
             : "memory");
 #endif
 }
+/* The same barrier in two halves: arrive early, wait later (DSMEM may be written only once
+   every block of the cluster has started: a block that has not has no shared memory). */
+static __device__ __forceinline__ void pf_cluster_arrive()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void pf_cluster_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}
 static __device__ __forceinline__ unsigned pf_cluster_rank()
 {
     unsigned r = 0;
