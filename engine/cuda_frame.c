@@ -493,7 +493,13 @@ int pf_cu_prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_frame
             if (rc != PF_OK)
                 return rc;
             memcpy(kv[v].fmts, fmts, (size_t)n);
+            kv[v].ppt = io->ppt;
         }
+        /* The build wrote this variant's formats into io; a variant built earlier brings
+           back what its launches depend on: a reduce's pixels per thread follow the
+           format (one chunk of a row), and a grid sized for another variant's would sum
+           only a part of the columns. */
+        io->ppt = kv[v].ppt;
         c->cur[u] = v;
         pf_frame_desc *d = h_desc + c->fio_off[u];
         for (int k = 0; k < io->n_in; k++) {

@@ -89,6 +89,7 @@ typedef struct cuda_slot {
 typedef struct fused_kernel {
     unsigned char *fmts; /* formats of the unit's native inputs, then outputs; NULL: empty */
     void *module, *function;
+    int ppt; /* the pixels per thread it was generated for (a reduce's depend on formats) */
 } fused_kernel;
 
 struct pf_cuda_plan {

@@ -711,15 +711,20 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
 {
     /* rows a thread loads ahead of their sums: 4, fewer with more inputs (registers) */
     int kr = io->n_in == 1 ? 4 : (io->n_in == 2 ? 2 : 1);
-    pf_sb_printf(b,
-                 "    if (cluster) /* every block of the cluster has started by the wait below */\n"
-                 "        pf_cluster_arrive();\n"
-                 "    const int x = (blockIdx.x * 4 + threadIdx.x) * %d;\n"
-                 "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
-                 "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
-                 "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
-                 "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
-                 vp, vp, vp, 64 * kr);
+    pf_sb_printf(
+        b,
+        "    /* in a cluster only where the launch really made the stripe's chunks one (a\n"
+        "       launch or graph node without the attribute takes the partial tables) */\n"
+        "    cluster = cluster && pf_cluster_size() == (unsigned)n_part && "
+        "(int)gridDim.y == n_part;\n"
+        "    if (cluster) /* every block of the cluster has started by the wait below */\n"
+        "        pf_cluster_arrive();\n"
+        "    const int x = (blockIdx.x * 4 + threadIdx.x) * %d;\n"
+        "    const int ya = y0 + blockIdx.y * rows, yb = min(ya + rows, y1);\n"
+        "    double s[%d][4];\n#pragma unroll\n    for (int i = 0; i < %d; i++)\n"
+        "        s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0;\n"
+        "    for (int y0k = ya + threadIdx.y; y0k < yb && x < W; y0k += %d) {\n",
+        vp, vp, vp, 64 * kr);
     /* kr rows' loads first, all in flight together, then their sums */
     for (int k = 0; k < io->n_in; k++)
         pf_sb_printf(b,

@@ -121,10 +121,11 @@ PF_POINT_FN float pf_div_code(float v, float r, float r_lo)
     return pf_fma_rn(v, r, pf_mul_rn(v, r_lo));
 }
 
-/* 1 / max - (float)(1 / max), rounded, for max = 255 or 65535 (hexadecimal: exact). */
+/* 1 / max - (float)(1 / max), rounded, for max = 255 or 65535 (hexadecimal: exact); 0
+   (the plain reciprocal product) for any other max, which no format has. */
 PF_POINT_FN float pf_code_recip_lo(float max)
 {
-    return max == 255.0f ? -0x1.fdfdfep-33f : 0x1.0001p-48f;
+    return max == 255.0f ? -0x1.fdfdfep-33f : (max == 65535.0f ? 0x1.0001p-48f : 0.0f);
 }
 
 /* The sample of code v (an integer in [0, max], as a float), max = 255 or 65535:

@@ -306,6 +306,15 @@ static __device__ __forceinline__ void pf_cluster_wait()
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 #endif
 }
+/* Blocks in this block's cluster: 1 where the launch made none. */
+static __device__ __forceinline__ unsigned pf_cluster_size()
+{
+    unsigned n = 1;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+#endif
+    return n;
+}
 static __device__ __forceinline__ unsigned pf_cluster_rank()
 {
     unsigned r = 0;

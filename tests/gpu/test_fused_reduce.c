@@ -12,6 +12,7 @@
  * the same float values summed in double in another order. The printed plan must show
  * the fused reductions. Exits 77 without a device.
  */
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,19 @@ static pf_frame make_frame(pf_rng *r, int w, int h, pf_sample s, int ch)
 }
 
 /* The table of output 0 after one frame; NULL on failure (reported). */
+/* A copy of table output 0 of the last frame; its rows into *rows. */
+static double *run_table_copy(pf_pipeline *p, int *rows)
+{
+    pf_table t;
+    if (pf_pipeline_table(p, 0, &t) != PF_OK)
+        return NULL;
+    double *copy = malloc(sizeof(double) * (size_t)t.rows * (size_t)t.cols);
+    if (copy)
+        memcpy(copy, t.data, sizeof(double) * (size_t)t.rows * (size_t)t.cols);
+    *rows = t.rows;
+    return copy;
+}
+
 static double *run_table(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *img, int device,
                          int *rows, const char *what)
 {
@@ -78,14 +92,8 @@ static double *run_table(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame 
         CHECKF(0, "%s: run: %s: %s", what, pf_status_str(rc), pf_pipeline_errmsg(p));
         return NULL;
     }
-    pf_table t;
-    if (pf_pipeline_table(p, 0, &t) != PF_OK) {
-        CHECKF(0, "%s: no table", what);
-        return NULL;
-    }
-    double *copy = malloc(sizeof(double) * (size_t)t.rows * (size_t)t.cols);
-    memcpy(copy, t.data, sizeof(double) * (size_t)t.rows * (size_t)t.cols);
-    *rows = t.rows;
+    double *copy = run_table_copy(p, rows);
+    CHECKF(copy != NULL, "%s: no table", what);
     return copy;
 }
 
@@ -172,6 +180,90 @@ static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s
     pf_pipeline_destroy(p);
 }
 
+/* One column sum's graphs kept across frames whose device buffers move (two inputs by
+   turns), whose format changes and comes back (a format seen before brings back its own
+   kernel and its launch geometry: a reduce's pixels a thread follow the format), and
+   whose parameter changes: the kernel nodes take new descriptors and parameters in
+   place, and every table is the CPU's. 1000x1024 is one launch of a few chunks of rows:
+   a cluster a stripe on sm_90. */
+static void test_moving_frames(pf_rng *r)
+{
+    /* format (0 u8, 1 float) and buffer of each frame: float, u8, then float again
+       (its kernel built before the u8 one: what its launches need comes back with it);
+       u8 over both buffers by turns (3 slots: each slot's frames alternate, so its graph's
+       nodes take new descriptors), with a parameter change at step 7; float again. */
+    enum { W = 1000, H = 1024, STEPS = 13 };
+    int seq[STEPS][2] = {{1, 0}, {0, 0}, {1, 1}};
+    for (int k = 3; k < STEPS; k++)
+        seq[k][0] = k >= 11, seq[k][1] = k % 2;
+    char json[2048];
+    snprintf(json, sizeof json, cases[0], "colsum");
+    pf_pipeline *p = NULL, *q = NULL;
+    CHECKF(pf_pipeline_load_string(eng, json, "moving", &p) == PF_OK &&
+               pf_pipeline_load_string(eng, json, "moving_cpu", &q) == PF_OK,
+           "load: %s", pf_engine_errmsg(eng));
+    if (!p || !q) {
+        pf_pipeline_destroy(p);
+        pf_pipeline_destroy(q);
+        return;
+    }
+    CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+    CHECK(pf_pipeline_set_option(q, "backend", "cpu") == PF_OK);
+    static const pf_sample fmt[2] = {PF_U8, PF_F32};
+    pf_frame in[2][2], din[2][2];
+    for (int f = 0; f < 2; f++)
+        for (int b = 0; b < 2; b++) {
+            in[f][b] = make_frame(r, W, H, fmt[f], 4);
+            din[f][b] = in[f][b];
+            size_t bytes = in[f][b].pitch * (size_t)H;
+            CHECK(cudaMalloc(&din[f][b].data, bytes) == cudaSuccess);
+            CHECK(cudaMemcpy(din[f][b].data, in[f][b].data, bytes, cudaMemcpyHostToDevice) ==
+                  cudaSuccess);
+        }
+    pf_stats s0, s1;
+    s0.size = s1.size = sizeof(pf_stats);
+    CHECK(pf_pipeline_stats(p, &s0) == PF_OK);
+    for (int k = 0; k < STEPS; k++) {
+        char what[128];
+        int f = seq[k][0], b = seq[k][1];
+        snprintf(what, sizeof what, "moving frames, step %d (format %d, buffer %d)", k, f, b);
+        if (k == 7) { /* a live change: the nodes take the new parameter too */
+            CHECK(pf_pipeline_set_param(p, "a.a", "0.5") == PF_OK);
+            CHECK(pf_pipeline_set_param(q, "a.a", "0.5") == PF_OK);
+        }
+        pf_frame none;
+        memset(&none, 0, sizeof none);
+        int t = -1, rc = pf_pipeline_submit_device(p, &din[f][b], 1, &none, 1, NULL, &t);
+        if (rc == PF_OK)
+            rc = pf_pipeline_wait(p, t);
+        CHECKF(rc == PF_OK, "%s: %s", what, pf_pipeline_errmsg(p));
+        int rows_g = 0, rows_c = 0;
+        double *got = rc == PF_OK ? run_table_copy(p, &rows_g) : NULL;
+        pf_frame none_c;
+        memset(&none_c, 0, sizeof none_c);
+        CHECKF(pf_pipeline_run(q, &in[f][b], 1, &none_c, 1) == PF_OK, "%s: cpu: %s", what,
+               pf_pipeline_errmsg(q));
+        double *ref = run_table_copy(q, &rows_c);
+        if (got && ref && rows_g == rows_c)
+            compare(ref, got, rows_c, H, what);
+        else
+            CHECKF(0, "%s: no table (%d and %d rows)", what, rows_g, rows_c);
+        free(got);
+        free(ref);
+    }
+    CHECK(pf_pipeline_stats(p, &s1) == PF_OK);
+    CHECKF(s1.graph_node_updates > s0.graph_node_updates && s1.graph_launches > s0.graph_launches,
+           "moving frames: %llu node updates, %llu graph launches",
+           s1.graph_node_updates - s0.graph_node_updates, s1.graph_launches - s0.graph_launches);
+    for (int f = 0; f < 2; f++)
+        for (int b = 0; b < 2; b++) {
+            free(in[f][b].data);
+            cudaFree(din[f][b].data);
+        }
+    pf_pipeline_destroy(p);
+    pf_pipeline_destroy(q);
+}
+
 /* The printed plan says which reduces run fused, and with which point ops. */
 static void check_plan_print(void)
 {
@@ -213,6 +305,7 @@ int main(void)
                              samples[f / 4], f % 4 + 1, graph, device, banded);
                     n++;
                 }
+    test_moving_frames(&r);
     printf("test_fused_reduce: %d runs\n", n);
     pf_engine_destroy(eng);
     return pf_test_done("test_fused_reduce");

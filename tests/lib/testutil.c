@@ -320,7 +320,8 @@ void pf_test_store_values(float *v, size_t cap)
 void pf_test_difference_chain(char *json, size_t cap, int k)
 {
     size_t o = 0;
-#define PUT(...) (o += (size_t)snprintf(json + o, o < cap ? cap - o : 0, __VA_ARGS__))
+#define PUT(...)                                                                                   \
+    (o += (size_t)snprintf(o < cap ? json + o : NULL, o < cap ? cap - o : 0, __VA_ARGS__))
     PUT("{\"pipefuse\":1,\"inputs\":[");
     for (int i = 0; i <= k; i++)
         PUT("%s\"a%d\"", i ? "," : "", i);
