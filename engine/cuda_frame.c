@@ -50,11 +50,6 @@ static int timed(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStre
     return PF_OK;
 }
 
-/* A summing reduce unit as its generated kernel, band by band (the point ops it absorbed
-   run on the way in): its blocks leave partial tables, and the last block of each group
-   adds its group's entries into the table's place in the pinned pool (mapped), by
-   columns in the last band, by rows in every band (a band's rows are all its own). One
-   launch a band; only the table crosses to the host, and no copy follows. */
 /* Fused unit u's parameters and descriptors in the slot: the pinned block's, for the
    by-value arguments, and the device block's. */
 static pf_fuse_args fuse_args(const pf_cuda_plan *c, const cuda_slot *sl, int u)
@@ -65,6 +60,12 @@ static pf_fuse_args fuse_args(const pf_cuda_plan *c, const cuda_slot *sl, int u)
     return a;
 }
 
+/* A summing reduce unit as its generated kernel, band by band (the point ops it absorbed
+   run on the way in): its blocks leave partial tables, and the last block of each group
+   adds its group's entries into the table's place in the pinned pool (mapped), by
+   columns in the last band, by rows in every band (a band's rows are all its own). One
+   launch a band; only the table crosses to the host, and no copy follows. A sum by
+   columns in one launch of a few chunks adds them in a thread-block cluster instead. */
 static int run_reduce_kernel(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaStream_t st)
 {
     const pf_plan *plan = p->plan;
@@ -267,6 +268,13 @@ int pf_cu_record(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, cud
     return PF_OK;
 }
 
+/* Whether unit u is a fused kernel taking its parameters or its descriptors by value:
+   its graph nodes are updated in place when they change. */
+static int by_value(const pf_cuda_plan *c, int u)
+{
+    return c->fused[u] == PF_FUSE_KERNEL && (c->fio[u].param_arg || c->fio[u].desc_arg);
+}
+
 /* The kernel nodes of a captured graph that launch a fused unit taking its parameters
    or its descriptors by value, into sl->pnodes[device] with their units. */
 static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device,
@@ -277,7 +285,7 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
     CU(p, cudaGraphGetNodes(graph, NULL, &n));
     int any = 0;
     for (int u = 0; u < c->n_units && !any; u++)
-        any = c->fused[u] == PF_FUSE_KERNEL && (c->fio[u].param_arg || c->fio[u].desc_arg);
+        any = by_value(c, u);
     if (n == 0 || !any)
         return PF_OK;
     cudaGraphNode_t *nodes = malloc(sizeof(cudaGraphNode_t) * n);
@@ -301,8 +309,7 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
             return PF_CUDA;
         }
         for (int u = 0; fn && u < c->n_units; u++) {
-            if (c->fused[u] != PF_FUSE_KERNEL || !(c->fio[u].param_arg || c->fio[u].desc_arg) ||
-                c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]].function != fn)
+            if (!by_value(c, u) || c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]].function != fn)
                 continue;
             keep[sl->n_pnodes[device]] = nodes[i];
             units[sl->n_pnodes[device]++] = u;
