@@ -104,6 +104,7 @@ int pc_make_params(pc *c, const pf_stage_desc *d, int random, pc_params *ps, cha
             ps->ok = 1;
             return 0;
         }
+        err[sizeof err - 1] = 0;
         if (!random) {
             snprintf(why, why_size, "check() rejects the defaults: %s", err);
             return -1;

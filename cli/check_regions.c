@@ -56,7 +56,9 @@ static int call_stage(const pf_stage_desc *d, const void *params, const pf_image
     a.err = err;
     a.err_size = err_size;
     err[0] = 0;
-    return d->run_cpu(&a);
+    int rc = d->run_cpu(&a);
+    err[err_size - 1] = 0; /* a plugin may fill the buffer without a terminator */
+    return rc;
 }
 
 /* Counts pixels of row y still poisoned (unwritten), and poison words of its padding
@@ -139,6 +141,7 @@ void pc_check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, const 
     }
     pc_doing("stage %s: shape() with %s", d->name, set);
     if (d->kind == PF_STAGE_RESAMPLE && d->shape(ps->st, ins, &os, err, sizeof err) != 0) {
+        err[sizeof err - 1] = 0;
         skip(c, "regions (%s): shape() refuses a %dx%d input: %s", set, ins[0].width, ins[0].height,
              err);
         return;
@@ -468,6 +471,7 @@ void pc_check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, const c
     }
     pc_doing("stage %s: shape() and partial_len() with %s", d->name, set);
     if (d->shape(ps->st, ins, &ts, err, sizeof err) != 0) {
+        err[sizeof err - 1] = 0;
         skip(c, "regions (%s): shape() refuses a %dx%d input: %s", set, w, h, err);
         return;
     }

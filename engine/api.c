@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,39 +44,54 @@ static void leave(const pf_pipeline *p)
             return PF_BUSY;                                                                        \
     } while (0)
 
-/* Loads write the engine's message; they take turns so that it is never torn. */
+/* The engine's message is written under this lock, so that it is never torn. */
+static pthread_mutex_t engine_msg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void pf_engine_errf(pf_engine *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&engine_msg_mu);
+    pf_verrf(e->errmsg, PF_ERRMSG_MAX, fmt, ap);
+    pthread_mutex_unlock(&engine_msg_mu);
+    va_end(ap);
+}
+
+/* Loads take turns. */
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Loading ---------------------------------------------------------------------------------- */
 
+/* The loader writes its message into the new pipeline's own errmsg; only a failed load
+   copies it to the engine's, so a load that succeeds leaves the last failure's message
+   there for whoever reads it. */
 static int load(pf_engine *e, const char *text, const char *source, pf_pipeline **out)
 {
     pf_pipeline *p = calloc(1, sizeof *p);
-    if (!p) {
-        pf_errf(e->errmsg, "%s: out of memory", source);
+    if (p)
+        p->source = pf_strdup(source);
+    if (!p || !p->source) {
+        free(p);
+        pf_engine_errf(e, "%s: out of memory", source);
         return PF_NO_MEMORY;
     }
     p->eng = e;
     atomic_init(&p->in_use, 0);
-    p->source = pf_strdup(source);
     pthread_mutex_lock(&load_mu);
-    if (!p->source) {
-        free(p);
-        pf_errf(e->errmsg, "%s: out of memory", source);
-        pthread_mutex_unlock(&load_mu);
-        return PF_NO_MEMORY;
-    }
-    e->errmsg[0] = 0;
     int rc = pf_load_pipeline(p, text, source);
+    pthread_mutex_unlock(&load_mu);
     if (rc == PF_OK && !(p->watchdog = pf_watchdog_create(p->n_nodes))) {
-        pf_errf(e->errmsg, "%s: out of memory", source);
+        pf_errf(p->errmsg, "%s: out of memory", source);
         rc = PF_NO_MEMORY;
     }
-    pthread_mutex_unlock(&load_mu);
     if (rc != PF_OK) {
+        pf_engine_errf(e, "%s", p->errmsg[0] ? p->errmsg : "the pipeline did not load");
         pf_pipeline_destroy(p);
         return rc;
     }
+    p->errmsg[0] = 0;
+    atomic_init(&p->units_now, 0);
+    atomic_init(&p->slots_now, p->opts.slots ? p->opts.slots : 3);
     *out = p;
     return PF_OK;
 }
@@ -87,11 +103,8 @@ PF_API int pf_pipeline_load_string(pf_engine *e, const char *json, const char *n
         return PF_INVALID_ARGUMENT;
     *out = NULL;
     if (!e || !json) {
-        if (e) {
-            pthread_mutex_lock(&load_mu);
-            pf_errf(e->errmsg, "pf_pipeline_load_string: NULL text");
-            pthread_mutex_unlock(&load_mu);
-        }
+        if (e)
+            pf_engine_errf(e, "pf_pipeline_load_string: NULL text");
         return PF_INVALID_ARGUMENT;
     }
     return load(e, json, name ? name : "<string>", out);
@@ -102,20 +115,21 @@ PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **o
     if (!out)
         return PF_INVALID_ARGUMENT;
     *out = NULL;
-    if (!e || !path)
+    if (!e || !path) {
+        if (e)
+            pf_engine_errf(e, "pf_pipeline_load_file: NULL path");
         return PF_INVALID_ARGUMENT;
+    }
     FILE *f = fopen(path, "rb");
     char *text = f ? malloc(PF_MAX_PIPELINE_BYTES + 1) : NULL;
     if (!f || !text) {
         int err = errno;
         if (f)
             fclose(f);
-        pthread_mutex_lock(&load_mu);
         if (f)
-            pf_errf(e->errmsg, "%s: out of memory", path);
+            pf_engine_errf(e, "%s: out of memory", path);
         else
-            pf_errf(e->errmsg, "%s: cannot open: %s", path, strerror(err));
-        pthread_mutex_unlock(&load_mu);
+            pf_engine_errf(e, "%s: cannot open: %s", path, strerror(err));
         return f ? PF_NO_MEMORY : PF_IO;
     }
     size_t n = fread(text, 1, PF_MAX_PIPELINE_BYTES + 1, f);
@@ -124,15 +138,13 @@ PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **o
     text[n <= PF_MAX_PIPELINE_BYTES ? n : 0] = 0;
     if (bad || n > PF_MAX_PIPELINE_BYTES || strlen(text) != n) {
         free(text);
-        pthread_mutex_lock(&load_mu);
         if (bad)
-            pf_errf(e->errmsg, "%s: read error", path);
+            pf_engine_errf(e, "%s: read error", path);
         else if (n > PF_MAX_PIPELINE_BYTES)
-            pf_errf(e->errmsg, "%s: larger than %u MiB; not a pipeline file", path,
-                    PF_MAX_PIPELINE_BYTES >> 20);
+            pf_engine_errf(e, "%s: larger than %u MiB; not a pipeline file", path,
+                           PF_MAX_PIPELINE_BYTES >> 20);
         else
-            pf_errf(e->errmsg, "%s: contains a NUL byte; not a pipeline file", path);
-        pthread_mutex_unlock(&load_mu);
+            pf_engine_errf(e, "%s: contains a NUL byte; not a pipeline file", path);
         return bad || n > PF_MAX_PIPELINE_BYTES ? PF_IO : PF_PARSE;
     }
     int rc = load(e, text, path, out);
@@ -325,15 +337,26 @@ PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *
 
 /* ---- Options ------------------------------------------------------------------------------------ */
 
+/* Why path is not a usable directory, or NULL when it is one. */
+static const char *not_a_dir(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? "no such directory" : strerror(errno);
+    return S_ISDIR(st.st_mode) ? NULL : "not a directory";
+}
+
 static int set_option(pf_pipeline *p, const char *name, const char *value)
 {
-    if (!name || !value)
+    if (!name || !value) {
+        pf_errf(p->errmsg, "%s: pf_pipeline_set_option: NULL %s", p->source,
+                !name ? "option name" : "value");
         return PF_INVALID_ARGUMENT;
+    }
     if (strcmp(name, "dump_kernels") == 0) { /* a directory, not a value: only here */
-        struct stat st;
-        if (*value && (stat(value, &st) != 0 || !S_ISDIR(st.st_mode))) {
-            pf_errf(p->errmsg, "dump_kernels %s: %s", value,
-                    errno == ENOENT ? "no such directory" : "not a directory");
+        const char *why = *value ? not_a_dir(value) : NULL;
+        if (why) {
+            pf_errf(p->errmsg, "dump_kernels %s: %s", value, why);
             return PF_INVALID_ARGUMENT;
         }
         char *d = *value ? pf_strdup(value) : NULL;
@@ -351,6 +374,7 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
         pf_errf(p->errmsg, "option %s: %s", name, msg);
         return rc == PF_NO_MEMORY ? rc : PF_INVALID_ARGUMENT;
     }
+    atomic_store(&p->slots_now, p->opts.slots ? p->opts.slots : 3);
     /* A change that re-plans first completes the frames in flight on the old plan
        (their waits then deliver their outputs), as a parameter change does. */
     return replan ? pf_pipeline_drop_plan(p) : PF_OK;
@@ -368,8 +392,10 @@ PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *
 
 static int plan_shapes(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
-    if (!inputs && n_inputs)
+    if (!inputs && n_inputs) {
+        pf_errf(p->errmsg, "%s: NULL input shapes for %d input(s)", p->source, n_inputs);
         return PF_INVALID_ARGUMENT;
+    }
     int same = p->plan && n_inputs == p->n_inputs;
     for (int i = 0; same && i < n_inputs; i++)
         same = p->plan->in_shapes[i].width == inputs[i].width &&
@@ -498,8 +524,10 @@ int pf_ticket_issued(const pf_pipeline *p, int ticket)
 static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out,
                   int device, void *stream, int *ticket)
 {
-    if (!ticket)
+    if (!ticket) {
+        pf_errf(p->errmsg, "%s: submit: NULL ticket pointer", p->source);
         return PF_INVALID_ARGUMENT;
+    }
     unsigned long long a0, s0;
     frame_begin(p, &a0, &s0);
     pf_frame *outs[PF_MAX_FRAMES];
@@ -582,9 +610,11 @@ PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_
     return rc;
 }
 
+/* These two read a copy kept for them, so that any thread may ask at any time (the plan
+   and options they describe may be changing on another thread). */
 PF_API int pf_pipeline_slots(const pf_pipeline *p)
 {
-    return p ? (p->opts.slots ? p->opts.slots : 3) : 0;
+    return p ? atomic_load(&((pf_pipeline *)p)->slots_now) : 0;
 }
 
 /* The smallest pf_stats accepted: up to `backend`, as no caller can want less. */
@@ -613,12 +643,27 @@ PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
 
 PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
 {
-    if (!p || !t || output < 0 || output >= p->n_outputs)
+    if (!p)
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
+    char *msg = ((pf_pipeline *)p)->errmsg; /* ours while inside */
+    if (!t || output < 0 || output >= p->n_outputs || !is_table_node(p, p->outputs[output].node)) {
+        if (!t)
+            pf_errf(msg, "%s: pf_pipeline_table: NULL pf_table", p->source);
+        else if (output < 0 || output >= p->n_outputs)
+            pf_errf(msg, "%s: pf_pipeline_table: no output %d (the pipeline has %d)", p->source,
+                    output, p->n_outputs);
+        else
+            pf_errf(msg, "%s: pf_pipeline_table: output '%s' is an image, not a table", p->source,
+                    p->outputs[output].name);
+        leave(p);
+        return PF_INVALID_ARGUMENT;
+    }
     int node = p->outputs[output].node;
-    if (!p->plan || !is_table_node(p, node)) {
+    if (!p->plan) {
+        pf_errf(msg, "%s: pf_pipeline_table: output '%s' has no table before a frame has run",
+                p->source, p->outputs[output].name);
         leave(p);
         return PF_INVALID_ARGUMENT;
     }
@@ -637,7 +682,7 @@ PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
 
 PF_API int pf_pipeline_unit_count(const pf_pipeline *p)
 {
-    return p && p->plan ? p->plan->n_units : 0;
+    return p ? atomic_load(&((pf_pipeline *)p)->units_now) : 0;
 }
 
 PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
@@ -670,18 +715,28 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const p
 {
     if (n_kernels)
         *n_kernels = 0;
-    if (!p->plan)
+    if (!p->plan) {
+        pf_errf(p->errmsg, "%s: build kernels: the pipeline is not planned (pf_pipeline_plan)",
+                p->source);
         return PF_NOT_PLANNED;
-    if (n_formats < 1 || !samples || !channels || arch < 0)
+    }
+    if (n_formats < 1 || !samples || !channels || arch < 0) {
+        pf_errf(p->errmsg, "%s: build kernels: %s", p->source,
+                arch < 0 ? "negative architecture" : "no frame formats given");
         return PF_INVALID_ARGUMENT;
+    }
     for (int f = 0; f < n_formats; f++)
         if ((int)samples[f] < PF_U8 || (int)samples[f] > PF_F32 || channels[f] < 1 ||
-            channels[f] > 4)
+            channels[f] > 4) {
+            pf_errf(p->errmsg,
+                    "%s: build kernels: format %d (sample %d, %d channels) is not a frame "
+                    "format",
+                    p->source, f, (int)samples[f], channels[f]);
             return PF_INVALID_ARGUMENT;
-    struct stat st;
-    if (dump_dir && (stat(dump_dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-        pf_errf(p->errmsg, "%s: dump directory %s: %s", p->source, dump_dir,
-                errno == ENOENT ? "no such directory" : "not a directory");
+        }
+    const char *why_dir = dump_dir ? not_a_dir(dump_dir) : NULL;
+    if (why_dir) {
+        pf_errf(p->errmsg, "%s: dump directory %s: %s", p->source, dump_dir, why_dir);
         return PF_IO;
     }
     char why[512];

@@ -195,6 +195,7 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
                                sizeof(double) * plen * (size_t)bands, cudaMemcpyDeviceToHost, st));
         nvtxRangePop();
         if (rc != 0) {
+            pf_plugin_msg(msg, sizeof msg);
             pf_errf(p->errmsg, "%s: %s (%s) failed on the GPU in band %d of %d: %s", p->source,
                     n->path, n->id, b, bands, msg[0] ? msg : "no reason given");
             return PF_STAGE;

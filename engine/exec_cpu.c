@@ -333,6 +333,7 @@ static int region_task(void *ctx, int band, int worker)
         a.scratch_size = u->scratch;
     }
     int rc = node->desc->run_cpu(&a);
+    pf_plugin_msg(msg, sizeof msg);
     if (rc != 0) {
         job_fail(j, node->id, node->path, y0, y1, msg);
         return PF_STAGE;
@@ -413,6 +414,7 @@ static int native_task(void *ctx, int band, int worker)
     a.err = msg;
     a.err_size = sizeof msg;
     if (node->desc->run_native(&a) != 0) {
+        pf_plugin_msg(msg, sizeof msg);
         job_fail(j, node->id, node->path, y0, y1, msg);
         return PF_STAGE;
     }

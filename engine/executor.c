@@ -1,6 +1,7 @@
 /* engine/executor.c: the executors behind one interface (executor.h), the choice of
  * one for each plan, and the life of a plan with its executor state and result tables.
  * Nothing else in the engine knows which executor runs a pipeline. */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "exec_cpu.h"
@@ -216,6 +217,7 @@ void pf_pipeline_free_plan(pf_pipeline *p)
     p->tables = NULL;
     p->plan = NULL;
     p->plan_host_bytes = 0;
+    atomic_store(&p->units_now, 0);
 }
 
 int pf_pipeline_drop_plan(pf_pipeline *p)
@@ -276,6 +278,7 @@ int pf_pipeline_replan(pf_pipeline *p, const pf_shape *in, int n_in)
         return rc;
     }
     pf_watchdog_plan_started(p);
+    atomic_store(&p->units_now, p->plan->n_units);
     p->stats.plans++;
     p->stats.allocations += tables;
     p->stats.host_bytes += p->plan_host_bytes;

@@ -157,8 +157,8 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
         return PF_INVALID_ARGUMENT;
     size_t bpp = pf_frame_pixel_bytes(sample, channels);
     if (!bpp || width <= 0 || height <= 0 || (size_t)width > SIZE_MAX / 16 / (size_t)height) {
-        pf_errf(e->errmsg, "pf_frame_alloc_host: %dx%d, sample %d, %d channel(s) is not a frame",
-                width, height, (int)sample, channels);
+        pf_engine_errf(e, "pf_frame_alloc_host: %dx%d, sample %d, %d channel(s) is not a frame",
+                       width, height, (int)sample, channels);
         return PF_INVALID_ARGUMENT;
     }
     size_t pitch = (size_t)width * bpp, bytes = pitch * (size_t)height;
@@ -170,8 +170,8 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
         cudaError_t err = cudaHostAlloc(&mem, bytes, cudaHostAllocPortable);
         if (err != cudaSuccess) {
             cudaGetLastError();
-            pf_errf(e->errmsg, "pf_frame_alloc_host: cannot allocate %.1f MiB of pinned memory: %s",
-                    bytes / 1048576.0, cudaGetErrorString(err));
+            pf_engine_errf(e, "pf_frame_alloc_host: cannot allocate %.1f MiB of pinned memory: %s",
+                           bytes / 1048576.0, cudaGetErrorString(err));
             return PF_NO_MEMORY;
         }
         kind = RANGE_ALLOC_PINNED;
@@ -180,7 +180,7 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
     (void)why;
 #endif
     if (!mem && posix_memalign(&mem, 4096, bytes) != 0) {
-        pf_errf(e->errmsg, "pf_frame_alloc_host: cannot allocate %.1f MiB", bytes / 1048576.0);
+        pf_engine_errf(e, "pf_frame_alloc_host: cannot allocate %.1f MiB", bytes / 1048576.0);
         return PF_NO_MEMORY;
     }
     pthread_mutex_lock(&reg_mu);
@@ -193,7 +193,7 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
         else
 #endif
             free(mem);
-        pf_errf(e->errmsg, "pf_frame_alloc_host: out of memory");
+        pf_engine_errf(e, "pf_frame_alloc_host: out of memory");
         return rc;
     }
     *out = (pf_frame){mem, width, height, pitch, sample, channels};
@@ -221,7 +221,13 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
     if (!e)
         return PF_INVALID_ARGUMENT;
     if (!ptr || !bytes) {
-        pf_errf(e->errmsg, "pf_engine_register_host: NULL or empty range");
+        pf_engine_errf(e, "pf_engine_register_host: NULL or empty range");
+        return PF_INVALID_ARGUMENT;
+    }
+    if ((uintptr_t)ptr > UINTPTR_MAX - bytes) {
+        pf_engine_errf(e,
+                       "pf_engine_register_host: %p + %zu runs past the end of the address space",
+                       ptr, bytes);
         return PF_INVALID_ARGUMENT;
     }
     char why[512] = "";
@@ -234,8 +240,8 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
     int rc = PF_OK;
     range_kind kind = RANGE_PLAIN;
     if (overlap) {
-        pf_errf(e->errmsg, "pf_engine_register_host: %p + %zu overlaps memory already registered",
-                ptr, bytes);
+        pf_engine_errf(e, "pf_engine_register_host: %p + %zu overlaps memory already registered",
+                       ptr, bytes);
         return PF_INVALID_ARGUMENT;
     }
 #ifdef PF_HAVE_CUDA
@@ -250,8 +256,8 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
                 kind = RANGE_REGISTERED;
             } else {
                 cudaGetLastError();
-                pf_errf(e->errmsg, "pf_engine_register_host: cudaHostRegister of %.1f MiB: %s",
-                        bytes / 1048576.0, cudaGetErrorString(err));
+                pf_engine_errf(e, "pf_engine_register_host: cudaHostRegister of %.1f MiB: %s",
+                               bytes / 1048576.0, cudaGetErrorString(err));
                 rc = err == cudaErrorMemoryAllocation ? PF_NO_MEMORY : PF_CUDA;
             }
         }
@@ -263,11 +269,11 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
         return rc;
     pthread_mutex_lock(&reg_mu);
     if (reg_overlaps(ptr, bytes)) {
-        pf_errf(e->errmsg, "pf_engine_register_host: %p + %zu overlaps memory already registered",
-                ptr, bytes);
+        pf_engine_errf(e, "pf_engine_register_host: %p + %zu overlaps memory already registered",
+                       ptr, bytes);
         rc = PF_INVALID_ARGUMENT;
     } else if ((rc = reg_add(ptr, bytes, kind, e)) != PF_OK) {
-        pf_errf(e->errmsg, "pf_engine_register_host: out of memory");
+        pf_engine_errf(e, "pf_engine_register_host: out of memory");
     }
     pthread_mutex_unlock(&reg_mu);
 #ifdef PF_HAVE_CUDA
@@ -291,8 +297,8 @@ PF_API int pf_engine_unregister_host(pf_engine *e, void *ptr)
     if (ok)
         range_release(r);
     if (!ok) {
-        pf_errf(e->errmsg, "pf_engine_unregister_host: %p is not the start of a registered range",
-                ptr);
+        pf_engine_errf(e, "pf_engine_unregister_host: %p is not the start of a registered range",
+                       ptr);
         return PF_INVALID_ARGUMENT;
     }
     return PF_OK;

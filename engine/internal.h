@@ -19,6 +19,17 @@
 /* printf into an error buffer of PF_ERRMSG_MAX bytes (truncates, always terminated). */
 void pf_errf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pf_verrf(char *buf, size_t size, const char *fmt, va_list ap);
+
+/* A message buffer of size bytes after a plugin wrote into it: terminated at its last
+   byte, since a plugin may fill it to the end without one. Returns err. */
+static inline char *pf_plugin_msg(char *err, size_t size)
+{
+    if (err && size)
+        err[size - 1] = 0;
+    return err;
+}
+/* printf into the engine's errmsg, under a lock (api.c). */
+void pf_engine_errf(pf_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A notice (level 0), warning (1) or error (2) through the engine's log callback. */
 void pf_log(const pf_engine *e, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -204,6 +215,8 @@ struct pf_pipeline {
     unsigned long param_version;    /* bumped by every accepted parameter change */
     char *dump_dir;                 /* --dump-kernels: where generated sources are written */
     _Atomic int in_use;             /* a thread is inside a call on it (PF_BUSY for others) */
+    _Atomic int units_now;          /* the plan's units, 0 with no plan: unit_count() */
+    _Atomic int slots_now;          /* frames in flight by the options: slots() */
     int last_ticket;                /* the last ticket issued, on any backend and plan */
     int tickets_wrapped;            /* last_ticket went past INT_MAX and started again at 1 */
     char errmsg[PF_ERRMSG_MAX];

@@ -74,9 +74,9 @@ static int failv(loader *L, int status, const char *path, const char *fmt, va_li
     char msg[PF_ERRMSG_MAX];
     pf_verrf(msg, sizeof msg, fmt, ap);
     if (path && *path)
-        pf_errf(L->e->errmsg, "%s: %s: %s", L->src, path, msg);
+        pf_errf(L->p->errmsg, "%s: %s: %s", L->src, path, msg);
     else
-        pf_errf(L->e->errmsg, "%s: %s", L->src, msg);
+        pf_errf(L->p->errmsg, "%s: %s", L->src, msg);
     return status;
 }
 
@@ -1106,7 +1106,7 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
     json_error_t jerr;
     L.root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     if (!L.root) {
-        pf_errf(L.e->errmsg, "%s:%d:%d: %s%s", L.src, jerr.line, jerr.column, jerr.text,
+        pf_errf(L.p->errmsg, "%s:%d:%d: %s%s", L.src, jerr.line, jerr.column, jerr.text,
                 trailing_comma(text, jerr.position) ? " (JSON allows no comma before it)" : "");
         pf_pipeline_free_ir(p);
         return PF_PARSE;

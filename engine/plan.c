@@ -67,6 +67,7 @@ static int infer_shapes(pf_pipeline *p, pf_plan *plan)
         if (n->desc->kind == PF_STAGE_RESAMPLE || n->desc->kind == PF_STAGE_REDUCE) {
             char err[512] = "";
             if (n->desc->shape(n->params, s0, &out, err, sizeof err) != 0) {
+                pf_plugin_msg(err, sizeof err);
                 pf_errf(p->errmsg, "%s: %s (%s): %s", p->source, n->path, n->id,
                         err[0] ? err : "the stage cannot take this input size");
                 return PF_SHAPE;
@@ -824,8 +825,13 @@ int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int device, pf_p
 
 int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)
 {
-    if (!m || m->size < sizeof(pf_memory) || (!inputs && n_inputs))
+    if (!m || m->size < sizeof(pf_memory) || (!inputs && n_inputs)) {
+        pf_errf(p->errmsg, "%s: pf_pipeline_memory: %s", p->source,
+                !m                            ? "NULL pf_memory"
+                : m->size < sizeof(pf_memory) ? "pf_memory.size not set (pf_memory_init or sizeof)"
+                                              : "NULL input shapes");
         return PF_INVALID_ARGUMENT;
+    }
     pf_plan *plan;
     int rc = plan_layout(p, inputs, n_inputs, 0, &plan);
     if (rc != PF_OK)

@@ -595,7 +595,7 @@ PF_API const pf_stage_desc *pf_engine_find_stage(const pf_engine *e, const char 
 
 PF_API int pf_pipeline_output_channels(const pf_pipeline *p, int i, int in_channels)
 {
-    if (!p || i < 0 || i >= p->n_outputs)
+    if (!p || i < 0 || i >= p->n_outputs || in_channels < 1 || in_channels > 4)
         return 0;
     const pf_output_decl *o = &p->outputs[i];
     const pf_node *out = &p->nodes[o->node];

@@ -9,6 +9,7 @@
  * through the stage's own code. A finding that makes later rules meaningless (an
  * unknown kind, a bad table) skips those rules rather than reporting their echoes.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,6 +73,7 @@ int pf_stage_params_ok(const pf_stage_desc *d, const void *params, char *err, si
     if (err_size)
         err[0] = 0;
     if (d->check && d->check(params, err, err_size) != 0) {
+        pf_plugin_msg(err, err_size);
         if (err_size && !err[0])
             snprintf(err, err_size, "invalid parameters");
         return 1;
@@ -184,6 +186,13 @@ static void check_row_default(walk *w, int i, const char *pn)
     } else if (!in_range(pd, pd->def)) {
         note(w, PF_CHECK_ERROR, ROW("def"), fix_table,
              "%s: default %g is outside its range [%g, %g]", pn, pd->def, pd->min, pd->max);
+    } else if ((pd->type == PF_PARAM_INT || pd->type == PF_PARAM_BOOL) &&
+               !(pd->def > (double)INT_MIN - 1 && pd->def < (double)INT_MAX + 1)) {
+        note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in an int", pn,
+             pd->def);
+    } else if (pd->type == PF_PARAM_FLOAT && isfinite(pd->def) && !isfinite((float)pd->def)) {
+        note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in a float",
+             pn, pd->def);
     } else if (pd->type == PF_PARAM_BOOL && pd->def != 0 && pd->def != 1) {
         note(w, PF_CHECK_WARNING, ROW("def"), "write 0 or 1",
              "%s: a bool default of %g (taken as true)", pn, pd->def);
@@ -388,6 +397,7 @@ static void check_sum_shape(walk *w, const void *params)
     int rows = by_columns ? in.width : in.height;
     char why[512] = "";
     if (d->shape(params, &in, &t, why, sizeof why) != 0) {
+        pf_plugin_msg(why, sizeof why);
         note(w, PF_CHECK_FAULT, "shape", "make shape() accept the default params",
              "%s: with its default params, shape() refuses a %dx%d input: %s", w->label, in.width,
              in.height, why[0] ? why : "(no message)");

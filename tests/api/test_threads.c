@@ -362,6 +362,72 @@ static void test_shared_pipeline(void)
     pf_pipeline_destroy(s.p);
 }
 
+/* ---- Counts read during frames ------------------------------------------------------------ */
+
+typedef struct replanning {
+    pf_pipeline *p;
+    int stop; /* atomic */
+    unsigned long reads, bad;
+} replanning;
+
+/* pf_pipeline_unit_count and pf_pipeline_slots, read in a loop from another thread: any
+   thread may ask at any time (pipefuse.h), so each read is a count the pipeline has had
+   and never touches a plan being freed. */
+static void *count_reader(void *arg)
+{
+    replanning *r = arg;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+        int units = pf_pipeline_unit_count(r->p), slots = pf_pipeline_slots(r->p);
+        if (units < 0 || units > 16 || slots < 1 || slots > 8)
+            __atomic_fetch_add(&r->bad, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&r->reads, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+/* Frames whose size changes every time, so that every frame plans again (freeing the
+   last plan), and the slots option changed between them, while a second thread reads
+   the counts. Under the asan and tsan presets a read of a freed plan or an unguarded
+   field is an error here. */
+static void test_counts_while_replanning(void)
+{
+    replanning r;
+    memset(&r, 0, sizeof r);
+    r.p = load_kind(1);
+    pthread_t t;
+    if (pthread_create(&t, NULL, count_reader, &r) != 0) {
+        fprintf(stderr, "cannot start a thread\n");
+        exit(1);
+    }
+    int frames = 0;
+    /* at least 60 frames, and on until the reader has read during many of them */
+    for (int n = 0; n < 60 || (__atomic_load_n(&r.reads, __ATOMIC_RELAXED) < 1000 && n < 20000);
+         n++) {
+        int w = 8 + n % 7, h = 5 + n % 3;
+        pf_frame in, out[MAX_OUT];
+        memset(out, 0, sizeof out);
+        CHECK(pf_frame_alloc(&in, w, h, PF_U8, 4) == PF_OK);
+        memset(in.data, 0x40 + n, in.pitch * (size_t)h);
+        CHECK(pf_frame_alloc(&out[0], w, h, PF_U8, 4) == PF_OK);
+        char slots[8];
+        snprintf(slots, sizeof slots, "%d", 1 + n % 8);
+        CHECK(pf_pipeline_set_option(r.p, "slots", slots) == PF_OK);
+        CHECK(pf_pipeline_slots(r.p) == 1 + n % 8);
+        int rc = pf_pipeline_run(r.p, &in, 1, out, n_out[1]);
+        CHECKF(rc == PF_OK, "frame %d (%dx%d): %s", n, w, h, pf_pipeline_errmsg(r.p));
+        frames += rc == PF_OK;
+        CHECK(pf_pipeline_unit_count(r.p) > 0);
+        pf_frame_free(&in);
+        pf_frame_free(&out[0]);
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(t, NULL);
+    printf("counts while re-planning: %d frames, %lu reads, %lu out of range\n", frames, r.reads,
+           r.bad);
+    CHECK(r.reads > 0 && r.bad == 0);
+    pf_pipeline_destroy(r.p);
+}
+
 /* ---- Tickets ----------------------------------------------------------------------------- */
 
 static void test_tickets(void)
@@ -412,6 +478,7 @@ int main(int argc, char **argv)
     test_tickets();
     test_many_threads();
     test_shared_pipeline();
+    test_counts_while_replanning();
     for (int k = 0; k < N_KINDS; k++)
         for (int n = 0; n < N_INPUTS; n++) {
             pf_frame_free(&input[k][n]);

@@ -419,20 +419,30 @@ static void test_print(void)
 
 /* tp_sum8 (the good test plugin) reads one fused producer eight times in a pipeline of
    three nodes: the planner's candidate list must not outgrow its node count. */
-static void test_repeated_producer(void)
+/* An engine with the test plugins of plugdirs/<dir> only, or NULL (the test skipped,
+   with a line saying why: plugdirs' modes follow the build's umask, and
+   test_plugin_load covers the loader). */
+static pf_engine *plugdir_engine(const char *dir, const char *test)
 {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", TP_PLUGDIRS, dir);
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
     cfg.use_env_path = 0;
-    cfg.plugin_path = TP_PLUGDIRS "/good";
+    cfg.plugin_path = path;
     pf_engine *e = NULL;
-    int rc = pf_engine_create(&cfg, &e);
-    if (rc != PF_OK) {
-        /* plugdirs' modes follow the build's umask; test_plugin_load covers the loader */
-        printf("repeated producer: skipped: %s\n", pf_engine_errmsg(e));
-        pf_engine_destroy(e);
+    if (pf_engine_create(&cfg, &e) == PF_OK)
+        return e;
+    printf("%s: skipped: %s\n", test, pf_engine_errmsg(e));
+    pf_engine_destroy(e);
+    return NULL;
+}
+
+static void test_repeated_producer(void)
+{
+    pf_engine *e = plugdir_engine("good", "repeated producer");
+    if (!e)
         return;
-    }
     pf_engine *saved = eng;
     eng = e;
     pf_pipeline *p =
@@ -457,6 +467,43 @@ static void test_repeated_producer(void)
     pf_engine_destroy(e);
 }
 
+/* ---- A stage's message without a terminator -------------------------------------------- */
+
+/* The err_fill plugin's stages fill a->err (and shape()'s err) to the last byte with 'E'
+   and fail: the message the pipeline reports is theirs, cut at its buffer's last byte,
+   and nothing reads past it (the asan preset would stop here otherwise). */
+static void test_unterminated_messages(void)
+{
+    pf_engine *e = plugdir_engine("err_fill", "unterminated messages");
+    if (!e)
+        return;
+    pf_engine *saved = eng;
+    eng = e;
+    pf_pipeline *p = planned(PIPE(PT("s", "tp_fill_stencil", "\"x\""), "\"o\": \"s\""), 9, 4);
+    if (p) {
+        float in[9 * 4 * 4] = {0}, out[9 * 4 * 4];
+        pf_frame fi = {in, 9, 4, 9 * 16, PF_F32, 4}, fo = {out, 9, 4, 9 * 16, PF_F32, 4};
+        int rc = pf_pipeline_run(p, &fi, 1, &fo, 1);
+        const char *m = pf_pipeline_errmsg(p);
+        CHECKF(rc == PF_STAGE && strstr(m, "EEEEEEEE") && strlen(m) < 4096,
+               "stencil: %s, %zu bytes: %.200s", pf_status_name(rc), strlen(m), m);
+        pf_pipeline_destroy(p);
+    }
+    pf_pipeline *q = NULL;
+    CHECK(pf_pipeline_load_string(e, PIPE(PT("r", "tp_fill_resample", "\"x\""), "\"o\": \"r\""),
+                                  "test", &q) == PF_OK);
+    if (q) {
+        pf_shape s = {7, 3};
+        int rc = pf_pipeline_plan(q, &s, 1);
+        const char *m = pf_pipeline_errmsg(q);
+        CHECKF(rc == PF_SHAPE && strstr(m, "EEEEEEEE") && strlen(m) < 4096,
+               "resample: %s, %zu bytes: %.200s", pf_status_name(rc), strlen(m), m);
+        pf_pipeline_destroy(q);
+    }
+    eng = saved;
+    pf_engine_destroy(e);
+}
+
 /* With the argument "repeated", only test_repeated_producer (a test of its own: when it
    fails it may crash). */
 int main(int argc, char **argv)
@@ -476,6 +523,7 @@ int main(int argc, char **argv)
     test_shape_mismatch();
     test_streams();
     test_print();
+    test_unterminated_messages();
     pf_engine_destroy(eng);
     return pf_test_done("test_plan");
 }

@@ -350,6 +350,52 @@ static void test_defaults(void)
            "%s", at >= 0 ? fd.message[at] : "no finding on check");
 }
 
+/* A check() that fills err to the end without a terminator: the finding holds its text,
+   cut at the buffer's end. */
+static int refuse_unterminated(const void *params, char *err, size_t err_size)
+{
+    (void)params;
+    memset(err, 'E', err_size);
+    return 1;
+}
+
+/* Defaults the param's C type cannot hold are errors: the engine would store them by a
+   conversion with no defined result. */
+static void test_unrepresentable_defaults(void)
+{
+    static const pf_param_desc big_int[] = {{"mode", "a mode", offsetof(two_params, mode),
+                                             PF_PARAM_INT, .def = 1e12, .min = PF_NO_MIN,
+                                             .max = PF_NO_MAX}};
+    static const pf_param_desc big_float[] = {{"gain", "a factor", offsetof(two_params, gain),
+                                               PF_PARAM_FLOAT, .def = 1e300, .min = PF_NO_MIN,
+                                               .max = PF_NO_MAX}};
+    static const pf_param_desc fine[] = {{"mode", "a mode", offsetof(two_params, mode),
+                                          PF_PARAM_INT, .def = -2147483648.0, .min = PF_NO_MIN,
+                                          .max = PF_NO_MAX}};
+    const pf_param_desc *tables[] = {big_int, big_float, fine};
+    for (int k = 0; k < 3; k++) {
+        pf_stage_desc d = point_stage();
+        d.params = tables[k];
+        d.n_params = 1;
+        found fd = {0};
+        int errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+        int at = find(&fd, "params[0].def", PF_CHECK_ERROR);
+        if (k < 2)
+            CHECKF(errors == 1 && at >= 0 && strstr(fd.message[at], "does not fit in"),
+                   "default %g: %d errors: %s", tables[k][0].def, errors,
+                   at >= 0 ? fd.message[at] : "no finding on def");
+        else
+            CHECKF(at < 0, "INT_MIN refused: %s", fd.message[at]);
+    }
+    pf_stage_desc d = point_stage();
+    d.check = refuse_unterminated;
+    found fd = {0};
+    CHECK(pf_stage_check(&d, PF_ABI_MINOR, collect, &fd) == 1);
+    int at = find(&fd, "check", PF_CHECK_ERROR);
+    CHECKF(at >= 0 && strstr(fd.message[at], "EEEEEEEE"), "%s",
+           at >= 0 ? fd.message[at] : "no finding on check");
+}
+
 /* The plugin descriptor: what makes its stage list unreadable ends the walk; the rest is
    reported whole. */
 static void test_plugin(void)
@@ -409,5 +455,6 @@ int main(void)
     test_huge_offset();
     test_swapped_range();
     test_defaults();
+    test_unrepresentable_defaults();
     return pf_test_done("test_stage_check");
 }

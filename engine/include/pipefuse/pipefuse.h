@@ -176,7 +176,7 @@ int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
 
 /* Sets a pipeline option as in the file's "options" (backend auto|cpu|cuda, fusion
    true|false, graph true|false, streams, threads, max_launch_ms), value as text, and
-   the API-only ones: slots (CUDA frames in flight, 1-8), profile (true: time every
+   the API-only ones: slots (CUDA frames in flight, 1-8; 0: the default, 3), profile (true: time every
    launch with CUDA events; read them with pf_pipeline_unit), dump_kernels (a
    directory where the sources of fused kernels are written as they are generated; ""
    for none) and max_memory (bytes of buffers a plan may take, checked before any is
@@ -301,7 +301,8 @@ int pf_pipeline_poll(pf_pipeline *p, int ticket);
    still in flight then. 0 polls; a negative timeout waits as long as it takes. */
 int pf_pipeline_wait_timeout(pf_pipeline *p, int ticket, int timeout_ms);
 
-/* Frames that can be in flight at once (CUDA: the "slots" option, default 3). */
+/* Frames that can be in flight at once (CUDA: the "slots" option, default 3). Like
+   pf_pipeline_unit_count, a count any thread may read at any time, never PF_BUSY. */
 int pf_pipeline_slots(const pf_pipeline *p);
 
 /* ---- Pinned host memory -------------------------------------------------------------------
@@ -392,7 +393,10 @@ typedef struct pf_unit_info {
     double bytes;              /* bytes it moves per frame, as the cost model counts */
 } pf_unit_info;
 
-/* Launch units per frame, after pf_pipeline_plan, in execution order. */
+/* Launch units per frame, after pf_pipeline_plan, in execution order (0 without a
+   plan). The count may be read from any thread, even while another is inside a call on
+   the pipeline (it is then the count at some moment of that call); pf_pipeline_unit
+   follows the one-thread rule. */
 int pf_pipeline_unit_count(const pf_pipeline *p);
 int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info);
 

@@ -3,6 +3,7 @@
  * exactly one thing wrong, so a refusal can only be for that reason.
  */
 #include <stddef.h>
+#include <string.h>
 
 /* Each case uses only some of the pieces below. */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -31,6 +32,7 @@
 #define TP_REDUCE_SUM   18 /* a reduce of a 1x1 table declaring reduce_sum TP_RSUM */
 #define TP_RSUM_POINT   19 /* a point stage declaring reduce_sum */
 #define TP_MANY_FAULTS  20 /* errors: no inputs, a default out of range, out_channels 5 */
+#define TP_ERR_FILL     21 /* a stencil and a resample that fail with err filled, unterminated */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -275,6 +277,37 @@ static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME, 0, tp_gain_row),
                                        .out_channels = 5};
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
+
+#elif TP_CASE == TP_ERR_FILL
+/* Both fail, writing 'E' into every byte of err, the terminator's too: the engine must
+   read no further than err_size. The resample fails only for inputs 7 pixels wide. */
+static int tp_fill_run(const pf_stage_args *a)
+{
+    memset(a->err, 'E', a->err_size);
+    return 1;
+}
+static int tp_fill_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                         size_t err_size)
+{
+    *out = *in;
+    if (in->width != 7)
+        return 0;
+    memset(err, 'E', err_size);
+    return 1;
+}
+static const pf_stage_desc tp_fill_stencil = {.size = PF_STAGE_DESC_SIZE,
+                                              .name = "tp_fill_stencil",
+                                              .kind = PF_STAGE_STENCIL,
+                                              .n_inputs = 1,
+                                              .radius = tp_radius,
+                                              .run_cpu = tp_fill_run};
+static const pf_stage_desc tp_fill_resample = {.size = PF_STAGE_DESC_SIZE,
+                                               .name = "tp_fill_resample",
+                                               .kind = PF_STAGE_RESAMPLE,
+                                               .n_inputs = 1,
+                                               .shape = tp_fill_shape,
+                                               .run_cpu = tp_copy_run};
+static const pf_stage_desc *const tp_stages[] = {&tp_fill_stencil, &tp_fill_resample};
 
 #elif TP_CASE == TP_TINY
 static const pf_stage_desc tp_stage = {

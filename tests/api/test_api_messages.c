@@ -1,0 +1,126 @@
+/* tests/api/test_api_messages.c: every failing call says why. pipefuse.h promises that
+ * a call returning an error leaves its text in the handle's errmsg: each misuse here
+ * first plants an unrelated message, then checks that the call replaced it with its
+ * own. Also: a successful load leaves the engine's last failure message in place,
+ * pf_pipeline_output_channels refuses a channel count that is no format's, and a host
+ * range that wraps around the address space is refused.
+ */
+#define _GNU_SOURCE /* mkstemp */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pipefuse/png.h" /* pf_frame_alloc */
+#include "testutil.h"
+
+static const char point_and_table[] =
+    "{\"pipefuse\": 1, \"inputs\": [\"in\"], \"stages\": ["
+    "{\"id\": \"inv\", \"op\": \"invert\"},"
+    "{\"id\": \"hist\", \"op\": \"histogram\", \"inputs\": [\"inv\"]}],"
+    "\"outputs\": {\"out\": \"inv\", \"hist\": \"hist\"}}";
+
+/* A message no call below writes, so that finding it afterwards means a stale text. */
+static void plant(pf_pipeline *p)
+{
+    CHECK(pf_pipeline_set_param(p, "nosuch.param", "1") == PF_PARAM);
+    CHECK(strstr(pf_pipeline_errmsg(p), "nosuch") != NULL);
+}
+
+/* The call's status is want and its message has every one of the words. */
+#define EXPECT(p, call, want, ...)                                                                 \
+    do {                                                                                           \
+        plant(p);                                                                                  \
+        int rc_ = (call);                                                                          \
+        const char *m_ = pf_pipeline_errmsg(p);                                                    \
+        const char *words_[] = {__VA_ARGS__};                                                      \
+        int ok_ = rc_ == (want) && !strstr(m_, "nosuch");                                          \
+        for (size_t k_ = 0; k_ < sizeof words_ / sizeof words_[0]; k_++)                           \
+            ok_ = ok_ && strstr(m_, words_[k_]);                                                   \
+        CHECKF(ok_, "%s: %s, \"%s\"", #call, pf_status_name(rc_), m_);                             \
+    } while (0)
+
+static void test_pipeline_calls(pf_engine *e)
+{
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(e, point_and_table, "msgs", &p) == PF_OK);
+    if (!p)
+        return;
+    CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+
+    /* Options */
+    EXPECT(p, pf_pipeline_set_option(p, NULL, "1"), PF_INVALID_ARGUMENT, "NULL option name");
+    EXPECT(p, pf_pipeline_set_option(p, "slots", NULL), PF_INVALID_ARGUMENT, "NULL value");
+    /* a missing directory, then a file: each its own reason (no errno left over) */
+    EXPECT(p, pf_pipeline_set_option(p, "dump_kernels", "/nonexistent/dir"), PF_INVALID_ARGUMENT,
+           "/nonexistent/dir", "no such directory");
+    char file[] = "/tmp/pf_msgs_XXXXXX";
+    int fd = mkstemp(file);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    EXPECT(p, pf_pipeline_set_option(p, "dump_kernels", file), PF_INVALID_ARGUMENT,
+           "not a directory");
+    unlink(file);
+
+    /* Plan and memory */
+    EXPECT(p, pf_pipeline_plan(p, NULL, 1), PF_INVALID_ARGUMENT, "NULL input shapes");
+    pf_shape s = {16, 8};
+    EXPECT(p, pf_pipeline_memory(p, &s, 1, NULL), PF_INVALID_ARGUMENT, "NULL pf_memory");
+    pf_memory m;
+    memset(&m, 0, sizeof m);
+    EXPECT(p, pf_pipeline_memory(p, &s, 1, &m), PF_INVALID_ARGUMENT, "size");
+
+    /* Tables before any frame, of an image output, of no output */
+    pf_table t;
+    EXPECT(p, pf_pipeline_table(p, 1, &t), PF_INVALID_ARGUMENT, "hist", "before a frame");
+    EXPECT(p, pf_pipeline_table(p, 0, &t), PF_INVALID_ARGUMENT, "out", "image");
+    EXPECT(p, pf_pipeline_table(p, 5, &t), PF_INVALID_ARGUMENT, "no output 5");
+    EXPECT(p, pf_pipeline_table(p, 1, NULL), PF_INVALID_ARGUMENT, "NULL pf_table");
+
+    /* Submit without a ticket */
+    pf_frame in, out;
+    CHECK(pf_frame_alloc(&in, 16, 8, PF_U8, 4) == PF_OK);
+    CHECK(pf_frame_alloc(&out, 16, 8, PF_U8, 4) == PF_OK);
+    memset(in.data, 7, in.pitch * 8);
+    EXPECT(p, pf_pipeline_submit(p, &in, 1, &out, 1, NULL), PF_INVALID_ARGUMENT, "NULL ticket");
+    CHECK(pf_pipeline_run(p, &in, 1, &out, 1) == PF_OK);
+    CHECK(pf_pipeline_table(p, 1, &t) == PF_OK && t.rows > 0);
+    CHECK(pf_pipeline_unit_count(p) > 0 && pf_pipeline_slots(p) == 3);
+
+    /* Channel counts: only 1 to 4 are formats; a table output has none */
+    CHECK(pf_pipeline_output_channels(p, 0, 3) == 3);
+    CHECK(pf_pipeline_output_channels(p, 0, 7) == 0);
+    CHECK(pf_pipeline_output_channels(p, 0, 0) == 0);
+    CHECK(pf_pipeline_output_channels(p, 1, 4) == 0);
+    pf_frame_free(&in);
+    pf_frame_free(&out);
+    pf_pipeline_destroy(p);
+}
+
+static void test_engine_calls(pf_engine *e)
+{
+    pf_pipeline *p = NULL;
+    /* a failed load's message stays through later successful loads */
+    CHECK(pf_pipeline_load_string(e, "{\"pipefuse\": 1, \"stages\": [", "broken", &p) == PF_PARSE);
+    CHECK(strstr(pf_engine_errmsg(e), "broken") != NULL);
+    CHECK(pf_pipeline_load_string(e, point_and_table, "good", &p) == PF_OK);
+    CHECKF(strstr(pf_engine_errmsg(e), "broken") != NULL, "after a good load: \"%s\"",
+           pf_engine_errmsg(e));
+    pf_pipeline_destroy(p);
+    /* a NULL path says so */
+    CHECK(pf_pipeline_load_file(e, NULL, &p) == PF_INVALID_ARGUMENT && !p);
+    CHECKF(strstr(pf_engine_errmsg(e), "NULL path") != NULL, "\"%s\"", pf_engine_errmsg(e));
+    /* a host range running past the end of the address space */
+    CHECK(pf_engine_register_host(e, (void *)(UINTPTR_MAX - 15), 64) == PF_INVALID_ARGUMENT);
+    CHECKF(strstr(pf_engine_errmsg(e), "address space") != NULL, "\"%s\"", pf_engine_errmsg(e));
+}
+
+int main(void)
+{
+    pf_engine *e = pf_test_engine();
+    test_pipeline_calls(e);
+    test_engine_calls(e);
+    pf_engine_destroy(e);
+    return pf_test_done("test_api_messages");
+}
