@@ -210,6 +210,13 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     memcpy(id, key, (size_t)(dot - key));
     id[dot - key] = 0;
     int i = pf_find_node(p, id);
+    if (i >= 0 && i < p->n_inputs) {
+        pf_errf(p->errmsg,
+                "%s: %s: '%s' is a pipeline input, not a stage; inputs have no "
+                "parameters",
+                p->source, key, id);
+        return PF_PARAM;
+    }
     if (i < p->n_inputs) {
         const char **ids = malloc(sizeof(char *) * (size_t)p->n_nodes);
         for (int k = 0; ids && k < p->n_nodes; k++)
@@ -754,16 +761,15 @@ static int build_kernels(pf_pipeline *p, int arch, const char *dump_dir, const p
     if (arch == 0)
         arch = pf_cuda_arch(p->eng) > 0 ? pf_cuda_arch(p->eng) : 90;
     for (int f = 0; f < n_formats && rc == PF_OK; f++) {
-        for (int k = 0; k < (int)(sizeof v.fmt / sizeof v.fmt[0]); k++)
-            v.fmt[k] = pf_format_code(samples[f], channels[f]); /* inputs, and outputs */
+        pf_fusion_view_formats(p, &v, samples[f], channels[f]);
         for (int u = 0; u < p->plan->n_units && rc == PF_OK; u++) {
             if (v.fused[u] != PF_FUSE_KERNEL)
                 continue;
             pf_fuse_unit io;
             void *cubin = NULL;
             size_t size = 0;
-            rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt, arch, sms > 0 ? sms : 132, dump_dir, &io,
-                               &cubin, &size);
+            rc = pf_fuse_build(p, u, v.f4, v.fmt, v.fmt_out, arch, sms > 0 ? sms : 132, dump_dir,
+                               &io, &cubin, &size);
             free(cubin);
             n += rc == PF_OK;
         }

@@ -128,7 +128,7 @@ int pf_option_set(pf_options *o, const char *name, const json_t *v, int *replan,
         break;
     case OPT_INT: {
         double x = json_number_value(v);
-        if (!json_is_integer(v)) {
+        if (!json_is_number(v) || x != floor(x)) { /* 2.0 and 1e2 are whole numbers too */
             snprintf(err, err_size, "expected an integer, got %s", got);
             return PF_PIPELINE;
         }

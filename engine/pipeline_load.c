@@ -946,21 +946,32 @@ static int check_required(loader *L)
     return PF_OK;
 }
 
+static int is_inputs_key(const char *key)
+{
+    return strcmp(key, "input") == 0 || strcmp(key, "inputs") == 0;
+}
+
 static int walk_top(loader *L)
 {
     const char *key;
     json_t *v;
+    /* The inputs first, wherever they stand in the file: the stages' references are
+       checked against them, so a mistake in them is reported as itself. */
+    json_object_foreach(L->root, key, v)
+    {
+        int st = is_inputs_key(key) ? walk_inputs(L, key, v) : PF_OK;
+        if (st)
+            return st;
+    }
     json_object_foreach(L->root, key, v)
     {
         int st = PF_OK;
-        if (strcmp(key, "pipefuse") == 0)
+        if (strcmp(key, "pipefuse") == 0 || is_inputs_key(key))
             continue; /* checked first */
         if (strcmp(key, "$schema") == 0 || strcmp(key, "name") == 0 ||
             strcmp(key, "description") == 0) {
             if (!json_is_string(v))
                 st = wrong_type(L, key, v, "a string");
-        } else if (strcmp(key, "input") == 0 || strcmp(key, "inputs") == 0) {
-            st = walk_inputs(L, key, v);
         } else if (strcmp(key, "stages") == 0) {
             st = walk_stages(L, v);
         } else if (strcmp(key, "outputs") == 0) {

@@ -74,13 +74,19 @@ int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memo
 
 /* Fusion as the CUDA executor would do it, for prints and builds ahead: every unit that
    can fuse does (fused), the nodes that keep a float image (f4), and a format code per
-   pipeline input and output (fmt: 8-bit RGBA until the caller says otherwise). */
+   pipeline input (fmt) and image output (fmt_out), set by pf_fusion_view_formats (made
+   for 8-bit RGBA inputs). */
 typedef struct pf_fusion_view {
     int *fused;
     char *f4;
-    pf_format fmt[PF_MAX_FRAMES];
+    pf_format fmt[PF_MAX_FRAMES], fmt_out[PF_MAX_FRAMES];
 } pf_fusion_view;
 int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v);
+/* Inputs of this format, and outputs as `pipefuse run` writes them: the format the
+   pipeline declares, else the input's sample with the channels the stages need
+   (pf_pipeline_output_channels). */
+void pf_fusion_view_formats(const pf_pipeline *p, pf_fusion_view *v, pf_sample sample,
+                            int channels);
 void pf_fusion_view_free(pf_fusion_view *v);
 /* p's plan as `pipefuse check` prints it, and as Graphviz: PF_OK, PF_NOT_PLANNED, PF_IO
    (a write failed) or PF_NO_MEMORY. */

@@ -28,9 +28,37 @@ int pf_fusion_view_make(const pf_pipeline *p, pf_fusion_view *v)
     /* The plan as it runs where NVRTC is: `pipefuse check` says separately when NVRTC
        is missing here. */
     pf_fuse_decide(p, NULL, v->fused, v->f4, NULL, 0);
-    for (int i = 0; i < PF_MAX_FRAMES; i++)
-        v->fmt[i] = pf_format_code(PF_U8, 4);
+    pf_fusion_view_formats(p, v, PF_U8, 4);
     return PF_OK;
+}
+
+void pf_fusion_view_formats(const pf_pipeline *p, pf_fusion_view *v, pf_sample sample, int channels)
+{
+    for (int i = 0; i < PF_MAX_FRAMES; i++) {
+        v->fmt[i] = pf_format_code(sample, channels);
+        v->fmt_out[i] = v->fmt[i];
+    }
+    for (int o = 0; o < p->n_outputs && o < PF_MAX_FRAMES; o++) {
+        const pf_output_decl *d = &p->outputs[o];
+        int ch = pf_pipeline_output_channels(p, o, channels);
+        pf_sample s = d->bits == 8    ? PF_U8
+                      : d->bits == 16 ? PF_U16
+                      : d->bits == 32 ? PF_F32
+                                      : sample;
+        if (ch > 0)
+            v->fmt_out[o] = pf_format_code(s, ch);
+    }
+}
+
+/* A frame format's name as pipeline files write it: rgba8, gray16, rgbf. */
+static const char *format_name(int sample, int channels, char *buf, size_t size)
+{
+    static const char *const layout[] = {"?", "gray", "graya", "rgb", "rgba"};
+    snprintf(buf, size, "%s%s", layout[channels >= 1 && channels <= 4 ? channels : 0],
+             sample == PF_U8    ? "8"
+             : sample == PF_U16 ? "16"
+                                : "f");
+    return buf;
 }
 
 void pf_fusion_view_free(pf_fusion_view *v)
@@ -46,7 +74,7 @@ static const char *const kind_names[] = {"point", "stencil", "resample", "reduce
 /* Bytes one frame moves through fused unit u's loads and stores. */
 static double unit_bytes(const pf_pipeline *p, int u, const pf_fusion_view *v, pf_fuse_unit *io)
 {
-    if (pf_fuse_unit_io(p, u, v->f4, v->fmt, v->fmt, io) != 0)
+    if (pf_fuse_unit_io(p, u, v->f4, v->fmt, v->fmt_out, io) != 0)
         return 0;
     double px = (double)p->plan->units[u].shape.width * p->plan->units[u].shape.height, b = 0;
     for (int k = 0; k < io->n_in; k++)
@@ -129,7 +157,7 @@ static void print_fused_reduces(const pf_pipeline *p, FILE *f, const pf_fusion_v
             continue;
         const pf_node *rn = &p->nodes[u->nodes[0]];
         pf_fuse_unit io;
-        if (pf_fuse_unit_io(p, ui, v->f4, v->fmt, v->fmt, &io) != 0)
+        if (pf_fuse_unit_io(p, ui, v->f4, v->fmt, v->fmt_out, &io) != 0)
             continue;
         fprintf(f, "  R: %s (%s, sum by %s) in one kernel", rn->id, rn->desc->name,
                 io.reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows");
@@ -227,15 +255,20 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         double bytes = unit_bytes(p, ui, &v, &io);
         fprintf(f, "   (%d point stage%s, one kernel)\n      loads", u->n_nodes,
                 u->n_nodes > 1 ? "s" : "");
+        char fb[16];
         for (int k = 0; k < io.n_in; k++)
             fprintf(f, " %s(%s)", p->nodes[io.in[k].node].id,
-                    io.in[k].native >= 0 ? "rgba8" : "float4");
+                    io.in[k].native >= 0
+                        ? format_name(io.in[k].sample, io.in[k].channels, fb, sizeof fb)
+                        : "float4");
         fprintf(f, ", stores");
         for (int k = 0; k < io.n_out; k++)
             fprintf(f, " %s(%s)",
                     io.out[k].native >= 0 ? p->outputs[io.out[k].native].name
                                           : p->nodes[io.out[k].node].id,
-                    io.out[k].native >= 0 ? "rgba8" : "float4");
+                    io.out[k].native >= 0
+                        ? format_name(io.out[k].sample, io.out[k].channels, fb, sizeof fb)
+                        : "float4");
         fprintf(f, "; %.1f MB per frame\n", bytes / 1e6);
     }
     print_fused_reduces(p, f, &v);

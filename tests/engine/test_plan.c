@@ -413,6 +413,21 @@ static void test_print(void)
     pf_unit_info u;
     CHECK(pf_pipeline_unit(p, 0, &u) == PF_INVALID_ARGUMENT);
     pf_pipeline_destroy(p);
+
+    /* a fused group's stores in the formats the outputs declare (the others as the
+       8-bit RGBA inputs the print assumes, with the channels their stages need) */
+    static const char formats[] =
+        PIPE(PT("a", "invert", "\"x\"") "," PT("g", "grayscale", "\"a\""),
+             "\"deep\": {\"from\": \"a\", \"format\": \"rgb16\"}, \"flat\": \"g\"");
+    p = planned(formats, 16, 8);
+    if (!p)
+        return;
+    txt = plan_text(p, 0);
+    CHECKF(strstr(txt, "loads x(rgba8)") && strstr(txt, "deep(rgb16)") &&
+               strstr(txt, "flat(rgba8)"),
+           "formats:\n%s", txt);
+    free(txt);
+    pf_pipeline_destroy(p);
 }
 
 /* ---- Many inputs from one producer --------------------------------------------------- */

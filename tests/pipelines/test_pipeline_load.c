@@ -226,6 +226,7 @@ static void test_full(pf_engine *e)
     CHECK(iparam(node(p, "hist"), "bins") == 16);
 
     CHECK(p->opts.backend == PF_BACKEND_CPU && p->opts.fusion == 0 && p->opts.graph == 0);
+    /* 3.0 and 2e0 are whole numbers: integer options take them */
     CHECK(p->opts.streams == 3 && p->opts.max_launch_ms == 2.5 && p->opts.threads == 2);
 
     /* outputs in file order, with formats */
@@ -329,7 +330,7 @@ static void test_set_param(pf_engine *e)
     expect_param_error(p, "small.mode", "\"nearst\"", "did you mean 'nearest'?", NULL);
     expect_param_error(p, "tint.offset", "[1, 2]", "expected an array of 4 numbers, got 2", NULL);
     expect_param_error(p, "tint.offset", "[0, 0, 0, \"x\"]", "element [3]", NULL);
-    expect_param_error(p, "src.sigma", "1", "no stage 'src'", NULL);
+    expect_param_error(p, "src.sigma", "1", "'src' is a pipeline input, not a stage", NULL);
     CHECK(fparam(node(p, "unused_blur"), "sigma") == 1); /* rejected values changed nothing */
     const float *off = field(node(p, "tint"), "offset");
     CHECK(off && off[0] == 0.1f && off[3] == 0);
