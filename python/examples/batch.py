@@ -63,7 +63,9 @@ def encode_image(a, path):
     if a.dtype == np.float32:  # PNG has no float samples
         a = (np.clip(a, 0, 1) * 255 + 0.5).astype(np.uint8)
     if a.dtype == np.uint16 and a.ndim == 2:
-        im = Image.fromarray(a, mode="I;16")
+        # Pillow reads a 2-D uint16 array as mode I;16 by itself (fromarray's mode=
+        # argument is deprecated and refused by current Pillow).
+        im = Image.fromarray(np.ascontiguousarray(a, dtype="<u2"))
     else:
         if a.dtype == np.uint16:  # Pillow writes 8 bits per channel for colour
             a = (a >> 8).astype(np.uint8)
@@ -120,7 +122,7 @@ def main(argv=None):
                 pending.append(pool.submit(decode, files[i + args.workers]))
             try:
                 out = pipeline.run(pending[i].result())
-            except (pipefuse.Error, OSError, ValueError, TypeError) as e:
+            except Exception as e:  # a file that fails is reported; the batch goes on
                 bar.write(f"{path.name}: {e}")
                 failed += 1
                 bar.update()
@@ -130,17 +132,19 @@ def main(argv=None):
                 if name in images:
                     dst = args.output / (f"{path.stem}.png" if single
                                          else f"{path.stem}.{name}.png")
-                    writes.append(pool.submit(encode_image, value, dst))
+                    writes.append((path, pool.submit(encode_image, value, dst)))
                 else:
-                    writes.append(pool.submit(write_table, value,
-                                              args.output / f"{path.stem}.{name}.csv"))
+                    writes.append((path, pool.submit(write_table, value,
+                                                     args.output / f"{path.stem}.{name}.csv")))
             bar.update()
-        for w in writes:
+        bad = set()
+        for path, w in writes:
             try:
                 w.result()
-            except OSError as e:
-                bar.write(str(e))
-                failed += 1
+            except Exception as e:  # any failed write fails its file, not the batch
+                bar.write(f"{path.name}: {type(e).__name__}: {e}")
+                bad.add(path)
+        failed += len(bad)
     bar.close()
     print(f"batch: {len(files) - failed} of {len(files)} files", file=sys.stderr)
     return 1 if failed else 0

@@ -15,6 +15,8 @@ are; device frames run on the caller's CUDA stream. docs/python.md is the guide.
 from __future__ import annotations
 
 import json
+import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -29,7 +31,7 @@ __all__ = ["Engine", "Pipeline", "Stage", "Param", "OutputInfo", "Ticket", "Erro
            "version"]
 
 # One exception class per status (ParseError, ParamError, ShapeError, ...), all
-# subclasses of Error.
+# subclasses of Error; ShapeError is also a ValueError and BusyError a RuntimeError.
 for _name in dir(_c):
     if _name.endswith("Error") and _name != "Error":
         globals()[_name] = getattr(_c, _name)
@@ -38,6 +40,7 @@ del _name
 
 _DTYPES = {8: np.uint8, 16: np.uint16, 32: np.float32}
 _NotReady = getattr(_c, "NotReadyError", ())  # PF_NOT_READY: libraries since 0.2
+_DEFAULT_SIZE = (1080, 1920)  # (height, width) that `pipefuse check` plans by default
 
 
 def version() -> str:
@@ -200,24 +203,94 @@ def _default_stream(a: Any) -> int:
     return 0
 
 
+def _host_array(a: Any) -> Optional[np.ndarray]:
+    """What the extension makes of a host input that has no .shape: NumPy's view of its
+    buffer, __array_interface__ or __array__ (no copy for the first two). None for what
+    is no array (a str, nested lists: the extension says what is wrong)."""
+    if isinstance(a, (str, bytes, list, tuple)) or a is None:
+        return None
+    try:
+        return np.asarray(a)
+    except Exception:  # the extension reports it, naming the input
+        return None
+
+
+def _interface(a: Any) -> Optional[Dict[str, Any]]:
+    for attr in ("__cuda_array_interface__", "__array_interface__"):
+        d = getattr(a, attr, None)
+        if isinstance(d, dict):
+            return d
+    return None
+
+
 def _shape_of(a: Any) -> Optional[Tuple[int, ...]]:
+    """The shape of any array the extension takes: .shape, an array interface's, else
+    NumPy's view of it (buffers, __array__)."""
     shape = getattr(a, "shape", None)
     if shape is None:
-        cai = getattr(a, "__cuda_array_interface__", None)
-        shape = cai.get("shape") if isinstance(cai, dict) else None
+        d = _interface(a)
+        shape = d.get("shape") if d is not None else None
+    if shape is None:
+        h = _host_array(a)
+        shape = h.shape if h is not None else None
     try:
-        return tuple(int(d) for d in shape) if shape is not None else None
-    except (TypeError, ValueError):
+        return tuple(operator.index(d) for d in shape) if shape is not None else None
+    except TypeError:
         return None
 
 
 def _dtype_name(a: Any) -> str:
     d = getattr(a, "dtype", None)
     if d is None:
-        cai = getattr(a, "__cuda_array_interface__", None)
-        return np.dtype(cai["typestr"]).name if isinstance(cai, dict) else np.asarray(a).dtype.name
+        i = _interface(a)
+        if i is not None:
+            return np.dtype(i["typestr"]).name
+        h = _host_array(a)
+        return h.dtype.name if h is not None else "object"
     s = str(d)
     return s.rsplit(".", 1)[-1] if _framework(a) == "torch" else np.dtype(d).name
+
+
+def _is_int(v: Any) -> bool:
+    """An integer: an int or a scalar with __index__ (NumPy's integers), not a bool."""
+    if isinstance(v, (bool, np.bool_)) or getattr(v, "ndim", 0) != 0:
+        return False
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _param_value(value: Any) -> Any:
+    """A parameter value as set() hands it on: bools (Python's and NumPy's) as bool,
+    integers (anything with __index__) as int, other numbers (anything with __float__) as
+    float, arrays and sequences as lists of those; str and the rest unchanged."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (str, bytes, Mapping)):
+        return value
+    if isinstance(value, np.ndarray) or (not _is_int(value) and (
+            hasattr(value, "__array_interface__") or hasattr(value, "__array__"))):
+        value = np.asarray(value).tolist()  # Python numbers, nested lists, or one scalar
+        return [_param_value(v) for v in value] if isinstance(value, list) else \
+            _param_value(value)
+    if _is_int(value):
+        return operator.index(value)
+    if hasattr(type(value), "__float__"):
+        return float(value)
+    if isinstance(value, (list, tuple)) or (isinstance(value, Sequence)):
+        return [_param_value(v) for v in value]
+    return value
+
+
+def _option_value(value: Any) -> Any:
+    """An option value as set_option() takes it: NumPy's bools and numbers as Python's."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def _table(cols: Tuple[str, ...], rows: Optional[Tuple[str, ...]], data: bytes) -> np.ndarray:
@@ -274,8 +347,9 @@ class Pipeline:
     # ---- parameters and options ----
     def set(self, key: str, value: Any) -> None:
         """Sets 'stage_id.param' between frames (no re-planning unless an output shape
-        changes): numbers, bools, lists of numbers, or a str for an enum ("nearest")."""
-        self._c.set(key, value)
+        changes): numbers (anything with __index__ or __float__: NumPy scalars too),
+        bools, sequences or arrays of numbers, or a str for an enum ("nearest")."""
+        self._c.set(key, _param_value(value))
 
     def set_json(self, key: str, text: str) -> None:
         """Sets 'stage_id.param' from JSON text, as `pipefuse run --set` takes it."""
@@ -285,22 +359,23 @@ class Pipeline:
         """Sets options: backend="auto"|"cpu"|"cuda", fusion, graph, streams, threads,
         slots, max_launch_ms, profile, dump_kernels."""
         for k, v in options.items():
-            self._c.set_option(k, v)
+            self._c.set_option(k, _option_value(v))
 
     # ---- planning ----
     def plan(self, shapes: Any) -> None:
-        """Plans for input shapes (NumPy order: (height, width[, channels])): one shape
-        for a one-input pipeline, a list in input order, a dict by input name, or the
-        arrays themselves."""
+        """Plans for input shapes (NumPy order: (height, width[, channels]), of ints or
+        NumPy integers): one shape for a one-input pipeline, a list in input order, a
+        dict by input name, or the arrays themselves."""
         self._c.plan(self._shapes(shapes))
 
     def _shapes(self, shapes: Any) -> List[Tuple[int, ...]]:
         if isinstance(shapes, Mapping):
             shapes = [shapes[n] for n in self._need(shapes)]
         elif hasattr(shapes, "shape") or (isinstance(shapes, Sequence) and shapes and
-                                          isinstance(shapes[0], int)):
+                                          _is_int(shapes[0])):
             shapes = [shapes]
-        return [_shape_of(s) or tuple(s) for s in shapes]
+        return [s if isinstance(s, (list, tuple)) else _shape_of(s) or tuple(s)
+                for s in shapes]
 
     def _need(self, d: Mapping[str, Any]) -> Tuple[str, ...]:
         names = self._c.inputs
@@ -312,12 +387,24 @@ class Pipeline:
                            + (f"; unknown {sorted(extra)}" if extra else ""))
         return names
 
-    def plan_text(self) -> str:
-        """The plan as `pipefuse check` prints it."""
+    def _planned(self, shapes: Any) -> None:
+        """Plans for shapes when given; with nothing planned yet, for 1920x1080 inputs as
+        `pipefuse check` does by default."""
+        if shapes is not None:
+            self.plan(shapes)
+        elif self._c.stats()["backend"] == "none":
+            self._c.plan([_DEFAULT_SIZE] * len(self._c.inputs))
+
+    def plan_text(self, shapes: Any = None) -> str:
+        """The plan as `pipefuse check` prints it: for shapes (as plan() takes them) when
+        given, else the current plan, else (nothing planned yet) for 1920x1080 inputs,
+        check's default."""
+        self._planned(shapes)
         return self._c.plan_text()
 
-    def dot_text(self) -> str:
-        """The plan as a Graphviz digraph."""
+    def dot_text(self, shapes: Any = None) -> str:
+        """The plan as a Graphviz digraph (`pipefuse check --dot`); shapes as plan_text."""
+        self._planned(shapes)
         return self._c.dot_text()
 
     def units(self) -> List[Dict[str, Any]]:
@@ -366,6 +453,9 @@ class Pipeline:
         out: List[Any] = []
         for info in self._c.output_info():
             name = info["name"]
+            if info["kind"] == "table" and given.get(name) is not None:
+                raise ValueError(f"output '{name}' is a table: the pipeline makes it and wait() "
+                                 f"returns it; pass None for it or leave it out")
             if info["kind"] == "table" or (name in given and given[name] is None):
                 out.append(None)
                 continue
@@ -421,11 +511,17 @@ class Pipeline:
              tables: bool = True) -> Dict[str, Any]:
         """Waits for a submitted frame; returns its outputs by name: image arrays (those
         written) and, unless tables=False, tables as structured arrays. With a timeout
-        in seconds, NotReadyError when the frame is still in flight then."""
+        in seconds (any number >= 0; 0 polls), NotReadyError when the frame is still in
+        flight then. A ticket is waited for on the pipeline that submitted it (ValueError
+        otherwise); a complete one as often as you like, after close() too."""
         if timeout is None:
             self._c.wait(ticket)
         else:
-            self._c.wait(ticket, max(0, int(round(timeout * 1000))))
+            t = float(timeout)
+            if not t >= 0:  # NaN too
+                raise ValueError(f"timeout must be None or a number of seconds >= 0, "
+                                 f"not {timeout!r}")
+            self._c.wait(ticket, t * 1000.0)  # the extension rounds up and clamps
         result: Dict[str, Any] = {}
         arrays = ticket.outputs
         got = ticket.tables if tables else None
@@ -438,13 +534,16 @@ class Pipeline:
         return result
 
     def poll(self, ticket: Ticket) -> bool:
-        """True when the frame is complete (wait would not block)."""
-        if ticket.done:
-            return True
+        """True when the frame is complete (wait would not block). A ticket of another
+        pipeline is a ValueError."""
         try:
             self._c.wait(ticket, 0)
         except _NotReady:
             return False
+        except Error:
+            if ticket.done:  # complete, with an error that wait() raises at once
+                return True
+            raise
         return True
 
     def run(self, inputs: Any, outputs: Any = None, *, stream: Any = None,

@@ -26,6 +26,7 @@
 #include <Python.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,20 @@ static int frame_from_buffer(PyObject *obj, int writable, const char *what, cons
     if (PyObject_GetBuffer(obj, view, flags) != 0) {
         PyObject *t, *v, *tb;
         PyErr_Fetch(&t, &v, &tb);
+        /* A read-only array is the right kind of object in the wrong state: ValueError, as
+           for a read-only __cuda_array_interface__ or a tensor that requires grad. */
+        if (writable && PyObject_GetBuffer(obj, view, flags & ~PyBUF_WRITABLE) == 0) {
+            PyBuffer_Release(view);
+            Py_XDECREF(t);
+            Py_XDECREF(v);
+            Py_XDECREF(tb);
+            PyErr_Format(PyExc_ValueError,
+                         "%s '%s': the array is read-only; pass a writable one (or None to skip "
+                         "the output)",
+                         what, name);
+            return -1;
+        }
+        PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s '%s': %s; got %.200s (%S)", what, name,
                      writable ? "expected a writable array (a NumPy array, C order rows)"
                               : "expected an array (NumPy, PyTorch, CuPy, or a buffer)",
@@ -314,10 +329,15 @@ static int check_device(int type, int id, const char *what, const char *name)
     return 0;
 }
 
-/* Integer attribute or method result as a C value; -1 with an exception on failure. */
+/* An integer as a C value: an int or anything with __index__ (NumPy's integers, say);
+   -1 with an exception on failure. */
 static int get_ssize(PyObject *o, Py_ssize_t *v)
 {
-    *v = PyLong_AsSsize_t(o);
+    PyObject *i = PyNumber_Index(o);
+    if (!i)
+        return -1;
+    *v = PyLong_AsSsize_t(i);
+    Py_DECREF(i);
     return *v == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
@@ -353,7 +373,9 @@ static int frame_from_torch(PyObject *t, int writable, const char *what, const c
     if (s < 0) {
         PyObject *str = PyObject_Str(dtype);
         Py_DECREF(dtype);
-        dtype_error(what, name, str ? PyUnicode_AsUTF8(str) : "that");
+        const char *got = str ? PyUnicode_AsUTF8(str) : NULL;
+        PyErr_Clear(); /* the dtype error says more than a failed str() */
+        dtype_error(what, name, got ? got : "that");
         Py_XDECREF(str);
         return -1;
     }
@@ -584,7 +606,13 @@ typedef struct {
 
 static PyTypeObject EngineType, PipelineType, TicketType, HostBufferType;
 
-/* The engine's log hook: may run on any thread, with or without the GIL. */
+/* Set while engine_log runs Python code on this thread: a pipeline called from there is
+   being re-entered, whichever thread the engine logs from. */
+static _Thread_local int in_log_callback;
+
+/* The engine's log hook: may run on any thread, with or without the GIL. self->log only
+   ever goes from a callable to NULL (Engine_clear), so NULL read without the GIL is final;
+   a callable is read again, and held, under it. */
 static void engine_log(void *user, int level, const char *msg)
 {
     EngineObject *self = user;
@@ -593,14 +621,24 @@ static void engine_log(void *user, int level, const char *msg)
         return;
     }
     PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *log = self->log;
+    if (!log) {
+        PyGILState_Release(g);
+        fprintf(stderr, "pipefuse: %s\n", msg);
+        return;
+    }
+    Py_INCREF(log);
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);
     PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
-    PyObject *r = text ? PyObject_CallFunction(self->log, "iO", level, text) : NULL;
+    in_log_callback++;
+    PyObject *r = text ? PyObject_CallFunction(log, "iO", level, text) : NULL;
+    in_log_callback--;
     Py_XDECREF(text);
     if (!r)
-        PyErr_WriteUnraisable(self->log);
+        PyErr_WriteUnraisable(log);
     Py_XDECREF(r);
+    Py_DECREF(log);
     PyErr_Restore(t, v, tb);
     PyGILState_Release(g);
 }
@@ -634,7 +672,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw)
     cfg.threads = threads;
     if (log != Py_None) {
         Py_INCREF(log);
-        self->log = log;
+        Py_XSETREF(self->log, log); /* a failed __init__ may have set one */
         cfg.log = engine_log;
         cfg.log_user = self;
     }
@@ -651,10 +689,31 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
+/* The engine holds its log callable, which may hold the engine (a bound method of the
+   object that owns it): the cycle collector must see that reference. */
+static int Engine_traverse(EngineObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->log);
+    return 0;
+}
+
+static int Engine_clear(EngineObject *self)
+{
+    Py_CLEAR(self->log); /* the engine logs to stderr from now on */
+    return 0;
+}
+
+/* Pipelines and host buffers hold the engine: it is freed after all of them. */
 static void Engine_dealloc(EngineObject *self)
 {
-    pf_engine_destroy(self->e);
-    Py_XDECREF(self->log);
+    PyObject_GC_UnTrack(self);
+    pf_engine *e = self->e;
+    self->e = NULL;
+    if (e) { /* joins the worker threads, which may log (and so need the GIL) */
+        Py_BEGIN_ALLOW_THREADS pf_engine_destroy(e);
+        Py_END_ALLOW_THREADS
+    }
+    Py_CLEAR(self->log);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -800,14 +859,17 @@ static PyObject *Engine_info(EngineObject *self, PyObject *unused)
 typedef struct {
     PyObject_HEAD pf_pipeline *p;
     EngineObject *engine;
-    PyObject *inflight; /* list of unfinished Tickets, in submit order */
-    int busy;           /* a call is running with the GIL released */
-    int n_tables;       /* table outputs */
+    PyObject *inflight;        /* list of unfinished Tickets, in submit order */
+    int busy;                  /* a method is running: see pipeline_claim */
+    unsigned long busy_thread; /* the thread running it */
+    int n_tables;              /* table outputs */
+    unsigned long long serial; /* this pipeline's number, which its tickets carry */
 } PipelineObject;
 
 typedef struct {
-    PyObject_HEAD int id;    /* the engine's ticket */
-    unsigned long long plan; /* the plan generation it was submitted under */
+    PyObject_HEAD int id;     /* the engine's ticket */
+    unsigned long long owner; /* the serial of the pipeline that submitted it */
+    unsigned long long plan;  /* the plan generation it was submitted under */
     int device;
     int done;
     int lost;          /* the plan was replaced before its host outputs were copied */
@@ -820,19 +882,24 @@ typedef struct {
 
 static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
 {
+    static unsigned long long serials; /* under the GIL */
     if (rc != PF_OK)
         return raise_status(rc, pf_engine_errmsg(self->e));
-    PipelineObject *po = PyObject_New(PipelineObject, &PipelineType);
+    PipelineObject *po = PyObject_GC_New(PipelineObject, &PipelineType);
     if (!po) {
         pf_pipeline_destroy(p);
         return NULL;
     }
     po->p = p;
     po->busy = 0;
-    po->inflight = PyList_New(0);
+    po->busy_thread = 0;
+    po->serial = ++serials;
+    po->inflight = NULL;
     Py_INCREF(self);
     po->engine = self;
     po->n_tables = 0;
+    PyObject_GC_Track(po);
+    po->inflight = PyList_New(0);
     for (int i = 0; i < pf_pipeline_output_count(p); i++) {
         pf_output_info oi;
         if (pf_pipeline_output_info(p, i, &oi) == PF_OK && oi.kind == PF_OUTPUT_TABLE)
@@ -885,8 +952,17 @@ static int HostBuffer_getbuffer(HostBufferObject *self, Py_buffer *view, int fla
                              (Py_ssize_t)(self->f.pitch * (size_t)self->f.height), 0, flags);
 }
 
+/* Traversed, never cleared: the memory is freed through the engine, and NumPy arrays
+   may still point into it; a cycle through here is broken at the engine's log. */
+static int HostBuffer_traverse(HostBufferObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->engine);
+    return 0;
+}
+
 static void HostBuffer_dealloc(HostBufferObject *self)
 {
+    PyObject_GC_UnTrack(self);
     if (self->engine) {
         pf_frame_free_host(self->engine->e, &self->f);
         Py_DECREF(self->engine);
@@ -900,7 +976,9 @@ static PyTypeObject HostBufferType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.HostBuffer",
     .tp_basicsize = sizeof(HostBufferObject),
     .tp_dealloc = (destructor)HostBuffer_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)HostBuffer_traverse,
+    .tp_free = PyObject_GC_Del,
     .tp_doc = "Page-locked host memory of one frame (pf_frame_alloc_host).",
     .tp_as_buffer = &HostBuffer_as_buffer,
 };
@@ -917,11 +995,12 @@ static PyObject *Engine_alloc_host(EngineObject *self, PyObject *args)
                      sample);
         return NULL;
     }
-    HostBufferObject *b = PyObject_New(HostBufferObject, &HostBufferType);
+    HostBufferObject *b = PyObject_GC_New(HostBufferObject, &HostBufferType);
     if (!b)
         return NULL;
     b->engine = NULL;
     memset(&b->f, 0, sizeof b->f);
+    PyObject_GC_Track(b);
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = pf_frame_alloc_host(self->e, w, h, (pf_sample)sample, c, &b->f);
     Py_END_ALLOW_THREADS if (rc != PF_OK)
@@ -950,7 +1029,10 @@ static PyTypeObject EngineType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.Engine",
     .tp_basicsize = sizeof(EngineObject),
     .tp_dealloc = (destructor)Engine_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Engine_traverse,
+    .tp_clear = (inquiry)Engine_clear,
+    .tp_free = PyObject_GC_Del,
     .tp_doc = "Engine(plugin_path=None, use_env_path=True, builtin=True, threads=0, log=None)",
     .tp_methods = Engine_methods,
     .tp_init = (initproc)Engine_init,
@@ -969,8 +1051,31 @@ static void ticket_release(TicketObject *t)
     Py_CLEAR(t->keep);
 }
 
+/* What a ticket holds may hold its pipeline (an output array in an object that owns the
+   pipeline): the cycle collector sees all of it. Clearing keeps what a frame in flight
+   uses; the pipeline's own clear (which waits for its frames) releases that. */
+static int Ticket_traverse(TicketObject *t, visitproc visit, void *arg)
+{
+    Py_VISIT(t->outputs);
+    Py_VISIT(t->tables);
+    Py_VISIT(t->keep);
+    for (int i = 0; i < t->n_views; i++)
+        Py_VISIT(t->views[i].obj);
+    return 0;
+}
+
+static int Ticket_clear(TicketObject *t)
+{
+    Py_CLEAR(t->outputs);
+    Py_CLEAR(t->tables);
+    if (t->done)
+        ticket_release(t);
+    return 0;
+}
+
 static void Ticket_dealloc(TicketObject *t)
 {
+    PyObject_GC_UnTrack(t);
     ticket_release(t); /* only reached once the frame is complete: see pipeline_sync */
     Py_XDECREF(t->outputs);
     Py_XDECREF(t->tables);
@@ -1015,26 +1120,54 @@ static PyTypeObject TicketType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.Ticket",
     .tp_basicsize = sizeof(TicketObject),
     .tp_dealloc = (destructor)Ticket_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Ticket_traverse,
+    .tp_clear = (inquiry)Ticket_clear,
+    .tp_free = PyObject_GC_Del,
     .tp_doc = "A frame in flight: pass it to Pipeline.wait or Pipeline.poll.",
     .tp_getset = Ticket_getset,
 };
 
 /* ---- Pipeline methods ------------------------------------------------------------------------ */
 
-static int pipeline_ready(PipelineObject *self)
+/* Claims the pipeline for the method that calls this, which releases it (busy = 0) on
+   every path: first thing, before anything that can run Python code (converting an
+   array, __index__, json.dumps, a garbage collection) and so let another thread in.
+   The engine is then only ever called by the claiming thread. A second caller gets
+   BusyError (a RuntimeError) and its message says whether it came from another thread
+   or from inside the running call (a log callback, say). */
+static int pipeline_claim(PipelineObject *self)
 {
     if (!self->p) {
         PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
         return -1;
     }
     if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "the pipeline is in use by another thread (a pipeline serves one thread "
-                        "at a time; load one per thread)");
+        if (in_log_callback || self->busy_thread == PyThread_get_thread_ident())
+            raise_status(PF_BUSY,
+                         "the pipeline was called again from inside one of its own calls (a log "
+                         "callback, or Python code an argument ran); a pipeline cannot be "
+                         "re-entered: call it once that call has returned");
+        else
+            raise_status(PF_BUSY, "the pipeline is in use by another thread (a pipeline serves "
+                                  "one thread at a time; load one per thread)");
         return -1;
     }
+    self->busy = 1;
+    self->busy_thread = PyThread_get_thread_ident();
     return 0;
+}
+
+typedef PyObject *(*pipeline_method)(PipelineObject *self, PyObject *args, PyObject *kw);
+
+/* Runs fn with the pipeline claimed. */
+static PyObject *claimed(PipelineObject *self, pipeline_method fn, PyObject *args, PyObject *kw)
+{
+    if (pipeline_claim(self) != 0)
+        return NULL;
+    PyObject *r = fn(self, args, kw);
+    self->busy = 0;
+    return r;
 }
 
 static PyObject *pipeline_error(PipelineObject *self, int rc)
@@ -1168,12 +1301,12 @@ static int parse_stream(PyObject *obj, Py_ssize_t *stream)
 }
 
 /* Pipeline.submit(inputs, outputs=None, stream=None) -> Ticket */
-static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject *kw)
+static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"inputs", "outputs", "stream", NULL};
     PyObject *in_obj, *out_obj = Py_None, *stream_obj = Py_None;
-    if (pipeline_ready(self) != 0 || !PyArg_ParseTupleAndKeywords(args, kw, "O|OO:submit", names,
-                                                                  &in_obj, &out_obj, &stream_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:submit", names, &in_obj, &out_obj,
+                                     &stream_obj))
         return NULL;
     Py_ssize_t stream;
     if (parse_stream(stream_obj, &stream) != 0)
@@ -1194,17 +1327,30 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
     pf_frame fin[MAX_FRAMES], fout[MAX_FRAMES];
     memset(fin, 0, sizeof fin);
     memset(fout, 0, sizeof fout);
-    if (n_in != want_in || n_out > have_out || n_in > MAX_FRAMES || n_out > MAX_FRAMES) {
+    if (n_in != want_in) {
+        /* [[0, 1], [2, 3]]: rows of an image given as nested lists, read as inputs. */
+        PyObject *first = n_in ? PySequence_Fast_GET_ITEM(ins, 0) : NULL;
+        int nested = first && (PyList_Check(first) || PyTuple_Check(first) || PyLong_Check(first) ||
+                               PyFloat_Check(first));
         PyErr_Format(PyExc_ValueError,
-                     n_in != want_in ? "the pipeline has %d input(s); %zd array(s) given"
-                                     : "the pipeline has %d output(s); %zd array(s) given",
-                     n_in != want_in ? want_in : have_out, n_in != want_in ? n_in : n_out);
+                     "the pipeline has %d input(s); %zd given (a list or tuple holds one array "
+                     "per input, in input order%s)",
+                     want_in, n_in,
+                     nested ? "; an image is an array, never nested lists: pass "
+                              "np.asarray(rows, dtype) with dtype uint8, uint16 or float32"
+                            : "");
         goto fail;
     }
-    t = PyObject_New(TicketObject, &TicketType);
+    if (n_out > have_out || n_in > MAX_FRAMES || n_out > MAX_FRAMES) {
+        PyErr_Format(PyExc_ValueError, "the pipeline has %d output(s); %zd array(s) given",
+                     have_out, n_out);
+        goto fail;
+    }
+    t = PyObject_GC_New(TicketObject, &TicketType);
     if (!t)
         goto fail;
     t->id = 0;
+    t->owner = self->serial;
     t->plan = 0;
     t->done = t->lost = 0;
     t->outputs = outs;
@@ -1212,6 +1358,9 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
     t->tables = NULL;
     t->views = NULL;
     t->n_views = 0;
+    t->keep = NULL;
+    t->device = 0;
+    PyObject_GC_Track(t);
     t->keep = PyList_New(0);
     if (!t->keep)
         goto fail;
@@ -1234,6 +1383,8 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
         const char *what = is_out ? "output" : "input";
         const char *name = "?";
         pf_output_info oi;
+        memset(&oi, 0, sizeof oi);
+        oi.kind = PF_OUTPUT_IMAGE;
         if (is_out && pf_pipeline_output_info(self->p, i, &oi) == PF_OK)
             name = oi.name;
         else if (!is_out)
@@ -1245,6 +1396,23 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
                 goto fail;
             }
             continue; /* output not wanted */
+        }
+        if (is_out && oi.kind == PF_OUTPUT_TABLE) {
+            PyErr_Format(PyExc_ValueError,
+                         "output '%s' is a table: the pipeline makes it and wait() returns it; "
+                         "pass None in its place",
+                         name);
+            goto fail;
+        }
+        if (!is_out &&
+            (PyUnicode_Check(a) || PyBytes_Check(a) || PyList_Check(a) || PyTuple_Check(a))) {
+            PyErr_Format(PyExc_TypeError, "input '%s': expected an array, not %.200s%s", name,
+                         Py_TYPE(a)->tp_name,
+                         PyList_Check(a) || PyTuple_Check(a)
+                             ? " (an image is an array, never nested lists: pass "
+                               "np.asarray(rows, dtype) with dtype uint8, uint16 or float32)"
+                             : "");
+            goto fail;
         }
         int dev = is_device_array(a);
         if (dev < 0)
@@ -1286,11 +1454,6 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
         } else {
             PyObject *src = a;
             Py_INCREF(src);
-            if (PyUnicode_Check(a) || PyBytes_Check(a)) {
-                PyErr_Format(PyExc_TypeError, "input '%s': expected an array, not %.200s", name,
-                             Py_TYPE(a)->tp_name);
-                goto fail;
-            }
             if (!PyObject_CheckBuffer(a)) { /* torch CPU tensors, __array_interface__, ... */
                 PyObject *conv = is_torch_tensor(a) ? PyObject_CallMethod(a, "numpy", NULL)
                                  : np_asarray       ? PyObject_CallOneArg(np_asarray, a)
@@ -1319,14 +1482,12 @@ static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject 
 
     int id = 0, rc;
     pf_pipeline *p = self->p;
-    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS if (device) rc =
         pf_pipeline_submit_device(p, fin, (int)n_in, fout, (int)n_out, (void *)stream, &id);
     else rc = pf_pipeline_submit(p, fin, (int)n_in, fout, (int)n_out, &id);
-    Py_END_ALLOW_THREADS self->busy = 0;
-    /* Host inputs are copied before submit returns. */
-    for (int i = 0; i < n_in_views; i++)
-        PyBuffer_Release(&in_views[i]);
+    Py_END_ALLOW_THREADS
+        /* Host inputs are copied before submit returns. */
+        for (int i = 0; i < n_in_views; i++) PyBuffer_Release(&in_views[i]);
     n_in_views = 0;
     int on_cpu;
     if (rc != PF_OK) {
@@ -1356,6 +1517,11 @@ fail_submitted:
     return NULL;
 }
 
+static PyObject *Pipeline_submit(PipelineObject *self, PyObject *args, PyObject *kw)
+{
+    return claimed(self, submit_frame, args, kw);
+}
+
 static TicketObject *ticket_arg(PyObject *obj)
 {
     if (!PyObject_TypeCheck(obj, &TicketType)) {
@@ -1375,48 +1541,73 @@ static int inflight_remove(PipelineObject *self, TicketObject *t)
     return 0;
 }
 
-static int ticket_mine(PipelineObject *self, TicketObject *t)
+/* A timeout in milliseconds: None waits without one (-1); any other real number >= 0,
+   whole milliseconds rounded up and at most INT_MAX (24 days). */
+static int parse_timeout(PyObject *obj, int *ms)
 {
-    Py_ssize_t n = PyList_GET_SIZE(self->inflight);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (PyList_GET_ITEM(self->inflight, i) == (PyObject *)t)
-            return 1;
+    *ms = -1;
+    if (obj == Py_None)
+        return 0;
+    double v = PyFloat_AsDouble(obj);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(v >= 0)) { /* NaN too */
+        PyErr_Format(PyExc_ValueError,
+                     "wait: the timeout must be None or a non-negative number, not %R", obj);
+        return -1;
+    }
+    *ms = v >= (double)INT_MAX ? INT_MAX : (int)ceil(v);
     return 0;
 }
 
-/* Pipeline.wait(ticket, timeout_ms=-1): the frame is complete when it returns; with a
-   timeout (0 polls), NotReadyError when it is still in flight then. */
+/* Waits for t, with the pipeline claimed. */
+static PyObject *wait_frame(PipelineObject *self, PyObject *ticket, PyObject *timeout)
+{
+    TicketObject *t = (TicketObject *)ticket;
+    int timeout_ms = (int)PyLong_AsLong(timeout), rc;
+    pf_pipeline *p = self->p;
+    int id = t->id;
+    /* A poll that sees the frame complete copies its host outputs: no GIL either. */
+    Py_BEGIN_ALLOW_THREADS rc = timeout_ms == 0  ? pf_pipeline_poll(p, id)
+                                : timeout_ms > 0 ? pf_pipeline_wait_timeout(p, id, timeout_ms)
+                                                 : pf_pipeline_wait(p, id);
+    Py_END_ALLOW_THREADS if (rc ==
+                             PF_NOT_READY) return raise_status(rc, "the frame is still in flight");
+    /* Complete either way: a failed wait leaves the frame out of the engine too. */
+    int trc = ticket_complete(self, t, rc == PF_OK);
+    if (inflight_remove(self, t) != 0 || trc != 0)
+        return NULL;
+    if (rc != PF_OK)
+        return pipeline_error(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* Pipeline.wait(ticket, timeout_ms=None): the frame is complete when it returns; with a
+   timeout (0 polls), NotReadyError when it is still in flight then. A ticket is waited
+   for on the pipeline that submitted it; once complete, again and again (after close
+   too). */
 static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
 {
-    PyObject *arg;
-    int timeout_ms = -1;
-    if (!PyArg_ParseTuple(args, "O|i:wait", &arg, &timeout_ms))
+    PyObject *arg, *timeout = Py_None;
+    int timeout_ms;
+    if (!PyArg_ParseTuple(args, "O|O:wait", &arg, &timeout))
         return NULL;
     TicketObject *t = ticket_arg(arg);
-    if (!t || pipeline_ready(self) != 0)
+    if (!t || parse_timeout(timeout, &timeout_ms) != 0)
         return NULL;
-    if (!t->done && !ticket_mine(self, t)) {
-        PyErr_SetString(PyExc_ValueError, "the ticket belongs to another pipeline");
+    if (t->owner != self->serial) {
+        PyErr_SetString(PyExc_ValueError,
+                        "wait: the ticket is from another pipeline; wait for it on the pipeline "
+                        "whose submit() returned it");
         return NULL;
     }
     if (!t->done) {
-        int rc;
-        pf_pipeline *p = self->p;
-        int id = t->id;
-        self->busy = 1;
-        /* A poll that sees the frame complete copies its host outputs: no GIL either. */
-        Py_BEGIN_ALLOW_THREADS rc = timeout_ms == 0  ? pf_pipeline_poll(p, id)
-                                    : timeout_ms > 0 ? pf_pipeline_wait_timeout(p, id, timeout_ms)
-                                                     : pf_pipeline_wait(p, id);
-        Py_END_ALLOW_THREADS self->busy = 0;
-        if (rc == PF_NOT_READY)
-            return raise_status(rc, "the frame is still in flight");
-        /* Complete either way: a failed wait leaves the frame out of the engine too. */
-        int trc = ticket_complete(self, t, rc == PF_OK);
-        if (inflight_remove(self, t) != 0 || trc != 0)
+        PyObject *ms = PyLong_FromLong(timeout_ms);
+        PyObject *r = ms ? claimed(self, (pipeline_method)wait_frame, arg, ms) : NULL;
+        Py_XDECREF(ms);
+        if (!r)
             return NULL;
-        if (rc != PF_OK)
-            return pipeline_error(self, rc);
+        Py_DECREF(r);
     }
     if (t->lost)
         return raise_status(PF_NOT_PLANNED,
@@ -1427,11 +1618,11 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
 
 /* Pipeline.set(key, value): numbers go through pf_pipeline_set_float, anything else as
    the JSON that json.dumps makes of it (so a str is a JSON string). */
-static PyObject *Pipeline_set(PipelineObject *self, PyObject *args)
+static PyObject *set_impl(PipelineObject *self, PyObject *args, PyObject *kw)
 {
     const char *key;
     PyObject *value;
-    if (pipeline_ready(self) != 0 || !PyArg_ParseTuple(args, "sO:set", &key, &value))
+    if (!PyArg_ParseTuple(args, "sO:set", &key, &value))
         return NULL;
     int rc;
     if ((PyFloat_Check(value) || PyLong_Check(value)) && !PyBool_Check(value)) {
@@ -1462,10 +1653,10 @@ static PyObject *Pipeline_set(PipelineObject *self, PyObject *args)
 }
 
 /* Pipeline.set_json(key, text): the value as JSON text, as `pipefuse run --set` takes it. */
-static PyObject *Pipeline_set_json(PipelineObject *self, PyObject *args)
+static PyObject *set_json_impl(PipelineObject *self, PyObject *args, PyObject *kw)
 {
     const char *key, *text;
-    if (pipeline_ready(self) != 0 || !PyArg_ParseTuple(args, "ss:set_json", &key, &text))
+    if (!PyArg_ParseTuple(args, "ss:set_json", &key, &text))
         return NULL;
     int rc = pf_pipeline_set_param(self->p, key, text);
     if (rc != PF_OK)
@@ -1474,11 +1665,11 @@ static PyObject *Pipeline_set_json(PipelineObject *self, PyObject *args)
 }
 
 /* Pipeline.set_option(name, value): bools as true/false, None as "", else str(value). */
-static PyObject *Pipeline_set_option(PipelineObject *self, PyObject *args)
+static PyObject *set_option_impl(PipelineObject *self, PyObject *args, PyObject *kw)
 {
     const char *name;
     PyObject *value;
-    if (pipeline_ready(self) != 0 || !PyArg_ParseTuple(args, "sO:set_option", &name, &value))
+    if (!PyArg_ParseTuple(args, "sO:set_option", &name, &value))
         return NULL;
     PyObject *text = PyBool_Check(value) ? PyUnicode_FromString(value == Py_True ? "true" : "false")
                      : value == Py_None  ? PyUnicode_FromString("")
@@ -1503,10 +1694,8 @@ static PyObject *Pipeline_set_option(PipelineObject *self, PyObject *args)
 }
 
 /* Pipeline.plan(shapes): one (height, width[, channels]) per input, NumPy order. */
-static PyObject *Pipeline_plan(PipelineObject *self, PyObject *arg)
+static PyObject *plan_impl(PipelineObject *self, PyObject *arg, PyObject *kw)
 {
-    if (pipeline_ready(self) != 0)
-        return NULL;
     PyObject *seq = PySequence_Fast(arg, "plan() takes a sequence of shapes, one per input");
     if (!seq)
         return NULL;
@@ -1536,10 +1725,8 @@ static PyObject *Pipeline_plan(PipelineObject *self, PyObject *arg)
     Py_DECREF(seq);
     int rc;
     pf_pipeline *p = self->p;
-    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_plan(p, shapes, (int)n);
-    Py_END_ALLOW_THREADS self->busy = 0;
-    unsigned long long gen;
+    Py_END_ALLOW_THREADS unsigned long long gen;
     int on_cpu;
     if (rc != PF_OK)
         return pipeline_failed(self, rc);
@@ -1567,10 +1754,8 @@ static PyObject *Pipeline_get_inputs(PipelineObject *self, void *c)
 
 /* Pipeline.output_info() -> list of dicts (shape: (height, width) of an image,
    (rows, columns) of a table; (0, 0) before a plan). */
-static PyObject *Pipeline_output_info(PipelineObject *self, PyObject *unused)
+static PyObject *output_info_impl(PipelineObject *self, PyObject *unused, PyObject *kw)
 {
-    if (pipeline_ready(self) != 0)
-        return NULL;
     int n = pf_pipeline_output_count(self->p);
     PyObject *list = PyList_New(0);
     for (int i = 0; list && i < n; i++) {
@@ -1595,10 +1780,8 @@ static PyObject *Pipeline_output_info(PipelineObject *self, PyObject *unused)
     return list;
 }
 
-static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused)
+static PyObject *stats_impl(PipelineObject *self, PyObject *unused, PyObject *kw)
 {
-    if (pipeline_ready(self) != 0)
-        return NULL;
     pf_stats s;
     memset(&s, 0, sizeof s);
     s.size = sizeof s;
@@ -1620,10 +1803,8 @@ static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused)
         "budget_ms", s.budget_ms);
 }
 
-static PyObject *Pipeline_units(PipelineObject *self, PyObject *unused)
+static PyObject *units_impl(PipelineObject *self, PyObject *unused, PyObject *kw)
 {
-    if (pipeline_ready(self) != 0)
-        return NULL;
     int n = pf_pipeline_unit_count(self->p);
     PyObject *list = PyList_New(0);
     for (int i = 0; list && i < n; i++) {
@@ -1659,37 +1840,81 @@ static int print_dot(const void *p, FILE *f)
     return pf_pipeline_print_dot((const pf_pipeline *)p, f);
 }
 
-static PyObject *Pipeline_plan_text(PipelineObject *self, PyObject *unused)
+static PyObject *plan_text_impl(PipelineObject *self, PyObject *unused, PyObject *kw)
 {
-    if (pipeline_ready(self) != 0)
-        return NULL;
     return capture_text(print_plan, self->p);
 }
 
-static PyObject *Pipeline_dot_text(PipelineObject *self, PyObject *unused)
+static PyObject *dot_text_impl(PipelineObject *self, PyObject *unused, PyObject *kw)
 {
-    if (pipeline_ready(self) != 0)
-        return NULL;
     return capture_text(print_dot, self->p);
 }
 
-static PyObject *Pipeline_build_kernels(PipelineObject *self, PyObject *args)
+static PyObject *build_kernels_impl(PipelineObject *self, PyObject *args, PyObject *kw)
 {
     int arch;
     PyObject *dir_obj = NULL;
-    if (pipeline_ready(self) != 0 ||
-        !PyArg_ParseTuple(args, "i|O&:build_kernels", &arch, PyUnicode_FSConverter, &dir_obj))
+    if (!PyArg_ParseTuple(args, "i|O&:build_kernels", &arch, PyUnicode_FSConverter, &dir_obj))
         return NULL;
     int n = 0, rc;
     pf_pipeline *p = self->p;
     const char *dir = dir_obj ? PyBytes_AS_STRING(dir_obj) : NULL;
-    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_build_kernels(p, arch, dir, &n);
-    Py_END_ALLOW_THREADS self->busy = 0;
-    Py_XDECREF(dir_obj);
+    Py_END_ALLOW_THREADS Py_XDECREF(dir_obj);
     if (rc != PF_OK)
         return pipeline_error(self, rc);
     return PyLong_FromLong(n);
+}
+
+/* The methods, each with the pipeline claimed. */
+static PyObject *Pipeline_set(PipelineObject *self, PyObject *args)
+{
+    return claimed(self, set_impl, args, NULL);
+}
+
+static PyObject *Pipeline_set_json(PipelineObject *self, PyObject *args)
+{
+    return claimed(self, set_json_impl, args, NULL);
+}
+
+static PyObject *Pipeline_set_option(PipelineObject *self, PyObject *args)
+{
+    return claimed(self, set_option_impl, args, NULL);
+}
+
+static PyObject *Pipeline_plan(PipelineObject *self, PyObject *arg)
+{
+    return claimed(self, plan_impl, arg, NULL);
+}
+
+static PyObject *Pipeline_output_info(PipelineObject *self, PyObject *unused)
+{
+    return claimed(self, output_info_impl, unused, NULL);
+}
+
+static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused)
+{
+    return claimed(self, stats_impl, unused, NULL);
+}
+
+static PyObject *Pipeline_units(PipelineObject *self, PyObject *unused)
+{
+    return claimed(self, units_impl, unused, NULL);
+}
+
+static PyObject *Pipeline_plan_text(PipelineObject *self, PyObject *unused)
+{
+    return claimed(self, plan_text_impl, unused, NULL);
+}
+
+static PyObject *Pipeline_dot_text(PipelineObject *self, PyObject *unused)
+{
+    return claimed(self, dot_text_impl, unused, NULL);
+}
+
+static PyObject *Pipeline_build_kernels(PipelineObject *self, PyObject *args)
+{
+    return claimed(self, build_kernels_impl, args, NULL);
 }
 
 static PyObject *Pipeline_get_slots(PipelineObject *self, void *c)
@@ -1725,19 +1950,39 @@ static void pipeline_close(PipelineObject *self)
 
 static PyObject *Pipeline_close(PipelineObject *self, PyObject *unused)
 {
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "the pipeline is in use by another thread");
+    if (!self->p) /* closing twice is fine */
+        Py_RETURN_NONE;
+    if (pipeline_claim(self) != 0)
         return NULL;
-    }
     pipeline_close(self);
+    self->busy = 0;
     Py_RETURN_NONE;
+}
+
+/* A pipeline holds its engine and its tickets (which hold arrays): the cycle collector
+   sees them. Clearing closes the pipeline first (waiting for its frames), so that the
+   engine, whatever the order the collector takes, is freed after its pipelines. */
+static int Pipeline_traverse(PipelineObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->engine);
+    Py_VISIT(self->inflight);
+    return 0;
+}
+
+static int Pipeline_clear(PipelineObject *self)
+{
+    pipeline_close(self);
+    Py_CLEAR(self->inflight);
+    Py_CLEAR(self->engine);
+    return 0;
 }
 
 static void Pipeline_dealloc(PipelineObject *self)
 {
+    PyObject_GC_UnTrack(self);
     pipeline_close(self);
-    Py_XDECREF(self->inflight);
-    Py_XDECREF(self->engine);
+    Py_CLEAR(self->inflight);
+    Py_CLEAR(self->engine);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1745,7 +1990,7 @@ static PyMethodDef Pipeline_methods[] = {
     {"submit", (PyCFunction)(void (*)(void))Pipeline_submit, METH_VARARGS | METH_KEYWORDS,
      "submit(inputs, outputs=None, stream=None) -> Ticket"},
     {"wait", (PyCFunction)Pipeline_wait, METH_VARARGS,
-     "wait(ticket, timeout_ms=-1): the frame is complete (NotReadyError after a timeout)"},
+     "wait(ticket, timeout_ms=None): the frame is complete (NotReadyError after a timeout)"},
     {"set", (PyCFunction)Pipeline_set, METH_VARARGS, "set('stage.param', value)"},
     {"set_json", (PyCFunction)Pipeline_set_json, METH_VARARGS, "set_json('stage.param', text)"},
     {"set_option", (PyCFunction)Pipeline_set_option, METH_VARARGS, "set_option(name, value)"},
@@ -1770,7 +2015,10 @@ static PyTypeObject PipelineType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pipefuse._pipefuse.Pipeline",
     .tp_basicsize = sizeof(PipelineObject),
     .tp_dealloc = (destructor)Pipeline_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)Pipeline_traverse,
+    .tp_clear = (inquiry)Pipeline_clear,
+    .tp_free = PyObject_GC_Del,
     .tp_doc = "A loaded pipeline (Engine.load_file / load_string).",
     .tp_methods = Pipeline_methods,
     .tp_getset = Pipeline_getset,
@@ -1828,9 +2076,16 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
         class_name(id && strncmp(id, "PF_", 3) == 0 ? id + 3 : "UNKNOWN", name, sizeof name);
         snprintf(qual, sizeof qual, "pipefuse.%s", name);
         PyObject *dict = Py_BuildValue("{s:i,s:s}", "status", s, "status_name", pf_status_name(s));
+        /* Where docs/python.md promises a built-in exception, the class is one too: a
+           wrong shape is a ValueError, a pipeline in use a RuntimeError. */
+        PyObject *also = s == PF_SHAPE  ? PyExc_ValueError
+                         : s == PF_BUSY ? PyExc_RuntimeError
+                                        : NULL;
+        PyObject *bases = also ? PyTuple_Pack(2, Error, also) : (Py_INCREF(Error), Error);
         status_errors[s] =
-            dict ? PyErr_NewExceptionWithDoc(qual, pf_status_str(s), Error, dict) : NULL;
+            dict && bases ? PyErr_NewExceptionWithDoc(qual, pf_status_str(s), bases, dict) : NULL;
         Py_XDECREF(dict);
+        Py_XDECREF(bases);
         PyObject *code = PyLong_FromLong(s);
         if (!status_errors[s] || !code || PyModule_AddObjectRef(m, name, status_errors[s]) < 0 ||
             PyDict_SetItemString(statuses, pf_status_name(s), code) < 0) {

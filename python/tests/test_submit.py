@@ -26,7 +26,12 @@ def test_ticket_of_another_pipeline(engine):
     p2 = cpu(engine, PIPELINES / "demo.json")
     t = p1.submit(np.zeros((4, 4, 3), np.uint8))
     p1.wait(t)
-    p2.wait(t)  # complete already: nothing to wait for
+    # Complete already, but p2's names are not p1's outputs: refused, not answered.
+    with pytest.raises(ValueError, match="another pipeline"):
+        p2.wait(t)
+    with pytest.raises(ValueError, match="another pipeline"):
+        p2.poll(t)
+    assert sorted(p1.wait(t)) == ["histogram", "result"]
     with pytest.raises(TypeError, match="Ticket"):
         p1.wait(3)
 
