@@ -485,9 +485,9 @@ int pf_cu_prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_frame
             int rc = pf_fuse_build(p, u, c->f4, in_fmt, out_fmt, c->arch, p->eng->cuda->sm_count,
                                    p->dump_dir, io, &cubin, &size);
             if (rc == PF_OK) {
-                char name[64], err[512];
-                snprintf(name, sizeof name, "pf_fused_u%d", u);
-                rc = pf_fuse_load(cubin, name, &kv[v].module, &kv[v].function, err, sizeof err);
+                char err[512];
+                rc = pf_fuse_load(cubin, PF_FUSED_KERNEL, &kv[v].module, &kv[v].function, err,
+                                  sizeof err);
                 if (rc != PF_OK)
                     pf_errf(p->errmsg, "%s: %s", p->source, err);
             }

@@ -968,13 +968,50 @@ static int blame_ops(pf_pipeline *p, int u, const pf_fuse_unit *io, int arch)
     return failed;
 }
 
+/* src without its comments (malloc'd; NULL when out of memory), newlines kept, so that
+   line numbers stay those of src. Comments name stages and offsets; what is compiled,
+   and so the kernel cache's key, should not, so that units of the same ops share one
+   compile. String and character literals are copied as they are. */
+static char *strip_comments(const char *src)
+{
+    char *out = malloc(strlen(src) + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *s = src; *s;) {
+        if (s[0] == '/' && s[1] == '/') {
+            while (*s && *s != '\n')
+                s++;
+        } else if (s[0] == '/' && s[1] == '*') {
+            for (s += 2; *s && !(s[0] == '*' && s[1] == '/'); s++)
+                if (*s == '\n')
+                    *o++ = '\n';
+            s += *s ? 2 : 0;
+            *o++ = ' ';
+        } else if (*s == '"' || *s == '\'') {
+            char q = *s;
+            *o++ = *s++;
+            while (*s && *s != q && *s != '\n') {
+                if (*s == '\\' && s[1])
+                    *o++ = *s++;
+                *o++ = *s++;
+            }
+            if (*s == q)
+                *o++ = *s++;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
                   int arch, int sm_count, const char *dump_dir, pf_fuse_unit *io, void **cubin,
                   size_t *size)
 {
     const pf_unit *un = &p->plan->units[u];
     char name[64], ids[1024] = "";
-    snprintf(name, sizeof name, "pf_fused_u%d", u);
+    snprintf(name, sizeof name, "pf_fused_u%d", u); /* the dumped source's file name */
     for (int a = 0, o = 0; a < un->n_nodes && o < (int)sizeof ids - 64; a++)
         o += snprintf(ids + o, sizeof ids - (size_t)o, "%s%s", a ? ", " : "", un->ids[a]);
     if (pf_fuse_unit_io(p, u, f4, in_fmt, out_fmt, io) != 0) {
@@ -991,7 +1028,7 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
     if (!off)
         return PF_NO_MEMORY;
     pf_param_layout(p, off);
-    char *src = pf_fuse_source(p, u, io, off, name);
+    char *src = pf_fuse_source(p, u, io, off, PF_FUSED_KERNEL);
     free(off);
     if (!src) {
         pf_errf(p->errmsg, "%s: out of memory generating fused kernel #%d", p->source, u);
@@ -1006,12 +1043,20 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
     char *log = NULL;
     int hit = 0;
     /* The first line names the pipeline file and stage ids, for a dumped kernel; the
-       compile (and so the kernel cache's key) starts after it, so the same ops in
-       another file or under other ids find the same cached kernel. The #line
-       directives keep NVRTC's line numbers those of the dumped source. */
+       compile (and so the kernel cache's key) starts after it and has no comments, so
+       the same ops in another file, under other ids or in another unit of the plan (a
+       long chain's groups) find the same cached kernel. The #line directives keep
+       NVRTC's line numbers those of the dumped source. */
     const char *body = src + strcspn(src, "\n");
     body += *body == '\n';
-    int rc = pf_nvrtc_compile(body, name, arch, cubin, size, &log, &hit);
+    char *canon = strip_comments(body);
+    if (!canon) {
+        free(src);
+        pf_errf(p->errmsg, "%s: out of memory compiling fused kernel #%d", p->source, u);
+        return PF_NO_MEMORY;
+    }
+    int rc = pf_nvrtc_compile(canon, name, arch, cubin, size, &log, &hit);
+    free(canon);
     if (rc == PF_OK && hit)
         p->stats.kernel_cache_hits++;
     else if (rc == PF_OK)

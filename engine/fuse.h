@@ -148,10 +148,15 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
    fewer than 2048 threads per multiprocessor, then halved down to 1. */
 int pf_fuse_ppt(int width, int height, int sm_count);
 
-/* Generates, optionally dumps (dump_dir non-NULL: DIR/name.cu), and compiles fused
-   unit u for sm_<arch> (pixels per thread from pf_fuse_ppt for a device of sm_count
-   multiprocessors: io->ppt), with the unit's IO from f4/in_fmt/out_fmt. The kernel is named
-   pf_fused_u<u>. On failure p->errmsg names the stages, holds NVRTC's log and where
+/* Every fused kernel's name in its module. Units of the same ops, formats and geometry
+   (a long chain's groups of one op) so generate the same source and share one compile
+   in the kernel cache, whatever their unit number or stage ids. */
+#define PF_FUSED_KERNEL "pf_fused"
+
+/* Generates, optionally dumps (dump_dir non-NULL: DIR/pf_fused_u<u>.cu), and compiles
+   fused unit u for sm_<arch> (pixels per thread from pf_fuse_ppt for a device of sm_count
+   multiprocessors: io->ppt), with the unit's IO from f4/in_fmt/out_fmt. The kernel is
+   PF_FUSED_KERNEL. On failure p->errmsg names the stages, holds NVRTC's log and where
    the source was written. */
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
                   int arch, int sm_count, const char *dump_dir, pf_fuse_unit *io, void **cubin,

@@ -191,8 +191,8 @@ static void check_row_default(walk *w, int i, const char *pn)
         note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in an int", pn,
              pd->def);
     } else if (pd->type == PF_PARAM_FLOAT && isfinite(pd->def) && !isfinite((float)pd->def)) {
-        note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in a float",
-             pn, pd->def);
+        note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in a float", pn,
+             pd->def);
     } else if (pd->type == PF_PARAM_BOOL && pd->def != 0 && pd->def != 1) {
         note(w, PF_CHECK_WARNING, ROW("def"), "write 0 or 1",
              "%s: a bool default of %g (taken as true)", pn, pd->def);

@@ -107,6 +107,33 @@ int main(void)
     char path[4200];
     snprintf(path, sizeof path, "%s/pf_fused_u0.cu", dump);
     CHECK(stat(path, &st) == 0 && st.st_size > 1000);
+
+    /* Two units of the same ops (gamma then invert, on inputs x and y) under other ids
+       generate one source but for names in comments: one compile, one kernel cache hit.
+       So a long chain's groups of one op compile once (100 000 stages: 782 groups). */
+    {
+        pf_pipeline *p = NULL;
+        CHECK(pf_pipeline_load_string(eng,
+                                      "{\"pipefuse\":1,\"inputs\":[\"x\",\"y\"],\"stages\":["
+                                      "{\"id\":\"a\",\"op\":\"gamma\",\"inputs\":[\"x\"]},{\"id\":"
+                                      "\"a2\",\"op\":\"invert\"},"
+                                      "{\"id\":\"b\",\"op\":\"gamma\",\"inputs\":[\"y\"]},{\"id\":"
+                                      "\"b2\",\"op\":\"invert\"}],"
+                                      "\"outputs\":{\"o1\":\"a2\",\"o2\":\"b2\"}}",
+                                      "twins", &p) == PF_OK);
+        pf_shape s[2] = {{67, 13}, {67, 13}};
+        int nk = 0;
+        CHECK(p && pf_pipeline_set_option(p, "backend", "cpu") == PF_OK &&
+              pf_pipeline_plan(p, s, 2) == PF_OK);
+        CHECKF(p && pf_pipeline_build_kernels(p, 90, NULL, &nk) == PF_OK, "%s",
+               p ? pf_pipeline_errmsg(p) : "");
+        pf_stats st2 = {.size = sizeof st2};
+        CHECK(p && pf_pipeline_stats(p, &st2) == PF_OK);
+        CHECKF(nk == 2 && st2.kernel_compiles <= 1 && st2.kernel_cache_hits >= 1,
+               "twin units: %d kernels, %llu compiles, %llu cache hits", nk, st2.kernel_compiles,
+               st2.kernel_cache_hits);
+        pf_pipeline_destroy(p);
+    }
     pf_engine_destroy(eng);
 
     /* A compile error: the message blames the op that fails alone (bad), not the one
@@ -165,8 +192,8 @@ int main(void)
         CHECKF(text != NULL, "%d stages: no source at %s", k, kpath);
         if (!text)
             continue;
-        static const char io_arg[] = "__grid_constant__ pf_fused_u0_io IOB",
-                          param_arg[] = "__grid_constant__ pf_fused_u0_params PB";
+        static const char io_arg[] = "__grid_constant__ pf_fused_io IOB",
+                          param_arg[] = "__grid_constant__ pf_fused_params PB";
         int by_value = memmem(text, size, io_arg, sizeof io_arg - 1) != NULL;
         CHECKF(by_value == (k <= 40), "%d stages: descriptors %s", k,
                by_value ? "by value" : "through a pointer");
