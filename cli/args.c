@@ -7,6 +7,8 @@
  * subcommands then see a normalised argv: every option as `--name VALUE` (or `-o VALUE`),
  * in the order given, and only their own options.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +34,14 @@ static const cli_opt global_opts[] = {
 
 static const cli_opt run_opts[] = {
     {"--output", 'o', "DIR",
-     "where outputs go (created if missing); '-' writes the one image output to stdout"},
+     "where outputs go (created if missing); '-' writes the pipeline's one image output to "
+     "stdout (its table outputs are not written, with a notice)"},
     {"--name", 0, "TEMPLATE",
      "output file names, relative to DIR: {stem} (the input's name without .png), {output} "
      "(the pipeline output's name), {ext} (png, csv or json), {dir} (the input's folder "
-     "below the directory given, with --recursive); may hold '/' for subfolders, e.g. "
-     "--name 'thumbs/{stem}_thumb.png'"},
+     "below the directory given, with --recursive: a/b, without a '/' at its end; empty at "
+     "the top, where a '/' after it is dropped); may hold '/' for subfolders, e.g. "
+     "--name '{dir}/thumbs/{stem}_thumb.png'; names may not start with .pftmp-"},
     {"--recursive", 'r', NULL,
      "take PNG files in subfolders of directory inputs too; outputs keep the tree below DIR"},
     {"--no-fuse", 0, NULL, "run every point stage on its own"},
@@ -62,8 +66,11 @@ static const cli_opt run_opts[] = {
      "give up on a file after S seconds in the engine, restarting its worker (default 600; "
      "0: never)"},
     {"--skip-existing", 0, NULL, "skip inputs whose outputs all exist already"},
-    {"--joblog", 0, "FILE", "append a line per input (status, time, outputs) to FILE"},
-    {"--retry-failed", 0, "FILE", "run again the inputs a --joblog FILE records as failed"},
+    {"--joblog", 0, "FILE",
+     "append a line per input (status, time, outputs, message, name) to FILE"},
+    {"--retry-failed", 0, "FILE",
+     "run again the inputs a --joblog FILE records as failed, with the output names they had; "
+     "with inputs on the command line, only those of them that failed"},
     {"--shard", 0, "I/N|auto", "take every N-th input from the I-th (several machines)"},
     {"--progress", 0, NULL, "a progress line even when stderr is not a terminal"},
     {"--png-filter", 0, "F",
@@ -128,7 +135,9 @@ static const cli_command commands[] = {
      "DIR/INPUT.NAME.png for each image output NAME and DIR/INPUT.NAME.csv (or .json) for each "
      "table output; --name sets another template. Directory inputs keep their tree below DIR "
      "({dir}). Two inputs that would get the same name (x.png from two folders) are named "
-     "apart: the later one's {stem} becomes x-2, x-3... When DIR is also an input directory, "
+     "apart: the later one's {stem} becomes x-2, x-3... The same file given twice (x.png "
+     "./x.png, -r tree tree/a) is taken once, named as its first occurrence. When DIR is also an "
+     "input directory, "
      "files there that are this pipeline's outputs of other inputs there (x.edges.png beside "
      "x.png) are not taken as inputs. Files are written whole or not at all; an input's outputs "
      "appear together; an output never replaces an input.\n"
@@ -419,6 +428,41 @@ void cli_args_free(cli_args *r)
     memset(r, 0, sizeof *r);
 }
 
+/* ---- Numbers ---------------------------------------------------------------------------- */
+
+/* strtoll and strtod take leading spaces, a '+', hex and "inf": an option's value is
+   plain digits, so those are refused before they are parsed. */
+int cli_parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    const char *d = s && *s == '-' && lo < 0 ? s + 1 : s;
+    if (!d || !isdigit((unsigned char)*d))
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno == ERANGE || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_real(const char *s, double lo, double hi, double *out)
+{
+    const char *d = s && *s == '-' && lo < 0 ? s + 1 : s;
+    if (!d || !(isdigit((unsigned char)*d) || (*d == '.' && isdigit((unsigned char)d[1]))))
+        return -1;
+    for (const char *c = d; *c; c++)
+        if (*c == 'x' || *c == 'X')
+            return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || errno == ERANGE || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int usage(const cli_command *cmd, const char *fmt, const char *a, size_t len,
                  const char *hint)
 {
@@ -433,9 +477,8 @@ static int set_global(const cli_opt *o, const char *v, cli_common *c)
     if (strcmp(o->lng, "--plugin-path") == 0) {
         c->plugin_path = v;
     } else if (strcmp(o->lng, "--threads") == 0) {
-        char *end;
-        long t = strtol(v, &end, 10);
-        if (*end || end == v || t < 0 || t > 1024) {
+        long long t;
+        if (cli_parse_int(v, 0, 1024, &t) != 0) {
             fprintf(stderr, "pipefuse: --threads %s: expected 0 (one per core) to 1024\n", v);
             return PF_EXIT_USAGE;
         }

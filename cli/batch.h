@@ -45,14 +45,23 @@ typedef struct run_opts {
     int n_binds;
     char **inputs; /* files after expanding directories */
     int n_inputs;
+    /* --retry-failed: the joblog's failed inputs (sorted) with their name keys ("" where
+       the joblog has none), and the output names it says other inputs wrote */
+    char **failed, **failed_key;
+    int n_failed, n_failed_key;
+    char **claimed, **claimed_by;
+    int n_claimed, n_claimed_by;
+    /* inputs.c's stdin and stdout: the spooled file shown as "-", and the temporary
+       folder shown as "stdout" (NULL: none) */
+    const char *stdin_path, *stdout_dir;
     const cli_common *common;
 } run_opts;
 
 /* ---- outfile.c: an input's outputs, written safely and committed together ---------------- */
 
 /* Temporary files are "<OUTDIR>/.pftmp-<host>-<pid>-<random>": created with
-   O_CREAT|O_EXCL|O_NOFOLLOW (never through a link), synced, then renamed. */
-#define OUT_TMP_PREFIX ".pftmp-"
+   O_CREAT|O_EXCL|O_NOFOLLOW (never through a link), synced, then renamed; the prefix
+   is OUT_TMP_PREFIX (cli.h, where names.c refuses it in output names). */
 
 typedef struct out_item {
     const char *final_name; /* a name inside OUTDIR (no '/') */

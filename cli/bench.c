@@ -353,17 +353,25 @@ int cli_bench(int argc, char **argv, const cli_common *c)
     int frames = 200, json = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            if (sscanf(argv[++i], "%dx%d", &size.width, &size.height) != 2 || size.width < 1 ||
-                size.height < 1) {
+            const char *v = argv[++i], *x = strpbrk(v, "xX");
+            char w_text[32];
+            long long w = 0, h = 0;
+            if (x && (size_t)(x - v) < sizeof w_text)
+                snprintf(w_text, sizeof w_text, "%.*s", (int)(x - v), v);
+            if (!x || (size_t)(x - v) >= sizeof w_text || cli_parse_int(w_text, 1, 1 << 20, &w) ||
+                cli_parse_int(x + 1, 1, 1 << 20, &h)) {
                 fprintf(stderr, "pipefuse bench: --size %s: expected WIDTHxHEIGHT\n", argv[i]);
                 return PF_EXIT_USAGE;
             }
+            size.width = (int)w;
+            size.height = (int)h;
         } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
-            frames = atoi(argv[++i]);
-            if (frames < 3 || frames > 1000000) {
-                fprintf(stderr, "pipefuse bench: --frames must be 3 to 1000000\n");
+            long long f;
+            if (cli_parse_int(argv[++i], 3, 1000000, &f) != 0) {
+                fprintf(stderr, "pipefuse bench: --frames %s: expected 3 to 1000000\n", argv[i]);
                 return PF_EXIT_USAGE;
             }
+            frames = (int)f;
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
             format = argv[++i];
         } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {

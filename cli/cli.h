@@ -6,6 +6,7 @@
 #include "pipefuse/png.h"
 
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Exit codes (documented in README.md and `pipefuse --help`). */
 enum {
@@ -61,6 +62,9 @@ int cli_require_backend(pf_engine *e, const char *backend, const char *who);
 
 pf_engine *cli_engine(const cli_common *c);
 int cli_run(int argc, char **argv, const cli_common *c);
+/* For messages and the joblog: the file stdin was spooled to (shown as "-") and the
+   folder whose output goes to stdout (NULL: none); set before cli_run. */
+void cli_run_stdio(const char *stdin_path, const char *stdout_dir);
 /* `pipefuse run` from the normalised arguments (inputs.c): inputs, names, stdin and
    stdout, then cli_run. */
 int cli_run_main(int argc, char **argv, const cli_common *c);
@@ -78,10 +82,20 @@ int cli_output_path(const char *outdir, const char *input, const char *output, c
    names only known fields and gives the n outputs different names. */
 int cli_names_check(const char *tmpl, const char *const *outputs, const char *const *exts, int n,
                     int single_image, char *err, size_t errn);
-/* Registers an input (the path run.c gets) and its folder below its directory argument
-   ("" or "a/b/"); cli_names_finish then makes names unique and must come before
-   lookups. */
+/* Registers an input (the path run.c gets, copied) and its folder below its directory
+   argument ("", "a/b" or "a/b/"); cli_names_finish then makes names unique and must come
+   before lookups. */
 int cli_names_add(const char *input, const char *dir);
+/* An input's folder and stem as its outputs are named from ("a/b/x-2", "x"), malloc'd:
+   what the joblog records, so that a retry names the input as its first run did. */
+char *cli_output_key(const char *input);
+/* Names input from a key of cli_output_key (after cli_names_finish; never renamed). */
+int cli_names_fix(const char *input, const char *key);
+/* 0 when a rendered output name is relative, stays below -o DIR and is not a temporary's
+   name; else -1 with why in err. */
+int cli_name_check(const char *name, char *err, size_t errn);
+/* Temporary files of runs in OUTDIR start with this (outfile.c); no output may. */
+#define OUT_TMP_PREFIX ".pftmp-"
 int cli_names_finish(int quiet);
 void cli_names_free(void);
 /* Creates the folders below outdir that name needs. */
@@ -89,7 +103,24 @@ int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t err
 /* `pipefuse plugin check LIB.so` (plugin_check.c); argv[0] is the subcommand. */
 int cli_plugin(int argc, char **argv, const cli_common *c);
 int cli_bench(int argc, char **argv, const cli_common *c);
+/* ---- Numbers on the command line (args.c) ---- */
+
+/* s as a whole decimal integer in [lo, hi]: digits only (a '-' only where lo < 0), no
+   spaces, no text after it, no overflow. 0, or -1 (the caller names the option). */
+int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+/* The same for a decimal real number (no hex, inf or nan). */
+int cli_parse_real(const char *s, double lo, double hi, double *out);
+
 /* A frame format by name: gray8, graya8, rgb8, rgba8, the same with 16 or f. 0, or -1. */
 int cli_parse_format(const char *s, pf_sample *sample, int *channels);
+
+/* A file by identity (device and inode) and its index in some list: the same file
+   given two ways is one (inputs.c, run.c). */
+typedef struct cli_file_id {
+    dev_t dev;
+    ino_t ino;
+    int index;
+} cli_file_id;
+int cli_cmp_file_id(const void *a, const void *b);
 
 #endif

@@ -356,6 +356,114 @@ static int drop_outputs(run_args *r, const pipe_outputs *po)
     return 0;
 }
 
+/* qsort order of cli_file_id: by device, inode, then index, so the first of equal
+   files comes first. */
+int cli_cmp_file_id(const void *a, const void *b)
+{
+    const cli_file_id *x = a, *y = b;
+    return x->dev != y->dev   ? (x->dev < y->dev ? -1 : 1)
+           : x->ino != y->ino ? (x->ino < y->ino ? -1 : 1)
+                              : x->index - y->index;
+}
+
+/* The same file given twice ("x.png x.png", "x.png ./x.png", "-r tree tree/a", a hard
+   link): taken once, where it first came, so it keeps that occurrence's folder and
+   name; said unless -q. Files that cannot be stat'ed are compared by path. */
+static int take_once(run_args *r)
+{
+    cli_file_id *ids = calloc((size_t)r->n_files + 1, sizeof *ids);
+    char *drop = calloc((size_t)r->n_files + 1, 1);
+    if (!ids || !drop) {
+        free(ids);
+        free(drop);
+        return -1;
+    }
+    int n_ids = 0;
+    for (int i = 0; i < r->n_files; i++) {
+        struct stat st;
+        if (stat(r->files[i].path, &st) == 0)
+            ids[n_ids++] = (cli_file_id){st.st_dev, st.st_ino, i};
+        else /* not there: the same path again is the same input */
+            for (int j = 0; j < i && !drop[i]; j++)
+                drop[i] = !drop[j] && strcmp(r->files[j].path, r->files[i].path) == 0;
+    }
+    if (n_ids)
+        qsort(ids, (size_t)n_ids, sizeof *ids, cli_cmp_file_id); /* the first of equals first */
+    for (int a = 1, first = 0; a < n_ids; a++) {
+        if (ids[a].dev != ids[first].dev || ids[a].ino != ids[first].ino) {
+            first = a;
+            continue;
+        }
+        drop[ids[a].index] = 1;
+        if (!r->quiet)
+            fprintf(stderr, "pipefuse run: %s is the same file as %s: taken once\n",
+                    r->files[ids[a].index].path, r->files[ids[first].index].path);
+    }
+    free(ids);
+    int kept = 0;
+    for (int i = 0; i < r->n_files; i++) {
+        if (drop[i]) {
+            free(r->files[i].path);
+            free(r->files[i].dir);
+        } else {
+            r->files[kept++] = r->files[i];
+        }
+    }
+    r->n_files = kept;
+    free(drop);
+    return 0;
+}
+
+/* --input NAME=FILE, checked against the pipeline before anything runs: the form, a
+   name the pipeline has other than the first (the files on the command line go
+   there), each name once. 0, or -1 after saying which argument is wrong. */
+static int check_binds(const run_args *r, pf_pipeline *p)
+{
+    int n_in = pf_pipeline_input_count(p);
+    const char *first = n_in > 0 ? pf_pipeline_input_name(p, 0) : "";
+    for (int a = 0; a + 1 < r->n_pass; a++) {
+        if (strcmp(r->pass[a], "--input") != 0)
+            continue;
+        const char *v = r->pass[++a], *eq = strchr(v, '=');
+        size_t len = eq ? (size_t)(eq - v) : 0;
+        if (!eq || !len || !eq[1]) {
+            fprintf(stderr,
+                    "pipefuse run: --input %s: expected NAME=FILE (a pipeline input and "
+                    "its PNG file)\n",
+                    v);
+            return -1;
+        }
+        int known = 0;
+        for (int i = 0; i < n_in && !known; i++) {
+            const char *name = pf_pipeline_input_name(p, i);
+            known = strlen(name) == len && strncmp(name, v, len) == 0 ? i + 1 : 0;
+        }
+        if (known == 1) {
+            fprintf(stderr,
+                    "pipefuse run: --input %s: '%s' is the input the files on the command line "
+                    "go to\n",
+                    v, first);
+            return -1;
+        }
+        if (!known) {
+            fprintf(stderr, "pipefuse run: --input %s: %s has no input '%.*s'; its inputs:", v,
+                    r->pipeline, (int)len, v);
+            for (int i = 0; i < n_in; i++)
+                fprintf(stderr, " %s", pf_pipeline_input_name(p, i));
+            fprintf(stderr, "\n");
+            return -1;
+        }
+        for (int b = 0; b < a - 1; b++)
+            if (strcmp(r->pass[b], "--input") == 0 && strncmp(r->pass[b + 1], v, len + 1) == 0) {
+                fprintf(stderr,
+                        "pipefuse run: --input %s: input '%.*s' is already given (--input %s)\n", v,
+                        (int)len, v, r->pass[b + 1]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 /* --backend cuda: whether the CUDA backend can run, asked in a child process, so that
    this one (the batch's supervisor) never holds a CUDA context. 0, or -1 after the
    reason is printed. */
@@ -449,14 +557,26 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         fprintf(stderr, "pipefuse run: %s\n", err);
         goto done;
     }
-    int to_stdout = strcmp(r.outdir, "-") == 0;
-    if (to_stdout && (po.n != 1 || !po.image[0])) {
+    int to_stdout = strcmp(r.outdir, "-") == 0, stdout_k = -1;
+    for (int k = 0; k < po.n; k++)
+        if (po.image[k] && stdout_k < 0)
+            stdout_k = k;
+    if (to_stdout && po.n_images != 1) {
         fprintf(stderr,
-                "pipefuse run: -o - writes one image to stdout, but %s has %d output%s; give "
-                "an output folder\n",
-                r.pipeline, po.n, po.n == 1 ? " (a table)" : "s");
+                "pipefuse run: -o - writes one image to stdout, but %s has %d image outputs; "
+                "give an output folder\n",
+                r.pipeline, po.n_images);
         goto done;
     }
+    /* tables have no place on stdout: written to the temporary folder and dropped */
+    for (int k = 0; k < po.n && to_stdout && !r.quiet; k++)
+        if (!po.image[k])
+            fprintf(stderr,
+                    "pipefuse run: -o -: table output '%s' is not written (only the image "
+                    "output '%s' goes to stdout; give an output folder for tables)\n",
+                    po.name[k], po.name[stdout_k]);
+    if (check_binds(&r, p) != 0)
+        goto done;
     if (to_stdout && isatty(STDOUT_FILENO)) {
         fprintf(stderr, "pipefuse run: -o -: stdout is a terminal; redirect it to a file\n");
         goto done;
@@ -508,6 +628,8 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
             fprintf(stderr, "pipefuse run: %s: no .png files in this directory%s\n", a,
                     r.recursive ? " or below" : "");
     }
+    if (take_once(&r) != 0)
+        goto oom;
     for (int i = 0; i < r.n_files; i++)
         if (cli_names_add(r.files[i].path, r.files[i].dir) != 0)
             goto oom;
@@ -563,12 +685,14 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         run_argv[run_argc++] = r.files[i].path;
     /* named now: po's strings belong to the pipeline */
     char *stdout_name =
-        to_stdout ? cli_output_name(r.files[0].path, po.name[0], po.ext[0], 1) : NULL;
+        to_stdout ? cli_output_name(r.files[0].path, po.name[stdout_k], po.ext[stdout_k], 1) : NULL;
     pf_pipeline_destroy(p);
     p = NULL;
     pf_engine_destroy(e);
     e = NULL;
+    cli_run_stdio(spool_path, to_stdout ? r.outdir : NULL);
     status = cli_run(run_argc, run_argv, c);
+    cli_run_stdio(NULL, NULL);
 
     if (to_stdout && status == PF_EXIT_OK) {
         char *full = NULL;

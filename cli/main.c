@@ -27,12 +27,13 @@ pf_engine *cli_engine(const cli_common *c)
 
 static int parse_size(const char *s, pf_shape *out)
 {
-    char *end;
-    long w = strtol(s, &end, 10);
-    if (*end != 'x' && *end != 'X')
+    const char *x = s ? strpbrk(s, "xX") : NULL;
+    char w_text[32];
+    long long w, h;
+    if (!x || (size_t)(x - s) >= sizeof w_text)
         return -1;
-    long h = strtol(end + 1, &end, 10);
-    if (*end || w <= 0 || h <= 0 || w > 1 << 20 || h > 1 << 20)
+    snprintf(w_text, sizeof w_text, "%.*s", (int)(x - s), s);
+    if (cli_parse_int(w_text, 1, 1 << 20, &w) != 0 || cli_parse_int(x + 1, 1, 1 << 20, &h) != 0)
         return -1;
     out->width = (int)w;
     out->height = (int)h;
@@ -79,11 +80,12 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
                 n_formats++;
             }
         } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
-            arch = atoi(argv[++i]);
-            if (arch < 50 || arch > 200) {
+            long long a;
+            if (cli_parse_int(argv[++i], 50, 200, &a) != 0) {
                 fprintf(stderr, "pipefuse check: --arch %s: expected e.g. 90 for sm_90\n", argv[i]);
                 return PF_EXIT_USAGE;
             }
+            arch = (int)a;
         } else if (strcmp(argv[i], "--") == 0 && !file && i + 1 < argc) {
             file = argv[++i];
         } else if ((argv[i][0] == '-' && argv[i][1]) || file) {

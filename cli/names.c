@@ -1,11 +1,15 @@
 /* cli/names.c: the names of `pipefuse run`'s outputs.
  *
  * Every input has a folder (below the directory argument it was found in, "" for a
- * file argument) and a stem (its name without .png, made unique in the batch). An
- * output's name, relative to -o DIR, is the template with {dir}, {stem}, {output} and
- * {ext} filled in; without --name the template is "{dir}{stem}.png" for the one image
- * output of a pipeline with one, else "{dir}{stem}.{output}.{ext}". inputs.c sets the
- * table up before the batch; run.c asks for names through cli_output_name.
+ * file argument; "a/b", never with a '/' at the end) and a stem (its name without .png,
+ * made unique in the batch). An output's name, relative to -o DIR, is the template with
+ * {dir}, {stem}, {output} and {ext} filled in; an empty {dir} takes the '/' after it
+ * with it, so "{dir}/{stem}.png" is "x.png" at the top. Without --name the template is
+ * "{dir}/{stem}.png" for the one image output of a pipeline with one, else
+ * "{dir}/{stem}.{output}.{ext}"; a template without {dir} gets "{dir}/" in front.
+ * inputs.c sets the table up before the batch; run.c asks for names through
+ * cli_output_name, records each input's folder and stem in the joblog
+ * (cli_output_key) and gives a retried input the ones it had (cli_names_fix).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,9 +22,10 @@
 #include "pipefuse/tools.h"
 
 typedef struct name_entry {
-    const char *input; /* the path run.c is given */
-    char *dir;         /* "" or "a/b/" */
+    char *input; /* the path run.c is given */
+    char *dir;   /* "" or "a/b" */
     char *stem;
+    int fixed; /* from a joblog (cli_names_fix): never renamed */
 } name_entry;
 
 static struct {
@@ -49,7 +54,8 @@ static const char *const fields[] = {"dir", "stem", "output", "ext"};
 #define N_FIELDS 4
 
 /* Renders tmpl into a malloc'd string; NULL on an unknown field (named in err) or no
-   memory. {dir} is put first when the template does not place it. */
+   memory. {dir} is put first (with a '/') when the template does not place it; an
+   empty {dir} drops the '/' that follows it. */
 static char *render(const char *tmpl, const char *dir, const char *stem, const char *output,
                     const char *ext, char *err, size_t errn)
 {
@@ -60,8 +66,8 @@ static char *render(const char *tmpl, const char *dir, const char *stem, const c
         snprintf(err, errn, "out of memory");
         return NULL;
     }
-    if (!strstr(tmpl, "{dir}"))
-        o += sprintf(o, "%s", dir);
+    if (!strstr(tmpl, "{dir}") && *dir)
+        o += sprintf(o, "%s/", dir);
     for (const char *s = tmpl; *s;) {
         if (*s != '{') {
             if ((size_t)(o - out) + 1 >= cap)
@@ -98,14 +104,16 @@ static char *render(const char *tmpl, const char *dir, const char *stem, const c
         memcpy(o, vals[f], vl);
         o += vl;
         s += len + 2;
+        if (f == 0 && !vl && *s == '/') /* "{dir}/x" at the top: "x", not "/x" */
+            s++;
     }
     *o = 0;
     return out;
 }
 
-static const name_entry *find(const char *input)
+static name_entry *find(const char *input)
 {
-    name_entry key = {.input = input};
+    name_entry key = {.input = (char *)input};
     return names.n ? bsearch(&key, names.e, (size_t)names.n, sizeof key, by_input) : NULL;
 }
 
@@ -114,8 +122,8 @@ char *cli_output_name(const char *input, const char *output, const char *ext, in
     const name_entry *e = find(input);
     char *stem = e ? NULL : stem_of(input), err[256];
     const char *tmpl = names.tmpl     ? names.tmpl
-                       : single_image ? "{dir}{stem}.png"
-                                      : "{dir}{stem}.{output}.{ext}";
+                       : single_image ? "{dir}/{stem}.png"
+                                      : "{dir}/{stem}.{output}.{ext}";
     char *r = (e || stem)
                   ? render(tmpl, e ? e->dir : "", e ? e->stem : stem, output, ext, err, sizeof err)
                   : NULL;
@@ -140,31 +148,57 @@ int cli_output_path(const char *outdir, const char *input, const char *output, c
 
 /* ---- Setting up the table (inputs.c) ----------------------------------------------------------- */
 
+/* A name relative to -o DIR, as a template or rendered: what refuses it, or NULL. */
+static const char *name_problem(const char *name)
+{
+    if (!*name || name[0] == '/' || name[strlen(name) - 1] == '/' || strstr(name, "//"))
+        return "a file name relative to -o DIR is needed";
+    for (const char *s = name; *s; s += strcspn(s, "/"), s += *s == '/') {
+        size_t len = strcspn(s, "/");
+        if ((len == 2 && strncmp(s, "..", 2) == 0) || (len == 1 && *s == '.'))
+            return "'.' and '..' would leave or blur -o DIR";
+        if (strncmp(s, OUT_TMP_PREFIX, strlen(OUT_TMP_PREFIX)) == 0)
+            return "names starting with " OUT_TMP_PREFIX " are the temporary files of runs, "
+                   "removed when stale";
+    }
+    return NULL;
+}
+
+int cli_name_check(const char *name, char *err, size_t errn)
+{
+    const char *why = name_problem(name);
+    if (why)
+        snprintf(err, errn, "output name '%s': %s", name, why);
+    return why ? -1 : 0;
+}
+
 int cli_names_check(const char *tmpl, const char *const *outputs, const char *const *exts, int n,
                     int single_image, char *err, size_t errn)
 {
     names.tmpl = tmpl;
     if (!tmpl)
         return 0;
-    if (!*tmpl || tmpl[0] == '/' || tmpl[strlen(tmpl) - 1] == '/' || strstr(tmpl, "//")) {
-        snprintf(err, errn, "--name '%s': a file name relative to -o DIR is needed", tmpl);
+    const char *why = name_problem(tmpl);
+    if (why) {
+        snprintf(err, errn, "--name '%s': %s", tmpl, why);
         return -1;
     }
-    for (const char *s = tmpl; *s; s += strcspn(s, "/"), s += *s == '/') {
-        size_t len = strcspn(s, "/");
-        if ((len == 2 && strncmp(s, "..", 2) == 0) || (len == 1 && *s == '.')) {
-            snprintf(err, errn, "--name '%s': '.' and '..' would leave or blur -o DIR", tmpl);
+    /* {dir} has no '/' at its end: "{dir}{stem}" would run a/b and x together as a/bx */
+    const char *d = strstr(tmpl, "{dir}");
+    for (; d; d = strstr(d + 5, "{dir}"))
+        if (d[5] == '{') {
+            snprintf(err, errn, "--name '%s': {dir} has no '/' at its end; write {dir}/%s", tmpl,
+                     d + 5);
             return -1;
         }
-    }
     char *r[64] = {0};
     int rc = 0;
     for (int k = 0; k < n && k < 64 && rc == 0; k++) {
         r[k] = render(tmpl, "", "x", outputs[k], exts[k], err, errn);
         if (!r[k]) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", err);
-            snprintf(err, errn, "--name '%s': %s", tmpl, why);
+            char what[256];
+            snprintf(what, sizeof what, "%s", err);
+            snprintf(err, errn, "--name '%s': %s", tmpl, what);
             rc = -1;
         }
         for (int j = 0; j < k && rc == 0; j++)
@@ -186,22 +220,71 @@ int cli_names_check(const char *tmpl, const char *const *outputs, const char *co
     return rc;
 }
 
-int cli_names_add(const char *input, const char *dir)
+static int add_entry(const char *input, const char *dir, size_t dir_len, char *stem)
 {
     name_entry *e = realloc(names.e, sizeof *e * (size_t)(names.n + 1));
-    if (!e)
+    if (!e) {
+        free(stem);
         return -1;
+    }
     names.e = e;
     e += names.n;
-    e->input = input;
-    e->dir = strdup(dir);
-    e->stem = stem_of(input);
-    if (!e->dir || !e->stem) {
+    e->input = strdup(input);
+    e->dir = strndup(dir, dir_len);
+    e->stem = stem;
+    e->fixed = 0;
+    if (!e->input || !e->dir || !e->stem) {
+        free(e->input);
         free(e->dir);
         free(e->stem);
         return -1;
     }
     names.n++;
+    return 0;
+}
+
+int cli_names_add(const char *input, const char *dir)
+{
+    size_t dl = strlen(dir);
+    while (dl && dir[dl - 1] == '/') /* "a/b/" as the listing builds it: "a/b" */
+        dl--;
+    return add_entry(input, dir, dl, stem_of(input));
+}
+
+char *cli_output_key(const char *input)
+{
+    const name_entry *e = find(input);
+    char *k = NULL;
+    if (!e)
+        return stem_of(input);
+    return asprintf(&k, "%s%s%s", e->dir, *e->dir ? "/" : "", e->stem) < 0 ? NULL : k;
+}
+
+int cli_names_fix(const char *input, const char *key)
+{
+    const char *slash = strrchr(key, '/');
+    size_t dl = slash ? (size_t)(slash - key) : 0;
+    char *stem = strdup(slash ? slash + 1 : key);
+    if (!stem)
+        return -1;
+    name_entry *e = find(input);
+    if (e) {
+        char *dir = strndup(key, dl);
+        if (!dir) {
+            free(stem);
+            return -1;
+        }
+        free(e->dir);
+        free(e->stem);
+        e->dir = dir;
+        e->stem = stem;
+    } else {
+        if (add_entry(input, key, dl, stem) != 0)
+            return -1;
+        qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
+        e = find(input);
+    }
+    e->fixed = 1;
     return 0;
 }
 
@@ -236,13 +319,13 @@ static int key_add(key_set *s, char *key)
 static char *make_key(const char *dir, const char *stem)
 {
     char *k = NULL;
-    return asprintf(&k, "%s%s", dir, stem) < 0 ? NULL : k;
+    return asprintf(&k, "%s/%s", dir, stem) < 0 ? NULL : k;
 }
 
 /* Two inputs with the same folder and stem (x.png from two directory arguments, or
    a/x.png and b/x.png given as files): in the order of their paths, the later ones
-   become x-2, x-3... The same path given twice keeps its name (run.c refuses the second). Then
-   sorted for lookups. */
+   become x-2, x-3... The same path given twice keeps its name (inputs.c takes a file once).
+   Then sorted for lookups. */
 int cli_names_finish(int quiet)
 {
     key_set set = {NULL, 64};
@@ -275,8 +358,8 @@ int cli_names_finish(int quiet)
             if (!quiet)
                 fprintf(stderr,
                         "pipefuse run: %s has the same name as another input: its outputs are "
-                        "named %s%s\n",
-                        e->input, e->dir, s);
+                        "named %s%s%s\n",
+                        e->input, e->dir, *e->dir ? "/" : "", s);
             free(e->stem);
             e->stem = s;
         }
@@ -292,6 +375,7 @@ int cli_names_finish(int quiet)
 void cli_names_free(void)
 {
     for (int i = 0; i < names.n; i++) {
+        free(names.e[i].input);
         free(names.e[i].dir);
         free(names.e[i].stem);
     }

@@ -532,6 +532,35 @@ static int process_gone(pid_t pid)
     return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
+/* n lowercase hex digits at s */
+static int is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!s[i] || !strchr(hexd, s[i]))
+            return 0;
+    return 1;
+}
+
+/* Whether name is a temporary of create_temp: ".pftmp-" 8 hex digits (the host), '-',
+   a process id, '-', 16 hex digits, nothing more; its pid goes to *pid. A user's
+   ".pftmp-notes.txt" is not one, and names.c refuses outputs named like it. */
+static int is_temp_name(const char *name, long *pid)
+{
+    size_t plen = strlen(OUT_TMP_PREFIX);
+    if (strncmp(name, OUT_TMP_PREFIX, plen) != 0)
+        return 0;
+    const char *p = name + plen;
+    if (!is_hex(p, 8) || p[8] != '-' || p[9] < '1' || p[9] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(p + 9, &end, 10);
+    if (errno || *end != '-' || !is_hex(end + 1, 16) || end[17])
+        return 0;
+    *pid = v;
+    return 1;
+}
+
 int out_remove_stale(int dirfd)
 {
     /* a new open of the directory: a dup would share (and leave at the end) its offset */
@@ -547,17 +576,15 @@ int out_remove_stale(int dirfd)
     int removed = 0;
     time_t now = time(NULL);
     for (struct dirent *de; (de = readdir(d));) {
-        if (strncmp(de->d_name, OUT_TMP_PREFIX, plen) != 0)
+        long pid;
+        if (!is_temp_name(de->d_name, &pid))
             continue;
-        const char *p = de->d_name + plen;
         struct stat st;
         if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
         int stale = now - st.st_mtime > 3600;
-        if (!stale && strncmp(p, host, 8) == 0 && p[8] == '-') {
-            long pid = strtol(p + 9, NULL, 10);
-            stale = pid > 0 && process_gone((pid_t)pid);
-        }
+        if (!stale && strncmp(de->d_name + plen, host, 8) == 0)
+            stale = process_gone((pid_t)pid);
         if (stale && unlinkat(dirfd, de->d_name, 0) == 0)
             removed++;
     }

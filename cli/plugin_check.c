@@ -75,13 +75,7 @@ static const char plugin_usage[] =
 
 static int parse_number(const char *s, double lo, double hi, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v >= lo && v <= hi))
-        return -1;
-    *out = v;
-    return 0;
+    return cli_parse_real(s, lo, hi, out); /* args.c: no spaces, hex, inf or trailing text */
 }
 
 static int plugin_check(pc *c)

@@ -155,9 +155,12 @@ void cli_unescape(char *s)
     *w = 0;
 }
 
-/* --retry-failed: the inputs whose last line in the joblog says "failed". */
+/* --retry-failed: the inputs whose last line in the joblog says "failed", with the
+   folder and stem their outputs were named from (the name column, cli_output_key;
+   NULL in joblogs older than it), and the names written for the inputs that ended ok,
+   so that a retry replaces no output of another input. */
 typedef struct logline {
-    char *input;
+    char *input, *key, *outputs;
     int failed, line;
 } logline;
 
@@ -166,6 +169,14 @@ static int cmp_logline(const void *a, const void *b)
     const logline *x = a, *y = b;
     int c = strcmp(x->input, y->input);
     return c ? c : x->line - y->line;
+}
+
+/* Field k (0-based) of a joblog line whose tabs are now NULs, or NULL. */
+static char *field(char *line, char *end, int k)
+{
+    for (; k > 0 && line < end; k--)
+        line += strlen(line) + 1;
+    return line < end ? line : NULL;
 }
 
 static int read_failed(run_opts *o, const char *file)
@@ -179,19 +190,23 @@ static int read_failed(run_opts *o, const char *file)
     int n = 0, cap = 0, rc = 0, lineno = 0;
     char *line = NULL;
     size_t lcap = 0;
-    while (rc == 0 && getline(&line, &lcap, f) > 0) {
+    ssize_t len;
+    while (rc == 0 && (len = getline(&line, &lcap, f)) > 0) {
         lineno++;
         if (lineno == 1 && strncmp(line, "input\t", 6) == 0)
             continue;
-        char *tab = strchr(line, '\t');
-        if (!tab) {
+        if (line[len - 1] == '\n')
+            line[--len] = 0;
+        if (!strchr(line, '\t')) {
             fprintf(stderr, "pipefuse run: --retry-failed %s:%d: not a joblog line\n", file,
                     lineno);
             rc = -1;
             break;
         }
-        *tab = 0;
-        cli_unescape(line);
+        for (char *t = line; (t = strchr(t, '\t'));)
+            *t++ = 0;
+        char *end = line + len, *status = field(line, end, 1), *outs = field(line, end, 3);
+        char *key = field(line, end, 5);
         if (n == cap) {
             logline *nl = realloc(l, sizeof *l * (size_t)(cap = cap ? 2 * cap : 256));
             if (!nl) {
@@ -200,7 +215,15 @@ static int read_failed(run_opts *o, const char *file)
             }
             l = nl;
         }
-        l[n] = (logline){strdup(line), strncmp(tab + 1, "failed\t", 7) == 0, lineno};
+        int failed = status && strcmp(status, "failed") == 0;
+        int ok = status && strcmp(status, "ok") == 0;
+        cli_unescape(line);
+        if (key)
+            cli_unescape(key);
+        if (outs)
+            cli_unescape(outs);
+        l[n] = (logline){strdup(line), failed && key && *key ? strdup(key) : NULL,
+                         ok && outs && *outs ? strdup(outs) : NULL, failed, lineno};
         if (!l[n++].input)
             rc = -1;
     }
@@ -210,13 +233,109 @@ static int read_failed(run_opts *o, const char *file)
         qsort(l, (size_t)n, sizeof *l, cmp_logline);
     for (int k = 0; k < n; k++) {
         int last = k + 1 == n || strcmp(l[k].input, l[k + 1].input) != 0;
-        if (rc == 0 && last && l[k].failed)
-            rc = push(&o->inputs, &o->n_inputs, l[k].input);
+        if (rc == 0 && last && l[k].failed) {
+            rc = push(&o->failed, &o->n_failed, l[k].input) ||
+                 push(&o->failed_key, &o->n_failed_key, l[k].key ? l[k].key : "");
+        } else if (rc == 0 && last && l[k].outputs) { /* "a.png, a.hist.csv": the names */
+            for (char *c = l[k].outputs, *next; c && rc == 0; c = next) {
+                next = strstr(c, ", ");
+                if (next)
+                    *next = 0, next += 2;
+                rc = push(&o->claimed, &o->n_claimed, c) ||
+                     push(&o->claimed_by, &o->n_claimed_by, l[k].input);
+            }
+        }
         free(l[k].input);
+        free(l[k].key);
+        free(l[k].outputs);
     }
     free(l);
-    if (rc != 0 && errno == ENOMEM)
+    if (rc != 0)
         fprintf(stderr, "pipefuse run: --retry-failed %s: out of memory\n", file);
+    return rc;
+}
+
+/* The index in o->failed (sorted) of the joblog's failed input that is path, by name or
+   else by identity (the same file written another way, ./x.png for x.png); -1: none. */
+static int failed_index(const run_opts *o, const cli_file_id *ids, int n_ids, const char *path)
+{
+    char *const *hit =
+        o->n_failed ? bsearch(&path, o->failed, (size_t)o->n_failed, sizeof *o->failed, cmp_str)
+                    : NULL;
+    if (hit)
+        return (int)(hit - o->failed);
+    struct stat st;
+    if (!n_ids || stat(path, &st) != 0)
+        return -1;
+    cli_file_id key = {st.st_dev, st.st_ino, -1};
+    int lo = 0, hi = n_ids;
+    while (lo < hi) { /* the first id not below key */
+        int mid = (lo + hi) / 2;
+        if (cli_cmp_file_id(&ids[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n_ids && ids[lo].dev == key.dev && ids[lo].ino == key.ino ? ids[lo].index : -1;
+}
+
+/* --retry-failed, after the shard is taken: with inputs on the command line (the
+   original run's, as docs/batch.md's retry form gives them), only those the joblog
+   says failed run, named as the command names them; without, the joblog's failed
+   inputs run. Either way an input named in the joblog gets the folder and stem it had
+   there, so its outputs get their first run's names. */
+static int take_failed(run_opts *o)
+{
+    int rc = 0;
+    cli_file_id *ids = calloc((size_t)o->n_failed + 1, sizeof *ids);
+    int n_ids = 0;
+    if (!ids)
+        return -1;
+    for (int k = 0; k < o->n_failed; k++) {
+        struct stat st;
+        if (stat(o->failed[k], &st) == 0)
+            ids[n_ids++] = (cli_file_id){st.st_dev, st.st_ino, k};
+    }
+    if (n_ids)
+        qsort(ids, (size_t)n_ids, sizeof *ids, cli_cmp_file_id);
+    if (o->n_inputs > 0) {
+        int w = 0;
+        char *taken = calloc((size_t)o->n_failed + 1, 1);
+        if (!taken) {
+            free(ids);
+            return -1;
+        }
+        for (int i = 0; i < o->n_inputs; i++) {
+            int k = failed_index(o, ids, n_ids, o->inputs[i]);
+            if (k < 0 || taken[k]) {
+                free(o->inputs[i]);
+                continue;
+            }
+            taken[k] = 1;
+            o->inputs[w++] = o->inputs[i];
+            if (*o->failed_key[k] && cli_names_fix(o->inputs[w - 1], o->failed_key[k]) != 0)
+                rc = -1;
+        }
+        o->n_inputs = w;
+        int left = 0;
+        for (int k = 0; k < o->n_failed; k++)
+            left += !taken[k];
+        if (left && !o->quiet && !o->shard_count)
+            fprintf(stderr,
+                    "pipefuse run: --retry-failed %s: %d failed input(s) of the joblog are not "
+                    "among this command's inputs: not run\n",
+                    o->retry_failed, left);
+        free(taken);
+    } else {
+        for (int k = 0; k < o->n_failed && rc == 0; k++) {
+            rc = push(&o->inputs, &o->n_inputs, o->failed[k]);
+            if (rc == 0 && *o->failed_key[k])
+                rc = cli_names_fix(o->failed[k], o->failed_key[k]);
+        }
+    }
+    free(ids);
+    if (rc != 0)
+        fprintf(stderr, "pipefuse run: --retry-failed: out of memory\n");
     return rc;
 }
 
@@ -228,23 +347,28 @@ static int usage_error(const char *msg, const char *arg)
     return PF_EXIT_USAGE;
 }
 
-/* "512M", "2G", "1000000": bytes; 0 on error. */
+/* "512M", "2G", "1000000", "1.5G": bytes; 0 on error (a sign, spaces, hex, text after
+   the unit, nothing, or more than 1e18). */
 static unsigned long long parse_bytes(const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
+    static const char units[] = "kmgt";
+    size_t n = strlen(s);
+    if (n && (s[n - 1] == 'b' || s[n - 1] == 'B'))
+        n--;
     double m = 1;
-    if (*end == 'k' || *end == 'K')
-        m = 1024.0, end++;
-    else if (*end == 'm' || *end == 'M')
-        m = 1024.0 * 1024, end++;
-    else if (*end == 'g' || *end == 'G')
-        m = 1024.0 * 1024 * 1024, end++;
-    else if (*end == 't' || *end == 'T')
-        m = 1024.0 * 1024 * 1024 * 1024, end++;
-    if ((*end == 'b' || *end == 'B') && end[1] == 0)
-        end++;
-    if (*end || end == s || !(v > 0) || v * m > 1e18)
+    const char *u = n ? strchr(units, s[n - 1] | 0x20) : NULL;
+    if (u && *u) {
+        for (const char *k = units; k <= u; k++)
+            m *= 1024;
+        n--;
+    }
+    char num[64];
+    double v;
+    if (n == 0 || n >= sizeof num)
+        return 0;
+    memcpy(num, s, n);
+    num[n] = 0;
+    if (cli_parse_real(num, 0, 1e18, &v) != 0 || !(v > 0) || v * m > 1e18 || v * m < 1)
         return 0;
     return (unsigned long long)(v * m);
 }
@@ -268,16 +392,25 @@ static unsigned long long default_max_memory(void)
 /* --shard I/N, auto (Slurm array, or JOB_COMPLETION_INDEX with PIPEFUSE_SHARDS) or auto/N. */
 static int parse_shard(const char *v, run_opts *o)
 {
-    char *end;
     if (strncmp(v, "auto", 4) == 0) {
         const char *idx = getenv("JOB_COMPLETION_INDEX"), *cnt = NULL;
+        const char *idx_var = "JOB_COMPLETION_INDEX", *cnt_var = "PIPEFUSE_SHARDS";
         long base = 0;
         if (idx) {
             cnt = getenv("PIPEFUSE_SHARDS");
         } else if ((idx = getenv("SLURM_ARRAY_TASK_ID"))) {
+            idx_var = "SLURM_ARRAY_TASK_ID";
+            cnt_var = "SLURM_ARRAY_TASK_COUNT";
             cnt = getenv("SLURM_ARRAY_TASK_COUNT");
             const char *min = getenv("SLURM_ARRAY_TASK_MIN");
-            base = min ? strtol(min, NULL, 10) : 0;
+            long long b = 0;
+            if (min && cli_parse_int(min, 0, INT_MAX, &b) != 0) {
+                fprintf(stderr,
+                        "pipefuse run: --shard %s: SLURM_ARRAY_TASK_MIN=%s is not a number\n", v,
+                        min);
+                return -1;
+            }
+            base = (long)b;
         } else {
             fprintf(stderr,
                     "pipefuse run: --shard %s: neither JOB_COMPLETION_INDEX (a Kubernetes "
@@ -286,7 +419,7 @@ static int parse_shard(const char *v, run_opts *o)
             return -1;
         }
         if (v[4] == '/')
-            cnt = v + 5;
+            cnt = v + 5, cnt_var = "auto/N";
         else if (v[4])
             cnt = NULL;
         if (!cnt) {
@@ -296,9 +429,16 @@ static int parse_shard(const char *v, run_opts *o)
                     v);
             return -1;
         }
-        long i = strtol(idx, &end, 10) - base;
-        long n = strtol(cnt, &end, 10);
-        if (*end || n < 1 || n > 1000000 || i < 0 || i >= n) {
+        long long i, n;
+        int bad_i = cli_parse_int(idx, 0, INT_MAX, &i) != 0;
+        if (bad_i || cli_parse_int(cnt, 1, 1000000, &n) != 0) {
+            fprintf(stderr, "pipefuse run: --shard %s: %s='%s' is not %s\n", v,
+                    bad_i ? idx_var : cnt_var, bad_i ? idx : cnt,
+                    bad_i ? "a shard index (0, 1, 2...)" : "a number of shards (1 to 1000000)");
+            return -1;
+        }
+        i -= base;
+        if (i < 0 || i >= n) {
             fprintf(stderr,
                     "pipefuse run: --shard %s: index %s%s%ld of %s shards is out of range\n", v,
                     idx, base ? " - " : "", base, cnt);
@@ -308,11 +448,14 @@ static int parse_shard(const char *v, run_opts *o)
         o->shard_count = (int)n;
         return 0;
     }
-    long i = strtol(v, &end, 10);
-    if (*end != '/' || end == v)
+    const char *slash = strchr(v, '/');
+    char i_text[32];
+    long long i, n;
+    if (!slash || (size_t)(slash - v) >= sizeof i_text)
         return usage_error("--shard expects I/N (0 <= I < N) or auto, not", v), -1;
-    long n = strtol(end + 1, &end, 10);
-    if (*end || n < 1 || n > 1000000 || i < 0 || i >= n)
+    snprintf(i_text, sizeof i_text, "%.*s", (int)(slash - v), v);
+    if (cli_parse_int(i_text, 0, 999999, &i) != 0 ||
+        cli_parse_int(slash + 1, 1, 1000000, &n) != 0 || i >= n)
         return usage_error("--shard expects I/N (0 <= I < N) or auto, not", v), -1;
     o->shard_index = (int)i;
     o->shard_count = (int)n;
@@ -341,9 +484,8 @@ static int parse_band_rows(const char *v)
         return -1;
     if (strcmp(v, "off") == 0)
         return 0;
-    char *end;
-    long n = strtol(v, &end, 10);
-    return *end || end == v || n < 1 || n > (1 << 20) ? -2 : (int)n;
+    long long n;
+    return cli_parse_int(v, 1, 1 << 20, &n) != 0 ? -2 : (int)n;
 }
 
 static int parse_args(int argc, char **argv, run_opts *o)
@@ -358,6 +500,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
         } else if (strcmp(a, "--no-fuse") == 0) {
             o->no_fuse = 1;
         } else if (strcmp(a, "--max-launch-ms") == 0 && v) {
+            double ms;
+            if (cli_parse_real(v, 0, 1e9, &ms) != 0)
+                return usage_error("--max-launch-ms must be milliseconds >= 0 (0: from the "
+                                   "device), not",
+                                   v);
             o->max_launch_ms = argv[++i];
         } else if (strcmp(a, "--profile") == 0) {
             o->profile = 1;
@@ -389,9 +536,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
                 return usage_error("--table-format must be csv or json, not", v);
             o->json_tables = strcmp(argv[++i], "json") == 0;
         } else if (strcmp(a, "--zlib") == 0 && v) {
-            char *end;
-            long z = strtol(argv[++i], &end, 10);
-            if (*end || end == v || z < 0 || z > 9)
+            long long z;
+            if (cli_parse_int(argv[++i], 0, 9, &z) != 0)
                 return usage_error("--zlib must be 0-9, not", v);
             o->zlib = (int)z;
         } else if (strcmp(a, "--png-filter") == 0 && v) {
@@ -400,15 +546,13 @@ static int parse_args(int argc, char **argv, run_opts *o)
                 return usage_error(
                     "--png-filter must be none, sub, up, avg, paeth, fast or all, not", v);
         } else if (strcmp(a, "--jobs") == 0 && v) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || end == v || n < 1 || n > 64)
+            long long n;
+            if (cli_parse_int(argv[++i], 1, 64, &n) != 0)
                 return usage_error("--jobs must be 1-64, not", v);
             o->lanes = (int)n;
         } else if (strcmp(a, "--file-timeout") == 0 && v) {
-            char *end;
-            double t = strtod(argv[++i], &end);
-            if (*end || end == v || !(t >= 0) || t > 1e7)
+            double t;
+            if (cli_parse_real(argv[++i], 0, 1e7, &t) != 0)
                 return usage_error("--file-timeout must be seconds >= 0 (0: none), not", v);
             o->file_timeout_s = t;
         } else if (strcmp(a, "--max-memory") == 0 && v) {
@@ -420,10 +564,11 @@ static int parse_args(int argc, char **argv, run_opts *o)
             if (o->band_rows == -2)
                 return usage_error("--band-rows must be auto, off or a number of rows, not", v);
         } else if (strcmp(a, "--max-pixels") == 0 && v) {
-            char *end;
-            o->max_pixels = strtoull(argv[++i], &end, 10);
-            if (*end || !o->max_pixels)
-                return usage_error("--max-pixels must be a positive number, not", v);
+            long long px;
+            if (cli_parse_int(argv[++i], 1, 1ll << 48, &px) != 0)
+                return usage_error("--max-pixels must be a number of pixels from 1 to 2^48, not",
+                                   v);
+            o->max_pixels = (unsigned long long)px;
         } else if (a[0] == '-' && a[1]) {
             return usage_error("unknown option (or missing value):", a);
         } else if (!o->pipeline) {
@@ -437,7 +582,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
     if (!o->outdir)
         return usage_error("no output directory given (-o DIR)", NULL);
     if (o->retry_failed && read_failed(o, o->retry_failed) != 0)
-        return PF_EXIT_USAGE;
+        return PF_EXIT_USAGE; /* take_failed picks the inputs, after the shard */
     if (!o->n_inputs && !o->retry_failed)
         return usage_error("no input files", NULL);
     if (strlen(o->outdir) >= PATH_MAX)
@@ -519,6 +664,13 @@ static char *final_name(const sup *s, int i, int k)
                            s->out_kind[k] == 'i' && s->n_images == 1);
 }
 
+/* Input i as messages and the joblog show it: stdin's spooled file is "-". */
+static const char *shown(const sup *s, int i)
+{
+    const char *p = s->o->inputs[i];
+    return s->o->stdin_path && strcmp(p, s->o->stdin_path) == 0 ? "-" : p;
+}
+
 static void clear_status(sup *s)
 {
     if (s->progress && s->last_draw > 0)
@@ -550,13 +702,19 @@ static void joblog_line(sup *s, int i)
         return;
     item *t = &s->it[i];
     static const char *const names[] = {"pending", "sent", "ok", "failed", "skipped"};
-    cli_escape(s->joblog, s->o->inputs[i]);
+    cli_escape(s->joblog, shown(s, i));
     fprintf(s->joblog, "\t%s\t%.3f\t", names[t->state], t->seconds);
     if (t->state == ST_OK || t->state == ST_SKIPPED)
         cli_escape(s->joblog, t->msg);
     fputc('\t', s->joblog);
     if (t->state == ST_FAILED)
         cli_escape(s->joblog, t->msg);
+    /* the name column: the folder and stem its outputs are named from (a retry names
+       the input so again, whatever the command line gives it) */
+    char *key = cli_output_key(s->o->inputs[i]);
+    fputc('\t', s->joblog);
+    cli_escape(s->joblog, key);
+    free(key);
     fputc('\n', s->joblog);
     fflush(s->joblog); /* a line per input as it ends: a killed batch keeps its log */
 }
@@ -572,12 +730,12 @@ static void log_ready(sup *s)
             break;
         clear_status(s);
         if (t->state == ST_FAILED)
-            fprintf(stderr, "[%d/%d] %s: FAILED: %s\n", i + 1, n, s->o->inputs[i], t->msg);
+            fprintf(stderr, "[%d/%d] %s: FAILED: %s\n", i + 1, n, shown(s, i), t->msg);
         else if (!s->o->quiet && t->state == ST_OK)
-            fprintf(stderr, "[%d/%d] %s -> %s (%.1f ms)\n", i + 1, n, s->o->inputs[i], t->msg,
-                    t->seconds * 1e3);
+            fprintf(stderr, "[%d/%d] %s -> %s (%.1f ms)\n", i + 1, n, shown(s, i),
+                    s->o->stdout_dir ? "stdout" : t->msg, t->seconds * 1e3);
         else if (!s->o->quiet)
-            fprintf(stderr, "[%d/%d] %s: skipped, outputs exist\n", i + 1, n, s->o->inputs[i]);
+            fprintf(stderr, "[%d/%d] %s: skipped, outputs exist\n", i + 1, n, shown(s, i));
         joblog_line(s, i);
         s->logged++;
     }
@@ -721,7 +879,8 @@ static int on_line(sup *s, char *line)
         if (sscanf(rest, "%d %d %lf %n", &i, &failed, &ms, &used) < 3 || i < 0 ||
             i >= s->o->n_inputs || s->it[i].state != ST_SENT)
             return 0;
-        const char *msg = rest + used;
+        char *msg = rest + used;
+        cli_unescape(msg); /* the worker escapes it as in the joblog */
         finish(s, i, failed ? ST_FAILED : ST_OK, msg, failed ? "failed" : NULL, ms);
         return 0;
     }
@@ -966,6 +1125,27 @@ static void precheck(sup *s)
                 break;
             used += (size_t)snprintf(outs + used, used < sizeof outs ? sizeof outs - used : 0,
                                      "%s%s", k ? ", " : "", f);
+            /* a rendered name passes the template's checks: {stem} or {dir} may hold what
+               the template does not ("..", ".pftmp-") */
+            char why[1200];
+            if (cli_name_check(f, why, sizeof why) != 0) {
+                snprintf(msg, sizeof msg, "%s", why);
+                free(f);
+                break;
+            }
+            /* an output a joblog of --retry-failed says another input wrote stays */
+            for (int c = 0; c < o->n_claimed && !msg[0]; c++)
+                if (strcmp(o->claimed[c], f) == 0 && strcmp(o->claimed_by[c], o->inputs[i]) != 0)
+                    snprintf(msg, sizeof msg,
+                             "output %.1024s was written for %.1024s (joblog %.1024s): not "
+                             "replaced; give the original run's directory arguments",
+                             f, o->claimed_by[c], o->retry_failed);
+            if (!msg[0] && strchr(f, '/') && cli_names_mkdirs(o->outdir, f, why, sizeof why) != 0)
+                snprintf(msg, sizeof msg, "%s", why);
+            if (msg[0]) {
+                free(f);
+                break;
+            }
             struct stat st;
             if (fstatat(s->dirfd, f, &st, 0) == 0) {
                 for (int j = 0; j < n && devs && inos; j++)
@@ -1014,7 +1194,10 @@ static void summary(sup *s, int was_interrupted)
         fprintf(stderr, ", %d skipped (outputs exist)", s->n_skipped);
     if (was_interrupted)
         fprintf(stderr, ", %d not run (interrupted)", n - s->n_ok - s->n_failed - s->n_skipped);
-    fprintf(stderr, "; outputs in %s\n", o->outdir);
+    if (o->stdout_dir)
+        fprintf(stderr, "; output to stdout\n");
+    else
+        fprintf(stderr, "; outputs in %s\n", o->outdir);
     if (s->n_failed) {
         static const char *const kinds[] = {"failed", "crashed", "timed out", "name clash"};
         static const char *const words[] = {"failed (bad input or pipeline)", "crashed a worker",
@@ -1146,6 +1329,14 @@ static int supervise(sup *s)
     return 0;
 }
 
+static const char *stdio_in, *stdio_out;
+
+void cli_run_stdio(const char *stdin_path, const char *stdout_dir)
+{
+    stdio_in = stdin_path;
+    stdio_out = stdout_dir;
+}
+
 int cli_run(int argc, char **argv, const cli_common *c)
 {
     run_opts o;
@@ -1158,6 +1349,8 @@ int cli_run(int argc, char **argv, const cli_common *c)
     o.progress = -1;
     o.common = c;
     o.band_rows = -1;
+    o.stdin_path = stdio_in;
+    o.stdout_dir = stdio_out;
     const char *band_env = getenv("PIPEFUSE_BAND_ROWS");
     if (band_env && band_env[0] && (o.band_rows = parse_band_rows(band_env)) == -2) {
         fprintf(stderr,
@@ -1175,6 +1368,10 @@ int cli_run(int argc, char **argv, const cli_common *c)
         if (!o.max_memory)
             o.max_memory = default_max_memory();
         take_shard(&o);
+        if (o.retry_failed && take_failed(&o) != 0)
+            status = PF_EXIT_USAGE;
+    }
+    if (status == PF_EXIT_OK) {
         if (mkdir_p(o.outdir) != 0 ||
             (s.dirfd = open(o.outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
             fprintf(stderr, "pipefuse run: cannot create %s: %s\n", o.outdir, strerror(errno));
@@ -1198,7 +1395,7 @@ int cli_run(int argc, char **argv, const cli_common *c)
                 close(fd);
             status = PF_EXIT_USAGE;
         } else if (fstat(fd, &st) == 0 && st.st_size == 0) {
-            fputs("input\tstatus\tseconds\toutputs\tmessage\n", s.joblog);
+            fputs("input\tstatus\tseconds\toutputs\tmessage\tname\n", s.joblog);
         }
     }
     if (status == PF_EXIT_OK) {
@@ -1247,6 +1444,13 @@ int cli_run(int argc, char **argv, const cli_common *c)
     for (int i = 0; i < o.n_inputs; i++)
         free(o.inputs[i]);
     free(o.inputs);
+    char **lists[] = {o.failed, o.failed_key, o.claimed, o.claimed_by};
+    int counts[] = {o.n_failed, o.n_failed_key, o.n_claimed, o.n_claimed_by};
+    for (int l = 0; l < 4; l++) {
+        for (int i = 0; i < counts[l]; i++)
+            free(lists[l][i]);
+        free(lists[l]);
+    }
     free(o.sets);
     free(o.binds);
     return status;

@@ -67,8 +67,9 @@ typedef struct job job;
 struct job {
     int index;
     char *path;
-    char *names[RUN_MAX_IO]; /* its outputs' names inside OUTDIR, from the supervisor */
-    unsigned long long est;  /* bytes counted against the budget */
+    char *names[RUN_MAX_IO];   /* its outputs' names inside OUTDIR, from the supervisor */
+    unsigned long long est;    /* bytes counted against the budget */
+    unsigned long long pixels; /* from its PNG header (0: unreadable) */
     pf_frame in[RUN_MAX_IO];
     pf_frame out[RUN_MAX_IO];
     pf_table tab[RUN_MAX_IO]; /* copies of the table outputs */
@@ -174,6 +175,23 @@ static void report(const char *fmt, ...)
     pthread_mutex_unlock(&W.wmu);
     if (w != n)
         _exit(5); /* the supervisor is gone */
+}
+
+/* A D record: the outputs' names or the message escaped as in the joblog (run.c
+   unescapes it), so a newline or tab in a name reaches the joblog as \n or \t. */
+static void report_done(const job *j, int failed, const char *text, const char *suffix)
+{
+    char esc[3600];
+    size_t o = 0;
+    for (const char *c = text; *c && o + 3 < sizeof esc; c++) {
+        const char *e = *c == '\t' ? "\\t" : *c == '\n' ? "\\n" : *c == '\\' ? "\\\\" : NULL;
+        if (e)
+            esc[o++] = e[0], esc[o++] = e[1];
+        else
+            esc[o++] = *c;
+    }
+    esc[o] = 0;
+    report("D %d %d %.1f %s%s", j->index, failed, now_ms() - j->t0, esc, suffix);
 }
 
 /* ---- Crash attribution -------------------------------------------------------------------------- */
@@ -487,9 +505,16 @@ static void ask_threads(void)
 
 /* The engine's notices and warnings, each distinct one once: every lane plans its own
    pipelines, and "running on the CPU" once is enough. Notices are hidden by -q. */
+/* Engines being created: what they log then (a --plugin-path folder that does not
+   exist, a plugin skipped) was printed already by the command's own engine (inputs.c
+   loads the pipeline with the same options before the batch), so it is not repeated. */
+static atomic_int creating_engines;
+
 static void log_once(void *user, int level, const char *msg)
 {
     (void)user;
+    if (atomic_load(&creating_engines) > 0)
+        return;
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static char *seen[32];
     static int n_seen;
@@ -556,7 +581,9 @@ static pf_engine *new_engine(int threads, char *err, size_t errn)
     cfg.threads = threads;
     cfg.log = log_once;
     pf_engine *e = NULL;
+    atomic_fetch_add(&creating_engines, 1);
     int rc = pf_engine_create(&cfg, &e);
+    atomic_fetch_sub(&creating_engines, 1);
     if (rc != PF_OK) {
         snprintf(err, errn, "%s", e ? pf_engine_errmsg(e) : pf_status_str(rc));
         pf_engine_destroy(e);
@@ -851,8 +878,7 @@ static void lost_and_exit(job *j)
     if (atomic_exchange(&once, 1) != 0)
         for (;;)
             pause();
-    report("D %d 1 %.1f %s (the GPU context is lost; the worker restarts)", j->index,
-           now_ms() - j->t0, j->err);
+    report_done(j, 1, j->err, " (the GPU context is lost; the worker restarts)");
     report("L");
     _exit(3);
 }
@@ -1340,9 +1366,9 @@ static void encode(job *j)
     if (j->status == 0) {
         report("T %d %.3f %.3f %.3f %d", j->index, j->dec_ms, j->eng_ms, j->enc_ms,
                j->written ? j->band_rows : 0);
-        report("D %d 0 %.1f %s", j->index, now_ms() - j->t0, j->outs);
+        report_done(j, 0, j->outs, "");
     } else {
-        report("D %d 1 %.1f %s", j->index, now_ms() - j->t0, j->err);
+        report_done(j, 1, j->err, "");
     }
     tls_job = -1;
     tls_step = NULL;
@@ -1364,7 +1390,14 @@ static void decode(job *j)
     j->t0 = now_ms();
     double dec_start = j->t0;
     char err[2048] = "";
-    if (W.o->max_memory && j->est > W.o->max_memory) {
+    unsigned long long max_px = W.o->max_pixels ? W.o->max_pixels : PF_PNG_DEFAULT_MAX_PIXELS;
+    if (j->pixels > max_px) {
+        /* the smaller limit first: a file over --max-pixels is named so, whatever its bytes */
+        snprintf(j->err, sizeof j->err,
+                 "image is %llu pixels, more than the limit of %llu (--max-pixels); not decoded",
+                 j->pixels, max_px);
+        j->status = 1;
+    } else if (W.o->max_memory && j->est > W.o->max_memory) {
         snprintf(j->err, sizeof j->err,
                  "its frames need %.1f MB (from the PNG header), over --max-memory %.1f MB; "
                  "not decoded",
@@ -1498,7 +1531,7 @@ unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
    for bands or (auto) its whole-frame run would hold over BAND_AUTO_BYTES. */
 static void plan_job(job *j)
 {
-    j->est = worker_estimate_bytes(j->path, W.n_images, NULL);
+    j->est = worker_estimate_bytes(j->path, W.n_images, &j->pixels);
     unsigned long long w, h;
     int depth, ctype, interlace;
     if (!W.bandable || !j->est || read_ihdr(j->path, &w, &h, &depth, &ctype, &interlace) != 0 ||

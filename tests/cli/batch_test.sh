@@ -6,7 +6,10 @@
 # SECTION: files (outputs never through a planted link, stale temporaries removed,
 # names), faults (a stage that crashes, divides by zero, aborts, exits or hangs costs
 # its file only), parallel (mixed sizes and bad files, log order, same bytes as one
-# lane), resume (kill -9 mid-batch, then --skip-existing; joblog; --retry-failed),
+# lane), resume (kill -9 mid-batch, then --skip-existing; joblog; --retry-failed), retry
+# (a retried input keeps its first run's names; the documented retry form), temps
+# (only temporaries' names removed as stale, none given to outputs), pixels (the limit
+# exceeded named),
 # shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
 # a directory without PNGs), names (long input names and output directories), gpu
 # (the batch on the GPU, a kernel that traps; exit 77 without a GPU).
@@ -260,9 +263,9 @@ section_resume() {
     [ "$done_images" -gt 0 ] && [ "$done_images" -lt 39 ] ||
         fail "the kill came at a bad time: $done_images images done; the test needs some, not all"
     # the joblog has a line per input logged, nothing torn
-    [ "$(head -1 "$W/log.tsv")" = "$(printf 'input\tstatus\tseconds\toutputs\tmessage')" ] ||
+    [ "$(head -1 "$W/log.tsv")" = "$(printf 'input\tstatus\tseconds\toutputs\tmessage\tname')" ] ||
         fail "joblog header: $(head -1 "$W/log.tsv")"
-    awk -F'\t' 'NR > 1 && NF != 5 { exit 1 }' "$W/log.tsv" || fail "a joblog line without 5 fields"
+    awk -F'\t' 'NR > 1 && NF != 6 { exit 1 }' "$W/log.tsv" || fail "a joblog line without 6 fields"
 
     pf run "$W/slow.json" "$W/in" -o "$W/out" --jobs 2 --skip-existing --joblog "$W/log.tsv"
     expect 1 "the resumed batch (one bad file)"
@@ -277,7 +280,7 @@ section_resume() {
     [ -z "$twice" ] || fail "done twice: $twice"
     grep -qP "^$W/in/f005.png\tfailed\t[0-9.]+\t\t.*(PNG|png|truncat|read)" "$W/log.tsv" ||
         fail "joblog line of the failed input: $(grep f005 "$W/log.tsv")"
-    grep -qP "^$W/in/f000.png\tok\t[0-9.]+\tf000.png, f000.histogram.csv\t$" "$W/log.tsv" ||
+    grep -qP "^$W/in/f000.png\tok\t[0-9.]+\tf000.png, f000.histogram.csv\t\tf000$" "$W/log.tsv" ||
         grep -qP "^$W/in/f000.png\tskipped\t" "$W/log.tsv" || fail "joblog line of f000: $(grep f000 "$W/log.tsv")"
 
     # an output older than its input is not skipped
@@ -294,6 +297,122 @@ section_resume() {
     exists "$W/out/f005.png"
     [ "$(tail -n +2 "$W/log2.tsv" | cut -f1,2)" = "$(printf '%s\tok' "$W/in/f005.png")" ] ||
         fail "retry joblog: $(cat "$W/log2.tsv")"
+}
+
+# an identity pipeline: the output is the input's pixels
+ident_pipeline() {
+    echo '{"pipefuse": 1, "inputs": ["photo"], "stages": [{"id": "b", "op": "brightness", "params": {"amount": 0}}], "outputs": {"out": "b"}}' >"$W/ident.json"
+}
+
+# ---- retry: --retry-failed names a retried input as its first run did, never over -----------
+# another input's output; the documented retry form runs only the failed inputs, once
+section_retry() {
+    ident_pipeline
+    mkdir -p "$W/gen"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    # -r: rt/a/x.png fails (empty), rt/x.png is done
+    mkdir -p "$W/rt/a"
+    cp "$W/gen/rgb8.png" "$W/rt/x.png"
+    : >"$W/rt/a/x.png"
+    pf run "$W/ident.json" -r "$W/rt" -o "$W/rtout" --joblog "$W/rt.tsv" -q
+    expect 1 "-r with a broken input"
+    cp "$W/rtout/x.png" "$W/x.before"
+    cp "$W/gen/gray16.png" "$W/rt/a/x.png"
+    cp "$W/rt.tsv" "$W/rt-old.tsv"
+    pf run "$W/ident.json" -r --retry-failed "$W/rt.tsv" -o "$W/rtout" --joblog "$W/rt.tsv"
+    expect 0 "retry of a -r run"
+    says "$W/stderr" "1 of 1 input(s) done" "only the failed input retried"
+    cmp -s "$W/x.before" "$W/rtout/x.png" || fail "the retry replaced rt/x.png's output"
+    pf run "$W/ident.json" "$W/rt/a/x.png" -o "$W/rtref" -q
+    cmp -s "$W/rtref/x.png" "$W/rtout/a/x.png" || fail "the retried input is not in a/x.png: $(cd "$W/rtout" && find . -type f)"
+    [ "$(tail -1 "$W/rt.tsv" | cut -f2,6)" = "$(printf 'ok\ta/x')" ] || fail "retry joblog: $(tail -1 "$W/rt.tsv")"
+    # a joblog without the name column (older runs): the output of another input stays
+    cut -f1-5 "$W/rt-old.tsv" >"$W/rt5.tsv"
+    cp "$W/x.before" "$W/rtout/x.png"
+    pf run "$W/ident.json" --retry-failed "$W/rt5.tsv" -o "$W/rtout"
+    expect 1 "retry from a joblog without names"
+    says "$W/stderr" "was written for $W/rt/x.png" "the other input's output named"
+    cmp -s "$W/x.before" "$W/rtout/x.png" || fail "a 5-column retry replaced rt/x.png's output"
+    # same stems from two folders: the second is x-2, and stays x-2 when retried
+    mkdir -p "$W/d1" "$W/d2"
+    cp "$W/gen/rgb8.png" "$W/d1/x.png"
+    : >"$W/d2/x.png"
+    pf run "$W/ident.json" "$W/d1" "$W/d2" -o "$W/dout" --joblog "$W/d.tsv" -q
+    expect 1 "two folders, one broken"
+    cp "$W/dout/x.png" "$W/d.before"
+    cp "$W/gen/gray16.png" "$W/d2/x.png"
+    pf run "$W/ident.json" --retry-failed "$W/d.tsv" -o "$W/dout" --joblog "$W/d.tsv" -q
+    expect 0 "retry of x-2"
+    cmp -s "$W/d.before" "$W/dout/x.png" || fail "the retry of d2/x.png replaced d1/x.png's output"
+    cmp -s "$W/rtref/x.png" "$W/dout/x-2.png" || fail "d2/x.png is not x-2.png after the retry"
+
+    # the documented form (docs/batch.md): the directory again, with --retry-failed
+    mkdir -p "$W/rt2"
+    cp "$W/gen/rgb8.png" "$W/rt2/p.png"
+    : >"$W/rt2/q.png"
+    pf run "$W/ident.json" "$W/rt2" -o "$W/rt2out" --joblog "$W/rt2.tsv" -q
+    expect 1 "a folder with a broken input"
+    cp "$W/gen/rgb8.png" "$W/rt2/q.png"
+    pf run "$W/ident.json" "$W/rt2" --retry-failed "$W/rt2.tsv" -o "$W/rt2out" --joblog "$W/rt2.tsv"
+    expect 0 "the documented retry form"
+    says "$W/stderr" "1 of 1 input(s) done" "only q.png runs again"
+    grep -q "already written" "$W/stderr" && fail "the retried file ran twice"
+    [ "$(tail -1 "$W/rt2.tsv" | cut -f1,2)" = "$(printf '%s\tok' "$W/rt2/q.png")" ] ||
+        fail "the joblog's last line of q.png: $(tail -1 "$W/rt2.tsv")"
+    pf run "$W/ident.json" "$W/rt2" --retry-failed "$W/rt2.tsv" -o "$W/rt2out" --joblog "$W/rt2.tsv"
+    expect 0 "the retry loop ends"
+    says "$W/stderr" "0 of 0 input(s) done" "nothing left to retry"
+
+    # one escaping in every joblog line: a newline in a name is \n on ok and skipped lines
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/nl" --name $'{stem}\nz.png' --joblog "$W/nl.tsv" -q
+    expect 0 "a newline in an output name"
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/nl" --name $'{stem}\nz.png' --joblog "$W/nl.tsv" -q --skip-existing
+    [ "$(grep -cF 'rgb8\nz.png' "$W/nl.tsv")" = 2 ] || fail "joblog escaping: $(cat -A "$W/nl.tsv")"
+    awk -F'\t' 'NR > 1 && NF != 6 { exit 1 }' "$W/nl.tsv" || fail "a joblog line without 6 fields: $(cat -A "$W/nl.tsv")"
+}
+
+# ---- temps: only names of the temporaries' form are removed as stale; no output is one ------
+section_temps() {
+    ident_pipeline
+    mkdir -p "$W/gen" "$W/out"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    echo "mine" >"$W/out/.pftmp-notes.txt"
+    echo "mine" >"$W/out/.pftmp-deadbeef-1-0123456789abcdefX"
+    echo "old" >"$W/out/.pftmp-deadbeef-1-0123456789abcdef"
+    touch -d '2 hours ago' "$W/out"/.pftmp-*
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/out" -q
+    expect 0 "a run beside old files"
+    exists "$W/out/.pftmp-notes.txt"
+    exists "$W/out/.pftmp-deadbeef-1-0123456789abcdefX"
+    absent "$W/out/.pftmp-deadbeef-1-0123456789abcdef"
+    # output names that could be taken for temporaries are refused: templates and rendered
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/t2" --name '.pftmp-{stem}.png'
+    expect 2 "a template of temporaries' names"
+    says "$W/stderr" ".pftmp-" "the refusal says why"
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/t2" --name 'sub/.pftmp-{stem}.png'
+    expect 2 "a template of temporaries' names in a subfolder"
+    cp "$W/gen/rgb8.png" "$W/.pftmp-x.png"
+    pf run "$W/ident.json" "$W/.pftmp-x.png" -o "$W/t3"
+    expect 1 "an input whose output would look like a temporary"
+    says "$W/stderr" "temporary files" "the rendered name refused"
+    [ "$(count "$W/t3")" = 0 ] || fail "written: $(ls -A "$W/t3")"
+}
+
+# ---- pixels: the limit really exceeded is named ------------------------------------------
+section_pixels() {
+    ident_pipeline
+    mkdir -p "$W/gen"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/out" --max-pixels 10
+    expect 1 "over --max-pixels"
+    says "$W/stderr" "--max-pixels" "--max-pixels named"
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/out" --max-pixels 10 --max-memory 1K
+    expect 1 "over --max-pixels and --max-memory"
+    says "$W/stderr" "--max-pixels" "--max-pixels named first"
+    grep -q -- "--max-memory" "$W/stderr" && fail "over --max-pixels reported as over --max-memory"
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/out" --max-memory 1K
+    expect 1 "over --max-memory"
+    says "$W/stderr" "over --max-memory" "--max-memory named"
 }
 
 # ---- shards: N processes, every output exactly once ---------------------------------------
@@ -452,7 +571,8 @@ EOF
 }
 
 case $SECTION in
-files | faults | parallel | resume | shards | interrupt | limits | names | gpu) "section_$SECTION" ;;
+files | faults | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu)
+    "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
 if [ "$failures" -gt 0 ]; then

@@ -8,7 +8,9 @@
 # options before and after the subcommand), suggest ("did you mean" for commands,
 # options and stages), notices (the no-GPU notice, -q, --backend cuda refused once),
 # names (templates, --recursive, stdin/stdout, -o equal to the input folder, same-named
-# inputs).
+# inputs), numbers (numeric options and --input refused clearly), stdio (-o - with one
+# image output, '-' and stdout in messages, warnings once), dirnames ({dir} without a
+# trailing '/', rendered names checked, the same file given twice).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5
 W=$WORK/$SECTION
@@ -226,10 +228,11 @@ section_names() {
     expect 0 "--name with a subfolder"
     [ "$(files "$W/tpl")" = "a/deep/thumbs/y_thumb.png a/thumbs/x_thumb.png b/thumbs/x_thumb.png thumbs/top_thumb.png " ] ||
         fail "--name 'thumbs/{stem}_thumb.png': $(files "$W/tpl")"
-    pf run "$P/edges.json" -r "$W/tree" -o "$W/tpl2" -q --name='{output}/{dir}{stem}.{ext}'
+    pf run "$P/edges.json" -r "$W/tree" -o "$W/tpl2" -q --name='{output}/{dir}/{stem}.{ext}'
     expect 0 "--name with {output} and {dir}"
-    [ -s "$W/tpl2/edges/a/deep/y.png" ] && [ -s "$W/tpl2/gradient/b/x.png" ] ||
-        fail "--name '{output}/{dir}{stem}.{ext}': $(files "$W/tpl2")"
+    [ -s "$W/tpl2/edges/a/deep/y.png" ] && [ -s "$W/tpl2/gradient/b/x.png" ] &&
+        [ -s "$W/tpl2/edges/top.png" ] ||
+        fail "--name '{output}/{dir}/{stem}.{ext}': $(files "$W/tpl2")"
     # templates that cannot work are refused before anything runs
     pf run "$P/edges.json" "$W/tree" -o "$W/bad" --name '{stem}.png'
     expect 2 "two outputs, one name"
@@ -295,7 +298,7 @@ section_names() {
     "$PF" run "$P/edges.json" "$W/gen/rgb8.png" -o - >"$W/two.png" 2>"$W/stderr"
     rc=$?
     expect 2 "two outputs to stdout"
-    says "$W/stderr" "has 2 outputs" "-o - with two outputs"
+    says "$W/stderr" "has 2 image outputs" "-o - with two image outputs"
     silent "$W/two.png" "nothing on stdout after a refusal"
     "$PF" run "$P/thumbnail.json" "$W/gen/rgb8.png" "$W/gen/rgba8.png" -o - >"$W/twoin.png" 2>"$W/stderr"
     rc=$?
@@ -312,6 +315,138 @@ section_names() {
     rc=$?
     expect 0 "an input named -dash.png after --"
     exists "$W/dash/-dash.png"
+}
+
+# ---- numbers: every numeric option refuses signs, overflow, trailing text and nothing -------
+section_numbers() {
+    mkdir -p "$W/gen"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    local in=$W/gen/rgb8.png bad
+    for opt in --max-pixels --zlib --jobs --file-timeout --max-memory --band-rows --max-launch-ms --shard; do
+        for bad in -1 99999999999999999999 '' 12x ' 5' 0x10 1e400 nan inf 5/; do
+            pf run "$P/thumbnail.json" "$in" -o "$W/out" "$opt" "$bad" -q
+            expect 2 "$opt '$bad'"
+            says "$W/stderr" "$opt" "$opt '$bad' named"
+        done
+    done
+    absent "$W/out"
+    for bad in -1 99999999999999999999 '' 4x; do
+        pf --threads "$bad" info
+        expect 2 "--threads '$bad'"
+        pf check --size "10x$bad" "$P/thumbnail.json"
+        expect 2 "check --size 10x'$bad'"
+        pf check --arch "$bad" "$P/thumbnail.json"
+        expect 2 "check --arch '$bad'"
+        pf bench --frames "$bad" "$P/thumbnail.json"
+        expect 2 "bench --frames '$bad'"
+    done
+    pf run "$P/thumbnail.json" "$in" -o "$W/ok" --max-pixels 100000000 --max-memory 1.5G --zlib 9 -q
+    expect 0 "good numbers"
+    # --shard auto reads whole numbers from the environment
+    JOB_COMPLETION_INDEX=1x pf run "$P/thumbnail.json" "$in" -o "$W/out" --shard auto/3
+    expect 2 "JOB_COMPLETION_INDEX=1x"
+    says "$W/stderr" "JOB_COMPLETION_INDEX='1x'" "the variable named"
+    JOB_COMPLETION_INDEX=1 PIPEFUSE_SHARDS=3x pf run "$P/thumbnail.json" "$in" -o "$W/out" --shard auto
+    expect 2 "PIPEFUSE_SHARDS=3x"
+    JOB_COMPLETION_INDEX=1 pf run "$P/thumbnail.json" "$in" -o "$W/sh" --shard auto/3 -q
+    expect 0 "JOB_COMPLETION_INDEX=1"
+
+    # --input: each mistake its own message naming the argument
+    pf run "$P/watermark.json" "$in" -o "$W/out" --input "c=$in"
+    expect 2 "--input of an unknown name"
+    says "$W/stderr" "--input c=$in: " "the argument named"
+    says "$W/stderr" "has no input 'c'" "an unknown input"
+    pf run "$P/watermark.json" "$in" -o "$W/out" --input "logo$in"
+    expect 2 "--input without ="
+    says "$W/stderr" "--input logo$in: expected NAME=FILE" "a malformed --input"
+    pf run "$P/watermark.json" "$in" -o "$W/out" --input "logo=$in" --input "logo=$in"
+    expect 2 "--input twice"
+    says "$W/stderr" "input 'logo' is already given" "a repeated --input"
+    pf run "$P/watermark.json" "$in" -o "$W/out" --input "photo=$in" --input "logo=$in"
+    expect 2 "--input of the first input"
+    says "$W/stderr" "the files on the command line go to" "the first input"
+    absent "$W/out"
+    pf run "$P/watermark.json" "$in" -o "$W/wm" --input "logo=$in" -q
+    expect 0 "a good --input"
+}
+
+# ---- stdio: -o - with one image output, messages name - and stdout, warnings once ----------
+section_stdio() {
+    mkdir -p "$W/gen" "$W/tmp"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    export TMPDIR=$W/tmp
+    pf run "$P/demo.json" "$W/gen/rgb8.png" -o "$W/ref" -q
+    local img
+    img=$(cd "$W/ref" && ls *.png | head -1)
+    # demo.json: one image and a table; the --help example
+    "$PF" run "$P/demo.json" - -o - <"$W/gen/rgb8.png" >"$W/out.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "pipefuse run demo.json - -o -"
+    cmp -s "$W/ref/$img" "$W/out.png" || fail "demo.json to stdout differs from $img"
+    says "$W/stderr" "is not written" "the table skipped with a notice"
+    grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path in the messages: $(cat "$W/stderr")"
+    says "$W/stderr" "[1/1] - -> stdout" "stdin and stdout named"
+    "$PF" run "$P/demo.json" - -o "$W/fromstdin" --joblog "$W/log.tsv" <"$W/gen/rgb8.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "stdin to a folder"
+    [ "$(tail -1 "$W/log.tsv" | cut -f1,2)" = "$(printf -- '-\tok')" ] || fail "joblog of stdin: $(tail -1 "$W/log.tsv")"
+    printf 'not a png' | "$PF" run "$P/demo.json" - -o - >"$W/bad.png" 2>"$W/stderr"
+    rc=$?
+    expect 1 "a corrupt image on stdin"
+    grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path in a failure: $(cat "$W/stderr")"
+    says "$W/stderr" "[1/1] -: FAILED" "the failure names -"
+    [ -z "$(ls -A "$W/tmp")" ] || fail "temporary files left: $(ls -A "$W/tmp")"
+    unset TMPDIR
+    # two image outputs still refused
+    "$PF" run "$P/edges.json" "$W/gen/rgb8.png" -o - >"$W/two.png" 2>"$W/stderr"
+    rc=$?
+    expect 2 "two image outputs to stdout"
+    # a missing --plugin-path folder is said once
+    pf run "$P/thumbnail.json" "$W/gen/rgb8.png" -o "$W/pp" --plugin-path "$W/nowhere" -q
+    expect 0 "a missing plugin folder"
+    [ "$(grep -c 'does not exist' "$W/stderr")" = 1 ] || fail "the plugin folder warning: $(cat "$W/stderr")"
+}
+
+# ---- dirnames: {dir} without a '/' at its end; the same file twice taken once ----------------
+section_dirnames() {
+    mkdir -p "$W/gen" "$W/tree/a/b"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    cp "$W/gen/rgb8.png" "$W/tree/x.png"
+    cp "$W/gen/rgb8.png" "$W/tree/a/x.png"
+    cp "$W/gen/rgb8.png" "$W/tree/a/b/x.png"
+    pf run "$P/thumbnail.json" -r "$W/tree" -o "$W/nm" --name '{stem}-{dir}.png' -q
+    expect 0 "{dir} inside a name"
+    [ "$(files "$W/nm")" = "x-.png x-a.png x-a/b.png " ] || fail "'{stem}-{dir}.png': $(files "$W/nm")"
+    [ -z "$(cd "$W/nm" && find . -name '.*' ! -name .)" ] || fail "hidden files: $(cd "$W/nm" && find .)"
+    pf run "$P/thumbnail.json" -r "$W/tree" -o "$W/th" --name '{dir}/thumbs/{stem}_thumb.png'
+    expect 0 "{dir}/ at the front"
+    [ "$(files "$W/th")" = "a/b/thumbs/x_thumb.png a/thumbs/x_thumb.png thumbs/x_thumb.png " ] ||
+        fail "'{dir}/thumbs/{stem}_thumb.png': $(files "$W/th")"
+    grep -q -- '-> /\|//' "$W/stderr" && fail "a name with a leading or double '/': $(grep -- '->' "$W/stderr")"
+    says "$W/stderr" "$W/tree/x.png -> thumbs/x_thumb.png" "the top file's name"
+    pf run "$P/thumbnail.json" -r "$W/tree" -o "$W/old" --name '{dir}{stem}.png'
+    expect 2 "{dir}{stem}, without the '/'"
+    says "$W/stderr" "write {dir}/{stem}.png" "the fix said"
+    # a rendered name passes the template's checks: a stem of '.'
+    cp "$W/gen/rgb8.png" "$W/..png"
+    pf run "$P/thumbnail.json" "$W/..png" -o "$W/dot" --name '{stem}/t.png'
+    expect 1 "a name that renders to ./t.png"
+    says "$W/stderr" "'.' and '..'" "the rendered name refused"
+
+    # the same file twice: taken once, named as the first, no clash
+    pf run "$P/thumbnail.json" "$W/gen/rgb8.png" "$W/gen/rgb8.png" -o "$W/d1"
+    expect 0 "a file given twice"
+    says "$W/stderr" "taken once" "the notice"
+    says "$W/stderr" "1 of 1 input(s) done" "one input"
+    [ "$(files "$W/d1")" = "rgb8.png " ] || fail "a file twice: $(files "$W/d1")"
+    (cd "$W/gen" && "$PF" run "$P/thumbnail.json" rgb8.png ./rgb8.png -o "$W/d2") 2>"$W/stderr"
+    rc=$?
+    expect 0 "x.png ./x.png"
+    [ "$(files "$W/d2")" = "rgb8.png " ] || fail "x.png ./x.png: $(files "$W/d2")"
+    pf run "$P/thumbnail.json" -r "$W/tree" "$W/tree/a" -o "$W/d3"
+    expect 0 "-r tree tree/a"
+    grep -q "clash" "$W/stderr" && fail "-r tree tree/a clashed"
+    [ "$(files "$W/d3")" = "a/b/x.png a/x.png x.png " ] || fail "-r tree tree/a: $(files "$W/d3")"
 }
 
 section_"$SECTION"
