@@ -249,8 +249,8 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
     int rc = pf_param_set_json(pd, v, copy, err, sizeof err);
     if (rc == PF_OK && pf_stage_params_ok(n->desc, copy, err, sizeof err) != 0)
         rc = PF_PARAM;
-    if (rc != PF_OK) {
-        pf_errf(p->errmsg, "%s: %s: %s", p->source, key, err);
+    if (rc != PF_OK) { /* as a pipeline file's message: the op and param in brackets */
+        pf_errf(p->errmsg, "%s: %s: %s (%s.%s)", p->source, key, err, n->desc->name, pd->name);
         free(copy);
         return rc;
     }

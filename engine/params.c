@@ -224,7 +224,8 @@ static int get_enum(const pf_param_desc *pd, const json_t *v, int *out, char *er
                                 "expected a string, one of %s; got the number %s (write "
                                 "\"%s\")",
                                 names, got, got);
-        return errv(err, err_size, "expected a string, one of %s; got %s", names, got);
+        return errv(err, err_size, "expected a string, one of %s; got %s%s", names,
+                    json_is_number(v) ? "the number " : "", got);
     }
     const char *s = json_string_value(v);
     for (int i = 0; i < n; i++)

@@ -97,13 +97,31 @@ static int nomem(loader *L)
 }
 
 /* base.key, or base["key"] when key is not an identifier; key alone at the top. */
+/* base.key, or base["key"] for a key that is no identifier, written as a JSON string
+   (quotes, backslashes and control characters escaped; long keys cut). */
 static void path_key(char *out, const char *base, const char *key)
 {
-    int id = pf_is_identifier(key);
-    if (!*base)
-        snprintf(out, PATH_SIZE, id ? "%s%s" : "%s[\"%s\"]", "", key);
-    else
-        snprintf(out, PATH_SIZE, id ? "%s.%s" : "%s[\"%s\"]", base, key);
+    int n;
+    if (pf_is_identifier(key)) {
+        n = snprintf(out, PATH_SIZE, "%s%s%s", base, *base ? "." : "", key);
+        if (n >= PATH_SIZE) /* a path too long is cut; the message still says where */
+            out[PATH_SIZE - 1] = 0;
+        return;
+    }
+    char q[96];
+    size_t o = 0;
+    for (const unsigned char *k = (const unsigned char *)key; *k && o < sizeof q - 8; k++) {
+        if (*k == '"' || *k == '\\')
+            o += (size_t)snprintf(q + o, sizeof q - o, "\\%c", *k);
+        else if (*k < 0x20)
+            o += (size_t)snprintf(q + o, sizeof q - o, "\\u%04x", *k);
+        else
+            q[o++] = (char)*k;
+    }
+    q[o] = 0;
+    n = snprintf(out, PATH_SIZE, "%s[\"%s%s\"]", base, q, o >= sizeof q - 8 ? "..." : "");
+    if (n >= PATH_SIZE)
+        out[PATH_SIZE - 1] = 0;
 }
 
 static void path_index(char *out, const char *base, size_t i)
@@ -1114,6 +1132,10 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
         return fail(&L, PF_INVALID_ARGUMENT, NULL, "larger than %u MiB; not a pipeline",
                     MAX_TEXT >> 20);
 
+    /* A UTF-8 byte order mark, as some editors write: JSON (RFC 8259) lets a parser
+       ignore it. Line and column numbers count from after it. */
+    if (strncmp(text, "\xEF\xBB\xBF", 3) == 0)
+        text += 3;
     json_error_t jerr;
     L.root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     if (!L.root) {

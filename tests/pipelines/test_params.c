@@ -134,7 +134,7 @@ static void test_rules(void)
     bad("mode", "\"nearst\"", "did you mean 'nearest'?");
     bad("mode", "\"nearst\"", "expected one of 'bilinear', 'nearest', 'area'");
     bad("mode", "\"cubic\"", "unknown value 'cubic'");
-    bad("mode", "1", "expected a string, one of 'bilinear', 'nearest', 'area'; got 1");
+    bad("mode", "1", "expected a string, one of 'bilinear', 'nearest', 'area'; got the number 1");
     bad("angle", "90", "(write \"90\")");
     good("angle", "\"270\"");
     CHECK(P.mode == 2);

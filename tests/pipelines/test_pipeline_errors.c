@@ -99,6 +99,11 @@ static const bad_case cases[] = {
      PF_PARAM,
      ": stages[0].params.sigam: ",
      {"unknown parameter 'sigam' of gaussian", "did you mean 'sigma'?"}},
+    /* a key that is no identifier, in the path as a JSON string */
+    {"param_key_quoted.json",
+     PF_PARAM,
+     ": stages[0].params[\"a\\\"b\\\\c\"]: ",
+     {"unknown parameter 'a\"b\\c' of gaussian"}},
     {"unknown_param_none.json",
      PF_PARAM,
      ": stages[0].params.size: ",

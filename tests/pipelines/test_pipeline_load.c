@@ -316,6 +316,19 @@ static void expect_param_error(pf_pipeline *p, const char *key, const char *valu
         CHECKF(strstr(msg, frag2) != NULL, "%s = %s: no '%s' in '%s'", key, value, frag2, msg);
 }
 
+/* A UTF-8 byte order mark before the JSON is skipped, as RFC 8259 allows. */
+static void test_bom(pf_engine *e)
+{
+    pf_pipeline *p = NULL;
+    int rc = pf_pipeline_load_string(
+        e,
+        "\xEF\xBB\xBF{\"pipefuse\": 1, \"inputs\": [\"a\"], \"stages\": "
+        "[{\"id\": \"b\", \"op\": \"invert\"}], \"outputs\": {\"o\": \"b\"}}",
+        "bom", &p);
+    CHECKF(rc == PF_OK, "a BOM: %s", pf_engine_errmsg(e));
+    pf_pipeline_destroy(p);
+}
+
 static void test_set_param(pf_engine *e)
 {
     pf_pipeline *p = load_good(e, "full.json");
@@ -324,7 +337,8 @@ static void test_set_param(pf_engine *e)
     expect_param_error(p, "unused_blur.sigam", "2", "did you mean 'sigma'?", NULL);
     expect_param_error(p, "unused_blr.sigma", "2", "did you mean 'unused_blur'?", NULL);
     expect_param_error(p, "unused_blur.sigma", "\"2\"", "expected a number", NULL);
-    expect_param_error(p, "unused_blur.sigma", "-2", "-2 is out of range [0, 64]", NULL);
+    expect_param_error(p, "unused_blur.sigma", "-2", "-2 is out of range [0, 64]",
+                       "(gaussian.sigma)"); /* the op and param, as a file's message */
     expect_param_error(p, "boxed.radius", "2.5", "expected an integer, got 2.5", NULL);
     expect_param_error(p, "neg.alpha", "1", "expected true or false", NULL);
     expect_param_error(p, "small.mode", "\"nearst\"", "did you mean 'nearest'?", NULL);
@@ -434,6 +448,7 @@ int main(void)
     test_full(e);
     test_many_stages(e);
     test_set_param(e);
+    test_bom(e);
     test_schema_and_examples(e);
     pf_engine_destroy(e);
     return pf_test_done("test_pipeline_load");
