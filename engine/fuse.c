@@ -154,16 +154,20 @@ static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fm
     int own = un->kind == PF_UNIT_STENCIL ? un->nodes[0] : -1;
     int eu = own >= 0 ? pf_fuse_epilogue(p, u) : -1;
     int pu = un->kind == PF_UNIT_REDUCE || own >= 0 ? pf_fuse_absorbs(p, u) : u;
-    if (pu >= 0 && pu != u)
+    int mu = u; /* the unit whose members' ops the kernel runs */
+    if (pu >= 0 && pu != u) {
         un = &p->plan->units[pu];
+        mu = pu;
+    }
     /* The members' span of the parameter block (pf_param_layout's offsets: the running
-       sum of 16-byte rounded sizes, in node order). */
+       sum of 16-byte rounded sizes, in node order). A node is a member when the plan
+       runs it in unit mu: one look-up a node, where a search of the unit's members made
+       this quadratic (a 100 000-stage chain spent minutes here). */
     size_t lo = (size_t)-1, hi = 0, top = 0;
-    for (int i = p->n_inputs, a = 0; i < p->n_nodes; i++) {
+    for (int i = p->n_inputs; i < p->n_nodes; i++) {
         size_t size = (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
-        for (a = 0; a < un->n_nodes && un->nodes[a] != i; a++)
-            ;
-        if (a < un->n_nodes || i == own || (eu >= 0 && p->plan->unit_of[i] == eu)) {
+        int of = p->plan->unit_of[i];
+        if (of == mu || i == own || (eu >= 0 && of == eu)) {
             lo = top < lo ? top : lo;
             hi = top + size > hi ? top + size : hi;
         }
