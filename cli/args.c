@@ -9,9 +9,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pipefuse/tools.h"
@@ -47,10 +51,13 @@ static const cli_opt run_opts[] = {
     {"--no-fuse", 0, NULL, "run every point stage on its own"},
     {"--max-launch-ms", 0, "MS", "split launches to stay under MS (GPU watchdog)"},
     {"--profile", 0, NULL, "time every launch and print the times per stage"},
-    {"--dump-kernels", 0, "DIR", "write the source of every fused kernel generated"},
+    {"--dump-kernels", 0, "DIR",
+     "write the source of every fused kernel generated into DIR, an existing writable folder"},
     {"--set", 0, "ID.PARAM=JSON",
      "override a parameter, e.g. --set blur.sigma=2.5 or --set turn.angle='\"180\"'"},
-    {"--input", 0, "NAME=FILE", "bind another pipeline input (a watermark, a mask) to a file"},
+    {"--input", 0, "NAME=FILE",
+     "bind another pipeline input (a watermark, a mask) to a file; an input no output uses "
+     "needs none, and one given is not read"},
     {"--table-format", 0, "csv|json", "table outputs whose pipeline names no format (default csv)"},
     {"--zlib", 0, "N", "PNG compression level 0-9 (default 1: fast, see --png-filter)"},
     {"--max-pixels", 0, "N", "refuse larger images (default 268435456)"},
@@ -642,6 +649,44 @@ int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
     }
     if (!r->argv && !(r->argv = calloc(1, sizeof(char *)))) /* an empty argv */
         return PF_EXIT_USAGE;
+    return -1;
+}
+
+/* ---- What the engine logs, kept ------------------------------------------------------------ */
+
+/* The engine has no query for an input that no output uses; it says so when the
+   pipeline loads ("...: input 'x' is not used by any output"), and such an input needs
+   no file. Kept from every log callback (this process's loads are of one pipeline). */
+/* ---- Checks made before any work ----------------------------------------------------------- */
+
+int cli_take_stdout(void)
+{
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -1;
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int cli_check_dump_dir(const char *who, const char *dir)
+{
+    struct stat st;
+    const char *why = NULL;
+    if (!*dir)
+        why = "an empty name";
+    else if (stat(dir, &st) != 0)
+        why = errno == ENOENT ? "no such directory (create it first)" : strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+        why = "not a directory";
+    else if (access(dir, W_OK | X_OK) != 0)
+        why = errno == EACCES || errno == EROFS ? "the directory is not writable" : strerror(errno);
+    if (!why)
+        return 0;
+    fprintf(stderr, "pipefuse %s: --dump-kernels %s: %s\n", who, dir, why);
     return -1;
 }
 

@@ -57,6 +57,14 @@ void cli_help(const cli_command *cmd, FILE *f); /* NULL: the overview */
 void cli_man(FILE *f);                          /* the man page, roff */
 /* The engine's log callback; user is the cli_common (its quiet hides notices). */
 void cli_log(void *user, int level, const char *msg);
+/* For output a program reads from stdout (check --dot -, run -o -): points the
+   process's stdout at stderr, so that nothing else (a notice, a plugin's printf) mixes
+   into it, and returns a close-on-exec descriptor of the real stdout for that output
+   alone; -1 on failure (errno). */
+int cli_take_stdout(void);
+/* 0 when dir (--dump-kernels) is an existing, writable directory; else -1 after
+   printing why, as "pipefuse WHO: --dump-kernels DIR: why". */
+int cli_check_dump_dir(const char *who, const char *dir);
 /* 0, or -1 after printing why when backend is "cuda" and the CUDA backend cannot run. */
 int cli_require_backend(pf_engine *e, const char *backend, const char *who);
 

@@ -416,7 +416,8 @@ static int take_once(run_args *r)
 
 /* --input NAME=FILE, checked against the pipeline before anything runs: the form, a
    name the pipeline has other than the first (the files on the command line go
-   there), each name once. 0, or -1 after saying which argument is wrong. */
+   there), each name once. 0, or -1 after saying which argument is wrong. An input no
+   output uses is taken and its file not read (the worker does without), with a notice. */
 static int check_binds(const run_args *r, pf_pipeline *p)
 {
     int n_in = pf_pipeline_input_count(p);
@@ -460,6 +461,10 @@ static int check_binds(const run_args *r, pf_pipeline *p)
                         (int)len, v, r->pass[b + 1]);
                 return -1;
             }
+        if (!r->quiet && !pf_pipeline_input_used(p, known - 1))
+            fprintf(stderr,
+                    "pipefuse run: --input %s: no output uses input '%.*s'; %s is not read\n", v,
+                    (int)len, v, eq + 1);
     }
     return 0;
 }
@@ -525,6 +530,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     pf_pipeline *p = NULL;
     const char *spooled = NULL;
     char *spool_path = NULL, *stdout_dir = NULL;
+    int out_fd = -1; /* -o -: the real stdout */
 
     if (split_args(argc, argv, cli_find_command("run"), &r) != 0) {
         fprintf(stderr, "pipefuse run: out of memory\n");
@@ -539,6 +545,20 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
                 !r.pipeline ? "no pipeline file given"
                 : !r.outdir ? "no output directory given (-o DIR, or -o - for stdout)"
                             : "no input files");
+        goto done;
+    }
+    for (int k = 0; k + 1 < r.n_pass; k++) /* before any work: no folder made, no file read */
+        if (strcmp(r.pass[k], "--dump-kernels") == 0 && cli_check_dump_dir("run", r.pass[++k]) != 0)
+            goto done;
+    /* -o -: stdout holds the image alone; whatever else is printed on the way (a notice, a
+       plugin's printf, in this process or the worker) goes to stderr. */
+    int to_stdout = strcmp(r.outdir, "-") == 0;
+    if (to_stdout && isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "pipefuse run: -o -: stdout is a terminal; redirect it to a file\n");
+        goto done;
+    }
+    if (to_stdout && (out_fd = cli_take_stdout()) < 0) {
+        fprintf(stderr, "pipefuse run: -o -: stdout: %s\n", strerror(errno));
         goto done;
     }
     if (require_cuda(c) != 0)
@@ -557,7 +577,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         fprintf(stderr, "pipefuse run: %s\n", err);
         goto done;
     }
-    int to_stdout = strcmp(r.outdir, "-") == 0, stdout_k = -1;
+    int stdout_k = -1;
     for (int k = 0; k < po.n; k++)
         if (po.image[k] && stdout_k < 0)
             stdout_k = k;
@@ -577,10 +597,6 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
                     po.name[k], po.name[stdout_k]);
     if (check_binds(&r, p) != 0)
         goto done;
-    if (to_stdout && isatty(STDOUT_FILENO)) {
-        fprintf(stderr, "pipefuse run: -o -: stdout is a terminal; redirect it to a file\n");
-        goto done;
-    }
     if (!to_stdout && stat(r.outdir, &r.out_st) == 0)
         r.out_exists = S_ISDIR(r.out_st.st_mode);
 
@@ -699,7 +715,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         int fd = stdout_name && asprintf(&full, "%s/%s", r.outdir, stdout_name) >= 0
                      ? open(full, O_RDONLY)
                      : -1;
-        if (fd < 0 || copy_fd(fd, STDOUT_FILENO) != 0) {
+        if (fd < 0 || copy_fd(fd, out_fd) != 0) {
             fprintf(stderr, "pipefuse run: cannot write the output to stdout: %s\n",
                     strerror(errno));
             status = PF_EXIT_FAILED;
@@ -714,6 +730,10 @@ oom:
     fprintf(stderr, "pipefuse run: out of memory\n");
     status = PF_EXIT_USAGE;
 done:
+    if (out_fd >= 0 && close(out_fd) != 0 && status == PF_EXIT_OK) {
+        fprintf(stderr, "pipefuse run: cannot write the output to stdout: %s\n", strerror(errno));
+        status = PF_EXIT_FAILED;
+    }
     if (have_tmp)
         remove_tree(tmpdir);
     cli_names_free();

@@ -1,8 +1,10 @@
 /* cli/main.c: the pipefuse command: run, check, bench, stages, info, plugin. The
  * command line is parsed in args.c; this file runs check, stages and info. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pipefuse/tools.h"
@@ -39,6 +41,19 @@ static int parse_size(const char *s, pf_shape *out)
     out->height = (int)h;
     return 0;
 }
+
+/* check's arguments, and where its output goes: the plan to stdout, or with --dot -
+   the graph alone to dot_out (the real stdout) and the rest to stderr. */
+typedef struct check_opts {
+    const char *file, *dot, *dump, *max_ms;
+    pf_shape size;
+    int no_fuse, arch, build, n_formats;
+    pf_sample samples[16];
+    int channels[16];
+    FILE *dot_out, *report;
+} check_opts;
+
+static int cmd_check_run(check_opts *o, const cli_common *c);
 
 static int cmd_check(int argc, char **argv, const cli_common *c)
 {
@@ -101,6 +116,45 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         fprintf(stderr, "pipefuse check: no pipeline file given (see pipefuse check --help)\n");
         return PF_EXIT_USAGE;
     }
+    if (dump && cli_check_dump_dir("check", dump) != 0)
+        return PF_EXIT_USAGE;
+    /* --dot -: stdout holds the graph alone; the kernels' summary and anything else
+       printed on the way (the engine's, a plugin's) goes to stderr. */
+    FILE *dot_out = NULL, *report = stdout;
+    if (dot && strcmp(dot, "-") == 0) {
+        int fd = cli_take_stdout();
+        if (fd < 0 || !(dot_out = fdopen(fd, "w"))) {
+            fprintf(stderr, "pipefuse check: --dot -: stdout: %s\n", strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return PF_EXIT_USAGE;
+        }
+        report = stderr;
+    }
+    check_opts o = {.file = file,
+                    .dot = dot,
+                    .dump = dump,
+                    .max_ms = max_ms,
+                    .size = size,
+                    .no_fuse = no_fuse,
+                    .arch = arch,
+                    .build = build,
+                    .n_formats = n_formats,
+                    .dot_out = dot_out,
+                    .report = report};
+    memcpy(o.samples, samples, sizeof samples);
+    memcpy(o.channels, channels, sizeof channels);
+    int status = cmd_check_run(&o, c);
+    if (dot_out && fclose(dot_out) != 0 && status == PF_EXIT_OK) {
+        fprintf(stderr, "pipefuse check: --dot -: writing stdout: %s\n", strerror(errno));
+        status = PF_EXIT_USAGE;
+    }
+    return status;
+}
+
+/* check's work once its arguments are known: load, plan, print, build kernels. */
+static int cmd_check_run(check_opts *o, const cli_common *c)
+{
     pf_engine *e = cli_engine(c);
     if (!e)
         return PF_EXIT_USAGE;
@@ -109,13 +163,13 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         return PF_EXIT_USAGE;
     }
     pf_pipeline *p = NULL;
-    int rc = pf_pipeline_load_file(e, file, &p);
+    int rc = pf_pipeline_load_file(e, o->file, &p);
     if (rc != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;
     }
-    if (no_fuse)
+    if (o->no_fuse)
         pf_pipeline_set_option(p, "fusion", "false");
     if (c->backend && pf_pipeline_set_option(p, "backend", c->backend) != PF_OK) {
         fprintf(stderr, "pipefuse check: --backend %s: %s\n", c->backend, pf_pipeline_errmsg(p));
@@ -123,8 +177,9 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;
     }
-    if (max_ms && pf_pipeline_set_option(p, "max_launch_ms", max_ms) != PF_OK) {
-        fprintf(stderr, "pipefuse check: --max-launch-ms %s: %s\n", max_ms, pf_pipeline_errmsg(p));
+    if (o->max_ms && pf_pipeline_set_option(p, "max_launch_ms", o->max_ms) != PF_OK) {
+        fprintf(stderr, "pipefuse check: --max-launch-ms %s: %s\n", o->max_ms,
+                pf_pipeline_errmsg(p));
         pf_pipeline_destroy(p);
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;
@@ -132,20 +187,20 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     pf_shape shapes[64];
     int n = pf_pipeline_input_count(p);
     for (int i = 0; i < n && i < 64; i++)
-        shapes[i] = size;
+        shapes[i] = o->size;
     rc = pf_pipeline_plan(p, shapes, n);
     if (rc == PF_OK) {
-        if (dot && strcmp(dot, "-") == 0) {
-            rc = pf_pipeline_print_dot(p, stdout);
+        if (o->dot_out) {
+            rc = pf_pipeline_print_dot(p, o->dot_out);
         } else {
             rc = pf_pipeline_print_plan(p, stdout);
-            if (dot && rc == PF_OK) {
-                FILE *f = fopen(dot, "w");
+            if (o->dot && rc == PF_OK) {
+                FILE *f = fopen(o->dot, "w");
                 rc = f ? pf_pipeline_print_dot(p, f) : PF_IO;
                 if (f && fclose(f) != 0)
                     rc = PF_IO;
                 if (rc != PF_OK)
-                    fprintf(stderr, "pipefuse check: cannot write %s\n", dot);
+                    fprintf(stderr, "pipefuse check: cannot write %s\n", o->dot);
             }
         }
     } else {
@@ -157,28 +212,31 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
        --dump-kernels that is an error). */
     if (rc == PF_OK) {
         int built = 0;
-        if (n_formats == 0) {
-            samples[0] = PF_U8, channels[0] = 4, n_formats = 1;
+        if (o->n_formats == 0) {
+            o->samples[0] = PF_U8, o->channels[0] = 4, o->n_formats = 1;
         }
-        rc = pf_pipeline_build_kernels_for(p, arch, dump, samples, channels, n_formats, &built);
+        rc = pf_pipeline_build_kernels_for(p, o->arch, o->dump, o->samples, o->channels,
+                                           o->n_formats, &built);
         pf_stats st;
         memset(&st, 0, sizeof st);
         st.size = sizeof st;
         pf_pipeline_stats(p, &st);
         char what[64] = "";
-        if (arch)
-            snprintf(what, sizeof what, " for sm_%d", arch);
-        if (rc == PF_OK && dump)
-            printf("fused kernels: %d generated into %s and compiled%s\n", built, dump, what);
+        if (o->arch)
+            snprintf(what, sizeof what, " for sm_%d", o->arch);
+        if (rc == PF_OK && o->dump)
+            fprintf(o->report, "fused kernels: %d generated into %s and compiled%s\n", built,
+                    o->dump, what);
         else if (rc == PF_OK && built)
-            printf("fused kernels: %d built%s, %d format(s): %llu compiled with NVRTC, %llu from "
-                   "the kernel cache\n",
-                   built, what, n_formats, st.kernel_compiles, st.kernel_cache_hits);
-        else if (rc == PF_UNSUPPORTED && !dump && !build)
-            printf("fused kernels: not compiled: %s\n", pf_pipeline_errmsg(p));
+            fprintf(o->report,
+                    "fused kernels: %d built%s, %d format(s): %llu compiled with NVRTC, %llu from "
+                    "the kernel cache\n",
+                    built, what, o->n_formats, st.kernel_compiles, st.kernel_cache_hits);
+        else if (rc == PF_UNSUPPORTED && !o->dump && !o->build)
+            fprintf(o->report, "fused kernels: not compiled: %s\n", pf_pipeline_errmsg(p));
         else if (rc != PF_OK)
             fprintf(stderr, "pipefuse: %s\n", pf_pipeline_errmsg(p));
-        if (rc == PF_UNSUPPORTED && !dump && !build)
+        if (rc == PF_UNSUPPORTED && !o->dump && !o->build)
             rc = PF_OK;
     }
     pf_pipeline_destroy(p);

@@ -117,6 +117,7 @@ static struct {
     int rep_fd, dirfd;
     pf_engine *e;
     pf_frame bound[RUN_MAX_IO];
+    int unused[RUN_MAX_IO]; /* inputs no output uses: bound to one pixel, never banded */
     int n_in, n_out, n_images, has_tables;
     pf_output_info oi[RUN_MAX_IO];
     char *out_name[RUN_MAX_IO];
@@ -509,11 +510,14 @@ static void ask_threads(void)
    exist, a plugin skipped) was printed already by the command's own engine (inputs.c
    loads the pipeline with the same options before the batch), so it is not repeated. */
 static atomic_int creating_engines;
+/* The same for what loading the pipeline file logs (an unused stage or input): said by
+   inputs.c's load, not again by each worker and lane; this thread is loading. */
+static _Thread_local int loading_pipeline;
 
 static void log_once(void *user, int level, const char *msg)
 {
     (void)user;
-    if (atomic_load(&creating_engines) > 0)
+    if (atomic_load(&creating_engines) > 0 || loading_pipeline)
         return;
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static char *seen[32];
@@ -539,7 +543,10 @@ static int load_pipeline(pf_engine *e, pf_pipeline **out, char *err, size_t errn
 {
     const run_opts *o = W.o;
     pf_pipeline *p = NULL;
-    if (pf_pipeline_load_file(e, o->pipeline, &p) != PF_OK) {
+    loading_pipeline = 1;
+    int rc = pf_pipeline_load_file(e, o->pipeline, &p);
+    loading_pipeline = 0;
+    if (rc != PF_OK) {
         snprintf(err, errn, "%s", pf_engine_errmsg(e));
         return -1;
     }
@@ -609,6 +616,12 @@ static int setup(char *err, size_t errn)
     }
     for (int i = 1; i < W.n_in; i++) {
         const char *name = pf_pipeline_input_name(p, i), *file = NULL;
+        if ((W.unused[i] = !pf_pipeline_input_used(p, i))) {
+            /* no output reads it: a pixel stands in for it, with or without --input */
+            static uint32_t pixel;
+            W.bound[i] = (pf_frame){&pixel, 1, 1, sizeof pixel, PF_U8, 4};
+            continue;
+        }
         for (int k = 0; k < o->n_binds; k++) {
             size_t len = strlen(name);
             if (strncmp(o->binds[k], name, len) == 0 && o->binds[k][len] == '=')
@@ -718,7 +731,7 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
     pf_shape shapes[RUN_MAX_IO];
     shapes[0] = s;
     for (int i = 1; i < W.n_in; i++)
-        shapes[i] = banded ? s : (pf_shape){W.bound[i].width, W.bound[i].height};
+        shapes[i] = banded && !W.unused[i] ? s : (pf_shape){W.bound[i].width, W.bound[i].height};
     /* Before any buffer: the plan's bytes (the engine counts them from the shapes) and
        the file's frames, against --max-memory. */
     pf_memory m;
@@ -1139,7 +1152,7 @@ static void run_banded(lane *L, job *j)
         pf_frame ins[RUN_MAX_IO]; /* the other inputs (--input): the same rows of each */
         ins[0] = in;
         for (int k = 1; k < W.n_in; k++)
-            ins[k] = frame_rows(&W.bound[k], a, hb);
+            ins[k] = W.unused[k] ? W.bound[k] : frame_rows(&W.bound[k], a, hb);
         int rc = pf_pipeline_run(p, ins, W.n_in, out[b], W.n_out);
         j->eng_ms += now_ms() - t1;
         if (rc != PF_OK) {
@@ -1548,7 +1561,8 @@ static void plan_job(job *j)
     if (rows + 2ll * W.halo >= (long long)h)
         return;
     for (int i = 1; i < W.n_in; i++) /* other inputs are cut into the same bands */
-        if ((unsigned long long)W.bound[i].width != w || (unsigned long long)W.bound[i].height != h)
+        if (!W.unused[i] && ((unsigned long long)W.bound[i].width != w ||
+                             (unsigned long long)W.bound[i].height != h))
             return;
     if (W.o->band_rows < 0) {
         pf_shape s = {(int)w, (int)h};

@@ -312,6 +312,11 @@ PF_API const char *pf_pipeline_input_name(const pf_pipeline *p, int i)
     return p && i >= 0 && i < p->n_inputs ? p->nodes[i].id : NULL;
 }
 
+PF_API int pf_pipeline_input_used(const pf_pipeline *p, int i)
+{
+    return p && i >= 0 && i < p->n_inputs && p->nodes[i].used;
+}
+
 PF_API int pf_pipeline_output_count(const pf_pipeline *p)
 {
     return p ? p->n_outputs : 0;

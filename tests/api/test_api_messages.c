@@ -3,7 +3,8 @@
  * first plants an unrelated message, then checks that the call replaced it with its
  * own. Also: a successful load leaves the engine's last failure message in place,
  * pf_pipeline_output_channels refuses a channel count that is no format's, and a host
- * range that wraps around the address space is refused.
+ * range that wraps around the address space is refused, and pf_pipeline_input_used tells
+ * an input no output needs.
  */
 #define _GNU_SOURCE /* mkstemp */
 #include <stdint.h>
@@ -107,6 +108,15 @@ static void test_engine_calls(pf_engine *e)
     CHECK(pf_pipeline_load_string(e, point_and_table, "good", &p) == PF_OK);
     CHECKF(strstr(pf_engine_errmsg(e), "broken") != NULL, "after a good load: \"%s\"",
            pf_engine_errmsg(e));
+    pf_pipeline_destroy(p);
+    /* an input no output needs */
+    CHECK(pf_pipeline_load_string(e,
+                                  "{\"pipefuse\": 1, \"inputs\": [\"a\", \"b\"], \"stages\": "
+                                  "[{\"id\": \"s\", \"op\": \"invert\", \"inputs\": [\"a\"]}], "
+                                  "\"outputs\": {\"o\": \"s\"}}",
+                                  "unused", &p) == PF_OK);
+    CHECK(pf_pipeline_input_used(p, 0) == 1 && pf_pipeline_input_used(p, 1) == 0 &&
+          pf_pipeline_input_used(p, 2) == 0 && pf_pipeline_input_used(NULL, 0) == 0);
     pf_pipeline_destroy(p);
     /* a NULL path says so */
     CHECK(pf_pipeline_load_file(e, NULL, &p) == PF_INVALID_ARGUMENT && !p);

@@ -214,6 +214,10 @@ int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *info);
    on a gray photo is so written as RGB. 0 for a bad index or a table output. */
 int pf_pipeline_output_channels(const pf_pipeline *p, int i, int in_channels);
 
+/* Whether input i reaches an output: 1, or 0 for an input no output needs (its frame is
+   never read: pass any valid frame, such as 1x1) or a bad index. */
+int pf_pipeline_input_used(const pf_pipeline *p, int i);
+
 /* Plans the pipeline for input shapes (one per input, in order): shape inference,
    fusion groups, launch units and buffers. Done once per shape; run() plans again
    by itself when the input shapes change. */

@@ -3,7 +3,8 @@
  * an input `width` pixels wide (0: every input), where it does what `mode` says:
  * 1 dereferences NULL (SIGSEGV), 2 divides by zero (SIGFPE), 3 calls abort(), 4 calls
  * exit(0), 5 never returns, 6 returns an error, 7 calls _exit(1) (no handler runs, so
- * nothing names the file). faulty_slow copies after sleeping
+ * nothing names the file), 8 writes a line to stdout and copies (a chatty plugin, which
+ * must not reach `run -o -`'s image). faulty_slow copies after sleeping
  * `ms` milliseconds, so a batch can be interrupted while files are in flight. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -24,8 +25,9 @@ typedef struct slow_params {
 } slow_params;
 
 static const pf_param_desc faulty_table[] = {
-    PF_INT_PARAM(faulty_params, mode, 0, 0, 7,
-                 "0 copy, 1 SIGSEGV, 2 SIGFPE, 3 abort, 4 exit(0), 5 hang, 6 error, 7 _exit(1)"),
+    PF_INT_PARAM(faulty_params, mode, 0, 0, 8,
+                 "0 copy, 1 SIGSEGV, 2 SIGFPE, 3 abort, 4 exit(0), 5 hang, 6 error, 7 _exit(1), "
+                 "8 print to stdout"),
     PF_INT_PARAM(faulty_params, width, 0, 0, 1 << 20, "misbehave on inputs this wide (0: all)")};
 
 static const pf_param_desc slow_table[] = {
@@ -69,6 +71,12 @@ static int faulty_cpu(const pf_stage_args *a)
             return 1;
         case 7:
             _exit(1);
+        case 8:
+            if (a->region.y0 == 0) {
+                printf("faulty_copy: hello from the stage\n");
+                fflush(stdout);
+            }
+            break;
         }
     }
     copy_rows(a);
