@@ -71,6 +71,17 @@ PF_PM_HD float pf_pm_div(float c, float a, float wsum)
     return a == wsum ? c : (a != 0 ? PF_PM_FDIV(c, a) : 0.0f);
 }
 
+/* A colour channel of a convolution's sum back to a normalised straight value, given the
+   summed alpha a and wsum, the sum of the float weights taken as the sum was: a straight
+   sum (pm 0) divided by wsum, a premultiplied one by a (0 where a is 0). The alpha
+   channel is divided by wsum. The weights so sum to exactly 1 in effect, where their
+   rounding to float left them 1 or 2 ulp off: a flat image stays flat and an opaque one
+   opaque (the sum of ones is wsum itself). */
+PF_PM_HD float pf_norm_colour(float c, float a, float wsum, int pm)
+{
+    return pm ? (a != 0 ? PF_PM_FDIV(c, a) : 0.0f) : PF_PM_FDIV(c, wsum);
+}
+
 /* The same for sums in double, rounded to float once at the end. */
 PF_PM_HD float pf_pm_div_d(double c, double a, double wsum)
 {

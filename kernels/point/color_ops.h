@@ -120,20 +120,22 @@ PF_POINT_FN pf_float4 color_saturation(const color_amount_params *p, const pf_fl
 }
 
 /* RGB: t = clamp((x - in_low) / (in_high - in_low), 0, 1); out_low + t^(1 / gamma) *
-   (out_high - out_low). Clamps t: black and white points clip, which is what levels
-   mean. Alpha kept. check() guarantees in_low < in_high. */
-PF_POINT_FN float color_levels1(const color_levels_params *p, float v, float scale, float e)
+   (out_high - out_low), and out_high itself where t is 1. Clamps t: black and white
+   points clip, which is what levels mean. A division, not a multiply by the rounded
+   reciprocal, so that in_high and above give t = 1 exactly (x / x), as in_low gives 0.
+   Alpha kept. check() guarantees in_low < in_high. */
+PF_POINT_FN float color_levels1(const color_levels_params *p, float v, float span, float e)
 {
-    float t = pf_clampf((v - p->in_low) * scale, 0.0f, 1.0f);
-    return p->out_low + color_pow(t, e) * (p->out_high - p->out_low);
+    float t = pf_clampf((v - p->in_low) / span, 0.0f, 1.0f);
+    return t >= 1.0f ? p->out_high : p->out_low + color_pow(t, e) * (p->out_high - p->out_low);
 }
 
 PF_POINT_FN pf_float4 color_levels(const color_levels_params *p, const pf_float4 *in, pf_pos pos)
 {
     pf_float4 c = in[0];
-    float scale = 1.0f / (p->in_high - p->in_low), e = 1.0f / p->gamma;
-    return pf_f4(color_levels1(p, c.x, scale, e), color_levels1(p, c.y, scale, e),
-                 color_levels1(p, c.z, scale, e), c.w);
+    float span = p->in_high - p->in_low, e = 1.0f / p->gamma;
+    return pf_f4(color_levels1(p, c.x, span, e), color_levels1(p, c.y, span, e),
+                 color_levels1(p, c.z, span, e), c.w);
 }
 
 /* All four channels: a * x + b. */

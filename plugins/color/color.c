@@ -22,8 +22,11 @@ extern const char pf_src_color_ops[];
    PF_STAGE_* flags fl (PF_STAGE_PER_CHANNEL where channel c reads channel c only, as the
    op's comment in color_ops.h says) and the param rows ... . Its precompiled CUDA kernel,
    fn##_cuda, is PF_POINT_CUDA(fn, T) in a .cu of this plugin, used when the plugin is
-   built with CUDA sources. */
+   built with CUDA sources. COLOR_STAGE_CH also declares the channels its output needs
+   (pf_stage_desc.out_channels). */
 #define COLOR_STAGE(sname, fn, T, chk, fl, sdoc, ...)                                              \
+    COLOR_STAGE_CH(sname, fn, T, chk, fl, 0, sdoc, __VA_ARGS__)
+#define COLOR_STAGE_CH(sname, fn, T, chk, fl, ch, sdoc, ...)                                       \
     PF_POINT_ROW(fn, T)                                                                            \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
@@ -34,6 +37,7 @@ extern const char pf_src_color_ops[];
                                             .n_inputs = 1,                                         \
                                             .check = chk,                                          \
                                             .flags = fl,                                           \
+                                            .out_channels = ch,                                    \
                                             PF_PARAMS(fn##_table)};
 
 /* ---- Stages ------------------------------------------------------------------- */
@@ -100,12 +104,13 @@ COLOR_STAGE("linear", color_linear, color_linear_params, NULL, PF_STAGE_PER_CHAN
 static const float color_identity44[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 static const float color_zero4[4] = {0, 0, 0, 0};
 
-COLOR_STAGE("color_matrix", color_matrix, color_matrix_params, NULL, 0,
-            "(r, g, b, a) = matrix * (r, g, b, a) + offset",
-            FLOATS(color_matrix_params, matrix, color_identity44, -1e6, 1e6,
-                   "4x4 matrix, row-major: row i gives output channel i"),
-            FLOATS(color_matrix_params, offset, color_zero4, -1e6, 1e6,
-                   "added to (r, g, b, a) after the matrix"))
+/* Colour from gray (a duotone, a sepia): a gray photo's "auto" output is written as RGB. */
+COLOR_STAGE_CH("color_matrix", color_matrix, color_matrix_params, NULL, 0, 3,
+               "(r, g, b, a) = matrix * (r, g, b, a) + offset",
+               FLOATS(color_matrix_params, matrix, color_identity44, -1e6, 1e6,
+                      "4x4 matrix, row-major: row i gives output channel i"),
+               FLOATS(color_matrix_params, offset, color_zero4, -1e6, 1e6,
+                      "added to (r, g, b, a) after the matrix"))
 
 COLOR_STAGE("vignette", color_vignette, color_vignette_params, NULL, 0,
             "Darkens R, G and B smoothly from the centre towards the corners; alpha kept",

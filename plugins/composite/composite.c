@@ -122,6 +122,7 @@ static const pf_stage_desc composite_overlay_desc = {
     .shape = overlay_shape,
     .run_cpu = overlay_run,
     .run_cuda = PF_CUDA(composite_overlay_cuda),
+    .out_channels = 3, /* a colour logo over a gray photo stays in colour */
 };
 
 static const pf_stage_desc *const composite_stages[] = {

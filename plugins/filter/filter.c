@@ -9,9 +9,10 @@
  *
  * gaussian, box and unsharp's blur mix neighbours, so by default they premultiply
  * (premultiply.h): a row holding any alpha other than 1 is premultiplied into scratch
- * before the horizontal pass, and the vertical pass divides where the summed alpha is
- * not the kernel's weight sum. Rows of opaque pixels are read as they are (c * 1 is c),
- * so an opaque image gives the straight result bit for bit. sobel and median3 do not
+ * before the horizontal pass, and the colours of the vertical pass's sums are divided by
+ * the summed alpha. Rows of opaque pixels are read as they are (c * 1 is c), so an
+ * opaque image gives the straight result bit for bit. Every sum is normalised by the
+ * float weights' own sum (pf_norm_colour), so a flat image stays flat and alpha 1 stays 1. sobel and median3 do not
  * average colours and work on the stored values (see docs/stages.md).
  */
 #include <math.h>
@@ -136,15 +137,15 @@ static const pf_float4 *premultiplied_row(const pf_float4 *src, pf_float4 *pm, i
     return pm;
 }
 
-/* A blurred row of premultiplied colours back to straight (premultiply.h). */
-static void unpremultiply_row(pf_float4 *o, int w, float wsum)
+/* A row of sums normalised (premultiply.h's pf_norm_colour): pm, premultiplied colours
+   back to straight, else every channel divided by wsum; alpha divided by wsum. */
+static void normalise_row(pf_float4 *o, int w, float wsum, int pm)
 {
-    for (int x = 0; x < w; x++)
-        if (o[x].w != wsum) {
-            const float a = o[x].w;
-            o[x] = pf_f4(pf_pm_div(o[x].x, a, wsum), pf_pm_div(o[x].y, a, wsum),
-                         pf_pm_div(o[x].z, a, wsum), a);
-        }
+    for (int x = 0; x < w; x++) {
+        const float a = o[x].w;
+        o[x] = pf_f4(pf_norm_colour(o[x].x, a, wsum, pm), pf_norm_colour(o[x].y, a, wsum, pm),
+                     pf_norm_colour(o[x].z, a, wsum, pm), a / wsum);
+    }
 }
 
 /* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
@@ -228,13 +229,14 @@ static int separable(const pf_stage_args *a, const kernel1d *k, int alpha)
             t[x] = acc;
         }
     }
-    /* Where every row read is opaque every summed alpha is the weight sum, where the
-       division is skipped anyway: an image without alpha pays for the scans only. */
-    const float wsum = pm && mixed ? weight_sum(k) : 0;
+    /* Where every row read is opaque every summed alpha is wsum, and c / alpha is
+       c / wsum: the straight normalisation gives the same bits. A weight sum of 1 (a
+       radius of 0) divides by 1: nothing to do. */
+    const float wsum = weight_sum(k);
     for (int y = y0; y < y1; y++) {
         sep_row_v(tmp, (size_t)w, y, s0, h, (float *)pf_image_row(&a->out, y), k);
-        if (pm && mixed)
-            unpremultiply_row(pf_image_row(&a->out, y), w, wsum);
+        if (wsum != 1.0f || (pm && mixed))
+            normalise_row(pf_image_row(&a->out, y), w, wsum, pm && mixed);
     }
     return 0;
 }

@@ -22,8 +22,10 @@
  * Alpha (premultiply.h), as filter.c: with the stage's alpha param premultiplied, the
  * horizontal pass premultiplies each pixel as it stages it (filter.c premultiplies only
  * rows holding an alpha other than 1, where c * 1 would give the same values) and the
- * vertical pass divides where the summed alpha is not the kernel's weight sum, taken
- * in filter.c's order. The param's offset in the params struct is a kernel argument
+ * vertical pass divides the colours by the summed alpha; every sum is normalised by the
+ * weights' float sum taken in filter.c's order (pf_norm_colour; where every pixel read
+ * is opaque the summed alpha is that sum, so filter.c's straight division of opaque
+ * rows gives the same bits). The param's offset in the params struct is a kernel argument
  * (it differs between gaussian, box and unsharp); its value is read on the device.
  */
 #include "pipefuse/cuda.cuh"
@@ -231,11 +233,9 @@ __global__ void __launch_bounds__(V_TX *V_TY)
     const int r = taps_radius<KIND>(params);
     build_taps<KIND>(params, r, w, (double *)&win[0][0][0], &sum_s);
     const bool pm = r > 0 && premultiplied(params, alpha_off); /* the same for the block */
-    if (pm) {
-        if (threadIdx.x == 0 && threadIdx.y == 0)
-            wsum_s = weight_sum(w, r);
-        __syncthreads();
-    }
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+        wsum_s = weight_sum(w, r);
+    __syncthreads();
 
     const int wd = in.width, h = in.height;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -297,10 +297,11 @@ __global__ void __launch_bounds__(V_TX *V_TY)
         if (y >= y1)
             break;
         float4 o = acc[j];
-        if (pm && o.w != wsum_s) { /* premultiply.h's pf_pm_div */
-            o.x = pf_pm_div(o.x, o.w, wsum_s);
-            o.y = pf_pm_div(o.y, o.w, wsum_s);
-            o.z = pf_pm_div(o.z, o.w, wsum_s);
+        if (wsum_s != 1.0f || pm) { /* premultiply.h's pf_norm_colour, as filter.c */
+            o.x = pf_norm_colour(o.x, o.w, wsum_s, pm);
+            o.y = pf_norm_colour(o.y, o.w, wsum_s, pm);
+            o.z = pf_norm_colour(o.z, o.w, wsum_s, pm);
+            o.w = __fdiv_rn(o.w, wsum_s);
         }
         if (EPI == EPI_UNSHARP) { /* filter.c's sharpen(), RGB only; alpha passes */
             const pf_unsharp_params *p = (const pf_unsharp_params *)params;

@@ -279,8 +279,8 @@ static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, c
     else if (p->height > 0 && p->width <= 0)
         w = (double)in->width * p->height / in->height;
     else if (p->width <= 0 && p->height <= 0) {
-        w = (double)in->width * p->scale;
-        h = (double)in->height * p->scale;
+        w = pf_round_param_size((double)in->width * p->scale);
+        h = pf_round_param_size((double)in->height * p->scale);
     }
     if (p->shrink_only && (w > in->width || h > in->height)) { /* both grow together */
         w = fmin(w, in->width);

@@ -174,16 +174,25 @@ typedef struct pf_crop_params {
     float height_pct;  /* percent of the input's height, when height is 0; 0: unused */
 } pf_crop_params;
 
+/* round_half_up(x) for a size computed from a float parameter (a scale, a percent):
+   a value within the parameter's float rounding below a half counts as the half (2^-23
+   of x, twice the rounding of a float), so 5 at scale 0.7, whose float is 0.69999999,
+   makes 4 pixels as the decimal written means, not 3. */
+PF_GEOM_HD double pf_round_param_size(double x)
+{
+    return floor(x + 0.5 + fabs(x) * 1.1920928955078125e-7);
+}
+
 /* The kept rectangle in a w x h input (not checked against it). */
 PF_GEOM_HD void pf_crop_rect(const pf_crop_params *p, int w, int h, long long *x, long long *y,
                              long long *cw, long long *ch)
 {
-    *cw = p->width > 0                    ? p->width
-          : p->width_pct > 0              ? (long long)((double)w * p->width_pct / 100.0 + 0.5)
+    *cw = p->width > 0       ? p->width
+          : p->width_pct > 0 ? (long long)pf_round_param_size((double)w * p->width_pct / 100.0)
           : p->gravity == PF_GRAVITY_NONE ? (long long)w - p->x
                                           : (long long)w;
-    *ch = p->height > 0                   ? p->height
-          : p->height_pct > 0             ? (long long)((double)h * p->height_pct / 100.0 + 0.5)
+    *ch = p->height > 0       ? p->height
+          : p->height_pct > 0 ? (long long)pf_round_param_size((double)h * p->height_pct / 100.0)
           : p->gravity == PF_GRAVITY_NONE ? (long long)h - p->y
                                           : (long long)h;
     *cw = *cw < 1 && p->width <= 0 && p->width_pct > 0 ? 1 : *cw; /* a percent: 1 at least */

@@ -118,6 +118,19 @@ static void test_engine_calls(pf_engine *e)
     CHECK(pf_pipeline_input_used(p, 0) == 1 && pf_pipeline_input_used(p, 1) == 0 &&
           pf_pipeline_input_used(p, 2) == 0 && pf_pipeline_input_used(NULL, 0) == 0);
     pf_pipeline_destroy(p);
+    /* stages that make colour from gray (color_matrix's duotone, overlay's logo) make an
+       "auto" output of a gray input RGB, and of gray+alpha RGBA */
+    static const char *const colour_makers[] = {PF_SOURCE_DIR "/pipelines/duotone.json",
+                                                PF_SOURCE_DIR "/pipelines/watermark.json"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(pf_pipeline_load_file(e, colour_makers[i], &p) == PF_OK);
+        CHECKF(p && pf_pipeline_output_channels(p, 0, 1) == 3 &&
+                   pf_pipeline_output_channels(p, 0, 2) == 4 &&
+                   pf_pipeline_output_channels(p, 0, 3) == 3,
+               "%s: gray gives %d channels", colour_makers[i],
+               p ? pf_pipeline_output_channels(p, 0, 1) : -1);
+        pf_pipeline_destroy(p);
+    }
     /* a NULL path says so */
     CHECK(pf_pipeline_load_file(e, NULL, &p) == PF_INVALID_ARGUMENT && !p);
     CHECKF(strstr(pf_engine_errmsg(e), "NULL path") != NULL, "\"%s\"", pf_engine_errmsg(e));

@@ -23,7 +23,7 @@ printf '{"pipefuse": 1, "inputs": ["x"], "stages": [{"id": "a", "op": "twin_a.ti
 # run asked to dump kernels says that it makes none.
 run dump_missing "$PF" --plugin-path "$B/twins" check "$W/twins.json" --dump-kernels "$W/nonexistent"
 expect dump_missing 2
-says dump_missing "dump directory $W/nonexistent: no such directory"
+says dump_missing "--dump-kernels $W/nonexistent: no such directory"
 grep -q "generated into" "$W/dump_missing.out" && fail "dump_missing: claims kernels were generated"
 mkdir -p "$W/cpu-dump"
 run cpu_dump "$PF" --plugin-path "$B/twins" run "$W/twins.json" "$(dirname "$0")/../data/pngsuite/basn2c08.png" \

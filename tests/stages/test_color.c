@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "color_ops.h" /* color_levels_params */
 #include "point_driver.h"
 
 /* ---- References --------------------------------------------------------------- */
@@ -180,6 +181,26 @@ static void check_hand(pt_stage *st, int n)
             (const float[4]){0.2126f, 0.2126f, 0.2126f, KEEP}, 1e-7, "red");
     pt_hand(pt_find(st, n, "levels"), "in_low=0.25", (const float[][4]){{0.1f, 0.625f, 2, KEEP}}, 0,
             (const float[4]){0, 0.5f, 1, KEEP}, 1e-6, "clips");
+    /* in_high gives out_high and in_low out_low, to the bit, at any gamma: in_low 4/255
+       and in_high 0.7 made 0.99999994 with a multiply by the rounded 1 / (0.7 - 4/255) */
+    const pf_stage_desc *lv = h_stage("color", "levels");
+    const color_levels_params lp[] = {{4.0f / 255, 0.7f, 1, 0, 1},
+                                      {0.1f, 0.3f, 2.2f, 0.2f, 0.7f},
+                                      {0.0117647f, 0.6470588f, 0.45f, 0.05f, 0.95f}};
+    for (int i = 0; i < PF_COUNTOF(lp); i++) {
+        pf_image in = pf_test_image_poisoned(3, 1), out = pf_test_image_poisoned(3, 1);
+        pf_image_row(&in, 0)[0] = pf_f4(lp[i].in_high, lp[i].in_low, lp[i].in_high, 1);
+        pf_image_row(&in, 0)[1] = pf_f4(lp[i].in_high + 0.01f, lp[i].in_low - 0.01f, 2, 1);
+        pf_image_row(&in, 0)[2] = pf_image_row(&in, 0)[0];
+        CHECK(h_run(lv, &lp[i], &in, 1, &out, 0) == 0);
+        for (int x = 0; x < 3; x++) {
+            pf_float4 o = pf_image_row(&out, 0)[x];
+            CHECKF(o.x == lp[i].out_high && o.y == lp[i].out_low && o.z == lp[i].out_high,
+                   "levels %d, pixel %d: %.9g %.9g %.9g", i, x, o.x, o.y, o.z);
+        }
+        pf_test_image_free(&in);
+        pf_test_image_free(&out);
+    }
 }
 
 int main(void)

@@ -295,6 +295,56 @@ static void test_box(pf_rng *r)
     CHECK(h_stage("filter", "box")->radius(&(pf_box_params){.radius = 5}) == 5);
 }
 
+/* A flat image stays flat, to the bit: the weights are normalised by their own float sum
+   (they were rounded to float one by one, and summed 1 or 2 ulp off 1, so white came
+   out 0.99999988 and an opaque image lost its alpha 1). Flat values that are powers of
+   two times 1, and 0, scale every product and sum exactly. */
+static void test_flat(pf_rng *r)
+{
+    (void)r;
+    const pf_float4 flats[] = {pf_f4(1, 1, 1, 1), pf_f4(0.5f, 0.25f, 0, 1),
+                               pf_f4(1, 0.5f, 0.125f, 0.5f)};
+    const struct {
+        const char *stage;
+        pf_unsharp_params p; /* sigma (radius for box), amount, threshold, alpha */
+    } cases[] = {
+        {"gaussian", {0.7f, 0, 0, 0}}, {"gaussian", {1, 0, 0, 0}}, {"gaussian", {2.5f, 0, 0, 0}},
+        {"gaussian", {10, 0, 0, 0}},   {"box", {0, 0, 0, 0}},      {"unsharp", {2.5f, 10, 0, 0}},
+        {"unsharp", {1, 3, 0, 0}},
+    };
+    const int box_radii[] = {1, 5, PF_BOX_MAX_RADIUS};
+    for (int c = 0; c < PF_COUNTOF(cases); c++)
+        for (int rb = 0; rb < (strcmp(cases[c].stage, "box") ? 1 : PF_COUNTOF(box_radii)); rb++)
+            for (int alpha = 0; alpha < 2; alpha++)
+                for (int f = 0; f < PF_COUNTOF(flats); f++) {
+                    const pf_stage_desc *d = h_stage("filter", cases[c].stage);
+                    pf_unsharp_params up = cases[c].p;
+                    up.alpha = alpha ? PF_ALPHA_STRAIGHT : PF_ALPHA_PREMULTIPLIED;
+                    pf_gaussian_params gp = {.sigma = up.sigma, .alpha = up.alpha};
+                    pf_box_params bp = {.radius = box_radii[rb], .alpha = up.alpha};
+                    const void *params = strcmp(cases[c].stage, "box") == 0       ? (void *)&bp
+                                         : strcmp(cases[c].stage, "unsharp") == 0 ? (void *)&up
+                                                                                  : (void *)&gp;
+                    pf_image in = pf_test_image_poisoned(37, 23),
+                             out = pf_test_image_poisoned(37, 23);
+                    for (int y = 0; y < 23; y++)
+                        for (int x = 0; x < 37; x++)
+                            pf_image_row(&in, y)[x] = flats[f];
+                    CHECK(h_run(d, params, &in, 1, &out, 0) == 0);
+                    int bad = 0;
+                    for (int y = 0; y < 23; y++)
+                        for (int x = 0; x < 37; x++) {
+                            pf_float4 v = pf_image_row(&out, y)[x], e = flats[f];
+                            bad += v.x != e.x || v.y != e.y || v.z != e.z || v.w != e.w;
+                        }
+                    CHECKF(!bad, "%s %g (box radius %d) %s on flat %d: %d pixels changed",
+                           cases[c].stage, up.sigma, box_radii[rb],
+                           alpha ? "straight" : "premultiplied", f, bad);
+                    pf_test_image_free(&in);
+                    pf_test_image_free(&out);
+                }
+}
+
 static void test_sobel(pf_rng *r)
 {
     float scales[] = {1, 0, 0.5f, 1000, 10 * pf_rng_float(r), 10 * pf_rng_float(r)};
@@ -620,9 +670,9 @@ static void test_alpha(pf_rng *r)
 int main(void)
 {
     static const char *const names[] = {"gaussian", "box", "sobel", "unsharp", "median3"};
-    static const fd_test_fn tests[] = {test_gaussian,      test_box,       test_sobel,
-                                       test_unsharp,       test_median3,   test_alpha,
-                                       test_3x3_functions, test_fused_plan};
+    static const fd_test_fn tests[] = {test_gaussian, test_box,           test_flat,
+                                       test_sobel,    test_unsharp,       test_median3,
+                                       test_alpha,    test_3x3_functions, test_fused_plan};
     return fd_main("test_filter", "filter", PF_STAGE_STENCIL, names, PF_COUNTOF(names), tests,
                    PF_COUNTOF(tests));
 }

@@ -131,8 +131,10 @@ static pf_shape resize_size(const pf_resize_params *p, int w, int h)
         oh = floor((double)h * p->width / w + 0.5);
     else if (!p->width && p->height)
         ow = floor((double)w * p->height / h + 0.5);
-    else if (!p->width && !p->height)
-        ow = floor(w * (double)p->scale + 0.5), oh = floor(h * (double)p->scale + 0.5);
+    else if (!p->width && !p->height) /* a product within the float's rounding of a half
+                                           counts as the half (docs/stages.md) */
+        ow = floor(w * (double)p->scale + 0.5 + fabs(w * (double)p->scale) * 0x1p-23),
+        oh = floor(h * (double)p->scale + 0.5 + fabs(h * (double)p->scale) * 0x1p-23);
     return (pf_shape){ow < 1 ? 1 : (int)ow, oh < 1 ? 1 : (int)oh};
 }
 
@@ -212,6 +214,34 @@ static pf_resize_params resize_for(int mode, int ow, int oh, int alpha)
 {
     return (pf_resize_params){ow, oh, 1,     mode == TRIANGLE ? PF_RESIZE_BILINEAR : mode,
                               0,  0,  alpha, mode == TRIANGLE};
+}
+
+/* Decimal scales and percents as written: 5 x 0.7 = 3.5 rounds up to 4, though 0.7 as a
+   float is 0.69999999 (the size used to come out 3). */
+static void test_decimal_sizes(pf_rng *r)
+{
+    (void)r;
+    const pf_stage_desc *rs = h_stage("geometry", "resize"), *cr = h_stage("geometry", "crop");
+    const struct {
+        int w, h;
+        float scale;
+        int ow, oh;
+    } rc[] = {{5, 5, 0.7f, 4, 4}, {10, 10, 0.45f, 5, 5},  {10, 30, 0.35f, 4, 11},
+              {7, 3, 0.5f, 4, 2}, {100, 1, 0.015f, 2, 1}, {1000, 999, 0.0005f, 1, 1}};
+    char err[256];
+    for (int i = 0; i < PF_COUNTOF(rc); i++) {
+        pf_resize_params p = {0, 0, rc[i].scale, PF_RESIZE_BILINEAR, 0, 0, 0, 0};
+        pf_shape in = {rc[i].w, rc[i].h}, out = {0, 0};
+        CHECK(rs->shape(&p, &in, &out, err, sizeof err) == 0);
+        CHECKF(out.width == rc[i].ow && out.height == rc[i].oh,
+               "%dx%d at scale %g: %dx%d, not %dx%d", rc[i].w, rc[i].h, rc[i].scale, out.width,
+               out.height, rc[i].ow, rc[i].oh);
+    }
+    pf_crop_params c = {0, 0, 0, 0, PF_GRAVITY_CENTER, 0.7f, 50};
+    pf_shape in = {500, 7}, out = {0, 0};
+    CHECK(cr->shape(&c, &in, &out, err, sizeof err) == 0);
+    CHECKF(out.width == 4 && out.height == 4, "crop 0.7%% x 50%% of 500x7: %dx%d, not 4x4",
+           out.width, out.height);
 }
 
 static void test_resize_alpha(pf_rng *r)
@@ -598,8 +628,8 @@ int main(void)
 {
     static const char *const names[] = {"resize", "crop", "flip", "rotate", "pad"};
     static const fd_test_fn tests[] = {
-        test_resize,       test_crop,         test_flip_rotate,       test_pad,
-        test_resize_alpha, test_rotate_alpha, test_alpha_out_of_range};
+        test_resize,       test_crop,         test_flip_rotate,        test_pad,
+        test_resize_alpha, test_rotate_alpha, test_alpha_out_of_range, test_decimal_sizes};
     return fd_main("test_geometry", "geometry", PF_STAGE_RESAMPLE, names, PF_COUNTOF(names), tests,
                    PF_COUNTOF(tests));
 }
