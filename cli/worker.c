@@ -1541,7 +1541,8 @@ unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
 
 /* A new job's bytes against the budget and whether it runs in bands: the pipeline can
    (setup), the file is not interlaced, it is taller than a band, and --band-rows asks
-   for bands or (auto) its whole-frame run would hold over BAND_AUTO_BYTES. */
+   for bands or (auto) its whole-frame run would hold over BAND_AUTO_BYTES, or over
+   --max-memory when that is less (where it would fail whole, bands fit). */
 static void plan_job(job *j)
 {
     j->est = worker_estimate_bytes(j->path, W.n_images, &j->pixels);
@@ -1550,21 +1551,15 @@ static void plan_job(job *j)
     if (!W.bandable || !j->est || read_ihdr(j->path, &w, &h, &depth, &ctype, &interlace) != 0 ||
         interlace || w == 0 || h == 0 || w > (1u << 20) || h > (1u << 20))
         return;
-    long long rows = W.o->band_rows;
-    if (rows < 0) {
-        rows = (long long)(BAND_BYTES / (16 * w));
-        if (rows < 4ll * W.halo)
-            rows = 4ll * W.halo;
-        if (rows < 16)
-            rows = 16;
-    }
-    if (rows + 2ll * W.halo >= (long long)h)
-        return;
     for (int i = 1; i < W.n_in; i++) /* other inputs are cut into the same bands */
         if (!W.unused[i] && ((unsigned long long)W.bound[i].width != w ||
                              (unsigned long long)W.bound[i].height != h))
             return;
-    if (W.o->band_rows < 0) {
+    long long rows = W.o->band_rows;
+    const long long min_rows = 4ll * W.halo > 16 ? 4ll * W.halo : 16;
+    if (rows < 0 && min_rows + 2ll * W.halo >= (long long)h)
+        return; /* no band of auto's smallest is shorter than the image */
+    if (rows < 0) {
         pf_shape s = {(int)w, (int)h};
         if (s.width != W.probe_shape.width || s.height != W.probe_shape.height) {
             pf_memory m;
@@ -1578,9 +1573,20 @@ static void plan_job(job *j)
             W.probe_shape = s;
             W.probe_bytes = m.host_bytes + m.pinned_bytes;
         }
-        if (j->est + W.probe_bytes <= BAND_AUTO_BYTES)
+        const unsigned long long need = j->est + W.probe_bytes, budget = W.o->max_memory;
+        if (need <= (budget && budget < BAND_AUTO_BYTES ? budget : BAND_AUTO_BYTES))
             return;
+        rows = (long long)(BAND_BYTES / (16 * w));
+        /* under --max-memory, bands that take at most half of it, in proportion */
+        if (budget && need > budget / 2) {
+            long long fit =
+                (long long)((double)h * (double)(budget / 2) / (double)need) - 2ll * W.halo;
+            rows = fit < rows ? fit : rows;
+        }
+        rows = rows < min_rows ? min_rows : rows;
     }
+    if (rows + 2ll * W.halo >= (long long)h)
+        return;
     j->band_rows = (int)rows;
     /* the frames of one band: the input's rows with the halo, and the outputs' */
     j->est = j->est / h * (unsigned long long)(rows + 2 * W.halo) + 1;

@@ -11,7 +11,8 @@
 #           frames (a resize, a position-dependent op) says so and still runs
 # errors    a file cut short or corrupt in the middle of its image data fails naming the
 #           row, leaves no output and no temporary, and the other files of the batch
-#           are written; --max-memory counts a band, not the whole image
+#           are written; --max-memory counts a band, not the whole image, and auto bands
+#           a file that would be over it whole
 # gpu       identity with --backend cuda (bands are frames on the GPU); 77 without a GPU
 # memory    the peak resident memory of a 12-megapixel photo through a point and a
 #           stencil pipeline stays under 64 MB in bands (GNU time; skipped without it),
@@ -273,6 +274,16 @@ EOF
     pf run "$W/point.json" "$W/mem/wide.png" -o "$W/mem/bands" --band-rows 32 --max-memory 16M
     expect 0 "--max-memory 16M, in bands"
     exists "$W/mem/bands/wide.png"
+    # --band-rows auto (the default) bands a file whose whole-frame run is over
+    # --max-memory, in bands small enough for it, where it used to fail whole: the
+    # unsharp mask of a 512x512 photo needs some 40 MB whole
+    "$HELPER" image "$W/mem/sq.png" 512 512 3 8 || fail "cli_helper image"
+    pf run "$SRC/pipelines/sharpen.json" "$W/mem/sq.png" -o "$W/mem/sq_whole" --band-rows off
+    expect 0 "sharpen, whole, no budget"
+    pf run "$SRC/pipelines/sharpen.json" "$W/mem/sq.png" -o "$W/mem/sq_auto" --max-memory 10M
+    expect 0 "sharpen, auto, --max-memory 10M"
+    says "$W/stderr" "run in bands of rows" "sharpen, auto, --max-memory 10M"
+    same "$W/mem/sq_whole" "$W/mem/sq_auto" "sharpen in bands under --max-memory 10M"
     ;;
 memory)
     TIME=/usr/bin/time
