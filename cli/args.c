@@ -33,6 +33,7 @@ static const cli_opt global_opts[] = {
      "GPU is refused before any file is read"},
     {"--quiet", 'q', NULL, "no progress lines and no notices (errors and warnings still show)"},
     {"--help", 'h', NULL, "this help, then exit"},
+    {"--version", 0, NULL, "the version, then exit"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -120,12 +121,16 @@ static const cli_opt bench_opts[] = {
 };
 
 static const cli_opt plugin_opts[] = {
-    {"--verbose", 'v', NULL, "print every check, not only failures and warnings"},
-    {"--stage", 0, "NAME", "check only this stage"},
-    {"--dump-kernels", 0, "DIR", "keep the generated kernel sources"},
-    {"--arch", 0, "N", "compute capability for NVRTC compiles (default 90)"},
-    {"--seed", 0, "N", "seed of the random inputs (default 1)"},
-    {"--tolerance", 0, "T", "largest accepted difference, CPU against GPU (default 1e-4)"},
+    {"--stage", 0, "NAME", "check only this stage (the descriptor checks cover all)"},
+    {"--arch", 0, "N", "NVRTC target, sm_N (default 90)"},
+    {"--seed", 0, "N", "seed of the random images and params (default 1)"},
+    {"--tolerance", 0, "T",
+     "|a - b| <= T * max(1, |a|) where results may differ by rounding (CPU against GPU, "
+     "banded reduce tables; default 1e-4)"},
+    {"--dump-kernels", 0, "DIR",
+     "write the generated fused kernels' sources into DIR, an existing writable folder"},
+    {"--verbose", 'v', NULL,
+     "also show the engine's notices (every check is printed with or without it)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -151,30 +156,39 @@ static const cli_command commands[] = {
      "Examples:\n"
      "  pipefuse run pipelines/thumbnail.json photos -o out\n"
      "  pipefuse run resize.json -r photos -o out --name '{dir}/thumbs/{stem}_thumb.png'\n"
-     "  pipefuse run pipelines/demo.json - -o - <in.png >out.png"},
+     "  pipefuse run pipelines/demo.json - -o - <in.png >out.png",
+     NULL},
     {"check", "check PIPELINE [OPTIONS]", "validate a pipeline and print its plan",
      "Loads and validates PIPELINE, plans it for an input size and prints each stage, the "
      "fusion groups, the launch units per frame with and without fusion, and the stream each "
      "unit runs on. Exit status 0 when the pipeline is valid.",
-     check_opts, NULL},
+     check_opts, NULL, NULL},
     {"bench", "bench PIPELINE [OPTIONS]", "time every execution mode side by side",
      "Runs synthetic frames through PIPELINE in every execution mode (CPU; CUDA eager and graph, "
      "each fused and unfused) and prints launches per frame, median and p99 frame time, submit "
      "cost, bandwidth against the device's copy bandwidth, and whether the pipeline is "
      "launch-bound, memory-bound or compute-bound. Modes that cannot run say why.",
-     bench_opts, NULL},
+     bench_opts, NULL, NULL},
     {"stages", "stages [NAME]", "list stages and their parameters",
      "Prints every stage (or the one named): its kind, inputs, plugin file, description and "
      "parameters with type, default and range. A misspelt NAME gets the closest stage's name.",
-     no_opts, NULL},
+     no_opts, NULL, NULL},
     {"info", "info", "versions, plugins and CUDA devices",
-     "Prints the program, library and plugin ABI versions, the plugins loaded, the CUDA runtime "
-     "and driver versions and each device with its compute capability, memory and watchdog.",
-     no_opts, NULL},
+     "Prints the version and plugin ABI, the library's version and file, the plugins loaded, "
+     "the CUDA runtime and driver versions and each device with its compute capability, memory "
+     "and watchdog.",
+     no_opts, NULL, NULL},
     {"plugin", "plugin check LIB.so [OPTIONS]", "check a plugin as a stage author would want",
-     "Checks a plugin library: its descriptors and parameter tables, CPU against GPU, fused "
-     "against unfused, banded against whole, and determinism; says what to fix.",
-     plugin_opts, NULL},
+     "Loads a plugin as the engine would and checks it: the file's permissions, the ABI version "
+     "and descriptors, the parameter tables (defaults within range, names unique, docs "
+     "present), then every stage on random images: CPU runs, determinism, regions (bands "
+     "against the whole image, writes outside the band), fusion with built-in point stages, the "
+     "NVRTC compile of point ops (no GPU needed) and, with a CUDA device, CPU against GPU, fused "
+     "against unfused and banded against whole on the GPU. Prints one line per check (ok, FAIL "
+     "with what to fix, skip, warn) and a summary.",
+     plugin_opts, NULL,
+     "0 no check failed (GPU checks without a device are skipped, not passed); 1 a check "
+     "failed; 2 bad command line or a missing file."},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -300,8 +314,7 @@ void cli_help(const cli_command *cmd, FILE *f)
             fprintf(f, "  %-32s %s\n", commands[i].synopsis, commands[i].summary);
         fprintf(f, "\nglobal options (before or after the command):\n");
         print_opts(f, global_opts);
-        fprintf(f, "      --version                the version, then exit\n\n");
-        fprintf(f, "Options take GNU forms: --output DIR, --output=DIR, -o DIR, -oDIR; '--' ends "
+        fprintf(f, "\nOptions take GNU forms: --output DIR, --output=DIR, -o DIR, -oDIR; '--' ends "
                    "options.\n'pipefuse COMMAND --help' describes a command; 'man pipefuse' "
                    "all of them.\n\nExit status: ");
         wrap(f, exit_status, -13, 0);
@@ -320,7 +333,7 @@ void cli_help(const cli_command *cmd, FILE *f)
         wrap(f, cmd->notes, 0, 0);
     }
     fprintf(f, "\nExit status: ");
-    wrap(f, exit_status, -13, 0);
+    wrap(f, cmd->exit_status ? cmd->exit_status : exit_status, -13, 0);
 }
 
 /* roff text: a leading '.' or '\'' would be a request, '\' an escape, '-' a hyphen. */
@@ -378,7 +391,6 @@ void cli_man(FILE *f)
           f);
     fputs(".SH GLOBAL OPTIONS\n", f);
     man_opts(f, global_opts);
-    fputs(".TP\n\\fB\\-\\-version\\fR\nthe version, then exit\n", f);
     for (int i = 0; i < N_COMMANDS; i++) {
         const cli_command *c = &commands[i];
         fputs(".SH ", f);
@@ -401,13 +413,19 @@ void cli_man(FILE *f)
                 s += n + (s[n] == '\n');
             }
         }
+        if (c->exit_status) {
+            fputs(".PP\nExit status: ", f);
+            roff(f, c->exit_status);
+            fputc('\n', f);
+        }
     }
     fputs(".SH EXIT STATUS\n", f);
     roff(f, exit_status);
     fputs("\n.SH ENVIRONMENT\n", f);
     roff(f, environment);
     fputs("\n.SH FILES\nExample pipelines are installed in \\fIshare/pipefuse/pipelines\\fR and "
-          "the documentation (the pipeline format, writing plugins, performance) in "
+          "the documentation (the README, and the pipeline format, writing plugins, "
+          "performance and the other guides in its \\fIdocs\\fR folder) in "
           "\\fIshare/doc/pipefuse\\fR below the installation prefix.\n",
           f);
 }
@@ -505,7 +523,7 @@ static int set_global(const cli_opt *o, const char *v, cli_common *c)
 /* One option argument a (of argv[*i]) with its value, if it takes one, from "=value",
    the rest of a short option, or the next argument. */
 static int take_option(const cli_command *cmd, int argc, char **argv, int *i, cli_common *c,
-                       cli_args *r, int *help)
+                       cli_args *r, int *want)
 {
     const char *a = argv[*i];
     int is_long = a[1] == '-';
@@ -544,7 +562,7 @@ static int take_option(const cli_command *cmd, int argc, char **argv, int *i, cl
                     return usage(cmd, "unknown option '%.*s'", a, strlen(a),
                                  f ? ": only flags can be written together" : "");
                 if (fg && strcmp(f->lng, "--help") == 0)
-                    *help = 1;
+                    *want = *want ? *want : 'h';
                 else if (fg)
                     set_global(f, NULL, c);
                 else if (push_arg(r, f->lng) != 0)
@@ -557,8 +575,9 @@ static int take_option(const cli_command *cmd, int argc, char **argv, int *i, cl
             return usage(cmd, "option '%.*s' needs a value", o->lng, strlen(o->lng), "");
         v = argv[++*i];
     }
-    if (g && strcmp(g->lng, "--help") == 0) {
-        *help = 1;
+    if (g && (strcmp(g->lng, "--help") == 0 || strcmp(g->lng, "--version") == 0)) {
+        if (!*want) /* the first of --help and --version wins */
+            *want = g->lng[2] == 'h' ? 'h' : 'v';
         return -1;
     }
     if (g) /* run gets -q and --backend back at the end (cli_parse) */
@@ -568,11 +587,28 @@ static int take_option(const cli_command *cmd, int argc, char **argv, int *i, cl
     return -1;
 }
 
+/* "pipefuse: unknown command 'rn' (did you mean 'run'?); the commands are ...", exit 2. */
+static int unknown_command(const char *a)
+{
+    const char *names[N_COMMANDS];
+    for (int k = 0; k < N_COMMANDS; k++)
+        names[k] = commands[k].name;
+    const char *near = pf_closest_name(a, names, N_COMMANDS);
+    fprintf(stderr, "pipefuse: unknown command '%s'", a);
+    if (near)
+        fprintf(stderr, " (did you mean '%s'?)", near);
+    fprintf(stderr, "; the commands are");
+    for (int k = 0; k < N_COMMANDS; k++)
+        fprintf(stderr, "%s %s", k ? "," : "", names[k]);
+    fputc('\n', stderr);
+    return PF_EXIT_USAGE;
+}
+
 int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
 {
     memset(r, 0, sizeof *r);
     const cli_command *cmd = NULL;
-    int help = 0, ended = 0;
+    int want = 0, ended = 0; /* want: 'h' --help, 'v' --version, the first given */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!ended && strcmp(a, "--") == 0) {
@@ -580,54 +616,37 @@ int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
             if (cmd && push_arg(r, "--") != 0)
                 return PF_EXIT_USAGE;
         } else if (!ended && a[0] == '-' && a[1]) {
-            if (!cmd && strcmp(a, "--version") == 0) {
-                printf("pipefuse %s (library %s, plugin ABI %d.%d)\n", PF_VERSION_STRING,
-                       pf_version_string(), PF_ABI_MAJOR, PF_ABI_MINOR);
-                return PF_EXIT_OK;
-            }
             if (!cmd && strcmp(a, "--man") == 0) {
                 cli_man(stdout);
                 return PF_EXIT_OK;
             }
-            int rc = take_option(cmd, argc, argv, &i, c, r, &help);
+            int rc = take_option(cmd, argc, argv, &i, c, r, &want);
             if (rc >= 0)
                 return rc;
         } else if (!cmd) {
             if (strcmp(a, "help") == 0) { /* pipefuse help [COMMAND] */
-                help = 1;
-                if (i + 1 < argc)
-                    cmd = r->cmd = cli_find_command(argv[++i]);
+                want = 'h';
+                if (i + 1 < argc && !(cmd = r->cmd = cli_find_command(argv[i + 1])))
+                    return unknown_command(argv[i + 1]);
                 break;
             }
             cmd = cli_find_command(a);
-            if (!cmd) {
-                const char *names[N_COMMANDS];
-                for (int k = 0; k < N_COMMANDS; k++)
-                    names[k] = commands[k].name;
-                const char *near = pf_closest_name(a, names, N_COMMANDS);
-                fprintf(stderr, "pipefuse: unknown command '%s'", a);
-                if (near)
-                    fprintf(stderr, " (did you mean '%s'?)", near);
-                fprintf(stderr, "; the commands are run, check, bench, stages, info, plugin\n");
-                return PF_EXIT_USAGE;
-            }
+            if (!cmd)
+                return unknown_command(a);
             r->cmd = cmd;
+            /* `pipefuse -- run ...`: what follows is the command's, and no option either */
+            if (ended && push_arg(r, "--") != 0)
+                return PF_EXIT_USAGE;
         } else if (push_arg(r, a) != 0) {
             return PF_EXIT_USAGE;
         }
     }
-    /* "plugin" has its own help (cli_plugin): pass --help on. */
-    if (help && cmd && strcmp(cmd->name, "plugin") == 0) {
-        if (push_arg(r, "--help") != 0)
-            return PF_EXIT_USAGE;
-        if (r->argc == 1) { /* `plugin --help`: the subcommand first */
-            r->argv[0] = "check";
-            if (push_arg(r, "--help") != 0)
-                return PF_EXIT_USAGE;
-        }
-        return -1;
+    if (want == 'v') {
+        printf("pipefuse %s (library %s, plugin ABI %d.%d)\n", PF_VERSION_STRING,
+               pf_version_string(), PF_ABI_MAJOR, PF_ABI_MINOR);
+        return PF_EXIT_OK;
     }
-    if (help) {
+    if (want == 'h') {
         cli_help(cmd, stdout);
         return PF_EXIT_OK;
     }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "pipefuse/tools.h"
 
 #ifdef PF_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -33,6 +34,26 @@ static const bench_mode modes[] = {
     {"cuda-graph-fused", "cuda", "true", "true"},
 };
 #define N_MODES ((int)(sizeof modes / sizeof modes[0]))
+
+/* 0 when name is one of the modes; else -1 after saying which ones there are. */
+static int check_mode(const char *name)
+{
+    const char *names[N_MODES];
+    for (int m = 0; m < N_MODES; m++) {
+        if (strcmp(name, modes[m].name) == 0)
+            return 0;
+        names[m] = modes[m].name;
+    }
+    const char *near = pf_closest_name(name, names, N_MODES);
+    fprintf(stderr, "pipefuse bench: --mode %s: unknown mode", name);
+    if (near)
+        fprintf(stderr, " (did you mean '%s'?)", near);
+    fprintf(stderr, "; the modes are");
+    for (int m = 0; m < N_MODES; m++)
+        fprintf(stderr, "%s %s", m ? "," : "", names[m]);
+    fputc('\n', stderr);
+    return -1;
+}
 
 typedef struct bench_result {
     int ran;
@@ -351,8 +372,20 @@ int cli_bench(int argc, char **argv, const cli_common *c)
     const char *file = NULL, *format = "rgba8", *only = NULL;
     pf_shape size = {1920, 1080};
     int frames = 200, json = 0;
+    int ended = 0; /* after "--", every argument is the pipeline file */
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+        if (ended || argv[i][0] != '-' || !argv[i][1]) {
+            if (file) {
+                fprintf(stderr,
+                        "pipefuse bench: unexpected argument '%s': one pipeline file at most (see "
+                        "pipefuse bench --help)\n",
+                        argv[i]);
+                return PF_EXIT_USAGE;
+            }
+            file = argv[i];
+        } else if (strcmp(argv[i], "--") == 0) {
+            ended = 1;
+        } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             const char *v = argv[++i], *x = strpbrk(v, "xX");
             char w_text[32];
             long long w = 0, h = 0;
@@ -378,13 +411,15 @@ int cli_bench(int argc, char **argv, const cli_common *c)
             only = argv[++i];
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
-        } else if (argv[i][0] == '-' || file) {
-            fprintf(stderr, "pipefuse bench: unexpected argument '%s'\n", argv[i]);
-            return PF_EXIT_USAGE;
         } else {
-            file = argv[i];
+            fprintf(stderr,
+                    "pipefuse bench: unexpected argument '%s' (see pipefuse bench --help)\n",
+                    argv[i]);
+            return PF_EXIT_USAGE;
         }
     }
+    if (only && check_mode(only) != 0)
+        return PF_EXIT_USAGE;
     pf_sample sample;
     int channels;
     if (!file || cli_parse_format(format, &sample, &channels) != 0) {

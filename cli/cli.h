@@ -34,8 +34,9 @@ typedef struct cli_opt {
 
 typedef struct cli_command {
     const char *name, *synopsis, *summary, *description;
-    const cli_opt *opts; /* ends with a NULL lng */
-    const char *notes;   /* after the options; lines starting with two spaces: examples */
+    const cli_opt *opts;     /* ends with a NULL lng */
+    const char *notes;       /* after the options; lines starting with two spaces: examples */
+    const char *exit_status; /* the command's own exit status text; NULL: the common one */
 } cli_command;
 
 /* A subcommand's normalised arguments: options as "--name" ("-o" as "--output") and

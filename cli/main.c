@@ -1,5 +1,6 @@
 /* cli/main.c: the pipefuse command: run, check, bench, stages, info, plugin. The
  * command line is parsed in args.c; this file runs check, stages and info. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +63,20 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     int no_fuse = 0, arch = 0, build = 0, n_formats = 0;
     pf_sample samples[16];
     int channels[16];
+    int ended = 0; /* after "--", every argument is the pipeline file */
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+        if (ended || (argv[i][0] != '-' || !argv[i][1])) {
+            if (file) {
+                fprintf(stderr,
+                        "pipefuse check: unexpected argument '%s': one pipeline file at most (see "
+                        "pipefuse check --help)\n",
+                        argv[i]);
+                return PF_EXIT_USAGE;
+            }
+            file = argv[i];
+        } else if (strcmp(argv[i], "--") == 0) {
+            ended = 1;
+        } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             if (parse_size(argv[++i], &size) != 0) {
                 fprintf(stderr, "pipefuse check: --size %s: expected WIDTHxHEIGHT\n", argv[i]);
                 return PF_EXIT_USAGE;
@@ -101,15 +114,11 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
                 return PF_EXIT_USAGE;
             }
             arch = (int)a;
-        } else if (strcmp(argv[i], "--") == 0 && !file && i + 1 < argc) {
-            file = argv[++i];
-        } else if ((argv[i][0] == '-' && argv[i][1]) || file) {
+        } else {
             fprintf(stderr,
                     "pipefuse check: unexpected argument '%s' (see pipefuse check --help)\n",
                     argv[i]);
             return PF_EXIT_USAGE;
-        } else {
-            file = argv[i];
         }
     }
     if (!file) {
@@ -288,8 +297,16 @@ static int cmd_stages(int argc, char **argv, const cli_common *c)
     pf_engine *e = cli_engine(c);
     if (!e)
         return PF_EXIT_USAGE;
-    const char *only = argc > 0 ? argv[argc - 1] : NULL;
-    if (argc > 1 && !(argc == 2 && strcmp(argv[0], "--") == 0)) {
+    /* "--" ends options: `stages -- NAME` and `stages NAME --` name NAME */
+    const char *only = NULL;
+    int n_names = 0, ended = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!ended && strcmp(argv[i], "--") == 0)
+            ended = 1;
+        else
+            only = argv[i], n_names++;
+    }
+    if (n_names > 1) {
         fprintf(stderr, "pipefuse stages: one stage name at most (see pipefuse stages --help)\n");
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;
@@ -328,6 +345,39 @@ static int cmd_stages(int argc, char **argv, const cli_common *c)
     return PF_EXIT_OK;
 }
 
+/* The engine's report with, after its first line (the version and plugin ABI), the
+   library's version and the file it was loaded from. */
+static int cmd_info(int argc, char **argv, const cli_common *c)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--") != 0 || i > 0) {
+            fprintf(stderr, "pipefuse info: unexpected argument '%s' (see pipefuse info --help)\n",
+                    argv[i]);
+            return PF_EXIT_USAGE;
+        }
+    pf_engine *e = cli_engine(c); /* NULL still prints versions and devices */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    int rc = m ? pf_engine_print_info(e, m) : PF_NO_MEMORY;
+    if (m && fclose(m) != 0)
+        rc = PF_NO_MEMORY;
+    if (rc == PF_OK && text) {
+        Dl_info where;
+        const char *lib = dladdr((void *)&pf_version_string, &where) && where.dli_fname
+                              ? where.dli_fname
+                              : "(file unknown)";
+        const char *rest = strchr(text, '\n');
+        rest = rest ? rest + 1 : text + len;
+        fwrite(text, 1, (size_t)(rest - text), stdout);
+        printf("library:        %s (%s)\n", pf_version_string(), lib);
+        fputs(rest, stdout);
+    }
+    free(text);
+    pf_engine_destroy(e);
+    return e != NULL && rc == PF_OK ? PF_EXIT_OK : PF_EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     if (pf_version() != PF_VERSION_NUMBER) {
@@ -353,14 +403,8 @@ int main(int argc, char **argv)
             status = cmd_stages(n, v, &c);
         } else if (strcmp(cmd, "plugin") == 0) {
             status = cli_plugin(n, v, &c);
-        } else if (n > 0) {
-            fprintf(stderr, "pipefuse info: unexpected argument '%s'\n", v[0]);
-            status = PF_EXIT_USAGE;
         } else {
-            pf_engine *e = cli_engine(&c); /* NULL still prints versions and devices */
-            int rc = pf_engine_print_info(e, stdout);
-            status = e != NULL && rc == PF_OK ? PF_EXIT_OK : PF_EXIT_USAGE;
-            pf_engine_destroy(e);
+            status = cmd_info(n, v, &c);
         }
     }
     cli_args_free(&r);

@@ -51,27 +51,7 @@
 
 /* ---- The command ------------------------------------------------------------------------------ */
 
-static const char plugin_usage[] =
-    "usage: pipefuse plugin check LIB.so [--stage NAME] [--arch N] [--seed N]\n"
-    "                             [--tolerance T] [--dump-kernels DIR] [-v]\n"
-    "\n"
-    "Loads a plugin as the engine would and checks it: the file's permissions, the ABI\n"
-    "version and descriptors, the parameter tables (defaults within range, names unique,\n"
-    "docs present), then every stage on random images: CPU runs, determinism, regions\n"
-    "(bands against the whole image, writes outside the band), fusion with built-in point\n"
-    "stages, the NVRTC compile of point ops (no GPU needed) and, with a CUDA device, CPU\n"
-    "against GPU, fused against unfused and banded against whole on the GPU.\n"
-    "\n"
-    "  --stage NAME       check only this stage (descriptor checks cover all)\n"
-    "  --arch N           NVRTC target, sm_N (default 90)\n"
-    "  --seed N           random images and params (default 1)\n"
-    "  --tolerance T      |a - b| <= T * max(1, |a|) where results may differ by rounding\n"
-    "                     (CPU against GPU, banded reduce tables; default 1e-4)\n"
-    "  --dump-kernels DIR write the generated fused kernels' sources there\n"
-    "  -v, --verbose      show the engine's notices\n"
-    "\n"
-    "Exit status: 0 no check failed (GPU checks without a device are skipped, not passed);\n"
-    "1 a check failed; 2 bad command line.\n";
+/* The command's help and its man page section come from the option tables (args.c). */
 
 static int parse_number(const char *s, double lo, double hi, double *out)
 {
@@ -130,30 +110,44 @@ static int plugin_check(pc *c)
     return c->failed ? PF_EXIT_FAILED : PF_EXIT_OK;
 }
 
+/* A usage error: what, then where the help is; exit status 2. */
+static int plugin_usage(const char *fmt, const char *a, const char *more)
+{
+    fputs("pipefuse plugin", stderr);
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "%s (see pipefuse plugin --help)\n", more);
+    return PF_EXIT_USAGE;
+}
+
 int cli_plugin(int argc, char **argv, const cli_common *common)
 {
-    if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-        fputs(plugin_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? PF_EXIT_USAGE : PF_EXIT_OK;
-    }
-    if (strcmp(argv[0], "check") != 0) {
-        fprintf(stderr, "pipefuse plugin: unknown subcommand '%s' (the one there is: check)\n",
-                argv[0]);
+    /* `plugin [--] check [OPTIONS] [--] LIB.so`: after "--" nothing is an option */
+    int i = 0, ended = 0;
+    if (i < argc && strcmp(argv[i], "--") == 0)
+        ended = 1, i++;
+    if (i >= argc) { /* as `pipefuse` alone: the help, on stderr */
+        cli_help(cli_find_command("plugin"), stderr);
         return PF_EXIT_USAGE;
     }
+    if (strcmp(argv[i], "check") != 0)
+        return plugin_usage(": unknown subcommand '%s'", argv[i], "; the one there is: check");
     pc c;
     memset(&c, 0, sizeof c);
     c.common = common;
     c.o.arch = 90;
     c.o.seed = 1;
     c.o.tol = 1e-4;
-    for (int i = 1; i < argc; i++) {
+    for (i++; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double num;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(plugin_usage, stdout);
-            return PF_EXIT_OK;
-        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+        if (ended || a[0] != '-' || !a[1]) {
+            if (c.o.file)
+                return plugin_usage(" check: unexpected argument '%s'", a,
+                                    ": one plugin file at most");
+            c.o.file = a;
+        } else if (strcmp(a, "--") == 0) {
+            ended = 1;
+        } else if (strcmp(a, "--verbose") == 0) {
             c.o.verbose = 1;
         } else if (strcmp(a, "--stage") == 0 && v) {
             c.o.only = argv[++i];
@@ -170,20 +164,17 @@ int cli_plugin(int argc, char **argv, const cli_common *common)
         } else if (strcmp(a, "--tolerance") == 0 && v && parse_number(v, 0, 1, &num) == 0) {
             c.o.tol = num;
             i++;
-        } else if (a[0] == '-' || c.o.file) {
-            fprintf(stderr, "pipefuse plugin check: unexpected argument '%s'%s\n", a,
-                    a[0] == '-' && !v ? " (or its value is missing)" : "");
-            fputs(plugin_usage, stderr);
-            return PF_EXIT_USAGE;
         } else {
-            c.o.file = a;
+            return plugin_usage(" check: unexpected argument '%s'", a,
+                                !v ? " (or its value is missing)" : "");
         }
     }
-    if (!c.o.file) {
-        fprintf(stderr, "pipefuse plugin check: no plugin file given\n");
-        fputs(plugin_usage, stderr);
+    if (!c.o.file)
+        return plugin_usage(" check: no plugin file given%s", "", "");
+    /* Checked once, before any work, as run and check do: a missing directory would
+       otherwise fail every NVRTC check with the same message. */
+    if (c.o.dump_dir && cli_check_dump_dir("plugin check", c.o.dump_dir) != 0)
         return PF_EXIT_USAGE;
-    }
     c.rng = 0x9e3779b97f4a7c15ull ^ (c.o.seed * 0xbf58476d1ce4e5b9ull);
     if (!c.rng)
         c.rng = 1;

@@ -33,7 +33,9 @@
 # pf_plugin_entry (everything else is hidden), links the CUDA runtime statically (so it
 # loads on machines without a driver) and never links libpipefuse. After each build its
 # file and directory lose group and other write permission: the engine refuses plugins
-# that other users could replace (a umask of 002 would otherwise make them so).
+# that other users could replace (a umask of 002 would otherwise make them so). The
+# install does the same: the directories it creates (CMAKE_INSTALL_DEFAULT_DIRECTORY_
+# PERMISSIONS, when the project sets none) and INSTALL_DESTINATION itself, whatever the umask.
 #
 # CUDA: the first call that has CUDA_SOURCES enables the CUDA language when a compiler
 # is found (set PIPEFUSE_PLUGIN_CUDA to OFF to never do so, ON to require it). Call
@@ -80,6 +82,13 @@ macro(pipefuse_add_plugin _pf_name)
                         ${ARGN})
   if(_PF_ARGS_CUDA_SOURCES AND NOT _PF_ARGS_NO_CUDA)
     _pipefuse_plugin_enable_cuda()
+  endif()
+  # Directories the install creates: no group or other write, whatever the umask. CMake
+  # reads this when it writes the install scripts, from the directory's scope: set here,
+  # in the caller's, unless the project chose its own.
+  if(NOT _PF_ARGS_NO_INSTALL AND NOT DEFINED CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS)
+    set(CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
+        GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
   endif()
   _pipefuse_add_plugin(${_pf_name} ${ARGN})
   foreach(_pf_var NO_CUDA CHECK NO_INSTALL NO_LINE OUTPUT_DIRECTORY INSTALL_DESTINATION TARGET
@@ -183,9 +192,26 @@ function(_pipefuse_add_plugin name)
       VERBATIM)
   endif()
   if(NOT A_NO_INSTALL)
+    # As after the build, so after the install: the plugin directory, created now or
+    # before, loses group and other write whatever the umask (the directories above it
+    # that the install creates: CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS, set by the
+    # pipefuse_add_plugin macro).
     install(TARGETS ${target} LIBRARY DESTINATION ${A_INSTALL_DESTINATION}
             PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
                         WORLD_READ WORLD_EXECUTE)
+    if(UNIX)
+      install(CODE "
+        set(_pf_dir \"${A_INSTALL_DESTINATION}\")
+        if(NOT IS_ABSOLUTE \"\${_pf_dir}\")
+          set(_pf_dir \"\${CMAKE_INSTALL_PREFIX}/\${_pf_dir}\")
+        endif()
+        execute_process(COMMAND chmod go-w \"\$ENV{DESTDIR}\${_pf_dir}\"
+                        RESULT_VARIABLE _pf_rc)
+        if(NOT _pf_rc EQUAL 0)
+          message(WARNING \"pipefuse plugin ${name}: cannot remove group and other write \"
+                          \"permission from \${_pf_dir}; the engine refuses plugins there\")
+        endif()")
+    endif()
   endif()
   if(A_CHECK)
     add_test(NAME ${target}_plugin_check

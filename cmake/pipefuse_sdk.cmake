@@ -1,7 +1,7 @@
 # pipefuse_sdk.cmake: what `cmake --install` adds for plugin authors and applications,
 # on top of the library, headers, CLI and built-in plugins that their own directories
 # install: the CMake package (find_package(pipefuse): targets, pipefuse_add_plugin()),
-# a pkg-config file, and docs/plugins.md with the sample plugin under the doc directory.
+# a pkg-config file, and the sample plugin under the doc directory.
 # Included at the end of the top-level CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 
@@ -53,7 +53,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/pipefuse.pc.in ${PROJECT_BINARY_DIR}/
                @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/sdk/pipefuse.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# For plugin authors: the guide and the sample (with its skeleton) to copy from.
-install(FILES ${PROJECT_SOURCE_DIR}/docs/plugins.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/plugin
-        DESTINATION ${CMAKE_INSTALL_DOCDIR}/samples)
+# For plugin authors: the sample (with its skeleton) to copy from; the guide,
+# docs/plugins.md, is installed with the other docs (cli/CMakeLists.txt).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/plugin DESTINATION ${CMAKE_INSTALL_DOCDIR}/samples
+        DIRECTORY_PERMISSIONS ${PF_INSTALL_DIR_PERMISSIONS})

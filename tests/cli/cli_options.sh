@@ -10,7 +10,9 @@
 # names (templates, --recursive, stdin/stdout, -o equal to the input folder, same-named
 # inputs), numbers (numeric options and --input refused clearly), stdio (-o - with one
 # image output, '-' and stdout in messages, warnings once), dirnames ({dir} without a
-# trailing '/', rendered names checked, the same file given twice).
+# trailing '/', rendered names checked, the same file given twice), agree (--version,
+# --help and '--' with every command, help COMMAND and bench --mode checked, --help and
+# the man page from one source).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5
 W=$WORK/$SECTION
@@ -447,6 +449,120 @@ section_dirnames() {
     expect 0 "-r tree tree/a"
     grep -q "clash" "$W/stderr" && fail "-r tree tree/a clashed"
     [ "$(files "$W/d3")" = "a/b/x.png a/x.png x.png " ] || fail "-r tree tree/a: $(files "$W/d3")"
+}
+
+# ---- agree: what --help, the man page, README and the code say, the same way everywhere -------
+# --version and --help before or after any command, '--' ending options for every command,
+# unknown names (help COMMAND, bench --mode) refused with a suggestion, one source for every
+# command's help and the man page (plugin's included), info's library line.
+section_agree() {
+    local built=$(dirname "$PF")/../lib/pipefuse/plugins
+    pf --version
+    expect 0 "--version"
+    local version=$(cat "$W/stdout")
+    for cmd in run check bench stages info plugin; do
+        pf "$cmd" --version
+        expect 0 "$cmd --version"
+        [ "$(cat "$W/stdout")" = "$version" ] || fail "$cmd --version: '$(cat "$W/stdout")'"
+        pf "$cmd" -h
+        expect 0 "$cmd -h"
+        says "$W/stdout" "usage: pipefuse $cmd" "$cmd -h"
+    done
+    pf run "$P/demo.json" --version "$W/nothing.png" -o "$W/v"
+    expect 0 "run ... --version"
+    absent "$W/v"
+    pf --version --help
+    [ "$(cat "$W/stdout")" = "$version" ] || fail "--version --help: the first one wins"
+    pf stages -- --version
+    expect 2 "stages -- --version (a stage name)"
+    says "$W/stderr" "no stage named '--version'" "stages -- --version"
+
+    # help COMMAND: an unknown one is refused like `pipefuse COMMAND`
+    pf help rn
+    expect 2 "help rn"
+    says "$W/stderr" "unknown command 'rn' (did you mean 'run'?)" "help rn"
+    pf help nosuch
+    expect 2 "help nosuch"
+    says "$W/stderr" "unknown command 'nosuch'" "help nosuch"
+    [ -s "$W/stdout" ] && fail "help nosuch printed help on stdout"
+
+    # bench --mode: one of the list, or exit 2 with the list and a suggestion
+    pf bench "$P/demo.json" --mode bogus --frames 3 --size 16x16 --json
+    expect 2 "bench --mode bogus"
+    says "$W/stderr" "the modes are cpu, cuda-eager-unfused" "bench --mode bogus"
+    [ -s "$W/stdout" ] && fail "bench --mode bogus printed results"
+    pf bench "$P/demo.json" --mode cuda-grph-fused --frames 3 --size 16x16
+    expect 2 "bench --mode cuda-grph-fused"
+    says "$W/stderr" "did you mean 'cuda-graph-fused'?" "bench --mode misspelt"
+    pf bench "$P/demo.json" --mode cpu --frames 3 --size 16x16 --json --backend cpu
+    expect 0 "bench --mode cpu"
+    says "$W/stdout" '"mode": "cpu"' "bench --mode cpu"
+
+    # '--' ends options for every command
+    pf bench --mode cpu --frames 3 --size 16x16 --json -- "$P/demo.json"
+    expect 0 "bench ... -- PIPELINE"
+    says "$W/stdout" '"mode": "cpu"' "bench -- PIPELINE"
+    pf bench "$P/demo.json" --frames 3 --size 16x16 --mode cpu --
+    expect 0 "bench PIPELINE --"
+    pf -- bench "$P/demo.json" --frames 3 --size 16x16 --mode cpu
+    expect 2 "-- bench PIPELINE --frames (options after '--' are arguments)"
+    pf check -- "$P/demo.json" --size 64x48
+    expect 2 "check -- PIPELINE --size (an argument after '--')"
+    pf check --size 64x48 -- "$P/demo.json"
+    expect 0 "check --size 64x48 -- PIPELINE"
+    pf check "$P/demo.json" --
+    expect 0 "check PIPELINE --"
+    pf stages gaussian --
+    expect 0 "stages NAME --"
+    pf info --
+    expect 0 "info --"
+    pf info extra
+    expect 2 "info extra"
+    pf plugin check --stage invert -- "$built/color.so"
+    expect 0 "plugin check --stage invert -- LIB.so"
+    says "$W/stdout" "result: PASS" "plugin check -- LIB.so"
+    pf plugin check "$built/color.so" --dump-kernels "$W/no/such/dir"
+    expect 2 "plugin check --dump-kernels MISSING"
+    says "$W/stderr" "pipefuse plugin check: --dump-kernels $W/no/such/dir: no such directory" \
+        "plugin check --dump-kernels MISSING"
+    pf plugin
+    expect 2 "plugin alone"
+    says "$W/stderr" "usage: pipefuse plugin check" "plugin alone"
+
+    # one source: each command's --help and its man page section list the same options,
+    # described alike (plugin's -v included)
+    pf --man
+    cp "$W/stdout" "$W/pipefuse.1"
+    for cmd in run check bench stages info plugin; do
+        pf "$cmd" --help
+        cp "$W/stdout" "$W/help-$cmd.txt"
+        grep -oE '^ +(-[a-z], )?--[a-z-]+' "$W/help-$cmd.txt" | sed 's/.*--/--/' | sort -u >"$W/opts-$cmd"
+        local upper=$(echo "$cmd" | tr a-z A-Z)
+        sed -n "/^\.SH $upper\$/,/^\.SH /p" "$W/pipefuse.1" | grep -oE '^\\fB(\\-[a-z]\\fR, \\fB)?(\\-)+[a-z\\-]+' |
+            sed 's/.*fB\\-\\-/--/; s/\\-/-/g; s/\\f$//' | sort -u >"$W/man-$cmd"
+        sed -n '/^\.SH GLOBAL OPTIONS$/,/^\.SH /p' "$W/pipefuse.1" | grep -oE '^\\fB(\\-[a-z]\\fR, \\fB)?(\\-)+[a-z\\-]+' |
+            sed 's/.*fB\\-\\-/--/; s/\\-/-/g; s/\\f$//' >>"$W/man-$cmd"
+        sort -u -o "$W/man-$cmd" "$W/man-$cmd"
+        cmp -s "$W/opts-$cmd" "$W/man-$cmd" ||
+            fail "$cmd: --help and the man page list different options: $(diff "$W/opts-$cmd" "$W/man-$cmd" | tr '\n' ' ')"
+    done
+    says "$W/help-plugin.txt" "engine's notices" "plugin --help: -v"
+    grep -q "print every check" "$W/pipefuse.1" && fail "the man page still says -v prints every check"
+    says "$W/pipefuse.1" "engine's notices" "man page: plugin -v"
+    # the overview's option column is aligned: every description starts in one column
+    pf --help
+    local cols=$(grep -E '^  (-[a-z], |    )--[a-z-]+ ' "$W/stdout" | grep -vE -- '--[a-z-]+ [A-Za-z|]+$' |
+        awk '{ match($0, /^ +(-[a-z], )?--[a-z-]+( [A-Z|a-z]+)? +/); print RLENGTH }' | sort -u)
+    [ "$cols" = 28 ] || fail "--help: option descriptions start at columns $(echo $cols)"
+    says "$W/stdout" "      --version             the version, then exit" "--help lists --version"
+
+    # info: the library's version and file, as --help and README say
+    pf info --help
+    says "$W/stdout" "library's version" "info --help"
+    pf info
+    expect 0 "info"
+    grep -Eq "^library: +[0-9]+\.[0-9]+\.[0-9]+ \(.*libpipefuse" "$W/stdout" ||
+        fail "info prints no library line: $(head -3 "$W/stdout")"
 }
 
 section_"$SECTION"

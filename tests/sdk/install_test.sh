@@ -4,8 +4,10 @@
 #
 #   install_test.sh CMAKE GENERATOR BUILD_DIR SOURCE_DIR WORK_DIR
 #
-# 1. `cmake --install BUILD_DIR` into a temporary prefix: headers, library, command,
-#    built-in plugins, CMake package, pkg-config file, guide and sample;
+# 1. `cmake --install BUILD_DIR` into a temporary prefix under umask 002: headers,
+#    library, command, built-in plugins, CMake package, pkg-config file, README and every
+#    guide of docs/ (README's links resolve), the sample; no directory group- or
+#    world-writable, and the installed command loads the built-in plugins;
 # 2. the sample plugin configured and built from the installed copy with
 #    find_package(pipefuse) and pipefuse_add_plugin (under umask 002, which the helper
 #    must undo for the engine to accept the plugin), its ctest (plugin check) run;
@@ -13,11 +15,16 @@
 #    point stage fused with built-in ones; `pipefuse run` over the sample photos with
 #    --backend cpu and with auto, through --plugin-path and PIPEFUSE_PLUGIN_PATH; the
 #    reduce sample's table with both backends;
-# 4. the skeleton built the same way and checked; then again with nothing but
-#    pkg-config, sed and cc (CPU only), as a Makefile would;
-# 5. an application built with find_package(pipefuse) and pipefuse::pipefuse, and one
-#    with pkg-config, finding the built-in plugins from the installed library;
-# 6. the plugin's own `cmake --install` puts it where the engine looks.
+# 4. the skeleton through docs/plugins.md's "In an hour" walkthrough, command by command
+#    (its my.json run over a folder of photos); then again with nothing but pkg-config,
+#    sed and cc (CPU only), as a Makefile would;
+# 5. an application built with find_package(pipefuse) and pipefuse::pipefuse (every
+#    variable pipefuseConfig.cmake documents is set), and one with pkg-config, finding
+#    the built-in plugins from the installed library;
+# 6. the plugin's own `cmake --install` under umask 002 puts it where the engine looks,
+#    in directories only their owner can write to; installed into pipefuse's own prefix,
+#    it loads as a built-in plugin and `plugin check` of the build leaves the installed
+#    copy out instead of failing on its stage names.
 # No GPU is needed; where there is one, the plugin checks include their GPU parts.
 set -u
 CMAKE=$1 GEN=$2 BUILD=$3 SRC=$4 WORK=$5
@@ -27,17 +34,38 @@ unset PIPEFUSE_PLUGIN_PATH
 . "$(dirname "$0")/testlib.sh"
 
 P=$W/prefix
-step install "$CMAKE" --install "$BUILD" --prefix "$P" || exit 1
+(umask 002 && step install "$CMAKE" --install "$BUILD" --prefix "$P") || exit 1
 L=$(cd "$P" && dirname "$(ls -d lib*/pkgconfig | head -1)") # lib, lib64 or lib/<triplet>
 for f in bin/pipefuse include/pipefuse/pipefuse.h include/pipefuse/plugin.h include/pipefuse/point.h \
     include/pipefuse/cuda.cuh $L/libpipefuse.so $L/cmake/pipefuse/pipefuseConfig.cmake \
     $L/cmake/pipefuse/pipefuseConfigVersion.cmake $L/cmake/pipefuse/pipefuse_plugin.cmake \
-    $L/pkgconfig/pipefuse.pc $L/pipefuse/plugins/color.so share/doc/pipefuse/plugins.md \
-    share/doc/pipefuse/samples/plugin/CMakeLists.txt share/doc/pipefuse/samples/plugin/skeleton/my_plugin.c; do
+    $L/pkgconfig/pipefuse.pc $L/pipefuse/plugins/color.so share/doc/pipefuse/README.md \
+    share/doc/pipefuse/samples/plugin/CMakeLists.txt share/doc/pipefuse/samples/plugin/skeleton/my_plugin.c \
+    share/doc/pipefuse/samples/plugin/skeleton/my.json share/man/man1/pipefuse.1; do
     [ -e "$P/$f" ] || fail "not installed: $f"
 done
 [ "$failures" -eq 0 ] || exit 1
 PF=$P/bin/pipefuse
+
+# umask 002: still no directory that the group or others can write to, so the engine
+# takes the built-in plugins.
+WRITABLE=$(find "$P" -type d -perm /022)
+[ -z "$WRITABLE" ] || fail "installed under umask 002, writable by group or others: $WRITABLE"
+step builtin_stages "$PF" stages
+says builtin_stages "gaussian  (stencil"
+grep -q "refusing" "$W/builtin_stages.out" && fail "the installed pipefuse refuses its plugins"
+step builtin_run "$PF" run "$P/share/pipefuse/pipelines/demo.json" "$SRC/samples/images/coffee.png" \
+    -o "$W/out-builtin" -q
+[ -s "$W/out-builtin/coffee.png" ] || fail "the installed pipefuse ran demo.json to no output"
+
+# Every guide of docs/, and README's links to them working from the installed README.
+DOC=$P/share/doc/pipefuse
+for f in "$SRC"/docs/*.md; do
+    [ -s "$DOC/docs/$(basename "$f")" ] || fail "not installed: docs/$(basename "$f")"
+done
+for link in $(grep -o '](docs/[^)#]*' "$DOC/README.md" | sed 's/^](//' | sort -u); do
+    [ -e "$DOC/$link" ] || fail "the installed README links to $link, not installed beside it"
+done
 
 # The ABI version, as the header defines it, in both packages.
 ABI=$(sed -n 's/^#define[ \t]*PF_ABI_MAJOR[ \t]*\([0-9]*\).*/\1/p' "$P/include/pipefuse/plugin.h").$(
@@ -94,14 +122,29 @@ PIPEFUSE_PLUGIN_PATH=$PLUG step run_env "$PF" run "$SAMPLE/darkroom.json" "$SRC/
 [ -s "$W/out-env/coffee.png" ] || fail "run through PIPEFUSE_PLUGIN_PATH: no output"
 cmp -s "$W/out-cpu/coffee.png" "$W/out-env/coffee.png" || fail "the CPU runs through --plugin-path and PIPEFUSE_PLUGIN_PATH differ"
 
-# ---- the skeleton, with CMake ---------------------------------------------------------------------------
-# No build type: the helper still optimises and compiles C11 without GNU extensions.
-step skeleton_configure "$CMAKE" -S "$SAMPLE/skeleton" -B "$W/skeleton" -G "$GEN" -DCMAKE_PREFIX_PATH="$P" \
-    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON &&
-    step skeleton_build "$CMAKE" --build "$W/skeleton" &&
-    step skeleton_check "$PF" plugin check "$W/skeleton/pipefuse-plugins/myplugin.so"
+# ---- the skeleton, through docs/plugins.md's walkthrough -------------------------------------------------
+# The "In an hour" commands as written (the generator, and compile_commands.json for the
+# checks below, added); photos/ a folder of PNG files. No build type: the helper still
+# optimises and compiles C11 without GNU extensions.
+mkdir -p "$W/walk" || exit 1
+PREFIX=$P
+(
+    cd "$W/walk" || exit 1
+    step walk_copy cp -r $PREFIX/share/doc/pipefuse/samples/plugin/skeleton myplugin && cd myplugin &&
+        step skeleton_configure "$CMAKE" -S . -B build -DCMAKE_PREFIX_PATH=$PREFIX -G "$GEN" \
+            -DCMAKE_EXPORT_COMPILE_COMMANDS=ON &&
+        step skeleton_build "$CMAKE" --build build &&
+        step skeleton_check $PREFIX/bin/pipefuse plugin check build/pipefuse-plugins/myplugin.so &&
+        step walk_stages $PREFIX/bin/pipefuse --plugin-path build/pipefuse-plugins stages my_gain &&
+        mkdir photos && cp "$SRC/samples/images/coffee.png" photos/ &&
+        step walk_run $PREFIX/bin/pipefuse --plugin-path build/pipefuse-plugins run my.json photos/ -o out/
+    exit $failures
+) || fail "the walkthrough of docs/plugins.md stopped"
+says walk_stages "my_gain  (point, 1 input, fusable)  from myplugin"
+[ -s "$W/walk/myplugin/out/coffee.png" ] || fail "walkthrough: run my.json photos/ -o out/ wrote no out/coffee.png"
+grep -qF 'run my.json photos/ -o out/' "$SRC/docs/plugins.md" || fail "docs/plugins.md's walkthrough changed: update this test"
 says skeleton_configure "plugins are built with -O2"
-CC_LINE=$(grep '"command"' "$W/skeleton/compile_commands.json" | grep 'my_plugin\.c')
+CC_LINE=$(grep '"command"' "$W/walk/myplugin/build/compile_commands.json" | grep 'my_plugin\.c')
 case $CC_LINE in *" -O2 "*) ;; *) fail "skeleton without a build type: my_plugin.c not compiled with -O2: $CC_LINE" ;; esac
 case $CC_LINE in *"-std=c11 "*) ;; *) fail "skeleton: my_plugin.c not compiled with -std=c11: $CC_LINE" ;; esac
 
@@ -149,13 +192,26 @@ find_package(pipefuse 0.1 REQUIRED)
 if(NOT PIPEFUSE_ABI_VERSION MATCHES "^[0-9]+\\.[0-9]+$")
   message(FATAL_ERROR "PIPEFUSE_ABI_VERSION is '${PIPEFUSE_ABI_VERSION}'")
 endif()
+if(NOT PIPEFUSE_VERSION STREQUAL pipefuse_VERSION OR NOT PIPEFUSE_VERSION MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "PIPEFUSE_VERSION is '${PIPEFUSE_VERSION}', pipefuse_VERSION '${pipefuse_VERSION}'")
+endif()
+foreach(v ${DOCUMENTED})
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "pipefuseConfig.cmake documents ${v} but does not set it")
+  endif()
+endforeach()
 add_executable(app app.c)
 target_link_libraries(app PRIVATE pipefuse::pipefuse)
 CM
 # A sanitizer build of pipefuse needs its applications built with the sanitizer too.
 SAN=
 ldd "$P/$L/libpipefuse.so" 2>/dev/null | grep -q libasan && SAN="-fsanitize=address,undefined"
+# The variables the installed pipefuseConfig.cmake lists in its header.
+DOCUMENTED=$(sed -n '/^# Variables:/,/^[^#]/p' "$P/$L/cmake/pipefuse/pipefuseConfig.cmake" |
+    grep -o 'PIPEFUSE_[A-Z_]*' | sort -u | tr '\n' ';')
+case $DOCUMENTED in *PIPEFUSE_VERSION*) ;; *) fail "pipefuseConfig.cmake documents no PIPEFUSE_VERSION: $DOCUMENTED" ;; esac
 step app_configure "$CMAKE" -S "$W/app" -B "$W/app/build" -G "$GEN" -DCMAKE_PREFIX_PATH="$P" \
+    "-DDOCUMENTED=$DOCUMENTED" \
     -DCMAKE_C_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="$SAN" &&
     step app_build "$CMAKE" --build "$W/app/build" &&
     step app_run env -u PIPEFUSE_PLUGIN_PATH "$W/app/build/app" && says app_run "app: pipefuse"
@@ -164,8 +220,29 @@ step pc_app cc -std=c11 $SAN $CFLAGS "$W/app/app.c" -o "$W/app/pc-app" $(pkg-con
     -Wl,-rpath,"$LIBDIR" && step pc_app_run "$W/app/pc-app" && says pc_app_run "app: pipefuse"
 
 # ---- the plugin's own install ---------------------------------------------------------------------------
-step plugin_install "$CMAKE" --install "$W/darkroom" --prefix "$W/userprefix" &&
+# Under umask 002: the directories it creates, and the plugin, writable by their owner only.
+(umask 002 && step plugin_install "$CMAKE" --install "$W/darkroom" --prefix "$W/userprefix") &&
     [ "$(stat -c %a "$W"/userprefix/lib*/pipefuse/plugins/darkroom.so)" = 755 ] ||
     fail "the sample's install: $W/userprefix/lib*/pipefuse/plugins/darkroom.so missing or writable by others"
+WRITABLE=$(find "$W/userprefix" -type d -perm /022)
+[ -z "$WRITABLE" ] || fail "the sample installed under umask 002: writable by group or others: $WRITABLE"
+step user_stages "$PF" --plugin-path "$(echo "$W"/userprefix/lib*/pipefuse/plugins)" stages spotlight
+grep -q "refusing" "$W/user_stages.out" && fail "the engine refuses the sample's installed plugin directory"
+
+# Into pipefuse's own prefix, as docs/plugins.md says: a built-in plugin from then on, and
+# `plugin check` of the rebuilt plugin is not a clash with its installed copy.
+(umask 002 && step plugin_install_builtin "$CMAKE" --install "$W/darkroom" --prefix "$P") || exit 1
+step installed_stages "$PF" stages spotlight
+says installed_stages "spotlight  (point, 1 input, fusable)  from darkroom: $P/$L/pipefuse/plugins/darkroom.so"
+run recheck "$PF" plugin check "$PLUG/darkroom.so"
+expect recheck 0
+says recheck "result: PASS"
+says recheck "$P/$L/pipefuse/plugins/darkroom.so is an installed copy of this plugin"
+grep -q "already taken" "$W/recheck.out" && fail "plugin check: the installed copy clashes with the plugin"
+step recheck_ctest "$CMAKE" -E chdir "$W/darkroom" ctest --output-on-failure
+# The installed copy itself is checked in place, as a built-in plugin.
+run installed_check "$PF" plugin check "$P/$L/pipefuse/plugins/darkroom.so"
+expect installed_check 0
+says installed_check "loads: it is one of the built-in plugins"
 
 finish install_test
