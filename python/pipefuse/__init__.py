@@ -451,7 +451,7 @@ class Pipeline:
         in_shape = shapes[0]
         in_ch = in_shape[2] if len(in_shape) == 3 else 1
         out: List[Any] = []
-        for info in self._c.output_info():
+        for index, info in enumerate(self._c.output_info()):
             name = info["name"]
             if info["kind"] == "table" and given.get(name) is not None:
                 raise ValueError(f"output '{name}' is a table: the pipeline makes it and wait() "
@@ -462,7 +462,9 @@ class Pipeline:
             if name in given:
                 out.append(given[name])
                 continue
-            ch = info["channels"] or in_ch
+            # the declared layout, else the input's widened where a stage makes colour or
+            # alpha (a duotone of a gray photo is RGB), as `pipefuse run` writes it
+            ch = self._c.output_channels(index, in_ch) or in_ch
             dtype = np.dtype(_DTYPES[info["bits"]]).name if info["bits"] in _DTYPES else in_dtype
             h, w = info["shape"]
             shape = (h, w) if ch == 1 and len(in_shape) == 2 else (h, w, ch)

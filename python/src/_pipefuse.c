@@ -1892,6 +1892,22 @@ static PyObject *Pipeline_output_info(PipelineObject *self, PyObject *unused)
     return claimed(self, output_info_impl, unused, NULL);
 }
 
+/* output_channels(i, in_channels): the channels output i is written with for inputs of
+   in_channels, as `pipefuse run` writes it (pf_pipeline_output_channels: the declared
+   layout, else the input's widened where a stage needs colour or alpha); 0 for a table.
+   It reads only what the load fixed, so it needs no claim. */
+static PyObject *Pipeline_output_channels(PipelineObject *self, PyObject *args)
+{
+    int i = 0, in_ch = 0;
+    if (!PyArg_ParseTuple(args, "ii", &i, &in_ch))
+        return NULL;
+    if (!self->p) {
+        PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
+        return NULL;
+    }
+    return PyLong_FromLong(pf_pipeline_output_channels(self->p, i, in_ch));
+}
+
 static PyObject *Pipeline_stats(PipelineObject *self, PyObject *unused)
 {
     return claimed(self, stats_impl, unused, NULL);
@@ -1996,6 +2012,8 @@ static PyMethodDef Pipeline_methods[] = {
     {"set_option", (PyCFunction)Pipeline_set_option, METH_VARARGS, "set_option(name, value)"},
     {"plan", (PyCFunction)Pipeline_plan, METH_O, "plan([(height, width), ...])"},
     {"output_info", (PyCFunction)Pipeline_output_info, METH_NOARGS, "the outputs, as dicts"},
+    {"output_channels", (PyCFunction)Pipeline_output_channels, METH_VARARGS,
+     "output_channels(i, in_channels): the channels output i is written with"},
     {"stats", (PyCFunction)Pipeline_stats, METH_NOARGS, "counters, as a dict"},
     {"units", (PyCFunction)Pipeline_units, METH_NOARGS, "the plan's launch units, as dicts"},
     {"plan_text", (PyCFunction)Pipeline_plan_text, METH_NOARGS, "the plan, as pipefuse check"},
