@@ -47,14 +47,29 @@ static void leave(const pf_pipeline *p)
 /* The engine's message is written under this lock, so that it is never torn. */
 static pthread_mutex_t engine_msg_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Each thread's latest failure on an engine (the engine by its serial, which no later
+   engine at the same address shares), so that a thread reading pf_engine_errmsg after
+   its own failed call reads its own message, whatever other threads fail meanwhile. */
+static _Thread_local struct {
+    unsigned long serial;
+    char msg[PF_ERRMSG_MAX];
+} thread_msg;
+
 void pf_engine_errf(pf_engine *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&engine_msg_mu);
-    pf_verrf(e->errmsg, PF_ERRMSG_MAX, fmt, ap);
-    pthread_mutex_unlock(&engine_msg_mu);
+    pf_verrf(thread_msg.msg, PF_ERRMSG_MAX, fmt, ap);
     va_end(ap);
+    thread_msg.serial = e->serial;
+    pthread_mutex_lock(&engine_msg_mu);
+    memcpy(e->errmsg, thread_msg.msg, strlen(thread_msg.msg) + 1);
+    pthread_mutex_unlock(&engine_msg_mu);
+}
+
+const char *pf_engine_thread_msg(const pf_engine *e)
+{
+    return thread_msg.serial && thread_msg.serial == e->serial ? thread_msg.msg : NULL;
 }
 
 /* Loads take turns. */

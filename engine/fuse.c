@@ -11,6 +11,21 @@
 #include "fuse_gen.h"
 #include "nvrtc.h"
 
+/* Whether the source being generated names stages and offsets in its comments (the
+   dumped source) or not (the compiled one: pf_fuse_build). One generation at a time a
+   thread. */
+static _Thread_local int annotate = 1;
+
+const char *pf_fuse_note(const char *text)
+{
+    return annotate ? text : "";
+}
+
+int pf_fuse_annotating(void)
+{
+    return annotate;
+}
+
 extern const char pf_src_point_h[];
 extern const char pf_src_fused_rt[];
 extern const char pf_src_frame_desc[];
@@ -573,7 +588,7 @@ void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
     if (io->param_arg)
         pf_sb_printf(
             b, "    const unsigned char *P = PB.b; /* offsets from byte %zu of the block */\n",
-            io->param_lo);
+            pf_fuse_annotating() ? io->param_lo : 0); /* 0: the compiled text names none */
     if (io->desc_arg)
         pf_sb_printf(b, "    const pf_frame_desc *io = IOB.d; /* by value: the constant bank */\n");
 }
@@ -619,7 +634,7 @@ void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, cons
                  "};\n        pf_float4 v%d = %s(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), "
                  "a%d, pos)); // %s\n",
                  a, opaque ? "pf_opaque" : "", ns, n->desc->point_fn, ns, n->desc->params_type,
-                 param_off[m] - (io->param_arg ? io->param_lo : 0), a, n->id);
+                 param_off[m] - (io->param_arg ? io->param_lo : 0), a, pf_fuse_note(n->id));
     for (int k = 0; k < io->n_out; k++)
         if (io->out[k].node == m)
             pf_sb_printf(b, "        out%d[i] = v%d;\n", k, a);
@@ -649,7 +664,7 @@ static void emit_loads(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io, i
             b,
             "%spf_float4 in%d[%d]; /* %s */\n%spf_load_chunk<%d, %d, %d>(io[%d], y, %s, W, "
             "in%d);\n",
-            indent, k, vp, p->nodes[io->in[k].node].id, indent, io->in[k].sample,
+            indent, k, vp, pf_fuse_note(p->nodes[io->in[k].node].id), indent, io->in[k].sample,
             io->in[k].channels, vp, k, x, k);
 }
 
@@ -737,7 +752,7 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
                      "            if (y0k + 64 * k < yb)\n"
                      "                pf_load_chunk<%d, %d, %d>(io[%d], y0k + 64 * k, x, W, "
                      "ld%d[k]);\n",
-                     k, kr, vp, p->nodes[io->in[k].node].id, kr, io->in[k].sample,
+                     k, kr, vp, pf_fuse_note(p->nodes[io->in[k].node].id), kr, io->in[k].sample,
                      io->in[k].channels, vp, k, k);
     pf_sb_printf(b,
                  "#pragma unroll\n        for (int k = 0; k < %d; k++) {\n"
@@ -900,8 +915,8 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             "    for (int c = 0; c < PF_PPT / %d; c++)\n"
             "        pf_load_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, in%d + c * "
             "%d);\n",
-            k, p->nodes[io->in[k].node].id, vp, io->in[k].sample, io->in[k].channels, vp, k, vp, vp,
-            k, vp);
+            k, pf_fuse_note(p->nodes[io->in[k].node].id), vp, io->in[k].sample, io->in[k].channels,
+            vp, k, vp, vp, k, vp);
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(&b, "    pf_float4 out%d[PF_PPT];\n", k);
     pf_sb_printf(&b,
@@ -918,8 +933,9 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
             "#pragma unroll\n    for (int c = 0; c < PF_PPT / %d; c++) /* %s%s */\n"
             "        pf_store_chunk<%d, %d, %d>(io[%d], y, PF_PX_X(%d, c * %d), W, out%d + c "
             "* %d);\n",
-            vp, p->nodes[io->out[k].node].id, io->out[k].native >= 0 ? ", pipeline output" : "",
-            io->out[k].sample, io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
+            vp, pf_fuse_note(p->nodes[io->out[k].node].id),
+            pf_fuse_note(io->out[k].native >= 0 ? ", pipeline output" : ""), io->out[k].sample,
+            io->out[k].channels, vp, io->n_in + k, vp, vp, k, vp);
     pf_sb_printf(&b, "}\n");
     if (b.failed) {
         free(b.s);
@@ -972,43 +988,6 @@ static int blame_ops(pf_pipeline *p, int u, const pf_fuse_unit *io, int arch)
     return failed;
 }
 
-/* src without its comments (malloc'd; NULL when out of memory), newlines kept, so that
-   line numbers stay those of src. Comments name stages and offsets; what is compiled,
-   and so the kernel cache's key, should not, so that units of the same ops share one
-   compile. String and character literals are copied as they are. */
-static char *strip_comments(const char *src)
-{
-    char *out = malloc(strlen(src) + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const char *s = src; *s;) {
-        if (s[0] == '/' && s[1] == '/') {
-            while (*s && *s != '\n')
-                s++;
-        } else if (s[0] == '/' && s[1] == '*') {
-            for (s += 2; *s && !(s[0] == '*' && s[1] == '/'); s++)
-                if (*s == '\n')
-                    *o++ = '\n';
-            s += *s ? 2 : 0;
-            *o++ = ' ';
-        } else if (*s == '"' || *s == '\'') {
-            char q = *s;
-            *o++ = *s++;
-            while (*s && *s != q && *s != '\n') {
-                if (*s == '\\' && s[1])
-                    *o++ = *s++;
-                *o++ = *s++;
-            }
-            if (*s == q)
-                *o++ = *s++;
-        } else {
-            *o++ = *s++;
-        }
-    }
-    *o = 0;
-    return out;
-}
-
 int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, const int *out_fmt,
                   int arch, int sm_count, const char *dump_dir, pf_fuse_unit *io, void **cubin,
                   size_t *size)
@@ -1032,9 +1011,17 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
     if (!off)
         return PF_NO_MEMORY;
     pf_param_layout(p, off);
+    /* The source as dumped names stages and offsets in its comments; the source compiled
+       leaves them out (the same lines, so NVRTC's line numbers are the dump's), so that
+       units of the same ops compile the same text. */
     char *src = pf_fuse_source(p, u, io, off, PF_FUSED_KERNEL);
+    annotate = 0;
+    char *plain = src ? pf_fuse_source(p, u, io, off, PF_FUSED_KERNEL) : NULL;
+    annotate = 1;
     free(off);
-    if (!src) {
+    if (!src || !plain) {
+        free(src);
+        free(plain);
         pf_errf(p->errmsg, "%s: out of memory generating fused kernel #%d", p->source, u);
         return PF_NO_MEMORY;
     }
@@ -1047,20 +1034,15 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
     char *log = NULL;
     int hit = 0;
     /* The first line names the pipeline file and stage ids, for a dumped kernel; the
-       compile (and so the kernel cache's key) starts after it and has no comments, so
-       the same ops in another file, under other ids or in another unit of the plan (a
-       long chain's groups) find the same cached kernel. The #line directives keep
-       NVRTC's line numbers those of the dumped source. */
-    const char *body = src + strcspn(src, "\n");
+       compile (and so the kernel cache's key) starts after it, in the source without
+       the names and offsets in comments, so the same ops in another file, under other
+       ids or in another unit of the plan (a long chain's groups) find the same cached
+       kernel. The #line directives keep NVRTC's line numbers those of the dumped
+       source. */
+    const char *body = plain + strcspn(plain, "\n");
     body += *body == '\n';
-    char *canon = strip_comments(body);
-    if (!canon) {
-        free(src);
-        pf_errf(p->errmsg, "%s: out of memory compiling fused kernel #%d", p->source, u);
-        return PF_NO_MEMORY;
-    }
-    int rc = pf_nvrtc_compile(canon, name, arch, cubin, size, &log, &hit);
-    free(canon);
+    int rc = pf_nvrtc_compile(body, name, arch, cubin, size, &log, &hit);
+    free(plain);
     if (rc == PF_OK && hit)
         p->stats.kernel_cache_hits++;
     else if (rc == PF_OK)

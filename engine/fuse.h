@@ -153,6 +153,12 @@ int pf_fuse_ppt(int width, int height, int sm_count);
    in the kernel cache, whatever their unit number or stage ids. */
 #define PF_FUSED_KERNEL "pf_fused"
 
+/* For the generators: text that goes into a comment of the generated source (a stage
+   id), or "" while the source to compile is generated, which names nothing, so that
+   units of the same ops generate the same text; and whether names are wanted. */
+const char *pf_fuse_note(const char *text);
+int pf_fuse_annotating(void);
+
 /* Generates, optionally dumps (dump_dir non-NULL: DIR/pf_fused_u<u>.cu), and compiles
    fused unit u for sm_<arch> (pixels per thread from pf_fuse_ppt for a device of sm_count
    multiprocessors: io->ppt), with the unit's IO from f4/in_fmt/out_fmt. The kernel is

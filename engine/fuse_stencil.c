@@ -30,15 +30,15 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
                  "    {\n        const int i = 0;\n        const pf_float4 *in%d = r; /* %s */\n"
                  "        pf_pos pos;\n"
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
-                 io->n_in, sn->id);
+                 io->n_in, pf_fuse_note(sn->id));
     for (int k = 0; k < io->n_in; k++) /* its other inputs, at (x, y) */
         for (int j = 0; j < epi->n_inputs; j++)
             if (epi->inputs[j] == io->in[k].node)
                 pf_sb_printf(b,
                              "        pf_float4 in%d[1]; /* %s */\n"
                              "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
-                             k, p->nodes[io->in[k].node].id, io->in[k].sample, io->in[k].channels,
-                             k, k);
+                             k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
+                             io->in[k].channels, k, k);
     for (int a = 0; a < epi->n_nodes; a++)
         pf_fuse_emit_member(b, p, epi, io, param_off, a, ns + 1);
     pf_sb_printf(b, "    }\n");
@@ -86,7 +86,8 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
         pf_sb_printf(&b,
                      "        pf_float4 in%d[1]; /* %s */\n"
                      "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
-                     k, p->nodes[io->in[k].node].id, io->in[k].sample, io->in[k].channels, k, k);
+                     k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
+                     io->in[k].channels, k, k);
     int value = -1;
     for (int a = 0; src && a < src->n_nodes; a++) {
         pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
@@ -109,7 +110,7 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
                  "    pf_float4 r[1];\n"
                  "    r[0] = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), n)); // %s\n",
                  ns, sn->desc->stencil_fn, ns, sn->desc->params_type,
-                 param_off[s] - (io->param_arg ? io->param_lo : 0), sn->id);
+                 param_off[s] - (io->param_arg ? io->param_lo : 0), pf_fuse_note(sn->id));
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(&b, "    pf_float4 out%d[1];\n", k);
     for (int k = 0; k < io->n_out; k++)
@@ -120,8 +121,8 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(&b, "    pf_store_chunk<%d, %d, 1>(io[%d], y, x, W, out%d); /* %s%s */\n",
                      io->out[k].sample, io->out[k].channels, io->n_in + k, k,
-                     p->nodes[io->out[k].node].id,
-                     io->out[k].native >= 0 ? ", pipeline output" : "");
+                     pf_fuse_note(p->nodes[io->out[k].node].id),
+                     pf_fuse_note(io->out[k].native >= 0 ? ", pipeline output" : ""));
     pf_sb_printf(&b, "}\n");
     if (b.failed) {
         free(b.s);

@@ -28,8 +28,11 @@ static inline char *pf_plugin_msg(char *err, size_t size)
         err[size - 1] = 0;
     return err;
 }
-/* printf into the engine's errmsg, under a lock (api.c). */
+/* printf into the engine's errmsg, under a lock, and into the calling thread's own copy,
+   which pf_engine_errmsg gives that thread (api.c). */
 void pf_engine_errf(pf_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The calling thread's latest message on engine e, or NULL when it has none. */
+const char *pf_engine_thread_msg(const pf_engine *e);
 /* A notice (level 0), warning (1) or error (2) through the engine's log callback. */
 void pf_log(const pf_engine *e, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -100,6 +103,7 @@ struct pf_engine {
     struct pf_threadpool *pool;
     struct pf_cuda_dev *cuda; /* device state, created on first use (exec_cuda.c) */
     char *skipped;            /* plugins and directories not loaded: "path: why" lines */
+    unsigned long serial;     /* unique to this engine in the process (pf_engine_errmsg) */
     char errmsg[PF_ERRMSG_MAX];
 };
 
@@ -224,7 +228,8 @@ struct pf_pipeline {
 
 /* Parses and validates pipeline JSON text into p (whose eng is set and the rest zero).
    source names the text in messages. On failure returns PF_PARSE or PF_PIPELINE (or
-   PF_NO_MEMORY) with the message in p->eng->errmsg; p's partial contents are freed by
+   PF_NO_MEMORY) with the message in p->errmsg (the API's load copies it to the engine's);
+   p's partial contents are freed by
    pf_pipeline_free_ir. Unused stages are warned about through pf_log. */
 int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source);
 void pf_pipeline_free_ir(pf_pipeline *p);

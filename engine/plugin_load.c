@@ -16,6 +16,7 @@
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -428,6 +429,8 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
     pf_engine *e = calloc(1, sizeof *e);
     if (!e)
         return PF_NO_MEMORY;
+    static _Atomic unsigned long serials;
+    e->serial = atomic_fetch_add(&serials, 1) + 1;
     *out = e;
     if (cfg->size < PF_ENGINE_CONFIG_SIZE_0_1 || cfg->size > (1u << 16)) {
         pf_errf(e->errmsg,
@@ -502,7 +505,10 @@ PF_API void pf_engine_destroy(pf_engine *e)
 
 PF_API const char *pf_engine_errmsg(const pf_engine *e)
 {
-    return e ? e->errmsg : "no engine (out of memory)";
+    if (!e)
+        return "no engine (out of memory)";
+    const char *own = pf_engine_thread_msg(e);
+    return own ? own : e->errmsg;
 }
 
 PF_API int pf_engine_stage_count(const pf_engine *e)

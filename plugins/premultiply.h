@@ -11,9 +11,10 @@
  * taking part.
  *
  * Where the summed alpha equals the summed weights, the case where every pixel read is
- * opaque (alpha exactly 1: always for an image without alpha), the colour is the plain
- * weighted sum, which is what straight gives, bit for bit: c * 1 is exact, so only the
- * division could differ (by the weights' rounding from a sum of 1), and it is skipped.
+ * opaque (alpha exactly 1: always for an image without alpha), the colour is what
+ * straight gives, bit for bit: pf_pm_div (resize, rotate) keeps the plain weighted sum
+ * there, and pf_norm_colour (the blurs, which normalise every sum by the weights' float
+ * sum) divides it by the summed alpha, which is that weight sum.
  */
 #ifndef PF_PLUGIN_PREMULTIPLY_H
 #define PF_PLUGIN_PREMULTIPLY_H

@@ -900,6 +900,11 @@ static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
     po->n_tables = 0;
     PyObject_GC_Track(po);
     po->inflight = PyList_New(0);
+    /* The list is the pipeline's alone: the collector must never clear it on its own, which
+       would free tickets of frames still running (their outputs and inputs) before the
+       pipeline waits for them. The pipeline visits the tickets instead. */
+    if (po->inflight)
+        PyObject_GC_UnTrack(po->inflight);
     for (int i = 0; i < pf_pipeline_output_count(p); i++) {
         pf_output_info oi;
         if (pf_pipeline_output_info(p, i, &oi) == PF_OK && oi.kind == PF_OUTPUT_TABLE)
@@ -1981,7 +1986,8 @@ static PyObject *Pipeline_close(PipelineObject *self, PyObject *unused)
 static int Pipeline_traverse(PipelineObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->engine);
-    Py_VISIT(self->inflight);
+    for (Py_ssize_t i = 0; self->inflight && i < PyList_GET_SIZE(self->inflight); i++)
+        Py_VISIT(PyList_GET_ITEM(self->inflight, i));
     return 0;
 }
 

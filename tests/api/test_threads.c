@@ -428,6 +428,59 @@ static void test_counts_while_replanning(void)
     pf_pipeline_destroy(r.p);
 }
 
+/* ---- The engine's message per thread ------------------------------------------------------- */
+
+typedef struct loader_arg {
+    int id;
+    unsigned long wrong;
+} loader_arg;
+
+/* Loads broken pipelines named after this thread, and reads the engine's message after
+   each: always this thread's own failure, never another thread's that failed meanwhile. */
+static void *failing_loader(void *arg)
+{
+    loader_arg *a = arg;
+    char json[256], name[32];
+    snprintf(name, sizeof name, "thread%d.json", a->id);
+    for (int n = 0; n < 2000; n++) {
+        snprintf(json, sizeof json,
+                 "{\"pipefuse\": 1, \"inputs\": [\"a\"], \"stages\": [{\"id\": \"s\", "
+                 "\"op\": \"nosuch%d\"}], \"outputs\": {\"o\": \"s\"}}",
+                 a->id);
+        pf_pipeline *p = NULL;
+        if (pf_pipeline_load_string(eng, json, name, &p) == PF_OK) {
+            pf_pipeline_destroy(p);
+            a->wrong++;
+            continue;
+        }
+        const char *m = pf_engine_errmsg(eng);
+        char op[16];
+        snprintf(op, sizeof op, "nosuch%d", a->id);
+        a->wrong += !strstr(m, name) || !strstr(m, op);
+    }
+    return NULL;
+}
+
+static void test_engine_message_per_thread(void)
+{
+    pthread_t t[4];
+    loader_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (loader_arg){i, 0};
+        if (pthread_create(&t[i], NULL, failing_loader, &a[i]) != 0) {
+            fprintf(stderr, "cannot start threads\n");
+            exit(1);
+        }
+    }
+    unsigned long wrong = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        wrong += a[i].wrong;
+    }
+    printf("engine messages, 4 threads failing loads: %lu of 8000 not their own\n", wrong);
+    CHECK(wrong == 0);
+}
+
 /* ---- Tickets ----------------------------------------------------------------------------- */
 
 static void test_tickets(void)
@@ -479,6 +532,7 @@ int main(int argc, char **argv)
     test_many_threads();
     test_shared_pipeline();
     test_counts_while_replanning();
+    test_engine_message_per_thread();
     for (int k = 0; k < N_KINDS; k++)
         for (int n = 0; n < N_INPUTS; n++) {
             pf_frame_free(&input[k][n]);

@@ -20,8 +20,9 @@
  * blocks or mixes two frames. Handing a pipeline from one thread to another between
  * calls is fine. pf_pipeline_destroy and pf_engine_destroy must not race with other
  * calls on the object they destroy, and an engine outlives its pipelines. The engine's
- * errmsg (failed loads) is shared: with loads failing on several threads at once it
- * holds the latest. Devices, NVRTC and plugins are set up once per process or engine,
+ * errmsg (failed loads, host memory calls) is per thread: a thread reads its own latest
+ * failure on the engine, whatever other threads fail meanwhile (one that has had none
+ * reads the engine's latest). Devices, NVRTC and plugins are set up once per process or engine,
  * under a lock, whichever thread comes first.
  *
  * Growth. Signatures never change once released; new behaviour gets new functions.
