@@ -366,42 +366,71 @@ int cli_cmp_file_id(const void *a, const void *b)
                               : x->index - y->index;
 }
 
-/* The same file given twice ("x.png x.png", "x.png ./x.png", "-r tree tree/a", a hard
-   link): taken once, where it first came, so it keeps that occurrence's folder and
-   name; said unless -q. Files that cannot be stat'ed are compared by path. */
+/* A path by where it is: its folder resolved (realpath: "./x.png", "tree/a/../a/x.png"
+   and a symlinked folder name one place) and its own name as given, malloc'd; NULL when
+   out of memory. A file's own name is kept: two names of one file (a hard link, a
+   symlink named otherwise) are two inputs with two outputs. */
+static char *where(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return NULL;
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (slash)
+        slash[slash == dir] = 0; /* "/x.png": the folder is "/" */
+    char *real = realpath(slash ? dir : ".", NULL);
+    free(dir);
+    if (!real)
+        return strdup(path); /* not there: the same path again is the same input */
+    size_t len = strlen(real) + strlen(base) + 2;
+    char *w = malloc(len);
+    if (w)
+        snprintf(w, len, "%s/%s", real, base);
+    free(real);
+    return w;
+}
+
+typedef struct placed {
+    char *where;
+    int index;
+} placed;
+
+static int cmp_placed(const void *a, const void *b)
+{
+    const placed *x = a, *y = b;
+    int c = strcmp(x->where, y->where);
+    return c ? c : x->index - y->index;
+}
+
+/* The same file given twice by one name ("x.png x.png", "x.png ./x.png", "-r tree
+   tree/a"): taken once, where it first came, so it keeps that occurrence's folder and
+   name; said unless -q. */
 static int take_once(run_args *r)
 {
-    cli_file_id *ids = calloc((size_t)r->n_files + 1, sizeof *ids);
+    placed *pl = calloc((size_t)r->n_files + 1, sizeof *pl);
     char *drop = calloc((size_t)r->n_files + 1, 1);
-    if (!ids || !drop) {
-        free(ids);
-        free(drop);
-        return -1;
-    }
-    int n_ids = 0;
-    for (int i = 0; i < r->n_files; i++) {
-        struct stat st;
-        if (stat(r->files[i].path, &st) == 0)
-            ids[n_ids++] = (cli_file_id){st.st_dev, st.st_ino, i};
-        else /* not there: the same path again is the same input */
-            for (int j = 0; j < i && !drop[i]; j++)
-                drop[i] = !drop[j] && strcmp(r->files[j].path, r->files[i].path) == 0;
-    }
-    if (n_ids)
-        qsort(ids, (size_t)n_ids, sizeof *ids, cli_cmp_file_id); /* the first of equals first */
-    for (int a = 1, first = 0; a < n_ids; a++) {
-        if (ids[a].dev != ids[first].dev || ids[a].ino != ids[first].ino) {
+    int rc = pl && drop ? 0 : -1;
+    for (int i = 0; rc == 0 && i < r->n_files; i++)
+        if (!(pl[i] = (placed){where(r->files[i].path), i}).where)
+            rc = -1;
+    if (rc == 0 && r->n_files > 1)
+        qsort(pl, (size_t)r->n_files, sizeof *pl, cmp_placed); /* the first of equals first */
+    for (int a = 1, first = 0; rc == 0 && a < r->n_files; a++) {
+        if (strcmp(pl[a].where, pl[first].where) != 0) {
             first = a;
             continue;
         }
-        drop[ids[a].index] = 1;
+        drop[pl[a].index] = 1;
         if (!r->quiet)
             fprintf(stderr, "pipefuse run: %s is the same file as %s: taken once\n",
-                    r->files[ids[a].index].path, r->files[ids[first].index].path);
+                    r->files[pl[a].index].path, r->files[pl[first].index].path);
     }
-    free(ids);
+    for (int i = 0; pl && i < r->n_files; i++)
+        free(pl[i].where);
+    free(pl);
     int kept = 0;
-    for (int i = 0; i < r->n_files; i++) {
+    for (int i = 0; rc == 0 && i < r->n_files; i++) {
         if (drop[i]) {
             free(r->files[i].path);
             free(r->files[i].dir);
@@ -409,9 +438,10 @@ static int take_once(run_args *r)
             r->files[kept++] = r->files[i];
         }
     }
-    r->n_files = kept;
+    if (rc == 0)
+        r->n_files = kept;
     free(drop);
-    return 0;
+    return rc;
 }
 
 /* --input NAME=FILE, checked against the pipeline before anything runs: the form, a
@@ -604,6 +634,11 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     for (int i = 0; i < r.n_positional; i++)
         if (strcmp(r.positional[i], "-") == 0 && (spooled || r.n_positional > 1)) {
             fprintf(stderr, "pipefuse run: '-' (stdin) must be the only input\n");
+            goto done;
+        } else if (strcmp(r.positional[i], "-") == 0 && retry) {
+            fprintf(stderr, "pipefuse run: '-' (stdin) with --retry-failed: a joblog names "
+                            "files to run again, and stdin is no file; give the image again "
+                            "without --retry-failed\n");
             goto done;
         } else if (strcmp(r.positional[i], "-") == 0) {
             spooled = "-";

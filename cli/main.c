@@ -156,7 +156,7 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     int status = cmd_check_run(&o, c);
     if (dot_out && fclose(dot_out) != 0 && status == PF_EXIT_OK) {
         fprintf(stderr, "pipefuse check: --dot -: writing stdout: %s\n", strerror(errno));
-        status = PF_EXIT_USAGE;
+        status = PF_EXIT_FAILED; /* the output failed, not the command line (as run -o -) */
     }
     return status;
 }

@@ -121,10 +121,11 @@ static int plugin_usage(const char *fmt, const char *a, const char *more)
 
 int cli_plugin(int argc, char **argv, const cli_common *common)
 {
-    /* `plugin [--] check [OPTIONS] [--] LIB.so`: after "--" nothing is an option */
+    /* `plugin [--] check [OPTIONS] [--] LIB.so`: a "--" before check ends the command's
+       options (it has none), one after it check's: nothing after that is an option */
     int i = 0, ended = 0;
     if (i < argc && strcmp(argv[i], "--") == 0)
-        ended = 1, i++;
+        i++;
     if (i >= argc) { /* as `pipefuse` alone: the help, on stderr */
         cli_help(cli_find_command("plugin"), stderr);
         return PF_EXIT_USAGE;

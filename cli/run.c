@@ -197,10 +197,14 @@ static int read_failed(run_opts *o, const char *file)
             continue;
         if (line[len - 1] == '\n')
             line[--len] = 0;
+        if (len > 0 && line[len - 1] == '\r') /* a joblog edited on Windows */
+            line[--len] = 0;
+        if (!len) /* a blank line (an editor's last newline) */
+            continue;
         if (!strchr(line, '\t')) {
             fprintf(stderr, "pipefuse run: --retry-failed %s:%d: not a joblog line\n", file,
                     lineno);
-            rc = -1;
+            rc = -2; /* said */
             break;
         }
         for (char *t = line; (t = strchr(t, '\t'));)
@@ -216,6 +220,13 @@ static int read_failed(run_opts *o, const char *file)
             l = nl;
         }
         int failed = status && strcmp(status, "failed") == 0;
+        if (failed && strcmp(line, "-") == 0) { /* stdin: no file to run again */
+            fprintf(stderr,
+                    "pipefuse run: --retry-failed %s:%d: the failed input was standard input, "
+                    "which a retry cannot read again; skipped\n",
+                    file, lineno);
+            failed = 0;
+        }
         int ok = status && strcmp(status, "ok") == 0;
         cli_unescape(line);
         if (key)
@@ -250,9 +261,9 @@ static int read_failed(run_opts *o, const char *file)
         free(l[k].outputs);
     }
     free(l);
-    if (rc != 0)
+    if (rc == -1)
         fprintf(stderr, "pipefuse run: --retry-failed %s: out of memory\n", file);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 /* The index in o->failed (sorted) of the joblog's failed input that is path, by name or

@@ -449,6 +449,12 @@ section_dirnames() {
     expect 0 "-r tree tree/a"
     grep -q "clash" "$W/stderr" && fail "-r tree tree/a clashed"
     [ "$(files "$W/d3")" = "a/b/x.png a/x.png x.png " ] || fail "-r tree tree/a: $(files "$W/d3")"
+    # two names of one file (a hard link) are two inputs with two outputs, even under -q
+    mkdir -p "$W/hl"
+    cp "$W/gen/rgb8.png" "$W/hl/cat.png" && ln "$W/hl/cat.png" "$W/hl/dog.png" || fail "ln"
+    pf run "$P/thumbnail.json" "$W/hl" -o "$W/d4" -q
+    expect 0 "a hard link"
+    [ "$(files "$W/d4")" = "cat.png dog.png " ] || fail "a hard link: $(files "$W/d4")"
 }
 
 # ---- agree: what --help, the man page, README and the code say, the same way everywhere -------
