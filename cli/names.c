@@ -281,8 +281,20 @@ int cli_names_fix(const char *input, const char *key)
     } else {
         if (add_entry(input, key, dl, stem) != 0)
             return -1;
-        qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
-        e = find(input);
+        /* into its place in the sorted table (appended last): a sort per retried input
+           was quadratic in a long retry */
+        name_entry added = names.e[names.n - 1];
+        int lo = 0, hi = names.n - 1;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (by_input(&names.e[mid], &added) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        memmove(&names.e[lo + 1], &names.e[lo], sizeof *names.e * (size_t)(names.n - 1 - lo));
+        names.e[lo] = added;
+        e = &names.e[lo];
     }
     e->fixed = 1;
     return 0;

@@ -155,6 +155,13 @@ void cli_unescape(char *s)
     *w = 0;
 }
 
+/* qsort order of (claimed output, its input) pairs: by the output's name. */
+static int cmp_claim(const void *a, const void *b)
+{
+    const char *const *x = a, *const *y = b;
+    return strcmp(x[0], y[0]);
+}
+
 /* --retry-failed: the inputs whose last line in the joblog says "failed", with the
    folder and stem their outputs were named from (the name column, cli_output_key;
    NULL in joblogs older than it), and the names written for the inputs that ended ok,
@@ -261,9 +268,38 @@ static int read_failed(run_opts *o, const char *file)
         free(l[k].outputs);
     }
     free(l);
+    /* the outputs the joblog says were written, sorted by name (with their inputs), for
+       precheck's binary search: a scan per output was quadratic in the joblog's size */
+    if (rc == 0 && o->n_claimed > 1) {
+        char **pairs = malloc(sizeof(char *) * 2 * (size_t)o->n_claimed);
+        if (!pairs) {
+            rc = -1;
+        } else {
+            for (int k = 0; k < o->n_claimed; k++)
+                pairs[2 * k] = o->claimed[k], pairs[2 * k + 1] = o->claimed_by[k];
+            qsort(pairs, (size_t)o->n_claimed, 2 * sizeof(char *), cmp_claim);
+            for (int k = 0; k < o->n_claimed; k++)
+                o->claimed[k] = pairs[2 * k], o->claimed_by[k] = pairs[2 * k + 1];
+            free(pairs);
+        }
+    }
     if (rc == -1)
         fprintf(stderr, "pipefuse run: --retry-failed %s: out of memory\n", file);
     return rc ? -1 : 0;
+}
+
+/* The first of o->claimed (sorted) that is name, or o->n_claimed. */
+static int first_claim(const run_opts *o, const char *name)
+{
+    int lo = 0, hi = o->n_claimed;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(o->claimed[mid], name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* The index in o->failed (sorted) of the joblog's failed input that is path, by name or
@@ -1145,8 +1181,9 @@ static void precheck(sup *s)
                 break;
             }
             /* an output a joblog of --retry-failed says another input wrote stays */
-            for (int c = 0; c < o->n_claimed && !msg[0]; c++)
-                if (strcmp(o->claimed[c], f) == 0 && strcmp(o->claimed_by[c], o->inputs[i]) != 0)
+            for (int c = first_claim(o, f);
+                 c < o->n_claimed && !msg[0] && strcmp(o->claimed[c], f) == 0; c++)
+                if (strcmp(o->claimed_by[c], o->inputs[i]) != 0)
                     snprintf(msg, sizeof msg,
                              "output %.1024s was written for %.1024s (joblog %.1024s): not "
                              "replaced; give the original run's directory arguments",
