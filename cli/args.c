@@ -457,6 +457,21 @@ void cli_args_free(cli_args *r)
 
 /* strtoll and strtod take leading spaces, a '+', hex and "inf": an option's value is
    plain digits, so those are refused before they are parsed. */
+int cli_parse_size(const char *s, pf_shape *out)
+{
+    const char *x = s ? strpbrk(s, "xX") : NULL;
+    char w_text[32];
+    long long w, h;
+    if (!x || (size_t)(x - s) >= sizeof w_text)
+        return -1;
+    snprintf(w_text, sizeof w_text, "%.*s", (int)(x - s), s);
+    if (cli_parse_int(w_text, 1, 1 << 20, &w) != 0 || cli_parse_int(x + 1, 1, 1 << 20, &h) != 0)
+        return -1;
+    out->width = (int)w;
+    out->height = (int)h;
+    return 0;
+}
+
 int cli_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     const char *d = s && *s == '-' && lo < 0 ? s + 1 : s;
@@ -593,15 +608,20 @@ static int unknown_command(const char *a)
     const char *names[N_COMMANDS];
     for (int k = 0; k < N_COMMANDS; k++)
         names[k] = commands[k].name;
-    const char *near = pf_closest_name(a, names, N_COMMANDS);
     fprintf(stderr, "pipefuse: unknown command '%s'", a);
+    cli_say_names(a, "commands", names, N_COMMANDS);
+    return PF_EXIT_USAGE;
+}
+
+void cli_say_names(const char *name, const char *plural, const char *const *names, int n)
+{
+    const char *near = pf_closest_name(name, names, n);
     if (near)
         fprintf(stderr, " (did you mean '%s'?)", near);
-    fprintf(stderr, "; the commands are");
-    for (int k = 0; k < N_COMMANDS; k++)
+    fprintf(stderr, "; the %s are", plural);
+    for (int k = 0; k < n; k++)
         fprintf(stderr, "%s %s", k ? "," : "", names[k]);
     fputc('\n', stderr);
-    return PF_EXIT_USAGE;
 }
 
 int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)

@@ -44,14 +44,8 @@ static int check_mode(const char *name)
             return 0;
         names[m] = modes[m].name;
     }
-    const char *near = pf_closest_name(name, names, N_MODES);
     fprintf(stderr, "pipefuse bench: --mode %s: unknown mode", name);
-    if (near)
-        fprintf(stderr, " (did you mean '%s'?)", near);
-    fprintf(stderr, "; the modes are");
-    for (int m = 0; m < N_MODES; m++)
-        fprintf(stderr, "%s %s", m ? "," : "", names[m]);
-    fputc('\n', stderr);
+    cli_say_names(name, "modes", names, N_MODES);
     return -1;
 }
 
@@ -386,18 +380,10 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         } else if (strcmp(argv[i], "--") == 0) {
             ended = 1;
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            const char *v = argv[++i], *x = strpbrk(v, "xX");
-            char w_text[32];
-            long long w = 0, h = 0;
-            if (x && (size_t)(x - v) < sizeof w_text)
-                snprintf(w_text, sizeof w_text, "%.*s", (int)(x - v), v);
-            if (!x || (size_t)(x - v) >= sizeof w_text || cli_parse_int(w_text, 1, 1 << 20, &w) ||
-                cli_parse_int(x + 1, 1, 1 << 20, &h)) {
+            if (cli_parse_size(argv[++i], &size) != 0) {
                 fprintf(stderr, "pipefuse bench: --size %s: expected WIDTHxHEIGHT\n", argv[i]);
                 return PF_EXIT_USAGE;
             }
-            size.width = (int)w;
-            size.height = (int)h;
         } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
             long long f;
             if (cli_parse_int(argv[++i], 3, 1000000, &f) != 0) {

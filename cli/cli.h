@@ -117,6 +117,11 @@ int cli_bench(int argc, char **argv, const cli_common *c);
 /* s as a whole decimal integer in [lo, hi]: digits only (a '-' only where lo < 0), no
    spaces, no text after it, no overflow. 0, or -1 (the caller names the option). */
 int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+/* "WIDTHxHEIGHT", each side 1 to 2^20 (cli_parse_int's rules): 0, or -1. */
+int cli_parse_size(const char *s, pf_shape *out);
+/* After a message about an unknown name (a command, a mode): " (did you mean 'x'?); the
+   PLURAL are a, b, c" and a newline, on stderr. */
+void cli_say_names(const char *name, const char *plural, const char *const *names, int n);
 /* The same for a decimal real number (no hex, inf or nan). */
 int cli_parse_real(const char *s, double lo, double hi, double *out);
 

@@ -28,21 +28,6 @@ pf_engine *cli_engine(const cli_common *c)
     return e;
 }
 
-static int parse_size(const char *s, pf_shape *out)
-{
-    const char *x = s ? strpbrk(s, "xX") : NULL;
-    char w_text[32];
-    long long w, h;
-    if (!x || (size_t)(x - s) >= sizeof w_text)
-        return -1;
-    snprintf(w_text, sizeof w_text, "%.*s", (int)(x - s), s);
-    if (cli_parse_int(w_text, 1, 1 << 20, &w) != 0 || cli_parse_int(x + 1, 1, 1 << 20, &h) != 0)
-        return -1;
-    out->width = (int)w;
-    out->height = (int)h;
-    return 0;
-}
-
 /* check's arguments, and where its output goes: the plan to stdout, or with --dot -
    the graph alone to dot_out (the real stdout) and the rest to stderr. */
 typedef struct check_opts {
@@ -77,7 +62,7 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         } else if (strcmp(argv[i], "--") == 0) {
             ended = 1;
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            if (parse_size(argv[++i], &size) != 0) {
+            if (cli_parse_size(argv[++i], &size) != 0) {
                 fprintf(stderr, "pipefuse check: --size %s: expected WIDTHxHEIGHT\n", argv[i]);
                 return PF_EXIT_USAGE;
             }
