@@ -6,7 +6,6 @@
 #include "pipefuse/png.h"
 
 #include <stdio.h>
-#include <sys/types.h>
 
 /* Exit codes (documented in README.md and `pipefuse --help`). */
 enum {
@@ -127,14 +126,5 @@ int cli_parse_real(const char *s, double lo, double hi, double *out);
 
 /* A frame format by name: gray8, graya8, rgb8, rgba8, the same with 16 or f. 0, or -1. */
 int cli_parse_format(const char *s, pf_sample *sample, int *channels);
-
-/* A file by identity (device and inode) and its index in some list: the same file
-   given two ways is one (inputs.c, run.c). */
-typedef struct cli_file_id {
-    dev_t dev;
-    ino_t ino;
-    int index;
-} cli_file_id;
-int cli_cmp_file_id(const void *a, const void *b);
 
 #endif

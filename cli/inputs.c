@@ -356,16 +356,6 @@ static int drop_outputs(run_args *r, const pipe_outputs *po)
     return 0;
 }
 
-/* qsort order of cli_file_id: by device, inode, then index, so the first of equal
-   files comes first. */
-int cli_cmp_file_id(const void *a, const void *b)
-{
-    const cli_file_id *x = a, *y = b;
-    return x->dev != y->dev   ? (x->dev < y->dev ? -1 : 1)
-           : x->ino != y->ino ? (x->ino < y->ino ? -1 : 1)
-                              : x->index - y->index;
-}
-
 /* A path by where it is: its folder resolved (realpath: "./x.png", "tree/a/../a/x.png"
    and a symlinked folder name one place) and its own name as given, malloc'd; NULL when
    out of memory. A file's own name is kept: two names of one file (a hard link, a

@@ -302,9 +302,26 @@ static int first_claim(const run_opts *o, const char *name)
     return lo;
 }
 
+/* A file by identity (device and inode) and its index in o->failed. */
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    int index;
+} file_id;
+
+/* qsort order of file_id: by device, inode, then index, so the first of equal files
+   comes first. */
+static int cmp_file_id(const void *a, const void *b)
+{
+    const file_id *x = a, *y = b;
+    return x->dev != y->dev   ? (x->dev < y->dev ? -1 : 1)
+           : x->ino != y->ino ? (x->ino < y->ino ? -1 : 1)
+                              : x->index - y->index;
+}
+
 /* The index in o->failed (sorted) of the joblog's failed input that is path, by name or
    else by identity (the same file written another way, ./x.png for x.png); -1: none. */
-static int failed_index(const run_opts *o, const cli_file_id *ids, int n_ids, const char *path)
+static int failed_index(const run_opts *o, const file_id *ids, int n_ids, const char *path)
 {
     char *const *hit =
         o->n_failed ? bsearch(&path, o->failed, (size_t)o->n_failed, sizeof *o->failed, cmp_str)
@@ -314,11 +331,11 @@ static int failed_index(const run_opts *o, const cli_file_id *ids, int n_ids, co
     struct stat st;
     if (!n_ids || stat(path, &st) != 0)
         return -1;
-    cli_file_id key = {st.st_dev, st.st_ino, -1};
+    file_id key = {st.st_dev, st.st_ino, -1};
     int lo = 0, hi = n_ids;
     while (lo < hi) { /* the first id not below key */
         int mid = (lo + hi) / 2;
-        if (cli_cmp_file_id(&ids[mid], &key) < 0)
+        if (cmp_file_id(&ids[mid], &key) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -334,17 +351,17 @@ static int failed_index(const run_opts *o, const cli_file_id *ids, int n_ids, co
 static int take_failed(run_opts *o)
 {
     int rc = 0;
-    cli_file_id *ids = calloc((size_t)o->n_failed + 1, sizeof *ids);
+    file_id *ids = calloc((size_t)o->n_failed + 1, sizeof *ids);
     int n_ids = 0;
     if (!ids)
         return -1;
     for (int k = 0; k < o->n_failed; k++) {
         struct stat st;
         if (stat(o->failed[k], &st) == 0)
-            ids[n_ids++] = (cli_file_id){st.st_dev, st.st_ino, k};
+            ids[n_ids++] = (file_id){st.st_dev, st.st_ino, k};
     }
     if (n_ids)
-        qsort(ids, (size_t)n_ids, sizeof *ids, cli_cmp_file_id);
+        qsort(ids, (size_t)n_ids, sizeof *ids, cmp_file_id);
     if (o->n_inputs > 0) {
         int w = 0;
         char *taken = calloc((size_t)o->n_failed + 1, 1);
