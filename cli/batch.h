@@ -117,7 +117,9 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd);
 /* Writes the options a worker needs to fd, for a worker started by exec. */
 int run_config_write(int fd, const run_opts *o);
 
-/* Joblog and job-line escaping: tab, newline and backslash as \t \n \\ (run.c). */
+/* Joblog and job-line escaping: tab, newline, carriage return and backslash as \t \n
+   \r \\ (run.c); cli_unescape takes any other escaped byte as itself (the joblog's
+   outputs column escapes commas as \,). */
 void cli_escape(FILE *f, const char *s);
 void cli_unescape(char *s);
 

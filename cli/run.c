@@ -126,33 +126,57 @@ static int add_input(run_opts *o, const char *arg)
 
 /* ---- Joblog --------------------------------------------------------------------------------------- */
 
-/* A joblog field: tab, newline and backslash escaped (\t \n \\). */
-void cli_escape(FILE *f, const char *s)
+/* A joblog field: tab, newline, carriage return and backslash escaped (\t \n \r \\),
+   so a line is one record of tab-separated fields whatever bytes a name holds; with
+   comma, a comma too (\,): in the outputs column ", " separates the names. */
+static void escape_field(FILE *f, const char *s, int comma)
 {
     for (; s && *s; s++) {
         if (*s == '\t')
             fputs("\\t", f);
         else if (*s == '\n')
             fputs("\\n", f);
-        else if (*s == '\\')
-            fputs("\\\\", f);
+        else if (*s == '\r')
+            fputs("\\r", f);
+        else if (*s == '\\' || (comma && *s == ','))
+            fprintf(f, "\\%c", *s);
         else
             fputc(*s, f);
     }
 }
 
+void cli_escape(FILE *f, const char *s)
+{
+    escape_field(f, s, 0);
+}
+
+/* An escaped byte other than t, n and r stands for itself: \, is a comma, \\ a backslash. */
 void cli_unescape(char *s)
 {
     char *w = s;
     for (; *s; s++) {
         if (*s == '\\' && s[1]) {
             s++;
-            *w++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s;
+            *w++ = *s == 't' ? '\t' : *s == 'n' ? '\n' : *s == 'r' ? '\r' : *s;
         } else {
             *w++ = *s;
         }
     }
     *w = 0;
+}
+
+/* The next name of a joblog outputs column at s (escaped, cut at the ", " after it
+   that is not escaped, and unescaped in place); *next: the name after it, or NULL.
+   Joblogs written before commas were escaped read the same unless a name held ", ". */
+static char *next_output(char *s, char **next)
+{
+    char *p = s;
+    while (*p && !(p[0] == ',' && p[1] == ' '))
+        p += p[0] == '\\' && p[1] ? 2 : 1;
+    *next = *p ? p + 2 : NULL;
+    *p = 0;
+    cli_unescape(s);
+    return s;
 }
 
 /* qsort order of (claimed output, its input) pairs: by the output's name. */
@@ -238,8 +262,7 @@ static int read_failed(run_opts *o, const char *file)
         cli_unescape(line);
         if (key)
             cli_unescape(key);
-        if (outs)
-            cli_unescape(outs);
+        /* outs is unescaped name by name (next_output): an escaped comma is no separator */
         l[n] = (logline){strdup(line), failed && key && *key ? strdup(key) : NULL,
                          ok && outs && *outs ? strdup(outs) : NULL, failed, lineno};
         if (!l[n++].input)
@@ -255,13 +278,9 @@ static int read_failed(run_opts *o, const char *file)
             rc = push(&o->failed, &o->n_failed, l[k].input) ||
                  push(&o->failed_key, &o->n_failed_key, l[k].key ? l[k].key : "");
         } else if (rc == 0 && last && l[k].outputs) { /* "a.png, a.hist.csv": the names */
-            for (char *c = l[k].outputs, *next; c && rc == 0; c = next) {
-                next = strstr(c, ", ");
-                if (next)
-                    *next = 0, next += 2;
-                rc = push(&o->claimed, &o->n_claimed, c) ||
+            for (char *c = l[k].outputs, *next; c && rc == 0; c = next)
+                rc = push(&o->claimed, &o->n_claimed, next_output(c, &next)) ||
                      push(&o->claimed_by, &o->n_claimed_by, l[k].input);
-            }
         }
         free(l[k].input);
         free(l[k].key);
@@ -716,7 +735,9 @@ typedef struct sup {
     int restarts;
     double t_dec, t_eng, t_enc; /* ms summed over the files done */
     int n_timed;
-    int n_banded; /* files run in bands of rows */
+    int n_banded;   /* files run in bands of rows */
+    char **notices; /* the engine's messages said so far, by every worker (N records) */
+    int n_notices;
 } sup;
 
 /* The name of output k of input i (inside OUTDIR), malloc'd. */
@@ -768,8 +789,15 @@ static void joblog_line(sup *s, int i)
     static const char *const names[] = {"pending", "sent", "ok", "failed", "skipped"};
     cli_escape(s->joblog, shown(s, i));
     fprintf(s->joblog, "\t%s\t%.3f\t", names[t->state], t->seconds);
-    if (t->state == ST_OK || t->state == ST_SKIPPED)
-        cli_escape(s->joblog, t->msg);
+    /* the outputs column: the names, each with its commas escaped, joined by ", " (the
+       names the worker wrote: send_job gave it these) */
+    for (int k = 0; k < s->n_out && (t->state == ST_OK || t->state == ST_SKIPPED); k++) {
+        char *f = final_name(s, i, k);
+        if (k)
+            fputs(", ", s->joblog);
+        escape_field(s->joblog, f, 1);
+        free(f);
+    }
     fputc('\t', s->joblog);
     if (t->state == ST_FAILED)
         cli_escape(s->joblog, t->msg);
@@ -905,6 +933,27 @@ static int start_worker(sup *s)
     return 0;
 }
 
+/* A message the engine of a worker logged (escaped), printed unless some worker said
+   it before: each worker process starts with nothing seen. */
+static void on_notice(sup *s, int level, char *msg)
+{
+    cli_unescape(msg);
+    for (int k = 0; k < s->n_notices; k++)
+        if (strcmp(s->notices[k], msg) == 0)
+            return;
+    char **l = realloc(s->notices, sizeof *l * (size_t)(s->n_notices + 1));
+    if (l && (l[s->n_notices] = strdup(msg)))
+        s->n_notices++;
+    if (l)
+        s->notices = l;
+    clear_status(s);
+    fprintf(stderr, "pipefuse: %s%s\n",
+            level == 1   ? "warning: "
+            : level >= 2 ? "error: "
+                         : "",
+            msg);
+}
+
 /* One report line from the worker. Returns -1 on a setup failure. */
 static int on_line(sup *s, char *line)
 {
@@ -971,6 +1020,11 @@ static int on_line(sup *s, char *line)
     case 'L':
         w->lost = 1;
         return 0;
+    case 'N': { /* each once per run: a restarted worker says them again */
+        char *msg = strchr(rest, ' ');
+        on_notice(s, atoi(rest), msg ? msg + 1 : rest + strlen(rest));
+        return 0;
+    }
     case 'P':
         s->plans++;
         return 0;
@@ -1504,6 +1558,9 @@ int cli_run(int argc, char **argv, const cli_common *c)
         free(s.it[i].msg);
     for (int k = 0; k < RUN_MAX_IO; k++)
         free(s.out_name[k]);
+    for (int k = 0; k < s.n_notices; k++)
+        free(s.notices[k]);
+    free(s.notices);
     free(s.it);
     free(s.retry);
     for (int i = 0; i < o.n_inputs; i++)

@@ -31,6 +31,7 @@
  *   C index sig<TAB>where  a fatal signal or exit() while working on index (-1: unknown)
  *   W where              where a thread in plugin code is (answer to "H")
  *   L                    the GPU context is lost: the worker exits to get a fresh one
+ *   N level message      the engine logged (escaped); the supervisor prints each once
  *   Z plans              the worker ends normally
  * A crash record is written by the signal handler with write(2) only; it names the
  * stage by the code addresses on the crashing thread's stack: each plugin's mapped
@@ -178,20 +179,31 @@ static void report(const char *fmt, ...)
         _exit(5); /* the supervisor is gone */
 }
 
-/* A D record: the outputs' names or the message escaped as in the joblog (run.c
-   unescapes it), so a newline or tab in a name reaches the joblog as \n or \t. */
+/* text escaped as in the joblog (run.c's cli_unescape undoes it) into dst: a newline
+   in a name or message crosses a report line as \n. Cut at n - 1 bytes. */
+static void escape_text(char *dst, size_t n, const char *text)
+{
+    size_t o = 0;
+    for (const char *c = text; *c && o + 3 < n; c++) {
+        const char *e = *c == '\t'   ? "\\t"
+                        : *c == '\n' ? "\\n"
+                        : *c == '\r' ? "\\r"
+                        : *c == '\\' ? "\\\\"
+                                     : NULL;
+        if (e)
+            dst[o++] = e[0], dst[o++] = e[1];
+        else
+            dst[o++] = *c;
+    }
+    dst[o] = 0;
+}
+
+/* A D record: the outputs' names (for the log on stderr; the joblog has them from the
+   supervisor) or the message, escaped. */
 static void report_done(const job *j, int failed, const char *text, const char *suffix)
 {
     char esc[3600];
-    size_t o = 0;
-    for (const char *c = text; *c && o + 3 < sizeof esc; c++) {
-        const char *e = *c == '\t' ? "\\t" : *c == '\n' ? "\\n" : *c == '\\' ? "\\\\" : NULL;
-        if (e)
-            esc[o++] = e[0], esc[o++] = e[1];
-        else
-            esc[o++] = *c;
-    }
-    esc[o] = 0;
+    escape_text(esc, sizeof esc, text);
     report("D %d %d %.1f %s%s", j->index, failed, now_ms() - j->t0, esc, suffix);
 }
 
@@ -505,7 +517,9 @@ static void ask_threads(void)
 /* ---- Setup ------------------------------------------------------------------------------------- */
 
 /* The engine's notices and warnings, each distinct one once: every lane plans its own
-   pipelines, and "running on the CPU" once is enough. Notices are hidden by -q. */
+   pipelines, and "running on the CPU" once is enough. They go to the supervisor (an N
+   record), which prints each once per run: a worker restarted after a crash starts
+   with nothing seen. Notices are hidden by -q. */
 /* Engines being created: what they log then (a --plugin-path folder that does not
    exist, a plugin skipped) was printed already by the command's own engine (inputs.c
    loads the pipeline with the same options before the batch), so it is not repeated. */
@@ -513,6 +527,14 @@ static atomic_int creating_engines;
 /* The same for what loading the pipeline file logs (an unused stage or input): said by
    inputs.c's load, not again by each worker and lane; this thread is loading. */
 static _Thread_local int loading_pipeline;
+
+/* A notice or warning (level 0, 1) for the supervisor to print, once per run. */
+static void notice(int level, const char *msg)
+{
+    char esc[3600];
+    escape_text(esc, sizeof esc, msg);
+    report("N %d %s", level, esc);
+}
 
 static void log_once(void *user, int level, const char *msg)
 {
@@ -532,11 +554,7 @@ static void log_once(void *user, int level, const char *msg)
         seen[n_seen++] = strdup(msg);
     pthread_mutex_unlock(&mu);
     if (!dup)
-        fprintf(stderr, "pipefuse: %s%s\n",
-                level == 1   ? "warning: "
-                : level >= 2 ? "error: "
-                             : "",
-                msg);
+        notice(level, msg);
 }
 
 static int load_pipeline(pf_engine *e, pf_pipeline **out, char *err, size_t errn)
@@ -657,8 +675,10 @@ static int setup(char *err, size_t errn)
     if (o->band_rows != 0 && !W.bandable && !o->quiet) {
         if (W.has_tables)
             snprintf(why, sizeof why, "the pipeline has table outputs");
-        if (o->band_rows > 0)
-            fprintf(stderr, "pipefuse: --band-rows %d: images run whole: %s\n", o->band_rows, why);
+        char msg[700];
+        snprintf(msg, sizeof msg, "--band-rows %d: images run whole: %s", o->band_rows, why);
+        if (o->band_rows > 0) /* said once per run, whatever the restarts (notice) */
+            notice(0, msg);
     }
     if (W.bandable && o->band_rows < 0 && load_pipeline(W.e, &W.probe, err, errn) != 0) {
         pf_pipeline_destroy(p);

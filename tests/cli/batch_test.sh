@@ -5,9 +5,10 @@
 #
 # SECTION: files (outputs never through a planted link, stale temporaries removed,
 # names), faults (a stage that crashes, divides by zero, aborts, exits or hangs costs
-# its file only), parallel (mixed sizes and bad files, log order, same bytes as one
+# its file only; notices said once across restarts), parallel (mixed sizes and bad files, log order, same bytes as one
 # lane), resume (kill -9 mid-batch, then --skip-existing; joblog; --retry-failed), retry
-# (a retried input keeps its first run's names; the documented retry form), temps
+# (a retried input keeps its first run's names; the documented retry form; output names
+# holding the joblog's separators), temps
 # (only temporaries' names removed as stale, none given to outputs), pixels (the limit
 # exceeded named),
 # shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
@@ -169,6 +170,16 @@ section_faults() {
         says "$W/stderr" "10 of 12 input(s) done" "mode $m summary"
         says "$W/stderr" "restarted" "mode $m: the worker restart is reported"
         for k in 000 001 002 003 005 006; do whole_png "$W/out$m/f$k.png"; done
+    done
+    # the backend's notice is said once per run, not once per worker: with --backend auto
+    # the CPU is taken (no GPU, or faulty_copy has no CUDA code) and two crashes restart
+    # the worker twice; so is --band-rows's for a pipeline that cannot band
+    pf run "$W/faulty.json" "$W/in" -o "$W/notice" --set bad.mode=1 --set bad.width=17 --band-rows 64
+    expect 1 "a crashing stage with --backend auto"
+    says "$W/stderr" "restarted 2 time(s)" "two crashes, two restarts"
+    for what in 'running on the CPU' '--band-rows 64: images run whole'; do
+        [ "$(grep -c -- "$what" "$W/stderr")" = 1 ] ||
+            fail "'$what' said $(grep -c -- "$what" "$W/stderr") times, expected once: $(grep -- "$what" "$W/stderr")"
     done
     # a death that names no file (_exit: no handler runs): the files held run again one at
     # a time, so the culprits fail and every other file is done
@@ -369,6 +380,39 @@ section_retry() {
     pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/nl" --name $'{stem}\nz.png' --joblog "$W/nl.tsv" -q --skip-existing
     [ "$(grep -cF 'rgb8\nz.png' "$W/nl.tsv")" = 2 ] || fail "joblog escaping: $(cat -A "$W/nl.tsv")"
     awk -F'\t' 'NR > 1 && NF != 6 { exit 1 }' "$W/nl.tsv" || fail "a joblog line without 6 fields: $(cat -A "$W/nl.tsv")"
+
+    # output names holding the outputs column's separator ", " and a tab read back whole:
+    # "a, b<TAB>c.png" wrote "a, b<TAB>c.png" and "a, b<TAB>c.hist.csv", which is not a
+    # claim on "b<TAB>c.png", the failed input's output
+    echo '{"pipefuse": 1, "inputs": ["photo"], "stages": [{"id": "b", "op": "brightness", "params": {"amount": 0}}, {"id": "hist", "op": "histogram", "inputs": ["b"]}], "outputs": {"out": "b", "hist": "hist"}}' >"$W/two.json"
+    local tab=$'\t'
+    mkdir -p "$W/sep"
+    cp "$W/gen/rgb8.png" "$W/sep/a, b${tab}c.png"
+    cp "$W/gen/rgb8.png" "$W/sep/x.png"
+    : >"$W/sep/b${tab}c.png"
+    pf run "$W/two.json" "$W/sep" -o "$W/sepout" --joblog "$W/sep.tsv" -q
+    expect 1 "names with ', ' and a tab, one input broken"
+    cp "$W/sepout/a, b${tab}c.png" "$W/sep.before"
+    cp "$W/gen/gray16.png" "$W/sep/b${tab}c.png"
+    pf run "$W/two.json" "$W/sep" --retry-failed "$W/sep.tsv" -o "$W/sepout" --joblog "$W/sep.tsv"
+    expect 0 "the retry of b<TAB>c.png"
+    says "$W/stderr" "1 of 1 input(s) done" "only b<TAB>c.png runs again"
+    cmp -s "$W/sep.before" "$W/sepout/a, b${tab}c.png" || fail "the retry replaced a, b<TAB>c.png's output"
+    pf run "$W/two.json" "$W/sep/b${tab}c.png" -o "$W/sepref" -q
+    for f in "b${tab}c.png" "b${tab}c.hist.csv"; do
+        cmp -s "$W/sepref/$f" "$W/sepout/$f" || fail "the retried input's output $f: $(ls "$W/sepout" | cat -A)"
+    done
+    [ "$(ls "$W/sepout" | wc -l)" = 6 ] || fail "outputs after the retry: $(ls -A "$W/sepout" | cat -A)"
+    pf run "$W/two.json" "$W/sep" --retry-failed "$W/sep.tsv" -o "$W/sepout" --joblog "$W/sep.tsv"
+    expect 0 "the retry loop ends"
+    says "$W/stderr" "0 of 0 input(s) done" "nothing left to retry"
+    # a joblog of the old form (no comma escaped) is read as before
+    printf 'input\tstatus\tseconds\toutputs\tmessage\tname\n%s\tok\t0.1\tx.png, x.hist.csv\t\tx\n%s\tfailed\t0.1\t\tbroken\tz\n' \
+        "$W/sep/x.png" "$W/sep/z.png" >"$W/old.tsv"
+    cp "$W/gen/rgb8.png" "$W/sep/z.png"
+    pf run "$W/two.json" --retry-failed "$W/old.tsv" -o "$W/sepout" -q
+    expect 0 "a joblog without escaped commas"
+    exists "$W/sepout/z.hist.csv"
 }
 
 # ---- temps: only names of the temporaries' form are removed as stale; no output is one ------

@@ -6,8 +6,9 @@
 #
 # 1. `cmake --install BUILD_DIR` into a temporary prefix under umask 002: headers,
 #    library, command, built-in plugins, CMake package, pkg-config file, README and every
-#    guide of docs/ (README's links resolve), the sample; no directory group- or
-#    world-writable, and the installed command loads the built-in plugins;
+#    guide of docs/ (each relative link of theirs resolves in the installed tree), the
+#    sample; no directory group- or world-writable, and the installed command loads the
+#    built-in plugins;
 # 2. the sample plugin configured and built from the installed copy with
 #    find_package(pipefuse) and pipefuse_add_plugin (under umask 002, which the helper
 #    must undo for the engine to accept the plugin), its ctest (plugin check) run;
@@ -63,8 +64,14 @@ DOC=$P/share/doc/pipefuse
 for f in "$SRC"/docs/*.md; do
     [ -s "$DOC/docs/$(basename "$f")" ] || fail "not installed: docs/$(basename "$f")"
 done
-for link in $(grep -o '](docs/[^)#]*' "$DOC/README.md" | sed 's/^](//' | sort -u); do
-    [ -e "$DOC/$link" ] || fail "the installed README links to $link, not installed beside it"
+# Every relative link of the installed README and guides points to an installed file:
+# docs/NAME.md beside it, and pipelines/ and engine/include/ rewritten to where those are.
+for md in "$DOC/README.md" "$DOC"/docs/*.md; do
+    while IFS= read -r link; do
+        case $link in http://* | https://* | mailto:* | '#'* | '') continue ;; esac
+        [ -e "$(dirname "$md")/${link%%#*}" ] ||
+            fail "the installed ${md#"$DOC/"} links to $link, which is not in the installed tree"
+    done < <(grep -o '\]([^)]*)' "$md" | sed 's/^](//; s/)$//' | sort -u)
 done
 
 # The ABI version, as the header defines it, in both packages.
