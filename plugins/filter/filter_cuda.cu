@@ -157,19 +157,40 @@ static __device__ float weight_sum(const float *w, int r)
 
 /* ---- Horizontal pass ----------------------------------------------------------------- */
 
-/* One block: H_TW columns of up to rows_per_block source rows. The row segment plus
-   the halo (clamped to the edge, so it holds what filter.c's clamped reads see) goes
-   to shared memory; each thread then sums its pixel's taps from there. Source rows
-   [max(y0 - r, 0), min(y1 + r, h)) are computed, into tmp row (y - s0), as filter.c. */
-#define H_TW 256
+/* One block: H_TW columns of up to rows_per_block source rows. Each row's segment plus
+   the halo (clamped to the edge, so it holds what filter.c's clamped reads see) goes to
+   shared memory, where each thread sums its pixel's taps. The segments alternate between
+   two buffers, and the next row's loads are issued before this row's sums, so a block
+   waits on memory once, at its first row. Source rows [max(y0 - r, 0), min(y1 + r, h))
+   are computed, into tmp row (y - s0), as filter.c. The block holding the first of them
+   in its first column also stores the taps and their weight sum (taps_out: w[0..r],
+   then the sum at RMAX + 1) for the vertical pass. */
+#define H_TW  256
+#define H_RPB 16 /* rows per block, doubled while the grid is too tall */
+
+/* A thread's part of row's segment: elements tx, tx + H_TW, ... below n, clamped. */
+template <int NPRE>
+static __device__ __forceinline__ void seg_load(float4 (&pre)[NPRE], const pf_image &in, int row,
+                                                int tx, int n, int x0, int r)
+{
+    const float4 *src = pf_row_d(in, row);
+#pragma unroll
+    for (int m = 0; m < NPRE; m++) {
+        const int j = tx + m * H_TW;
+        if (j < n)
+            pre[m] = src[clampi_d(x0 - r + j, 0, in.width - 1)];
+    }
+}
 
 template <int KIND>
 __global__ void __launch_bounds__(H_TW)
     sep_h_kernel(const void *__restrict__ params, int alpha_off, pf_image in,
-                 float4 *__restrict__ tmp, int s0, int y0, int y1, int rows_per_block)
+                 float4 *__restrict__ tmp, float *__restrict__ taps_out, int s0, int y0, int y1,
+                 int rows_per_block)
 {
     const int RMAX = kind_traits<KIND>::rmax;
-    __shared__ float4 seg[H_TW + 2 * RMAX];
+    const int NPRE = (2 * H_TW + 2 * RMAX - 1) / H_TW; /* loads a thread makes per row */
+    __shared__ float4 seg[2][H_TW + 2 * RMAX];
     __shared__ float w[RMAX + 1];
     __shared__ double sum_s;
     static_assert(sizeof(seg) >= sizeof(double) * (RMAX + 1), "taps scratch fits in seg");
@@ -181,66 +202,76 @@ __global__ void __launch_bounds__(H_TW)
     const int lo = max(row0, lo_all), hi = min(row0 + rows_per_block, hi_all);
     if (lo >= hi) /* rows only a larger radius needs: the same for the whole block */
         return;
-    build_taps<KIND>(params, r, w, (double *)seg, &sum_s);
+    build_taps<KIND>(params, r, w, (double *)&seg[0][0], &sum_s);
+    if (blockIdx.x == 0 && lo == lo_all && threadIdx.x == 0) {
+        for (int i = 0; i <= r; i++)
+            taps_out[i] = w[i];
+        taps_out[RMAX + 1] = weight_sum(w, r);
+    }
     const bool pm = r > 0 && premultiplied(params, alpha_off); /* as filter.c */
 
     const int x0 = blockIdx.x * H_TW, tx = threadIdx.x, x = x0 + tx;
     const int n = min(H_TW, wd - x0) + 2 * r; /* segment length */
-    for (int y = lo; y < hi; y++) {
-        const float4 *src = pf_row_d(in, y);
-        for (int j = tx; j < n; j += H_TW) {
-            const float4 v = src[clampi_d(x0 - r + j, 0, wd - 1)];
-            seg[j] = pm ? pm4(v) : v;
+    float4 pre[NPRE];
+    seg_load<NPRE>(pre, in, lo, tx, n, x0, r);
+    int b = 0;
+    for (int y = lo; y < hi; y++, b ^= 1) {
+        /* seg[b] was last read two rows ago, before the barrier of the row between */
+#pragma unroll
+        for (int m = 0; m < NPRE; m++) {
+            const int j = tx + m * H_TW;
+            if (j < n)
+                seg[b][j] = pm ? pm4(pre[m]) : pre[m];
         }
         __syncthreads();
+        if (y + 1 < hi)
+            seg_load<NPRE>(pre, in, y + 1, tx, n, x0, r);
         if (x < wd) {
-            const float4 *c = seg + tx + r;
+            const float4 *c = seg[b] + tx + r;
             float4 acc = f4_scale(c[0], w[0]);
             for (int i = 1; i <= r; i++)
                 acc = f4_pair(acc, w[i], c[-i], c[i]);
             tmp[(size_t)(y - s0) * (size_t)wd + x] = acc;
         }
-        __syncthreads();
     }
 }
 
 /* ---- Vertical pass ------------------------------------------------------------------- */
 
 /* One block: a tile of V_TX columns by V_TH output rows; each thread sums V_RPT
-   consecutive rows of one column. Taps go in chunks of V_C: for a chunk [i0, i1] the
-   block stages two windows of V_TH + V_C - 1 rows in shared memory, the rows above the
-   tile (y - i) and below it (y + i), and each thread slides four registers down each
-   window, one new load per window per tap for its four outputs. Taps are added in
-   filter.c's order (i = 1, 2, ..., r), each as acc + w_i * (up + down). */
+   consecutive rows of one column, reading tmp straight from memory (the block's rows
+   stay in L1 for the warps that share them). For its outputs yb .. yb + V_RPT - 1 a
+   thread keeps u[j] = row yb + j - i and d[j] = row yb + j + i in registers and slides
+   them by one row a tap: two loads a tap for V_RPT outputs. Taps are added in filter.c's
+   order (i = 1, 2, ..., r), each as acc + w_i * (up + down). The taps and their weight
+   sum come from the horizontal pass (taps: w[0..r], the sum at RMAX + 1). */
 #define V_TX  32
 #define V_TY  8
 #define V_RPT 4
 #define V_TH  (V_TY * V_RPT)
-#define V_C   16
 
 template <int KIND, int EPI>
 __global__ void __launch_bounds__(V_TX *V_TY)
     sep_v_kernel(const void *__restrict__ params, int alpha_off, const float4 *__restrict__ tmp,
-                 int s0, pf_image in, pf_image out, int y0, int y1)
+                 const float *__restrict__ taps, int s0, pf_image in, pf_image out, int y0, int y1)
 {
     const int RMAX = kind_traits<KIND>::rmax;
-    __shared__ float4 win[2][V_TH + V_C - 1][V_TX];
     __shared__ float w[RMAX + 1];
-    __shared__ double sum_s;
     __shared__ float wsum_s;
-    static_assert(sizeof(win) >= sizeof(double) * (RMAX + 1), "taps scratch fits in win");
 
     const int r = taps_radius<KIND>(params);
-    build_taps<KIND>(params, r, w, (double *)&win[0][0][0], &sum_s);
+    const int tid = threadIdx.y * V_TX + threadIdx.x;
+    for (int i = tid; i <= r; i += V_TX * V_TY)
+        w[i] = taps[i];
+    if (tid == 0)
+        wsum_s = taps[RMAX + 1];
     const bool pm = r > 0 && premultiplied(params, alpha_off); /* the same for the block */
-    if (threadIdx.x == 0 && threadIdx.y == 0)
-        wsum_s = weight_sum(w, r);
     __syncthreads();
 
     const int wd = in.width, h = in.height;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int x = blockIdx.x * V_TX + tx, xc = min(x, wd - 1);
-    const int Y0 = y0 + blockIdx.y * V_TH, yb = Y0 + ty * V_RPT;
+    const int yb = y0 + blockIdx.y * V_TH + ty * V_RPT;
     /* Rows of tmp the horizontal pass wrote. A wanted output reads only these (its
        clamped rows lie in them); clamping again keeps the rows past y1 of a tile, whose
        results are dropped, inside them too. */
@@ -248,44 +279,34 @@ __global__ void __launch_bounds__(V_TX *V_TY)
     const float4 *col = tmp + xc;
 #define TROW(row) col[(size_t)(clampi_d(clampi_d((row), 0, h - 1), lo, hi) - s0) * (size_t)wd]
 
-    float4 acc[V_RPT];
+    float4 acc[V_RPT], u[V_RPT], d[V_RPT];
+    {
+        float4 c[V_RPT + 2]; /* rows yb - 1 .. yb + V_RPT */
 #pragma unroll
-    for (int j = 0; j < V_RPT; j++)
-        acc[j] = f4_scale(TROW(yb + j), w[0]);
-
-    for (int i0 = 1; i0 <= r; i0 += V_C) {
-        const int i1 = min(i0 + V_C - 1, r), nrow = V_TH + (i1 - i0);
-        const int ua = Y0 - i1, da = Y0 + i0; /* first rows of the two windows */
-        for (int k = ty; k < nrow; k += V_TY) {
-            win[0][k][tx] = TROW(ua + k);
-            win[1][k][tx] = TROW(da + k);
-        }
-        __syncthreads();
-        /* at tap i, u[j] is row yb + j - i (window index ty*V_RPT + j - i + i1) and
-           d[j] is row yb + j + i (window index ty*V_RPT + j + i - i0) */
-        float4 u[V_RPT], d[V_RPT];
+        for (int j = 0; j < V_RPT + 2; j++)
+            c[j] = TROW(yb - 1 + j);
 #pragma unroll
         for (int j = 0; j < V_RPT; j++) {
-            u[j] = win[0][ty * V_RPT + j + (i1 - i0)][tx];
-            d[j] = win[1][ty * V_RPT + j][tx];
+            acc[j] = f4_scale(c[j + 1], w[0]);
+            u[j] = c[j];
+            d[j] = c[j + 2];
         }
-        for (int i = i0;;) {
-            const float wi = w[i];
+    }
+#pragma unroll 2
+    for (int i = 1; i <= r; i++) {
+        const float wi = w[i];
 #pragma unroll
-            for (int j = 0; j < V_RPT; j++)
-                acc[j] = f4_pair(acc[j], wi, u[j], d[j]);
-            if (++i > i1)
-                break;
+        for (int j = 0; j < V_RPT; j++)
+            acc[j] = f4_pair(acc[j], wi, u[j], d[j]);
+            /* the next tap's rows: each window moves one row outwards */
 #pragma unroll
-            for (int j = V_RPT - 1; j > 0; j--)
-                u[j] = u[j - 1];
-            u[0] = win[0][ty * V_RPT - i + i1][tx];
+        for (int j = V_RPT - 1; j > 0; j--)
+            u[j] = u[j - 1];
 #pragma unroll
-            for (int j = 0; j < V_RPT - 1; j++)
-                d[j] = d[j + 1];
-            d[V_RPT - 1] = win[1][ty * V_RPT + V_RPT - 1 + i - i0][tx];
-        }
-        __syncthreads();
+        for (int j = 0; j < V_RPT - 1; j++)
+            d[j] = d[j + 1];
+        u[0] = TROW(yb - i - 1);
+        d[V_RPT - 1] = TROW(yb + V_RPT + i);
     }
 #undef TROW
 
@@ -324,10 +345,16 @@ __global__ void __launch_bounds__(V_TX *V_TY)
 
 /* ---- Separable launchers ------------------------------------------------------------- */
 
-/* Scratch: the band's rows plus the largest halo above and below, whatever the params. */
+/* Scratch: the band's rows plus the largest halo above and below, whatever the params,
+   then the taps (RMAX + 2 floats, rounded up to a float4). */
+template <int KIND> static size_t sep_taps_at(int width, int rows)
+{
+    return (size_t)width * (size_t)rows * sizeof(float4);
+}
 template <int KIND> static size_t separable_scratch(int width, int rows)
 {
-    return (size_t)width * ((size_t)rows + 2 * kind_traits<KIND>::rmax) * sizeof(float4);
+    const size_t taps = PF_CEIL_DIV(kind_traits<KIND>::rmax + 2, 4) * sizeof(float4);
+    return sep_taps_at<KIND>(width, rows + 2 * kind_traits<KIND>::rmax) + taps;
 }
 
 template <int KIND, int EPI>
@@ -339,11 +366,12 @@ static int separable_launch(const pf_stage_args *a, int alpha_off, const char *w
         return 0;
     /* Rows the horizontal pass may write for any radius up to RMAX. */
     const int s0 = max(y0 - RMAX, 0), s1 = min(y1 + RMAX, in.height);
-    const size_t need = (size_t)in.width * (size_t)(s1 - s0) * sizeof(float4);
+    const size_t rows_bytes = sep_taps_at<KIND>(in.width, s1 - s0);
+    const size_t need = rows_bytes + PF_CEIL_DIV(RMAX + 2, 4) * sizeof(float4);
     if (pf_cuda_scratch_short(a, what, need))
         return 1;
     const int hrows = s1 - s0;
-    int rpb = 4; /* rows per horizontal block; more when the grid would be too tall */
+    int rpb = H_RPB;
     while (PF_CEIL_DIV(hrows, rpb) > 65535)
         rpb *= 2;
     const int vtiles = PF_CEIL_DIV(y1 - y0, V_TH);
@@ -352,12 +380,14 @@ static int separable_launch(const pf_stage_args *a, int alpha_off, const char *w
                     (size_t)(y1 - y0), (size_t)65535 * V_TH);
     cudaStream_t st = (cudaStream_t)a->stream;
     float4 *tmp = (float4 *)a->scratch;
+    float *taps = (float *)((char *)a->scratch + rows_bytes);
     dim3 hg(PF_CEIL_DIV(in.width, H_TW), PF_CEIL_DIV(hrows, rpb));
-    sep_h_kernel<KIND><<<hg, H_TW, 0, st>>>(a->params, alpha_off, in, tmp, s0, y0, y1, rpb);
+    sep_h_kernel<KIND><<<hg, H_TW, 0, st>>>(a->params, alpha_off, in, tmp, taps, s0, y0, y1, rpb);
     if (pf_cuda_check(a, what))
         return 1;
     dim3 vb(V_TX, V_TY), vg(PF_CEIL_DIV(in.width, V_TX), vtiles);
-    sep_v_kernel<KIND, EPI><<<vg, vb, 0, st>>>(a->params, alpha_off, tmp, s0, in, a->out, y0, y1);
+    sep_v_kernel<KIND, EPI>
+        <<<vg, vb, 0, st>>>(a->params, alpha_off, tmp, taps, s0, in, a->out, y0, y1);
     return pf_cuda_check(a, what);
 }
 
