@@ -5,7 +5,8 @@
  * nothing here reads them on the host: every launch configuration, shared-memory size
  * and scratch size depends on image sizes only, and is made for the largest radius
  * (192 for gaussian and unsharp, 64 for box). Kernels read the radius and build their
- * taps on the device.
+ * taps on the device: each block of the horizontal pass builds them, and one of those
+ * blocks stores them after the scratch rows for the vertical pass of the same launch.
  *
  * Rounding: every float sum and product goes through __fadd_rn / __fmul_rn (and
  * __fsqrt_rn, __fdiv_rn), so nvcc cannot contract them into FMAs; the CPU build (ISO C,
