@@ -33,6 +33,7 @@ static void plugin_host_log(int level, const char *msg)
 
 typedef struct decl_report {
     pc *c;
+    int stage; /* the stage's index in the plugin's list; -1 for the plugin descriptor */
     int n_warn;
     char warn[PC_MAX_WARN][1024], fix[PC_MAX_WARN][512];
 } decl_report;
@@ -40,10 +41,17 @@ typedef struct decl_report {
 static int on_finding(void *user, const pf_check_finding *f)
 {
     decl_report *r = user;
+    char msg[1200];
+    /* A stage's findings name the descriptor field too, as the engine's message does:
+       the stage's name alone cannot tell an unnamed or undersized stage apart. */
+    if (r->stage >= 0 && f->field && f->field[0])
+        snprintf(msg, sizeof msg, "%s (stages[%d].%s)", f->message, r->stage, f->field);
+    else
+        snprintf(msg, sizeof msg, "%s", f->message);
     if (f->level != PF_CHECK_WARNING) {
-        fail(r->c, f->fix, "%s", f->message);
+        fail(r->c, f->fix, "%s", msg);
     } else if (r->n_warn < PC_MAX_WARN) {
-        pc_copy_text(r->warn[r->n_warn], sizeof r->warn[0], f->message);
+        pc_copy_text(r->warn[r->n_warn], sizeof r->warn[0], msg);
         pc_copy_text(r->fix[r->n_warn], sizeof r->fix[0], f->fix);
         r->n_warn++;
     }
@@ -55,7 +63,7 @@ static int on_finding(void *user, const pf_check_finding *f)
 static void check_stage_decl(pc *c, const pf_stage_desc *src, int index)
 {
     int failed = c->failed;
-    decl_report r = {.c = c};
+    decl_report r = {.c = c, .stage = index};
     pc_doing("stage %d's descriptor (check() and radius() run on its defaults)", index + 1);
     if (pf_stage_check(src, c->abi_minor, on_finding, &r) < 0)
         fail(c, NULL, "stage %d: out of memory checking its descriptor", index + 1);
@@ -117,7 +125,7 @@ void *pc_check_descriptor(pc *c, const pf_plugin_desc **pdo)
     }
     pc_doing("calling %s", PF_PLUGIN_ENTRY_NAME);
     const pf_plugin_desc *pd = entry(&host);
-    decl_report r = {.c = c};
+    decl_report r = {.c = c, .stage = -1};
     int readable = 0;
     pf_plugin_check(pd, &readable, on_finding, &r);
     if (!readable || pd->n_stages == 0) {

@@ -97,8 +97,11 @@ static void engine_log(void *user, int level, const char *msg)
     if (level >= 1 && n > 9 && strcmp(msg + n - 9, "; skipped") == 0 &&
         have + n < sizeof c->refused)
         snprintf(c->refused + have, sizeof c->refused - have, "%.*s\n", (int)(n - 9), msg);
-    if (c->o.verbose)
-        printf("        (engine: %s)\n", msg);
+    if (c->o.verbose) {
+        char shown[4096];
+        pc_unlinked_message(c, msg, shown, sizeof shown);
+        printf("        (engine: %s)\n", shown);
+    }
 }
 
 int pc_same_file(const char *path, const struct stat *st)
@@ -108,7 +111,7 @@ int pc_same_file(const char *path, const struct stat *st)
 }
 
 /* msg with every occurrence of the private link's path replaced by the real file's. */
-static void unlinked_message(const pc *c, const char *msg, char *out, size_t size)
+void pc_unlinked_message(const pc *c, const char *msg, char *out, size_t size)
 {
     size_t o = 0, n = strlen(g_link);
     while (*msg && o + 1 < size) {
@@ -240,7 +243,7 @@ int pc_load_engine(pc *c, const pf_plugin_desc *pd)
         size_t len = strlen(c->refused);
         if (len && c->refused[len - 1] == '\n')
             c->refused[len - 1] = 0;
-        unlinked_message(c, c->refused[0] ? c->refused : pf_engine_errmsg(e), msg, sizeof msg);
+        pc_unlinked_message(c, c->refused[0] ? c->refused : pf_engine_errmsg(e), msg, sizeof msg);
         fail(c,
              "see the failures above; `pipefuse stages` skips such a plugin with this "
              "warning, and pipelines using its stages fail",

@@ -443,6 +443,92 @@ out:
     free(starts);
 }
 
+/* ---- A point stage's PF_STAGE_PER_CHANNEL claim ------------------------------------------------ */
+
+/* The draws of this check come from a generator of its own (seeded from --seed), so that
+   declaring the flag or not leaves every other check's random images and params as they
+   were. Values in [0, 1). */
+static float per_channel_draw(uint64_t *s)
+{
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return (float)((*s * 0x2545f4914f6cdd1dull) >> 40) / 16777216.0f;
+}
+
+static float channel_of(const pf_float4 *v, int ch)
+{
+    return ch == 0 ? v->x : ch == 1 ? v->y : ch == 2 ? v->z : v->w;
+}
+
+static void set_channel(pf_float4 *v, int ch, float f)
+{
+    *(ch == 0 ? &v->x : ch == 1 ? &v->y : ch == 2 ? &v->z : &v->w) = f;
+}
+
+/* The claim of PF_STAGE_PER_CHANNEL: output channel c of a pixel depends on channel c of
+   its inputs and the params only. The CPU executor tabulates chains of such stages over
+   the code values of each channel, so a stage that mixes channels or reads the position
+   gives wrong pixels there while every other check passes. Each sampled pixel is run
+   again with the other channels of its inputs replaced, then at another position; each
+   output channel must keep its bits. */
+void pc_check_per_channel(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
+                          int n_in)
+{
+    enum { SAMPLES = 64 };
+    const int w = PC_W, h = PC_H;
+    uint64_t s = (c->o.seed + 1) * 0x9e3779b97f4a7c15ull | 1;
+    pf_float4 p[PF_MAX_INPUTS], q[PF_MAX_INPUTS], o, o2;
+    const pf_float4 *pp[PF_MAX_INPUTS], *qq[PF_MAX_INPUTS];
+    for (int k = 0; k < n_in; k++)
+        pp[k] = &p[k], qq[k] = &q[k];
+    for (int i = 0; i < SAMPLES; i++) {
+        int x = (int)(per_channel_draw(&s) * (float)w), y = (int)(per_channel_draw(&s) * (float)h);
+        for (int k = 0; k < n_in; k++)
+            p[k] = pf_f4(per_channel_draw(&s), per_channel_draw(&s), per_channel_draw(&s),
+                         per_channel_draw(&s));
+        pc_doing("stage %s: point_row on one pixel with %s (per-channel check)", d->name, set);
+        d->point_row(ps->st, pp, n_in, &o, x, 1, y, w, h);
+        for (int ch = 0; ch < 4; ch++) {
+            /* The other channels changed, the position kept. */
+            for (int k = 0; k < n_in; k++) {
+                q[k] = pf_f4(per_channel_draw(&s), per_channel_draw(&s), per_channel_draw(&s),
+                             per_channel_draw(&s));
+                set_channel(&q[k], ch, channel_of(&p[k], ch));
+            }
+            d->point_row(ps->st, qq, n_in, &o2, x, 1, y, w, h);
+            float a = channel_of(&o, ch), b = channel_of(&o2, ch);
+            if (memcmp(&a, &b, sizeof a) != 0) {
+                fail(c,
+                     "drop PF_STAGE_PER_CHANNEL from .flags: it claims that output channel c "
+                     "depends only on channel c of the inputs (brightness, gamma, levels), and "
+                     "the CPU executor then runs the stage as a table per channel, giving "
+                     "wrong pixels",
+                     "per channel (%s): declares PF_STAGE_PER_CHANNEL, but channel %c of pixel "
+                     "(%d, %d) changes (%.9g -> %.9g) when only the inputs' other channels do",
+                     set, "rgba"[ch], x, y, (double)a, (double)b);
+                return;
+            }
+        }
+        /* The same inputs at another position. */
+        int x2 = (x + 1 + (int)(per_channel_draw(&s) * (float)(w - 1))) % w;
+        int y2 = (y + 1 + (int)(per_channel_draw(&s) * (float)(h - 1))) % h;
+        d->point_row(ps->st, pp, n_in, &o2, x2, 1, y2, w, h);
+        if (memcmp(&o, &o2, sizeof o) != 0) {
+            fail(c,
+                 "drop PF_STAGE_PER_CHANNEL from .flags: a stage that reads pos (a vignette, a "
+                 "gradient) is not per channel, and the CPU executor would run it as a table "
+                 "per channel, giving wrong pixels",
+                 "per channel (%s): declares PF_STAGE_PER_CHANNEL, but the same input pixel "
+                 "gives another output at (%d, %d) than at (%d, %d)",
+                 set, x2, y2, x, y);
+            return;
+        }
+    }
+    pass(c,
+         "per channel (%s): each output channel keeps its bits when the inputs' other channels "
+         "and the position change, as PF_STAGE_PER_CHANNEL declares (%d pixels)",
+         set, SAMPLES);
+}
+
 static int doubles_poisoned(const double *v, size_t n)
 {
     size_t bad = 0;

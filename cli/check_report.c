@@ -11,12 +11,15 @@ void pc_note(pc *c, int kind, const char *fix, const char *fmt, ...)
 {
     static const char *const tags[] = {"ok", "FAIL", "skip", "warn"};
     int *counts[] = {&c->passed, &c->failed, &c->skipped, &c->warned};
+    char msg[8192], shown[8192];
     va_list ap;
     va_start(ap, fmt);
-    printf("  %-5s ", tags[kind]);
-    vprintf(fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    putchar('\n');
+    /* The engine names the plugin by the path it loaded it from, the private link:
+       every line names the file the author passed instead. */
+    pc_unlinked_message(c, msg, shown, sizeof shown);
+    printf("  %-5s %s\n", tags[kind], shown);
     if (fix)
         printf("        fix: %s\n", fix);
     (*counts[kind])++;

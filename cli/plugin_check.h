@@ -115,6 +115,9 @@ void pc_cleanup_tmp(void);
 /* Creates c->eng with the built-in plugins and the file. 0 when the file loaded. */
 int pc_load_engine(pc *c, const pf_plugin_desc *pd);
 int pc_same_file(const char *path, const struct stat *st);
+/* msg with the private link's path (how the engine names the plugin) put back to the
+   file's real path. */
+void pc_unlinked_message(const pc *c, const char *msg, char *out, size_t size);
 
 /* ---- check_stage.c ---------------------------------------------------------------------- */
 
@@ -164,6 +167,10 @@ int pc_unit_of_s(const pc_run *r, pf_unit_info *u);
 
 void pc_check_point_rows(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
                          pc_img *in, int n_in);
+/* A point stage declaring PF_STAGE_PER_CHANNEL: each output channel depends on the same
+   channel of the inputs only, not on the others nor on the position. */
+void pc_check_per_channel(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
+                          int n_in);
 void pc_check_radius(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set, int n_in);
 void pc_check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
                      pc_img *in, int n_in);

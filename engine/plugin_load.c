@@ -61,10 +61,13 @@ static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_l
 /* ---- Descriptor checks ----------------------------------------------------------------- */
 
 /* The loader's side of pf_plugin_check and pf_stage_check (stage_check.c): the first error,
-   with the file. */
+   with the file and, for a stage's, the descriptor field at fault (stages[i].FIELD): the
+   message names the stage by its name, which a stage without one, or whose struct is too
+   small to read it, lacks. */
 typedef struct first_error {
     pf_engine *e;
     const char *file;
+    int stage; /* the stage's index in the plugin's list; -1 for the plugin descriptor */
 } first_error;
 
 static int on_finding(void *user, const pf_check_finding *f)
@@ -72,7 +75,11 @@ static int on_finding(void *user, const pf_check_finding *f)
     first_error *fe = user;
     if (f->level != PF_CHECK_ERROR)
         return 0;
-    pf_errf(fe->e->errmsg, "%s: %s", fe->file, f->message);
+    if (fe->stage >= 0)
+        pf_errf(fe->e->errmsg, "%s: %s (stages[%d]%s%s)", fe->file, f->message, fe->stage,
+                f->field && f->field[0] ? "." : "", f->field ? f->field : "");
+    else
+        pf_errf(fe->e->errmsg, "%s: %s", fe->file, f->message);
     return 1;
 }
 
@@ -203,9 +210,10 @@ static const char *plugin_name_of(const pf_engine *e, int i)
     return e->plugins[e->stages[i].plugin].desc->name;
 }
 
-static int add_stage(pf_engine *e, const char *file, int plugin, const pf_stage_desc *src)
+static int add_stage(pf_engine *e, const char *file, int plugin, int index,
+                     const pf_stage_desc *src)
 {
-    first_error fe = {e, file};
+    first_error fe = {e, file, index};
     int errors =
         pf_stage_check(src, e->plugins[plugin].desc->abi_version & 0xffff, on_finding, &fe);
     if (errors != 0)
@@ -274,7 +282,7 @@ static int load_plugin(pf_engine *e, const char *path)
         return PF_PLUGIN;
     }
     const pf_plugin_desc *pd = entry(&host_api);
-    first_error fe = {e, path};
+    first_error fe = {e, path, -1};
     int readable;
     int rc = pf_plugin_check(pd, &readable, on_finding, &fe) == 0 ? PF_OK : PF_PLUGIN;
     pf_plugin *pl =
@@ -289,7 +297,7 @@ static int load_plugin(pf_engine *e, const char *path)
     int index = e->n_plugins++, first = e->n_stages;
     e->plugins[index] = (pf_plugin){copy, h, pd};
     for (int i = 0; i < pd->n_stages && rc == PF_OK; i++)
-        rc = add_stage(e, path, index, pd->stages[i]);
+        rc = add_stage(e, path, index, i, pd->stages[i]);
     if (rc != PF_OK) { /* none of its stages stay */
         while (e->n_stages > first)
             free((void *)e->stages[--e->n_stages].desc);

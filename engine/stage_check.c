@@ -30,6 +30,9 @@ static const char *const kind_names[] = {"point", "stencil", "resample", "reduce
 
 static const char fix_table[] =
     "correct the row in the parameter table; the engine refuses the plugin otherwise";
+static const char fix_finite[] =
+    "give the row a finite default (PF_NO_MIN / PF_NO_MAX open a side of the range, not "
+    "the default); the engine refuses the plugin otherwise";
 
 typedef struct walk {
     const pf_stage_desc *d; /* copied to this engine's full size */
@@ -176,26 +179,42 @@ static void check_row_default(walk *w, int i, const char *pn)
             return;
         }
         for (int k = 0; k < pd->count; k++)
-            if (!in_range(pd, pd->def_array[k])) {
+            if (!isfinite(pd->def_array[k]) && !isnan(pd->def_array[k])) {
+                snprintf(field, sizeof field, "params[%d].def_array[%d]", i, k);
+                note(w, PF_CHECK_ERROR, field, fix_finite,
+                     "%s: default element [%d] = %g is not a finite number", pn, k,
+                     pd->def_array[k]);
+                return;
+            } else if (!in_range(pd, pd->def_array[k])) {
                 snprintf(field, sizeof field, "params[%d].def_array[%d]", i, k);
                 note(w, PF_CHECK_ERROR, field, fix_table,
                      "%s: default element [%d] = %g is outside its range [%g, %g]", pn, k,
                      pd->def_array[k], pd->min, pd->max);
                 return;
             }
+    } else if (pd->type == PF_PARAM_BOOL) {
+        /* A bool row has no range: its min and max are not read (a row written by hand,
+           `.def = 1` and no bounds, is as good as PF_BOOL_PARAM's). */
+        int fits = pd->def > (double)INT_MIN - 1 && pd->def < (double)INT_MAX + 1;
+        if (pd->def != 0 && pd->def != 1)
+            note(w, fits ? PF_CHECK_WARNING : PF_CHECK_ERROR, ROW("def"), "write 0 or 1",
+                 "%s: a bool default of %g (%s)", pn, pd->def,
+                 fits ? "taken as true" : "it does not fit in an int");
+    } else if (pd->type == PF_PARAM_FLOAT && !isfinite(pd->def) && !isnan(pd->def)) {
+        /* In range when that side is open (PF_NO_MAX), but no pipeline file can write it
+           (JSON has no infinity) and `pipefuse stages` could not show it. */
+        note(w, PF_CHECK_ERROR, ROW("def"), fix_finite, "%s: default %g is not a finite number", pn,
+             pd->def);
     } else if (!in_range(pd, pd->def)) {
         note(w, PF_CHECK_ERROR, ROW("def"), fix_table,
              "%s: default %g is outside its range [%g, %g]", pn, pd->def, pd->min, pd->max);
-    } else if ((pd->type == PF_PARAM_INT || pd->type == PF_PARAM_BOOL) &&
+    } else if (pd->type == PF_PARAM_INT &&
                !(pd->def > (double)INT_MIN - 1 && pd->def < (double)INT_MAX + 1)) {
         note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in an int", pn,
              pd->def);
     } else if (pd->type == PF_PARAM_FLOAT && isfinite(pd->def) && !isfinite((float)pd->def)) {
         note(w, PF_CHECK_ERROR, ROW("def"), fix_table, "%s: default %g does not fit in a float", pn,
              pd->def);
-    } else if (pd->type == PF_PARAM_BOOL && pd->def != 0 && pd->def != 1) {
-        note(w, PF_CHECK_WARNING, ROW("def"), "write 0 or 1",
-             "%s: a bool default of %g (taken as true)", pn, pd->def);
     } else if (pd->type == PF_PARAM_INT && pd->def != floor(pd->def)) {
         note(w, PF_CHECK_WARNING, ROW("def"), "write a whole number",
              "%s: an int default of %g (truncated to %d)", pn, pd->def, (int)pd->def);

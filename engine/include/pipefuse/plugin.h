@@ -95,7 +95,9 @@ typedef enum pf_param_type {
 /* One row of a stage's parameter table, bound to a field of its params struct.
    The engine parses, type-checks and range-checks values and fills the struct; a
    stage never looks a key up by string. min and max bound every element of an
-   array (int, float and float-array rows); PF_NO_MIN / PF_NO_MAX leave a side open.
+   array (int, float and float-array rows; bool and enum rows have none, and their min
+   and max are not read); PF_NO_MIN / PF_NO_MAX leave a side open, and every default
+   must be finite.
    A row whose min is above its max, or a NaN bound, is refused when the plugin loads
    (plugins built for ABI 1.0 used min > max for "unbounded"; they still load so). */
 typedef struct pf_param_desc {
