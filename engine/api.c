@@ -15,6 +15,7 @@
 #include "exec_cuda.h"
 #include "executor.h"
 #include "fuse.h"
+#include "hostmem.h"
 #include "watchdog.h"
 #include "nvrtc.h"
 
@@ -337,6 +338,18 @@ PF_API int pf_pipeline_output_count(const pf_pipeline *p)
     return p ? p->n_outputs : 0;
 }
 
+/* The message of a getter given a NULL result pointer (null: what it is) or an index
+   out of range. */
+static void bad_index(const pf_pipeline *p, const char *fn, const char *null, const char *what,
+                      int i, int n)
+{
+    char *msg = ((pf_pipeline *)p)->errmsg; /* ours while inside */
+    if (*null)
+        pf_errf(msg, "%s: %s: %s", p->source, fn, null);
+    else
+        pf_errf(msg, "%s: %s: no %s %d (%d in all, from 0)", p->source, fn, what, i, n);
+}
+
 static int is_table_node(const pf_pipeline *p, int node)
 {
     return node >= p->n_inputs && p->nodes[node].desc->kind == PF_STAGE_REDUCE;
@@ -344,10 +357,16 @@ static int is_table_node(const pf_pipeline *p, int node)
 
 PF_API int pf_pipeline_output_info(const pf_pipeline *p, int i, pf_output_info *info)
 {
-    if (!p || !info || i < 0 || i >= p->n_outputs)
+    if (!p)
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
+    if (!info || i < 0 || i >= p->n_outputs) {
+        bad_index(p, "pf_pipeline_output_info", info ? "" : "NULL pf_output_info", "output", i,
+                  p->n_outputs);
+        leave(p);
+        return PF_INVALID_ARGUMENT;
+    }
     const pf_output_decl *o = &p->outputs[i];
     memset(info, 0, sizeof *info);
     info->name = o->name;
@@ -446,24 +465,79 @@ PF_API int pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inpu
     return rc;
 }
 
+/* Why frame f is not a frame, written into why (empty when it is one): the field at
+   fault and its value, so that a caller sees which of its fields to fix. */
+static void frame_fault(const pf_frame *f, char *why, size_t size)
+{
+    size_t bpp = pf_frame_pixel_bytes(f->sample, f->channels);
+    why[0] = 0;
+    if (!f->data)
+        snprintf(why, size, "data is NULL");
+    else if ((unsigned)f->sample > PF_F32)
+        snprintf(why, size, "sample is %d; expected PF_U8 (0), PF_U16 (1) or PF_F32 (2)",
+                 (int)f->sample);
+    else if (!bpp)
+        snprintf(why, size, "channels is %d; expected 1 to 4", f->channels);
+    else if (f->width <= 0 || f->height <= 0)
+        snprintf(why, size, "size %dx%d is empty", f->width, f->height);
+    else if (f->pitch < (size_t)f->width * bpp)
+        snprintf(why, size, "pitch %zu is less than a row (%d pixels of %zu bytes: %zu bytes)",
+                 f->pitch, f->width, bpp, (size_t)f->width * bpp);
+    else if (f->pitch > (UINTPTR_MAX - (uintptr_t)f->data) / (size_t)f->height)
+        /* pitch * height past the end of the address space: no buffer is that large */
+        snprintf(why, size, "pitch %zu times %d rows runs past the end of the address space",
+                 f->pitch, f->height);
+    else if ((uintptr_t)f->data % (bpp / (size_t)f->channels) ||
+             f->pitch % (bpp / (size_t)f->channels))
+        /* Samples are read as whole u16 or f32 values (on the GPU too, where a misaligned
+           access is a fault): the data and every row start on a sample boundary. */
+        snprintf(why, size,
+                 "data and pitch must be multiples of the sample size (%zu bytes); data is %p, "
+                 "pitch is %zu",
+                 bpp / (size_t)f->channels, f->data, f->pitch);
+}
+
 static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, const char *name)
 {
-    size_t bpp = f ? pf_frame_pixel_bytes(f->sample, f->channels) : 0;
-    if (!f || !f->data || !bpp || f->width <= 0 || f->height <= 0 ||
-        f->pitch < (size_t)f->width * bpp) {
-        pf_errf(p->errmsg, "%s: %s '%s': not a valid frame (data, size, pitch or format)",
-                p->source, what, name);
+    char why[256];
+    frame_fault(f, why, sizeof why);
+    if (why[0]) {
+        pf_errf(p->errmsg, "%s: %s '%s': not a valid frame: %s", p->source, what, name, why);
         return PF_INVALID_ARGUMENT;
     }
-    /* Samples are read as whole u16 or f32 values (on the GPU too, where a misaligned
-       access is a fault): the data and every row start on a sample boundary. */
-    size_t sb = bpp / (size_t)f->channels;
-    if ((uintptr_t)f->data % sb || f->pitch % sb) {
-        pf_errf(p->errmsg,
-                "%s: %s '%s': data and pitch must be multiples of the sample size (%zu bytes); "
-                "pitch is %zu",
-                p->source, what, name, sb, f->pitch);
-        return PF_INVALID_ARGUMENT;
+    return PF_OK;
+}
+
+/* Frames that share memory where that cannot give the right frame: two image outputs
+   (whichever is written last wins), and on device frames an output and an input (the
+   kernels of one frame, on several streams, read the input while others write the
+   output). An output overlapping an input among host frames is fine: the executors
+   write such an output only after the frame has read its inputs (exec_cpu.c), or copy
+   the frames through their own buffers (CUDA). */
+static int check_overlaps(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *outs, int device)
+{
+    for (int o = 0; o < p->n_outputs; o++) {
+        if (!outs[o])
+            continue;
+        for (int q = o + 1; q < p->n_outputs; q++)
+            if (outs[q] && pf_frames_overlap(outs[o], outs[q])) {
+                pf_errf(p->errmsg,
+                        "%s: output '%s' and output '%s' overlap in memory (%p and %p); each "
+                        "image output needs its own buffer",
+                        p->source, p->outputs[o].name, p->outputs[q].name, outs[o]->data,
+                        outs[q]->data);
+                return PF_INVALID_ARGUMENT;
+            }
+        for (int i = 0; device && i < p->n_inputs; i++)
+            if (p->nodes[i].used && pf_frames_overlap(outs[o], &inputs[i])) {
+                pf_errf(p->errmsg,
+                        "%s: device frames: output '%s' overlaps input '%s' in memory (%p and "
+                        "%p); the frame's kernels read the input while others write the output: "
+                        "give the output its own buffer",
+                        p->source, p->outputs[o].name, p->nodes[i].id, outs[o]->data,
+                        inputs[i].data);
+                return PF_INVALID_ARGUMENT;
+            }
     }
     return PF_OK;
 }
@@ -476,6 +550,11 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
     if (n_in != p->n_inputs || !inputs) {
         pf_errf(p->errmsg, "%s: the pipeline has %d input(s); %d frame(s) given", p->source,
                 p->n_inputs, inputs ? n_in : 0);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (n_out < 0) {
+        pf_errf(p->errmsg, "%s: n_out is %d; expected 0 to the %d output(s) of the pipeline",
+                p->source, n_out, p->n_outputs);
         return PF_INVALID_ARGUMENT;
     }
     if (p->n_inputs > PF_MAX_FRAMES || p->n_outputs > PF_MAX_FRAMES) {
@@ -519,7 +598,8 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
 }
 
 /* Frame bookkeeping around a submission: allocation and synchronisation counts of the
-   frame, so a test can assert that the steady state has none. */
+   frame, so a test can assert that the steady state has none. Only a frame submitted
+   counts: a refused one (a bad frame, a plan that failed) is no frame. */
 static void frame_begin(pf_pipeline *p, unsigned long long *alloc0, unsigned long long *sync0)
 {
     *alloc0 = p->stats.allocations;
@@ -567,8 +647,11 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
         rc = PF_UNSUPPORTED;
     }
     if (rc == PF_OK)
+        rc = check_overlaps(p, inputs, outs, device);
+    if (rc == PF_OK)
         rc = p->exec->submit(p, p->exec_state, inputs, outs, device, stream, ticket);
-    frame_end(p, a0, s0);
+    if (rc == PF_OK)
+        frame_end(p, a0, s0);
     return rc;
 }
 
@@ -649,10 +732,20 @@ PF_API int pf_pipeline_slots(const pf_pipeline *p)
 
 PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
 {
-    if (!p || !s || s->size < PF_STATS_MIN_SIZE)
+    if (!p)
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
+    if (!s || s->size < PF_STATS_MIN_SIZE) {
+        if (!s)
+            pf_errf(((pf_pipeline *)p)->errmsg, "%s: pf_pipeline_stats: NULL pf_stats", p->source);
+        else
+            pf_errf(((pf_pipeline *)p)->errmsg,
+                    "%s: pf_pipeline_stats: pf_stats.size is %u; set it to sizeof(pf_stats) (%zu)",
+                    p->source, s->size, sizeof(pf_stats));
+        leave(p);
+        return PF_INVALID_ARGUMENT;
+    }
     /* An older caller's smaller struct gets the fields it has room for. */
     size_t size = s->size < sizeof(pf_stats) ? s->size : sizeof(pf_stats);
     pf_stats full = p->stats;
@@ -689,7 +782,10 @@ PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
     }
     int node = p->outputs[output].node;
     if (!p->plan) {
-        pf_errf(msg, "%s: pf_pipeline_table: output '%s' has no table before a frame has run",
+        pf_errf(msg,
+                "%s: pf_pipeline_table: output '%s' has no table before a frame has run on "
+                "the current plan (none since the pipeline was loaded or planned again, or "
+                "the last frame failed)",
                 p->source, p->outputs[output].name);
         leave(p);
         return PF_INVALID_ARGUMENT;
@@ -714,11 +810,19 @@ PF_API int pf_pipeline_unit_count(const pf_pipeline *p)
 
 PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
 {
-    if (!p || !info)
+    if (!p)
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
-    if (!p->plan || i < 0 || i >= p->plan->n_units) {
+    if (!info || !p->plan || i < 0 || i >= p->plan->n_units) {
+        if (info && !p->plan)
+            pf_errf(((pf_pipeline *)p)->errmsg,
+                    "%s: pf_pipeline_unit: no launch unit %d: the pipeline is not planned "
+                    "(pf_pipeline_plan)",
+                    p->source, i);
+        else
+            bad_index(p, "pf_pipeline_unit", info ? "" : "NULL pf_unit_info", "launch unit", i,
+                      info ? p->plan->n_units : 0);
         leave(p);
         return PF_INVALID_ARGUMENT;
     }
@@ -805,7 +909,7 @@ PF_API int pf_pipeline_build_kernels_for(pf_pipeline *p, int arch, const char *d
                                          int n_formats, int *n_kernels)
 {
     if (!p)
-        return PF_NOT_PLANNED;
+        return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
     int rc = build_kernels(p, arch, dump_dir, samples, channels, n_formats, n_kernels);
@@ -821,23 +925,34 @@ PF_API int pf_pipeline_build_kernels(pf_pipeline *p, int arch, const char *dump_
 }
 
 /* A print of the plan, inside the pipeline's one-thread-at-a-time guard. */
-static int guarded_print(const pf_pipeline *p, FILE *f, int (*print)(const pf_pipeline *, FILE *))
+static int guarded_print(const pf_pipeline *p, FILE *f, int (*print)(const pf_pipeline *, FILE *),
+                         const char *fn)
 {
-    if (!p || !f)
-        return PF_NOT_PLANNED;
+    if (!p)
+        return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
-    int rc = print(p, f);
+    char *msg = ((pf_pipeline *)p)->errmsg; /* ours while inside */
+    int rc = f ? print(p, f) : PF_INVALID_ARGUMENT;
+    if (!f)
+        pf_errf(msg, "%s: %s: NULL FILE", p->source, fn);
+    else if (rc == PF_NOT_PLANNED)
+        pf_errf(msg, "%s: %s: the pipeline is not planned (pf_pipeline_plan)", p->source, fn);
+    else if (rc == PF_OK && ferror(f)) {
+        pf_errf(msg, "%s: %s: write error", p->source, fn);
+        rc = PF_IO;
+    } else if (rc != PF_OK)
+        pf_errf(msg, "%s: %s: %s", p->source, fn, pf_status_str(rc));
     leave(p);
     return rc;
 }
 
 PF_API int pf_pipeline_print_plan(const pf_pipeline *p, FILE *f)
 {
-    return guarded_print(p, f, pf_plan_print);
+    return guarded_print(p, f, pf_plan_print, "pf_pipeline_print_plan");
 }
 
 PF_API int pf_pipeline_print_dot(const pf_pipeline *p, FILE *f)
 {
-    return guarded_print(p, f, pf_plan_print_dot);
+    return guarded_print(p, f, pf_plan_print_dot, "pf_pipeline_print_dot");
 }

@@ -30,6 +30,7 @@
 #include "cpu_lut.h"
 #include "exec_cpu.h"
 #include "frame.h"
+#include "hostmem.h"
 #include "threadpool.h"
 #include "watchdog.h"
 
@@ -454,7 +455,7 @@ static int download_task(void *ctx, int band, int worker)
 /* Which inputs point units convert themselves (every used consumer is a point unit
    that has it among its first PF_DIRECT_INPUTS inputs, and no output shows it), and
    which outputs they store themselves (written by a point unit, read by nothing, named
-   by exactly one wanted output). */
+   by exactly one wanted output, sharing no memory with an input). */
 static void plan_direct(cpu_job *j, pf_frame *const *outputs)
 {
     const pf_pipeline *p = j->p;
@@ -463,6 +464,14 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
         int id = p->outputs[o].node, ui = plan->unit_of[id], named = 0, read = 0;
         if (!outputs[o] || ui < 0 ||
             (plan->units[ui].kind != PF_UNIT_POINT && !native_fits(j, id, outputs[o])))
+            continue;
+        /* An output sharing memory with an input (in place, or at another offset) is
+           stored last, from its buffer, once every unit has read the inputs: stored
+           during the units, it would change pixels that others have yet to read. */
+        int shared = 0;
+        for (int i = 0; i < p->n_inputs && !shared; i++)
+            shared = pf_frames_overlap(outputs[o], &j->inputs[i]);
+        if (shared)
             continue;
         for (int q = 0; q < p->n_outputs; q++)
             named += p->outputs[q].node == id;

@@ -145,6 +145,12 @@ size_t pf_frame_span(const pf_frame *f)
     return f->height > 0 ? f->pitch * (size_t)(f->height - 1) + row : 0;
 }
 
+int pf_frames_overlap(const pf_frame *a, const pf_frame *b)
+{
+    const char *a0 = a->data, *b0 = b->data;
+    return a0 < b0 + pf_frame_span(b) && b0 < a0 + pf_frame_span(a);
+}
+
 /* ---- The public functions ------------------------------------------------------------------ */
 
 PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sample, int channels,
@@ -156,10 +162,19 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
     if (!e)
         return PF_INVALID_ARGUMENT;
     size_t bpp = pf_frame_pixel_bytes(sample, channels);
-    if (!bpp || width <= 0 || height <= 0 || (size_t)width > SIZE_MAX / 16 / (size_t)height) {
-        pf_engine_errf(e, "pf_frame_alloc_host: %dx%d, sample %d, %d channel(s) is not a frame",
-                       width, height, (int)sample, channels);
+    if (!bpp || width <= 0 || height <= 0) {
+        pf_engine_errf(e,
+                       "pf_frame_alloc_host: %dx%d, sample %d, %d channel(s) is not a frame "
+                       "(%s)",
+                       width, height, (int)sample, channels,
+                       (unsigned)sample > PF_F32 ? "sample: PF_U8, PF_U16 or PF_F32"
+                       : !bpp                    ? "channels: 1 to 4"
+                                                 : "an empty size");
         return PF_INVALID_ARGUMENT;
+    }
+    if ((size_t)width > SIZE_MAX / 16 / (size_t)height) {
+        pf_engine_errf(e, "pf_frame_alloc_host: %dx%d is too large to allocate", width, height);
+        return PF_TOO_LARGE;
     }
     size_t pitch = (size_t)width * bpp, bytes = pitch * (size_t)height;
     void *mem = NULL;

@@ -225,9 +225,15 @@ int pf_pipeline_input_used(const pf_pipeline *p, int i);
 int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
 
 /* Runs one frame synchronously on host frames. inputs in input order; outputs in
-   output order, entries with NULL data (or n_out smaller than the count) skip an
-   output; table
-   outputs are read with pf_pipeline_table. Image outputs must have the planned size. */
+   output order, entries with NULL data (or n_out, 0 or more, smaller than the count)
+   skip an output; table outputs are read with pf_pipeline_table. Image outputs must
+   have the planned size. A bad frame is PF_INVALID_ARGUMENT naming the frame and the
+   field at fault.
+   Memory shared between frames: a host output may overlap an input, or be the input
+   itself (in place, in any format): it is written after the frame has read its
+   inputs, so the result is the same as with separate buffers. Two image outputs that
+   overlap are PF_INVALID_ARGUMENT, as is a device output overlapping an input
+   (pf_pipeline_submit_device). */
 int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out);
 
 /* A table output of the last run: rows x cols doubles, row-major, owned by p. */
@@ -288,7 +294,9 @@ int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_fram
    stream and nothing is copied: the first kernel reads the inputs where they are and
    the last ones write the outputs in place. Synchronise the stream, or call
    pf_pipeline_wait(ticket), before reading outputs; call wait before reading tables.
-   PF_UNSUPPORTED on the CPU backend. */
+   Outputs must not overlap inputs or each other (PF_INVALID_ARGUMENT): the kernels of
+   one frame read the inputs while others write the outputs. PF_UNSUPPORTED on the CPU
+   backend. */
 int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                               int n_out, void *stream, int *ticket);
 
@@ -338,10 +346,10 @@ int pf_engine_unregister_host(pf_engine *e, void *ptr);
 /* ---- Statistics -------------------------------------------------------------------------- */
 
 typedef struct pf_stats {
-    uint32_t size;       /* set to sizeof(pf_stats) before the call */
-    const char *backend; /* "cpu", "cuda-graph" or "cuda-eager" */
-    unsigned long long frames;
-    int launches_per_frame; /* kernel launches (CUDA) or launch units (CPU) */
+    uint32_t size;             /* set to sizeof(pf_stats) before the call */
+    const char *backend;       /* "cpu", "cuda-graph" or "cuda-eager" */
+    unsigned long long frames; /* frames submitted (a refused submit is none) */
+    int launches_per_frame;    /* kernel launches (CUDA) or launch units (CPU) */
     int units_per_frame;
     int streams;
     unsigned long long allocations; /* device, pinned and plan buffers, since load */
