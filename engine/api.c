@@ -509,12 +509,12 @@ static int check_frame(pf_pipeline *p, const pf_frame *f, const char *what, cons
 }
 
 /* Frames that share memory where that cannot give the right frame: two image outputs
-   (whichever is written last wins), and on device frames an output and an input (the
-   kernels of one frame, on several streams, read the input while others write the
-   output). An output overlapping an input among host frames is fine: the executors
-   write such an output only after the frame has read its inputs (exec_cpu.c), or copy
-   the frames through their own buffers (CUDA). */
-static int check_overlaps(pf_pipeline *p, const pf_frame *inputs, pf_frame *const *outs, int device)
+   (whichever is written last wins). An output overlapping an input is fine: the
+   executors write such an output only after the frame has read its inputs (exec_cpu.c
+   for host frames; host frames on CUDA go through the engine's own buffers, and a device
+   output over an input is written to them and copied after the frame's kernels,
+   exec_cuda.c). */
+static int check_overlaps(pf_pipeline *p, pf_frame *const *outs)
 {
     for (int o = 0; o < p->n_outputs; o++) {
         if (!outs[o])
@@ -526,16 +526,6 @@ static int check_overlaps(pf_pipeline *p, const pf_frame *inputs, pf_frame *cons
                         "image output needs its own buffer",
                         p->source, p->outputs[o].name, p->outputs[q].name, outs[o]->data,
                         outs[q]->data);
-                return PF_INVALID_ARGUMENT;
-            }
-        for (int i = 0; device && i < p->n_inputs; i++)
-            if (p->nodes[i].used && pf_frames_overlap(outs[o], &inputs[i])) {
-                pf_errf(p->errmsg,
-                        "%s: device frames: output '%s' overlaps input '%s' in memory (%p and "
-                        "%p); the frame's kernels read the input while others write the output: "
-                        "give the output its own buffer",
-                        p->source, p->outputs[o].name, p->nodes[i].id, outs[o]->data,
-                        inputs[i].data);
                 return PF_INVALID_ARGUMENT;
             }
     }
@@ -647,7 +637,7 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
         rc = PF_UNSUPPORTED;
     }
     if (rc == PF_OK)
-        rc = check_overlaps(p, inputs, outs, device);
+        rc = check_overlaps(p, outs);
     if (rc == PF_OK)
         rc = p->exec->submit(p, p->exec_state, inputs, outs, device, stream, ticket);
     if (rc == PF_OK)

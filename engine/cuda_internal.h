@@ -80,6 +80,8 @@ typedef struct cuda_slot {
     int device_mode;
     pf_frame **out;        /* host mode, per output: where wait puts it */
     char *direct_out;      /* host mode, per output: DMA'd straight into pinned memory */
+    char *staged_out;      /* device mode, per output: it overlaps an input, so the kernels
+                              write the slot's staging, copied to it after them */
     cudaEvent_t up_done;   /* host mode: this frame's inputs are on the device */
     cudaEvent_t comp_done; /* host mode: its kernels are done (downloads may start) */
 } cuda_slot;

@@ -343,6 +343,7 @@ void pf_cuda_plan_free(pf_cuda_plan *c)
         if (sl->comp_done)
             cudaEventDestroy(sl->comp_done);
         free(sl->direct_out);
+        free(sl->staged_out);
         free(sl->dev_desc);
         free(sl->exec_desc[0]);
         free(sl->exec_desc[1]);
@@ -388,11 +389,13 @@ static int make_slot(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     sl->key[1] = calloc(n_io + 1, 1);
     sl->out = calloc((size_t)p->n_outputs + 1, sizeof(pf_frame *));
     sl->direct_out = calloc((size_t)p->n_outputs + 1, 1);
+    sl->staged_out = calloc((size_t)p->n_outputs + 1, 1);
     sl->dev_desc = malloc(sizeof(pf_frame_desc) * c->desc_count + 1);
     sl->exec_desc[0] = calloc(c->desc_count + 1, sizeof(pf_frame_desc));
     sl->exec_desc[1] = calloc(c->desc_count + 1, sizeof(pf_frame_desc));
     if (!sl->streams || !sl->joined || !sl->unit_done || !sl->key[0] || !sl->key[1] || !sl->out ||
-        !sl->direct_out || !sl->dev_desc || !sl->exec_desc[0] || !sl->exec_desc[1])
+        !sl->direct_out || !sl->staged_out || !sl->dev_desc || !sl->exec_desc[0] ||
+        !sl->exec_desc[1])
         return PF_NO_MEMORY;
     sl->unit_done[nu] = (cudaEvent_t)-1; /* end marker for pf_cuda_plan_free */
     for (int k = 0; k < c->n_streams; k++) {

@@ -321,9 +321,21 @@ static void stage_params(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     }
 }
 
+/* Whether device output f shares memory with an input the pipeline reads: the frame's
+   kernels read the inputs on several streams while others write the outputs, so such an
+   output is written to the slot's staging and copied to f after them (copy_staged). */
+static int overlaps_input(const pf_pipeline *p, const pf_frame *in, const pf_frame *f)
+{
+    for (int i = 0; i < p->n_inputs; i++)
+        if (p->nodes[i].used && pf_frames_overlap(f, &in[i]))
+            return 1;
+    return 0;
+}
+
 /* The frame descriptors of this frame's inputs and outputs in the slot's pinned block
-   (host frames: the slot's device staging; device frames: where they are), and their
-   formats in c->io_fmt: the formats decide the kernel variants a graph holds. */
+   (host frames: the slot's device staging; device frames: where they are, or the staging
+   for an output over an input), and their formats in c->io_fmt: the formats decide the
+   kernel variants a graph holds. */
 static void describe_frames(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, const pf_frame *in,
                             pf_frame *const *out, int device)
 {
@@ -342,6 +354,7 @@ static void describe_frames(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cons
     }
     for (int o = 0; o < no; o++) {
         sl->out[o] = out[o];
+        sl->staged_out[o] = 0;
         key[ni + o] = 0;
         if (p->tables[p->outputs[o].node].data || !out[o]) {
             pf_frame none;
@@ -362,7 +375,7 @@ static void describe_frames(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cons
             continue;
         }
         size_t row = pf_frame_pixel_bytes(out[o]->sample, out[o]->channels) * (size_t)out[o]->width;
-        if (device)
+        if (device && !(sl->staged_out[o] = (char)overlaps_input(p, in, out[o])))
             fill_desc(&h_desc[ni + o], out[o]->data, out[o]->pitch, out[o]);
         else
             fill_desc(&h_desc[ni + o], sl->dev + c->out_dev_off[o], row, out[o]);
@@ -427,8 +440,25 @@ static int run_eager(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device,
     return rc;
 }
 
+/* A device frame's outputs written to staging (sl->staged_out), to their frames on s0. */
+static int copy_staged(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t s0)
+{
+    for (int o = 0; o < p->n_outputs; o++) {
+        const pf_frame *f = sl->out[o];
+        if (!sl->staged_out[o])
+            continue;
+        size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
+        cudaError_t err = cudaMemcpy2DAsync(f->data, f->pitch, sl->dev + c->out_dev_off[o], row,
+                                            row, (size_t)f->height, cudaMemcpyDeviceToDevice, s0);
+        if (err != cudaSuccess)
+            return pf_cu_fail(p, err, "cudaMemcpy2DAsync", __FILE__, __LINE__);
+    }
+    return PF_OK;
+}
+
 /* One frame's work in order, on s0: a host frame's uploads, the parameter block, the
-   kernels (the graph, or eagerly), a host frame's downloads; then sl->done. */
+   kernels (the graph, or eagerly), a host frame's downloads or a device frame's staged
+   outputs; then sl->done. */
 static int launch_frame(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, const pf_frame *in,
                         int device, cudaStream_t s0, int use_graph)
 {
@@ -450,6 +480,8 @@ static int launch_frame(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, const pf
     } else if (rc == PF_OK) {
         rc = run_eager(p, c, sl, device, s0);
     }
+    if (rc == PF_OK && device)
+        rc = copy_staged(p, c, sl, s0);
     if (rc == PF_OK && !device)
         rc = download(p, c, sl, s0);
     else if (rc == PF_OK && cudaEventRecord(sl->done, s0) != cudaSuccess)

@@ -739,6 +739,79 @@ static void test_streams(pf_rng *r)
     pf_pipeline_destroy(p);
 }
 
+/* Device frames in place: an output that is its input (or starts inside it in a wider
+   format) gives what separate buffers give, with graphs and without, frame after frame,
+   for point chains, geometry, stencils and branches on several streams. */
+static void test_in_place(pf_rng *r)
+{
+    static const char *const json[] = {
+        "{\"pipefuse\":1,\"inputs\":[\"src\"],\"stages\":["
+        "{\"id\":\"b\",\"op\":\"brightness\",\"inputs\":[\"src\"],\"params\":{\"amount\":0.1}},"
+        "{\"id\":\"c\",\"op\":\"invert\",\"inputs\":[\"b\"]}],\"outputs\":{\"out\":\"c\"}}",
+        "{\"pipefuse\":1,\"inputs\":[\"src\"],\"stages\":["
+        "{\"id\":\"f\",\"op\":\"flip\",\"inputs\":[\"src\"]}],\"outputs\":{\"out\":\"f\"}}",
+        "{\"pipefuse\":1,\"inputs\":[\"src\"],\"stages\":["
+        "{\"id\":\"g\",\"op\":\"gaussian\",\"inputs\":[\"src\"],\"params\":{\"sigma\":3}}],"
+        "\"outputs\":{\"out\":\"g\"}}",
+        "{\"pipefuse\":1,\"inputs\":[\"src\"],\"stages\":["
+        "{\"id\":\"soft\",\"op\":\"gaussian\",\"inputs\":[\"src\"],\"params\":{\"sigma\":2}},"
+        "{\"id\":\"edge\",\"op\":\"sobel\",\"inputs\":[\"src\"]},"
+        "{\"id\":\"mix\",\"op\":\"blend\",\"inputs\":[\"soft\",\"edge\"]}],"
+        "\"outputs\":{\"out\":\"mix\"}}",
+    };
+    const int W = 213, H = 97;
+    cudaStream_t st;
+    CHECK(cudaStreamCreate(&st) == cudaSuccess);
+    pf_frame in = random_frame(r, W, H, PF_U8, 4);
+    unsigned char *dbuf = NULL;
+    size_t big = (size_t)W * H * 16; /* room for a float RGBA output over the input */
+    CHECK(cudaMalloc((void **)&dbuf, big) == cudaSuccess);
+    for (size_t j = 0; j < sizeof json / sizeof json[0]; j++) {
+        pf_pipeline *p = NULL;
+        if (pf_pipeline_load_string(eng, json[j], "in_place.json", &p) != PF_OK) {
+            CHECKF(0, "%s", pf_engine_errmsg(eng));
+            continue;
+        }
+        for (int wide = 0; wide < 2; wide++) {
+            pf_sample os = wide ? PF_F32 : PF_U8;
+            pf_frame ref = like(&in, W, H, os, 4), back = like(&in, W, H, os, 4);
+            CHECK(pf_pipeline_set_option(p, "backend", "cuda") == PF_OK);
+            CHECKF(pf_pipeline_run(p, &in, 1, &ref, 1) == PF_OK, "%s", pf_pipeline_errmsg(p));
+            for (int g = 0; g < 2; g++) {
+                CHECK(pf_pipeline_set_option(p, "graph", g ? "true" : "false") == PF_OK);
+                pf_frame din = in, dout = ref;
+                din.data = dbuf;
+                dout.data = dbuf; /* the same memory: in place, or wider over it */
+                if (!wide)
+                    dout.pitch = in.pitch;
+                int ticket = 0, rc = PF_OK;
+                for (int rep = 0; rep < 3 && rc == PF_OK; rep++) {
+                    CHECK(cudaMemcpyAsync(dbuf, in.data, in.pitch * (size_t)H,
+                                          cudaMemcpyHostToDevice, st) == cudaSuccess);
+                    rc = pf_pipeline_submit_device(p, &din, 1, &dout, 1, st, &ticket);
+                    CHECKF(rc == PF_OK, "pipeline %zu wide %d graph %d: %s", j, wide, g,
+                           pf_pipeline_errmsg(p));
+                }
+                CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+                if (rc != PF_OK)
+                    continue;
+                CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+                CHECK(cudaMemcpy2D(back.data, back.pitch, dbuf, dout.pitch, back.pitch, H,
+                                   cudaMemcpyDeviceToHost) == cudaSuccess);
+                CHECKF(memcmp(back.data, ref.data, ref.pitch * (size_t)H) == 0,
+                       "pipeline %zu in place (wide %d, graph %d) differs from separate buffers", j,
+                       wide, g);
+            }
+            free(ref.data);
+            free(back.data);
+        }
+        pf_pipeline_destroy(p);
+    }
+    cudaFree(dbuf);
+    cudaStreamDestroy(st);
+    free(in.data);
+}
+
 int main(void)
 {
     if (!pf_test_cuda_device("test_exec_cuda"))
@@ -760,6 +833,7 @@ int main(void)
     test_kernel_cache(&r);
     test_streams(&r);
     test_descriptor_args(&r);
+    test_in_place(&r);
     pf_engine_destroy(eng);
     return pf_test_done("test_exec_cuda");
 }

@@ -232,8 +232,7 @@ int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
    Memory shared between frames: a host output may overlap an input, or be the input
    itself (in place, in any format): it is written after the frame has read its
    inputs, so the result is the same as with separate buffers. Two image outputs that
-   overlap are PF_INVALID_ARGUMENT, as is a device output overlapping an input
-   (pf_pipeline_submit_device). */
+   overlap are PF_INVALID_ARGUMENT. */
 int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out);
 
 /* A table output of the last run: rows x cols doubles, row-major, owned by p. */
@@ -294,9 +293,10 @@ int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_fram
    stream and nothing is copied: the first kernel reads the inputs where they are and
    the last ones write the outputs in place. Synchronise the stream, or call
    pf_pipeline_wait(ticket), before reading outputs; call wait before reading tables.
-   Outputs must not overlap inputs or each other (PF_INVALID_ARGUMENT): the kernels of
-   one frame read the inputs while others write the outputs. PF_UNSUPPORTED on the CPU
-   backend. */
+   An output may overlap an input, or be it (in place): the kernels write it to the
+   engine's device memory and it is copied over after the last of them, one
+   device-to-device copy a frame. Outputs must not overlap each other
+   (PF_INVALID_ARGUMENT). PF_UNSUPPORTED on the CPU backend. */
 int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                               int n_out, void *stream, int *ticket);
 
