@@ -235,9 +235,7 @@ static int lut_build(void *ctx, const pf_frame *in, const pf_frame *in2, const p
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
     int sn = u->inputs[0], sn2 = in2 ? u->inputs[1] : sn, id = j->lut_node;
-    pf_frame *frames = malloc(sizeof *frames * (size_t)j->p->n_inputs);
-    if (!frames)
-        return PF_NO_MEMORY;
+    pf_frame *frames = j->st->lut_inputs;
     memcpy(frames, j->inputs, sizeof *frames * (size_t)j->p->n_inputs);
     frames[sn] = *in;
     if (in2)
@@ -252,7 +250,6 @@ static int lut_build(void *ctx, const pf_frame *in, const pf_frame *in2, const p
     j->direct_out[id] = df;
     j->direct_in[sn2] = direct2;
     j->direct_in[sn] = direct;
-    free(frames);
     return rc;
 }
 
@@ -521,14 +518,11 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
     }
     int rc = PF_OK;
     j.inputs = inputs;
-    j.direct_in = calloc((size_t)p->n_inputs, 1);
-    j.direct_out = calloc((size_t)p->n_nodes, sizeof *j.direct_out);
-    if (!j.direct_in || !j.direct_out) {
-        pf_errf(j.err, "%s: out of memory", p->source);
-        rc = PF_NO_MEMORY;
-    } else {
-        plan_direct(&j, outputs);
-    }
+    j.direct_in = st->direct_in;
+    j.direct_out = st->direct_out;
+    memset(j.direct_in, 0, (size_t)p->n_inputs);
+    memset(j.direct_out, 0, sizeof *j.direct_out * (size_t)p->n_nodes);
+    plan_direct(&j, outputs);
     for (int i = 0; i < p->n_inputs && rc == PF_OK; i++) {
         if (j.direct_in[i])
             continue;
@@ -576,8 +570,6 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
     }
     if (rc != PF_OK)
         pf_errf(p->errmsg, "%s", j.err[0] ? j.err : "a CPU task failed");
-    free(j.direct_in);
-    free(j.direct_out);
     pthread_mutex_destroy(&j.mu);
     return rc;
 }

@@ -15,6 +15,11 @@ typedef struct pf_cpu_state {
     unsigned char *scratch;   /* workers * worker_scratch */
     int chunk;                /* pixels per point-chain chunk (PF_CPU_CHUNK) */
     struct pf_cpu_luts *luts; /* point units' tables, made on first use (cpu_lut.c) */
+    /* A frame's bookkeeping, made here so a frame allocates nothing (exec_cpu.c's job):
+       per input, per node, and the inputs a table build stands in for. */
+    char *direct_in;
+    const pf_frame **direct_out;
+    pf_frame *lut_inputs;
     unsigned long long allocations;
     size_t bytes; /* bytes allocated */
 } pf_cpu_state;

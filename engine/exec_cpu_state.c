@@ -67,7 +67,10 @@ int pf_cpu_state_make(const pf_pipeline *p, pf_cpu_state **out)
     st->n_nodes = p->n_nodes;
     st->buf = calloc((size_t)p->n_nodes, sizeof(pf_image));
     st->partials = calloc((size_t)p->n_nodes, sizeof(double *));
-    if (!st->buf || !st->partials)
+    st->direct_in = calloc((size_t)p->n_inputs + 1, 1);
+    st->direct_out = calloc((size_t)p->n_nodes, sizeof *st->direct_out);
+    st->lut_inputs = calloc((size_t)p->n_inputs + 1, sizeof *st->lut_inputs);
+    if (!st->buf || !st->partials || !st->direct_in || !st->direct_out || !st->lut_inputs)
         return PF_NO_MEMORY;
     return alloc_all(p, st);
 }
@@ -84,6 +87,9 @@ void pf_cpu_state_free(pf_cpu_state *st)
     }
     free(st->buf);
     free(st->partials);
+    free(st->direct_in);
+    free(st->direct_out);
+    free(st->lut_inputs);
     free(st->scratch);
     pf_cpu_luts_free(st->luts);
     free(st);

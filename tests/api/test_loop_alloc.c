@@ -1,0 +1,123 @@
+/* tests/api/test_loop_alloc.c: a CPU frame loop allocates nothing (DESIGN.md: no
+ * allocation in a frame loop). malloc, calloc and realloc are counted here (the program's
+ * own definitions come before libc's) while frames run: after a first frame, and after a
+ * parameter change's first frame (which may build point tables), further frames of a
+ * pipeline with point chains, a table-driven chain, a stencil, a resample and a reduce
+ * allocate nothing, on every worker thread. Skipped under sanitizers, which own malloc.
+ */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PF_OWN_MALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PF_OWN_MALLOC 0
+#endif
+#endif
+#ifndef PF_OWN_MALLOC
+#define PF_OWN_MALLOC 1
+#endif
+
+#if PF_OWN_MALLOC
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+
+static atomic_int counting;
+static atomic_long counted;
+
+void *malloc(size_t n)
+{
+    if (atomic_load_explicit(&counting, memory_order_relaxed))
+        atomic_fetch_add(&counted, 1);
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t s)
+{
+    if (atomic_load_explicit(&counting, memory_order_relaxed))
+        atomic_fetch_add(&counted, 1);
+    return __libc_calloc(n, s);
+}
+void *realloc(void *p, size_t n)
+{
+    if (atomic_load_explicit(&counting, memory_order_relaxed))
+        atomic_fetch_add(&counted, 1);
+    return __libc_realloc(p, n);
+}
+#endif
+
+static const char json[] =
+    "{\"pipefuse\":1,\"inputs\":[\"src\",\"top\"],\"stages\":["
+    "{\"id\":\"b\",\"op\":\"brightness\",\"inputs\":[\"src\"],\"params\":{\"amount\":0.1}},"
+    "{\"id\":\"c\",\"op\":\"contrast\",\"inputs\":[\"b\"],\"params\":{\"amount\":1.2}},"
+    "{\"id\":\"g\",\"op\":\"gaussian\",\"inputs\":[\"c\"],\"params\":{\"sigma\":1.5}},"
+    "{\"id\":\"s\",\"op\":\"sobel\",\"inputs\":[\"g\"]},"
+    "{\"id\":\"m\",\"op\":\"blend\",\"inputs\":[\"c\",\"s\"],\"params\":{\"opacity\":0.5}},"
+    "{\"id\":\"t\",\"op\":\"alpha_over\",\"inputs\":[\"m\",\"top\"]},"
+    "{\"id\":\"f\",\"op\":\"flip\",\"inputs\":[\"t\"]},"
+    "{\"id\":\"h\",\"op\":\"histogram\",\"inputs\":[\"f\"]}],"
+    "\"outputs\":{\"out\":\"f\",\"hist\":\"h\",\"vivid\":\"c\"}}";
+
+static pf_frame frame(int w, int h, int ch, unsigned seed)
+{
+    pf_frame f;
+    memset(&f, 0, sizeof f);
+    f.width = w, f.height = h, f.sample = PF_U8, f.channels = ch;
+    f.pitch = (size_t)w * (size_t)ch;
+    f.data = malloc(f.pitch * (size_t)h);
+    for (size_t i = 0; i < f.pitch * (size_t)h; i++)
+        ((unsigned char *)f.data)[i] = (unsigned char)(i * 2654435761u >> 13 ^ seed);
+    return f;
+}
+
+int main(void)
+{
+#if !PF_OWN_MALLOC
+    return PF_TEST_SKIPPED;
+#else
+    pf_engine *e = pf_test_engine();
+    pf_pipeline *p = NULL;
+    int rc = pf_pipeline_load_string(e, json, "loop.json", &p);
+    CHECKF(rc == PF_OK, "%s", pf_engine_errmsg(e));
+    if (rc != PF_OK)
+        return pf_test_done("test_loop_alloc");
+    CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+    const int W = 301, H = 203;
+    pf_frame in[2] = {frame(W, H, 4, 1), frame(W, H, 4, 2)};
+    pf_frame out[3] = {frame(W, H, 4, 0), {0}, frame(W, H, 3, 0)};
+    const char *amounts[] = {"0.1", "0.25", "-0.3"};
+    for (int round = 0; round < 3; round++) {
+        char name[] = "b.amount";
+        CHECK(pf_pipeline_set_param(p, name, amounts[round]) == PF_OK);
+        int ticket;
+        /* the first frame after a change may build what the change needs */
+        CHECKF(pf_pipeline_submit(p, in, 2, out, 3, &ticket) == PF_OK, "%s", pf_pipeline_errmsg(p));
+        CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+        atomic_store(&counted, 0);
+        atomic_store(&counting, 1);
+        for (int f = 0; f < 5; f++) {
+            rc = pf_pipeline_submit(p, in, 2, out, 3, &ticket);
+            if (rc == PF_OK)
+                rc = pf_pipeline_wait(p, ticket);
+            if (rc != PF_OK)
+                break;
+        }
+        atomic_store(&counting, 0);
+        CHECKF(rc == PF_OK, "%s", pf_pipeline_errmsg(p));
+        long n = atomic_load(&counted);
+        CHECKF(n == 0, "round %d: 5 frames on the CPU made %ld allocations", round, n);
+    }
+    for (int i = 0; i < 2; i++)
+        free(in[i].data);
+    free(out[0].data);
+    free(out[2].data);
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+    return pf_test_done("test_loop_alloc");
+#endif
+}
