@@ -4,6 +4,9 @@
  * parameter change's first frame (which may build point tables), further frames of a
  * pipeline with point chains, a table-driven chain, a stencil, a resample and a reduce
  * allocate nothing, on every worker thread. Skipped under sanitizers, which own malloc.
+ *   test_loop_alloc        the CPU backend
+ *   test_loop_alloc gpu    the CUDA backend, host frames, graphs (skipped without a device):
+ *                          what pipefuse allocates and what the CUDA runtime does for it
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -75,9 +78,10 @@ static pf_frame frame(int w, int h, int ch, unsigned seed)
     return f;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 #if !PF_OWN_MALLOC
+    (void)argc, (void)argv;
     return PF_TEST_SKIPPED;
 #else
     pf_engine *e = pf_test_engine();
@@ -86,14 +90,22 @@ int main(void)
     CHECKF(rc == PF_OK, "%s", pf_engine_errmsg(e));
     if (rc != PF_OK)
         return pf_test_done("test_loop_alloc");
-    CHECK(pf_pipeline_set_option(p, "backend", "cpu") == PF_OK);
+    int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
+    const char *name = gpu ? "test_loop_alloc gpu" : "test_loop_alloc";
+    CHECK(pf_pipeline_set_option(p, "backend", gpu ? "cuda" : "cpu") == PF_OK);
     const int W = 301, H = 203;
+    if (gpu && pf_pipeline_plan(p, (pf_shape[]){{W, H}, {W, H}}, 2) == PF_NO_DEVICE) {
+        printf("SKIPPED: %s\n", pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        pf_engine_destroy(e);
+        return PF_TEST_SKIPPED;
+    }
     pf_frame in[2] = {frame(W, H, 4, 1), frame(W, H, 4, 2)};
     pf_frame out[3] = {frame(W, H, 4, 0), {0}, frame(W, H, 3, 0)};
     const char *amounts[] = {"0.1", "0.25", "-0.3"};
     for (int round = 0; round < 3; round++) {
-        char name[] = "b.amount";
-        CHECK(pf_pipeline_set_param(p, name, amounts[round]) == PF_OK);
+        char key[] = "b.amount";
+        CHECK(pf_pipeline_set_param(p, key, amounts[round]) == PF_OK);
         int ticket;
         /* the first frame after a change may build what the change needs */
         CHECKF(pf_pipeline_submit(p, in, 2, out, 3, &ticket) == PF_OK, "%s", pf_pipeline_errmsg(p));
@@ -110,7 +122,8 @@ int main(void)
         atomic_store(&counting, 0);
         CHECKF(rc == PF_OK, "%s", pf_pipeline_errmsg(p));
         long n = atomic_load(&counted);
-        CHECKF(n == 0, "round %d: 5 frames on the CPU made %ld allocations", round, n);
+        CHECKF(n == 0, "round %d: 5 frames on the %s made %ld allocations", round,
+               gpu ? "GPU" : "CPU", n);
     }
     for (int i = 0; i < 2; i++)
         free(in[i].data);
@@ -118,6 +131,6 @@ int main(void)
     free(out[2].data);
     pf_pipeline_destroy(p);
     pf_engine_destroy(e);
-    return pf_test_done("test_loop_alloc");
+    return pf_test_done(name);
 #endif
 }
