@@ -458,6 +458,18 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
                 cfg->threads, PF_MAX_THREADS);
         return PF_INVALID_ARGUMENT;
     }
+    if (cfg->threads < 0) {
+        pf_errf(e->errmsg,
+                "pf_engine_config.threads is %d; expected 0 (one per core) to %d worker threads",
+                cfg->threads, PF_MAX_THREADS);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (cfg->copy_threads < 0 || cfg->copy_threads > PF_MAX_THREADS) {
+        pf_errf(e->errmsg,
+                "pf_engine_config.copy_threads is %d; expected 0 (up to 8) to %d copy threads",
+                cfg->copy_threads, PF_MAX_THREADS);
+        return PF_INVALID_ARGUMENT;
+    }
     e->copy_threads = cfg->copy_threads > 0 ? cfg->copy_threads : 8;
     e->log = cfg->log;
     e->log_user = cfg->log_user;

@@ -139,8 +139,44 @@ static void test_engine_calls(pf_engine *e)
     CHECKF(strstr(pf_engine_errmsg(e), "address space") != NULL, "\"%s\"", pf_engine_errmsg(e));
 }
 
+/* Engine configs out of range are refused by field and value, never taken silently. */
+static void test_engine_config(void)
+{
+    static const struct {
+        int threads, copy_threads;
+        const char *words;
+    } bad[] = {{-1, 0, "threads is -1"},
+               {2000, 0, "threads is 2000"},
+               {0, -3, "copy_threads is -3"},
+               {0, 100000, "copy_threads is 100000"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pf_engine_config cfg;
+        pf_engine_config_init(&cfg);
+        cfg.use_env_path = 0;
+        cfg.no_builtin = 1;
+        cfg.threads = bad[i].threads;
+        cfg.copy_threads = bad[i].copy_threads;
+        pf_engine *e = NULL;
+        int rc = pf_engine_create(&cfg, &e);
+        CHECKF(rc == PF_INVALID_ARGUMENT && e && strstr(pf_engine_errmsg(e), bad[i].words),
+               "threads %d copy_threads %d: %s, \"%s\"", bad[i].threads, bad[i].copy_threads,
+               pf_status_name(rc), e ? pf_engine_errmsg(e) : "(no engine)");
+        pf_engine_destroy(e);
+    }
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.use_env_path = 0;
+    cfg.no_builtin = 1;
+    cfg.threads = 2;
+    cfg.copy_threads = 3;
+    pf_engine *e = NULL;
+    CHECK(pf_engine_create(&cfg, &e) == PF_OK);
+    pf_engine_destroy(e);
+}
+
 int main(void)
 {
+    test_engine_config();
     pf_engine *e = pf_test_engine();
     test_pipeline_calls(e);
     test_engine_calls(e);

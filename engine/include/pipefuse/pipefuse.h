@@ -120,14 +120,14 @@ typedef struct pf_engine_config {
     const char *plugin_path; /* extra plugin directories, ':'-separated; NULL: none */
     int use_env_path;        /* also search PIPEFUSE_PLUGIN_PATH */
     int no_builtin;          /* skip the built-in plugin directory */
-    int threads;             /* CPU worker threads, at most 1024; 0: one per core */
+    int threads;             /* CPU worker threads, 0 to 1024; 0: one per core */
     /* Where notices and warnings go (level: a pf_log_level); NULL: stderr, prefixed
        "pipefuse: ". Called from whichever thread the notice arises on. */
     void (*log)(void *user, int level, const char *msg);
     void *log_user;
     /* ---- 0.2: fields below are read only when size covers them ---- */
     /* Worker threads that copy pageable host frames to and from pinned staging (CUDA),
-       taken from the pool; 0: up to 8. */
+       taken from the pool; 0 to 1024, 0: up to 8. Out of range: PF_INVALID_ARGUMENT. */
     int copy_threads;
 } pf_engine_config;
 
