@@ -126,7 +126,7 @@ class Engine:
         Keyword arguments are options (backend="cpu", fusion=False, threads=4, slots=2,
         graph=..., streams=..., max_launch_ms=..., profile=..., dump_kernels=...)."""
         if isinstance(source, Mapping):
-            c = self._c.load_string(json.dumps(source), name or "<dict>")
+            c = self._c.load_string(json.dumps(source, default=_json_value), name or "<dict>")
         elif isinstance(source, str) and source.lstrip().startswith("{"):
             c = self._c.load_string(source, name or "<string>")
         else:
@@ -215,6 +215,21 @@ def _host_array(a: Any) -> Optional[np.ndarray]:
         return None
 
 
+# Pillow modes whose samples are what the engine reads: gray, gray+alpha, RGB, RGBA
+# (straight alpha), 16-bit gray, float gray. ("1" and "I" reach the dtype check.)
+_PIL_MODES = ("L", "LA", "RGB", "RGBA", "I;16", "I;16L", "I;16N", "I;16B", "F", "1", "I")
+
+
+def _check_pil(a: Any, name: str) -> None:
+    """A Pillow image in a mode whose bytes are not gray/RGB/RGBA samples (palette
+    indices, CMYK, YCbCr, premultiplied alpha...) would be read as if they were."""
+    mode = getattr(a, "mode", None)
+    if isinstance(mode, str) and mode not in _PIL_MODES:
+        want = "RGBA" if mode in ("PA", "La", "RGBa") else "RGB"
+        raise ValueError(f"input {name!r}: a Pillow image in mode {mode!r}, whose samples are "
+                         f"not gray, RGB or RGBA; convert it first (image.convert({want!r}))")
+
+
 def _interface(a: Any) -> Optional[Dict[str, Any]]:
     for attr in ("__cuda_array_interface__", "__array_interface__"):
         d = getattr(a, attr, None)
@@ -284,6 +299,17 @@ def _param_value(value: Any) -> Any:
     return value
 
 
+def _json_value(value: Any) -> Any:
+    """json.dumps' default= for a pipeline given as a dict: NumPy's numbers, bools and
+    arrays (and anything with __index__ or __float__) as set() takes them."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    v = _param_value(value)
+    if v is value:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return v
+
+
 def _option_value(value: Any) -> Any:
     """An option value as set_option() takes it: NumPy's bools and numbers as Python's."""
     if isinstance(value, np.bool_):
@@ -319,7 +345,7 @@ class Pipeline:
     """A loaded pipeline. One thread at a time (a second thread calling in while a
     frame runs gets RuntimeError); load one pipeline per thread."""
 
-    __slots__ = ("_c", "engine", "_names", "_kinds")
+    __slots__ = ("_c", "engine", "_names", "_kinds", "_inputs", "__weakref__")
 
     def __init__(self, c: Any, engine: Engine) -> None:
         self._c = c
@@ -327,12 +353,19 @@ class Pipeline:
         info = c.output_info()
         self._names = tuple(o["name"] for o in info)
         self._kinds = tuple(o["kind"] for o in info)
+        self._inputs = tuple(c.inputs)  # fixed by the load; still known after close()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # A copy would share the C pipeline (closing one closes both, and a second thread
+        # using the "copy" gets BusyError): a new pipeline is a new load.
+        raise TypeError("a Pipeline cannot be copied or pickled: load the pipeline again "
+                        "(engine.load) for another one")
 
     # ---- description ----
     @property
     def inputs(self) -> Tuple[str, ...]:
         """Input names, in order."""
-        return self._c.inputs
+        return self._inputs
 
     @property
     def outputs(self) -> List[OutputInfo]:
@@ -378,7 +411,7 @@ class Pipeline:
                 for s in shapes]
 
     def _need(self, d: Mapping[str, Any]) -> Tuple[str, ...]:
-        names = self._c.inputs
+        names = self._inputs
         extra = set(d) - set(names)
         missing = [n for n in names if n not in d]
         if extra or missing:
@@ -393,7 +426,7 @@ class Pipeline:
         if shapes is not None:
             self.plan(shapes)
         elif self._c.stats()["backend"] == "none":
-            self._c.plan([_DEFAULT_SIZE] * len(self._c.inputs))
+            self._c.plan([_DEFAULT_SIZE] * len(self._inputs))
 
     def plan_text(self, shapes: Any = None) -> str:
         """The plan as `pipefuse check` prints it: for shapes (as plan() takes them) when
@@ -432,6 +465,13 @@ class Pipeline:
         """Output arrays in output order: the caller's, and new ones for the images not
         given (None in a dict or list: not computed)."""
         given: Dict[str, Any] = {}
+        if outputs is not None and not isinstance(outputs, Mapping):
+            raise TypeError(f"outputs must be None, a dict by output name or a list in output "
+                            f"order, not {type(outputs).__name__} (one array for the output "
+                            f"{self._names[0]!r}: [array] or {{{self._names[0]!r}: array}})"
+                            if self._names else
+                            f"outputs must be None, a dict or a list, not "
+                            f"{type(outputs).__name__}")
         if isinstance(outputs, Mapping):
             unknown = set(outputs) - set(self._names)
             if unknown:
@@ -439,7 +479,7 @@ class Pipeline:
                                f"unknown {sorted(unknown)}")
             given = dict(outputs)
         shapes = [_shape_of(a) for a in ins]
-        if len(ins) != len(self._c.inputs) or not all(
+        if len(ins) != len(self._inputs) or not all(
                 s is not None and len(s) in (2, 3) and min(s) > 0 for s in shapes):
             # Not frames the engine takes: submit says what is wrong with them.
             return [None] * len(self._kinds)
@@ -498,6 +538,9 @@ class Pipeline:
         stream; None: the arrays' framework's current stream) and are written in place,
         ordered on that stream."""
         ins = inputs if type(inputs) in (list, tuple) else self._in_list(inputs)
+        for i, a in enumerate(ins):
+            if type(a) is not np.ndarray and _framework(a) == "PIL":
+                _check_pil(a, self._inputs[i] if i < len(self._inputs) else str(i))
         first = ins[0] if ins else None
         # NumPy arrays first: the common host case costs one type check.
         device = type(first) is not np.ndarray and first is not None and _is_device(first)
@@ -519,6 +562,9 @@ class Pipeline:
         if timeout is None:
             self._c.wait(ticket)
         else:
+            if isinstance(timeout, (str, bytes)):  # float() would parse "5"
+                raise TypeError(f"timeout must be None or a number of seconds, not "
+                                f"{type(timeout).__name__}")
             t = float(timeout)
             if not t >= 0:  # NaN too
                 raise ValueError(f"timeout must be None or a number of seconds >= 0, "

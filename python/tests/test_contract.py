@@ -7,6 +7,7 @@ import gc
 import importlib.util
 import json
 import math
+import os
 import re
 import sys
 import threading
@@ -379,3 +380,115 @@ def test_batch_example_writes_16_bit_and_survives_a_bad_write(tmp_path, monkeypa
     out2 = tmp_path / "out2"
     assert batch.main([str(pipe), str(src), "-o", str(out2), "--backend", "cpu"]) == 1
     assert (out2 / "b8.png").exists() and not (out2 / "a16.png").exists()
+
+
+# ---- 15: the binding used as Python users use it (audit, second round) --------------------
+
+def test_outputs_of_another_kind_are_a_type_error_not_ignored(engine):
+    # One array where a list or dict belongs was dropped: a new array came back and the
+    # caller's stayed unwritten.
+    p = cpu(engine, POINT)
+    x = np.full((4, 6, 3), 9, np.uint8)
+    out = np.zeros_like(x)
+    for bad in (out, "y", 5, iter([out])):
+        with pytest.raises(TypeError, match=r"outputs must be None, a dict .* or a list.*\[array\]"):
+            p.run(x, bad)
+    assert not out.any()
+    assert p.run(x, [out])["y"] is out and (out == 9).all()
+    assert p.run(x, {"y": out})["y"] is out
+
+
+def test_loading_from_a_log_callback_of_a_load_is_busy_not_a_deadlock(tmp_path):
+    # Loads take turns under a lock the library holds while it logs: a log callback that
+    # loaded again waited for itself for ever. Run apart, so a regression cannot hang
+    # the suite.
+    code = f"""
+import json, pipefuse
+point = json.loads({json.dumps(json.dumps(POINT))})
+unused = dict(point, inputs=["x", "z"])  # loading warns: input 'z' is unused
+got = []
+def log(level, msg):
+    try:
+        engine.load(point, backend="cpu")
+        got.append("loaded")
+    except pipefuse.BusyError as e:
+        got.append("busy: " + str(e))
+engine = pipefuse.Engine(log=log)
+engine.load(unused, backend="cpu")
+print(got)
+engine.load(point, backend="cpu").close()  # loads after the callback as ever
+print("done")
+"""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ), cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "busy: a pipeline was loaded from inside a log callback" in r.stdout
+    assert r.stdout.rstrip().endswith("done")
+
+
+def test_pipelines_are_not_copied_but_can_be_weakly_referenced(engine):
+    import copy
+    import pickle
+    p = cpu(engine, POINT)
+    for make in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="load the pipeline again"):
+            make(p)  # copy.copy made a second handle on the same C pipeline
+    x = np.zeros((2, 2), np.uint8)
+    assert p.run(x)["y"].shape == (2, 2)
+    ref = weakref.ref(p)
+    assert ref() is p
+    del p
+    gc.collect()
+    assert ref() is None
+
+
+def test_dict_pipelines_take_numpy_values_as_set_does(engine):
+    source = {"pipefuse": np.int64(1), "inputs": ["x"],
+              "stages": [{"id": "lin", "op": "linear", "inputs": ["x"],
+                          "params": {"a": np.float32(0.5), "b": np.array(0.25)}},
+                         {"id": "m", "op": "color_matrix", "inputs": ["lin"],
+                          "params": {"matrix": np.eye(4).ravel(),
+                                     "offset": np.zeros(4, np.float32)}}],
+              "outputs": {"y": "m"}}
+    p = cpu(engine, source)
+    y = p.run(np.zeros((2, 3), np.float32))["y"]
+    assert np.allclose(y, 0.25)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        engine.load(dict(source, inputs={"x"}))
+
+
+def test_pillow_images_whose_samples_are_not_gray_or_rgb_are_refused(engine):
+    Image = pytest.importorskip("PIL.Image")
+    p = cpu(engine, POINT)
+    rgb = np.random.default_rng(5).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    im = Image.fromarray(rgb)
+    for mode in ("L", "LA", "RGB", "RGBA", "F"):
+        m = im.convert(mode)
+        assert np.array_equal(p.run(m)["y"], np.asarray(m)), mode
+    # palette indices, CMYK, YCbCr, premultiplied alpha were read as gray/RGB/RGBA
+    for mode, want in (("P", "RGB"), ("CMYK", "RGB"), ("YCbCr", "RGB"), ("RGBa", "RGBA"),
+                       ("PA", "RGBA")):
+        with pytest.raises(ValueError, match=rf"input 'x': .* mode '{mode}'.*convert\('{want}'\)"):
+            p.run(im.convert(mode))
+        with pytest.raises(ValueError, match="Pillow"):
+            p.submit({"x": im.convert(mode)}, [None])
+
+
+def test_closed_pipeline_keeps_its_names_and_says_it_is_closed(engine):
+    p = cpu(engine, PIPELINES / "demo.json")
+    p.close()
+    assert p.inputs == ("photo",)
+    with pytest.raises(RuntimeError, match="closed"):
+        p.run({"photo": np.zeros((4, 4, 3), np.uint8)})  # was a KeyError: inputs are []
+
+
+def test_timeout_and_option_type_errors(engine):
+    p = cpu(engine, POINT)
+    t = p.submit(np.zeros((2, 2), np.uint8))
+    for bad in ("5", b"5"):
+        with pytest.raises(TypeError, match="timeout"):
+            p.wait(t, timeout=bad)  # float("5") was taken as 5 seconds
+    with pytest.raises(TypeError, match="option threads: a bool, number, str or path, not list"):
+        p.configure(threads=[2])
+    p.configure(dump_kernels=os.fsencode(str(ROOT)))  # a bytes path is a path
