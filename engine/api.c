@@ -73,8 +73,11 @@ const char *pf_engine_thread_msg(const pf_engine *e)
     return thread_msg.serial && thread_msg.serial == e->serial ? thread_msg.msg : NULL;
 }
 
-/* Loads take turns. */
+/* Loads take turns. A load's warnings reach the engine's log callback while it holds
+   the turn, so a callback that loads another pipeline (on the same thread) goes on
+   without waiting for itself: load_depth counts this thread's loads in progress. */
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int load_depth;
 
 /* ---- Loading ---------------------------------------------------------------------------------- */
 
@@ -93,9 +96,11 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
     }
     p->eng = e;
     atomic_init(&p->in_use, 0);
-    pthread_mutex_lock(&load_mu);
+    if (load_depth++ == 0)
+        pthread_mutex_lock(&load_mu);
     int rc = pf_load_pipeline(p, text, source);
-    pthread_mutex_unlock(&load_mu);
+    if (--load_depth == 0)
+        pthread_mutex_unlock(&load_mu);
     if (rc == PF_OK && !(p->watchdog = pf_watchdog_create(p->n_nodes))) {
         pf_errf(p->errmsg, "%s: out of memory", source);
         rc = PF_NO_MEMORY;

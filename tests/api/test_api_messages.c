@@ -174,9 +174,47 @@ static void test_engine_config(void)
     pf_engine_destroy(e);
 }
 
+/* A log callback that loads a pipeline while a load is warning (an unused input): the
+   nested load runs on the same thread, where it waited for itself for ever. */
+static pf_engine *nested_engine;
+static int nested_loads, nested_ok;
+
+static void load_from_log(void *user, int level, const char *msg)
+{
+    (void)user, (void)level, (void)msg;
+    if (nested_loads++ > 0)
+        return;
+    pf_pipeline *q = NULL;
+    nested_ok = pf_pipeline_load_string(nested_engine,
+                                        "{\"pipefuse\": 1, \"inputs\": [\"a\", \"b\"], "
+                                        "\"stages\": [{\"id\": \"s\", \"op\": \"invert\", "
+                                        "\"inputs\": [\"a\"]}], \"outputs\": {\"o\": \"s\"}}",
+                                        "inner", &q) == PF_OK;
+    pf_pipeline_destroy(q);
+}
+
+static void test_load_from_log(void)
+{
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.log = load_from_log;
+    nested_engine = pf_test_engine_with(&cfg);
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(nested_engine,
+                                  "{\"pipefuse\": 1, \"inputs\": [\"a\", \"b\"], \"stages\": "
+                                  "[{\"id\": \"s\", \"op\": \"invert\", \"inputs\": [\"a\"]}], "
+                                  "\"outputs\": {\"o\": \"s\"}}",
+                                  "outer", &p) == PF_OK);
+    CHECKF(nested_loads >= 2 && nested_ok, "%d warnings, the nested load %s", nested_loads,
+           nested_ok ? "loaded" : "failed");
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(nested_engine);
+}
+
 int main(void)
 {
     test_engine_config();
+    test_load_from_log();
     pf_engine *e = pf_test_engine();
     test_pipeline_calls(e);
     test_engine_calls(e);
