@@ -917,49 +917,29 @@ static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
     return (PyObject *)po;
 }
 
-/* Set while this thread is inside pf_pipeline_load_*: the library loads one pipeline at
-   a time, under a lock it holds while it logs, so a log callback that loads again on
-   the same thread would wait for itself for ever. It gets BusyError instead. */
-static _Thread_local int in_load;
-
-static int load_claim(void)
-{
-    if (!in_load)
-        return 0;
-    raise_status(PF_BUSY, "a pipeline was loaded from inside a log callback of a load in "
-                          "progress; loads take turns, so this one would wait for itself: "
-                          "load it once that load has returned");
-    return -1;
-}
-
 static PyObject *Engine_load_file(EngineObject *self, PyObject *args)
 {
     PyObject *path_obj;
-    if (engine_ready(self) != 0 || load_claim() != 0 ||
+    if (engine_ready(self) != 0 ||
         !PyArg_ParseTuple(args, "O&:load_file", PyUnicode_FSConverter, &path_obj))
         return NULL;
     pf_pipeline *p = NULL;
     int rc;
     const char *path = PyBytes_AS_STRING(path_obj);
-    in_load++;
     Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_load_file(self->e, path, &p);
-    Py_END_ALLOW_THREADS in_load--;
-    Py_DECREF(path_obj);
+    Py_END_ALLOW_THREADS Py_DECREF(path_obj);
     return load_result(self, rc, p);
 }
 
 static PyObject *Engine_load_string(EngineObject *self, PyObject *args)
 {
     const char *json, *name = "<string>";
-    if (engine_ready(self) != 0 || load_claim() != 0 ||
-        !PyArg_ParseTuple(args, "s|s:load_string", &json, &name))
+    if (engine_ready(self) != 0 || !PyArg_ParseTuple(args, "s|s:load_string", &json, &name))
         return NULL;
     pf_pipeline *p = NULL;
     int rc;
-    in_load++;
     Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_load_string(self->e, json, name, &p);
-    Py_END_ALLOW_THREADS in_load--;
-    return load_result(self, rc, p);
+    Py_END_ALLOW_THREADS return load_result(self, rc, p);
 }
 
 /* ---- Pinned host memory ----------------------------------------------------------------- */
