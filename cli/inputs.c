@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,7 +222,24 @@ static int mkdir_p(const char *dir)
     return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Copies fd to out_fd, all of it. */
+/* Ctrl-C or SIGTERM before the batch starts (run.c has its own handler from then
+   on): a read of stdin or of a piped pipeline stops, so that the private temporary
+   folder is removed instead of left behind. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig)
+{
+    stop_signal = sig;
+}
+
+/* Closes *fd and forgets it, so that an error path does not close it again. */
+static int close_fd(int *fd)
+{
+    int rc = close(*fd);
+    *fd = -1;
+    return rc;
+}
+
+/* Copies fd to out_fd, all of it; -1 with errno EINTR when stopped by a signal. */
 static int copy_fd(int fd, int out_fd)
 {
     char buf[1 << 16];
@@ -230,13 +248,13 @@ static int copy_fd(int fd, int out_fd)
         if (n == 0)
             return 0;
         if (n < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR && !stop_signal)
                 continue;
             return -1;
         }
         for (ssize_t off = 0; off < n;) {
             ssize_t w = write(out_fd, buf + off, (size_t)(n - off));
-            if (w < 0 && errno == EINTR)
+            if (w < 0 && errno == EINTR && !stop_signal)
                 continue;
             if (w <= 0)
                 return -1;
@@ -550,8 +568,15 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     pf_pipeline *p = NULL;
     const char *spooled = NULL;
     char *spool_path = NULL, *stdout_dir = NULL;
-    int out_fd = -1; /* -o -: the real stdout */
+    char *pipe_spool = NULL, *pipe_text = NULL; /* a pipeline read from a pipe */
+    int out_fd = -1;                            /* -o -: the real stdout */
 
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop; /* no SA_RESTART: a blocked read of stdin returns */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     if (split_args(argc, argv, cli_find_command("run"), &r) != 0) {
         fprintf(stderr, "pipefuse run: out of memory\n");
         goto done;
@@ -586,7 +611,42 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     e = cli_engine(c);
     if (!e)
         goto done;
-    if (pf_pipeline_load_file(e, r.pipeline, &p) != PF_OK) {
+    /* A pipeline that is no regular file (`run <(make-pipeline) ...`, a FIFO) can be read
+       once, but this process, run.c and every worker read it: it is copied into the
+       private temporary folder and read from there, its messages naming it as given. */
+    struct stat pst;
+    if (stat(r.pipeline, &pst) == 0 && !S_ISREG(pst.st_mode) && !S_ISDIR(pst.st_mode)) {
+        int in = -1, fd = -1;
+        FILE *f = NULL;
+        long size = -1;
+        if (!mkdtemp(tmpdir) || !(have_tmp = 1) ||
+            asprintf(&pipe_spool, "%s/pipeline.json", tmpdir) < 0 ||
+            (in = open(r.pipeline, O_RDONLY | O_CLOEXEC)) < 0 ||
+            (fd = open(pipe_spool, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 ||
+            copy_fd(in, fd) != 0 || close_fd(&fd) != 0 || !(f = fopen(pipe_spool, "re")) ||
+            fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
+            !(pipe_text = calloc((size_t)size + 1, 1)) ||
+            fread(pipe_text, 1, (size_t)size, f) != (size_t)size) {
+            if (stop_signal)
+                fprintf(stderr, "pipefuse run: interrupted while reading %s; nothing run\n",
+                        r.pipeline);
+            else
+                fprintf(stderr, "pipefuse run: %s: cannot read the pipeline: %s\n", r.pipeline,
+                        strerror(errno ? errno : EIO));
+            status = stop_signal ? 130 : status;
+            if (in >= 0)
+                close(in);
+            if (fd >= 0)
+                close(fd);
+            if (f)
+                fclose(f);
+            goto done;
+        }
+        close(in);
+        fclose(f);
+    }
+    if ((pipe_text ? pf_pipeline_load_string(e, pipe_text, r.pipeline, &p)
+                   : pf_pipeline_load_file(e, r.pipeline, &p)) != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
         goto done;
     }
@@ -633,7 +693,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         } else if (strcmp(r.positional[i], "-") == 0) {
             spooled = "-";
         }
-    if (spooled || to_stdout) {
+    if ((spooled || to_stdout) && !have_tmp) {
         if (!mkdtemp(tmpdir)) {
             fprintf(stderr, "pipefuse run: cannot create a temporary folder: %s\n",
                     strerror(errno));
@@ -645,9 +705,13 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         int fd = -1;
         if (asprintf(&spool_path, "%s/stdin.png", tmpdir) < 0 ||
             (fd = open(spool_path, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0 ||
-            copy_fd(STDIN_FILENO, fd) != 0 || close(fd) != 0) {
-            fprintf(stderr, "pipefuse run: cannot read stdin into %s: %s\n", tmpdir,
-                    strerror(errno));
+            copy_fd(STDIN_FILENO, fd) != 0 || close_fd(&fd) != 0) {
+            if (stop_signal)
+                fprintf(stderr, "pipefuse run: interrupted while reading stdin; nothing run\n");
+            else
+                fprintf(stderr, "pipefuse run: cannot read stdin into %s: %s\n", tmpdir,
+                        strerror(errno));
+            status = stop_signal ? 130 : status;
             if (fd >= 0)
                 close(fd);
             goto done;
@@ -717,7 +781,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     run_argv = calloc((size_t)(r.n_pass + r.n_files + 4), sizeof *run_argv);
     if (!run_argv)
         goto oom;
-    run_argv[run_argc++] = (char *)r.pipeline;
+    run_argv[run_argc++] = pipe_spool ? pipe_spool : (char *)r.pipeline;
     run_argv[run_argc++] = "--output";
     run_argv[run_argc++] = (char *)r.outdir;
     for (int i = 0; i < r.n_pass; i++)
@@ -731,6 +795,11 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     p = NULL;
     pf_engine_destroy(e);
     e = NULL;
+    if (stop_signal) { /* before run.c's handler: nothing has run */
+        fprintf(stderr, "pipefuse run: interrupted before the batch started; nothing run\n");
+        status = 130;
+        goto done;
+    }
     cli_run_stdio(spool_path, to_stdout ? r.outdir : NULL);
     status = cli_run(run_argc, run_argv, c);
     cli_run_stdio(NULL, NULL);
@@ -767,6 +836,8 @@ done:
     free(run_argv);
     free(spool_path);
     free(stdout_dir);
+    free(pipe_spool);
+    free(pipe_text);
     free_args(&r);
     return status;
 }

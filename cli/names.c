@@ -80,7 +80,15 @@ static char *render(const char *tmpl, const char *dir, const char *stem, const c
         for (int k = 0; k < N_FIELDS; k++)
             if (strlen(fields[k]) == len && strncmp(s + 1, fields[k], len) == 0)
                 f = k;
-        if (f < 0 || s[1 + len] != '}') {
+        if (s[1 + len] != '}') { /* "{stem.png": no field at all, whatever it starts with */
+            snprintf(err, errn,
+                     "'{' at '%.40s' is not closed; the fields are {dir}, {stem}, "
+                     "{output}, {ext}",
+                     s);
+            free(out);
+            return NULL;
+        }
+        if (f < 0) {
             char bad[64];
             snprintf(bad, sizeof bad, "%.*s", (int)(len < 60 ? len : 60), s + 1);
             const char *near = pf_closest_name(bad, fields, N_FIELDS);

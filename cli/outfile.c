@@ -99,6 +99,24 @@ static void png_err_fn(png_structp png, png_const_charp msg)
     longjmp(w->jmp, 1);
 }
 
+/* libpng's own writer says only "Write Error": ours keeps the reason (a full disk, a
+   file size limit), as the tables' writes do. */
+static void png_write_fn(png_structp png, png_bytep data, size_t n)
+{
+    png_out *w = png_get_error_ptr(png);
+    if (fwrite(data, 1, n, png_get_io_ptr(png)) != n) {
+        if (!w->err[0])
+            snprintf(w->err, w->errn, "write error: %s", strerror(errno ? errno : EIO));
+        png_error(png, "write error");
+    }
+}
+
+/* stdio's buffer is flushed, checked and synced when the file is committed. */
+static void png_flush_fn(png_structp png)
+{
+    (void)png;
+}
+
 static void png_warn_fn(png_structp png, png_const_charp msg)
 {
     (void)png;
@@ -184,7 +202,7 @@ static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filt
     }
     if (setjmp(w->jmp))
         return -1;
-    png_init_io(w->png, fp);
+    png_set_write_fn(w->png, fp, png_write_fn, png_flush_fn);
     png_set_user_limits(w->png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
     png_set_compression_level(w->png, zlib);
     png_set_filter(w->png, PNG_FILTER_TYPE_BASE, filter);

@@ -728,6 +728,7 @@ typedef struct sup {
     char *out_name[RUN_MAX_IO];
     int n_images;
     FILE *joblog;
+    int joblog_err; /* a write to it failed (said once): the run cannot end 0 */
     int progress;
     double t0, last_draw;
     unsigned long long bytes_done;
@@ -808,7 +809,15 @@ static void joblog_line(sup *s, int i)
     cli_escape(s->joblog, key);
     free(key);
     fputc('\n', s->joblog);
-    fflush(s->joblog); /* a line per input as it ends: a killed batch keeps its log */
+    /* a line per input as it ends: a killed batch keeps its log */
+    if ((fflush(s->joblog) != 0 || ferror(s->joblog)) && !s->joblog_err) {
+        s->joblog_err = errno ? errno : EIO;
+        clear_status(s);
+        fprintf(stderr,
+                "pipefuse run: --joblog %s: cannot write: %s (the batch goes on; its lines "
+                "from %s on may be missing)\n",
+                s->o->joblog, strerror(s->joblog_err), shown(s, i));
+    }
 }
 
 /* Logs every finished input at the head of the input order. */
@@ -894,7 +903,10 @@ static int start_worker(sup *s)
         return -1;
     }
     if (pid == 0) {
-        signal(SIGTERM, SIG_DFL);
+        /* Ctrl-C and SIGTERM reach the whole process group (a terminal, timeout(1),
+           kill %1); the supervisor decides, so the worker ignores both (the ignoring
+           survives execv) and is ended only by SIGKILL or the supervisor's death. */
+        signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGPIPE, SIG_DFL);
         /* fixed descriptors above any the program opens, without close-on-exec */
@@ -1118,7 +1130,6 @@ static void worker_died(sup *s, int timed_out)
     }
     s->w.outstanding = 0;
     s->w.pid = 0;
-    s->restarts++;
     out_remove_stale(s->dirfd); /* what it was writing: its process is gone */
 }
 
@@ -1178,7 +1189,8 @@ static int send_job(sup *s, int i)
     return 0;
 }
 
-/* Starts a worker and reads its outputs list. Returns 0, or -1 (setup failed). */
+/* Starts a worker and reads its outputs list. Returns 0, -1 (setup failed) or -2
+   (interrupted while it started; it is killed). */
 static int start_and_greet(sup *s)
 {
     if (start_worker(s) != 0)
@@ -1187,9 +1199,12 @@ static int start_and_greet(sup *s)
     s->n_images = 0;
     while (!s->w.ready) {
         struct pollfd p = {s->w.rep_fd, POLLIN, 0};
-        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+        int pr = poll(&p, 1, 100);
+        if (pr < 0 && errno != EINTR)
             return -1;
-        int r = read_reports(s);
+        /* Ctrl-C while the worker starts (loading plugins, reading an --input file):
+           nothing is in flight, so it is stopped at once */
+        int r = interrupted ? 2 : pr > 0 ? read_reports(s) : 0;
         if (r != 0) {
             int status;
             kill(s->w.pid, SIGKILL);
@@ -1203,7 +1218,7 @@ static int start_and_greet(sup *s)
                 fprintf(stderr, "pipefuse run: the worker process ended while starting (%s)\n",
                         how);
             }
-            return -1;
+            return r == 2 ? -2 : -1;
         }
     }
     for (int k = 0; k < s->n_out; k++)
@@ -1373,8 +1388,12 @@ static int supervise(sup *s)
             work_left = s->it[i].state == ST_PENDING;
         if (!work_left || (stopping && !s->w.outstanding))
             break;
-        if (!s->w.pid) {
-            if (start_and_greet(s) != 0) {
+        if (!s->w.pid) { /* counted when started again, not when abandoned */
+            s->restarts++;
+            int started = start_and_greet(s);
+            if (started == -2)
+                break; /* interrupted: what is pending is not run */
+            if (started != 0) {
                 for (int i = 0; i < n; i++)
                     if (s->it[i].state == ST_PENDING || s->it[i].state == ST_SENT)
                         finish(s, i, ST_FAILED, "a worker process could not be started", "crashed",
@@ -1513,8 +1532,13 @@ int cli_run(int argc, char **argv, const cli_common *c)
             if (fd >= 0)
                 close(fd);
             status = PF_EXIT_USAGE;
-        } else if (fstat(fd, &st) == 0 && st.st_size == 0) {
-            fputs("input\tstatus\tseconds\toutputs\tmessage\tname\n", s.joblog);
+        } else if (fstat(fd, &st) == 0 && st.st_size == 0 &&
+                   (fputs("input\tstatus\tseconds\toutputs\tmessage\tname\n", s.joblog) < 0 ||
+                    fflush(s.joblog) != 0)) {
+            /* a full disk is found before any work, not after the batch */
+            fprintf(stderr, "pipefuse run: --joblog %s: cannot write: %s\n", o.joblog,
+                    strerror(errno));
+            status = PF_EXIT_USAGE;
         }
     }
     if (status == PF_EXIT_OK) {
@@ -1531,7 +1555,11 @@ int cli_run(int argc, char **argv, const cli_common *c)
         signal(SIGPIPE, SIG_IGN);
         s.progress = o.progress == 1 || (o.progress < 0 && !o.quiet && isatty(2));
         s.t0 = now_ms();
-        if (start_and_greet(&s) != 0) {
+        int started = start_and_greet(&s);
+        if (started == -2) {
+            summary(&s, 1);
+            status = 130;
+        } else if (started != 0) {
             status = PF_EXIT_USAGE;
         } else {
             precheck(&s);
@@ -1550,8 +1578,13 @@ int cli_run(int argc, char **argv, const cli_common *c)
             waitpid(s.w.pid, NULL, 0);
         }
     }
-    if (s.joblog)
-        fclose(s.joblog);
+    if (s.joblog && fclose(s.joblog) != 0 && !s.joblog_err) {
+        s.joblog_err = errno ? errno : EIO;
+        fprintf(stderr, "pipefuse run: --joblog %s: cannot write: %s\n", o.joblog,
+                strerror(s.joblog_err));
+    }
+    if (s.joblog_err && status == PF_EXIT_OK)
+        status = PF_EXIT_FAILED; /* a resume from this joblog would be wrong */
     if (s.dirfd >= 0)
         close(s.dirfd);
     for (int i = 0; s.it && i < o.n_inputs; i++)

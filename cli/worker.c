@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -150,6 +151,39 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* What path is when it is no regular file (a FIFO, a device, a socket), else NULL. An
+   input is opened more than once (its header, then its rows), and opening a FIFO with
+   no writer never returns: such inputs fail at once, named, instead. */
+static const char *not_regular(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return NULL; /* the reader says why it cannot be opened */
+    return S_ISFIFO(st.st_mode)   ? "a pipe or FIFO"
+           : S_ISCHR(st.st_mode)  ? "a character device"
+           : S_ISBLK(st.st_mode)  ? "a block device"
+           : S_ISSOCK(st.st_mode) ? "a socket"
+           : S_ISDIR(st.st_mode)  ? "a directory"
+                                  : "not a regular file";
+}
+
+/* A byte count for a message: MB with one decimal as elsewhere, or kB or bytes where
+   that would read 0.0 (a small --max-memory must not say "0.0 MB over 0.0 MB"). */
+typedef struct size_text {
+    char s[32];
+} size_text;
+static size_text size_str(unsigned long long b)
+{
+    size_text t;
+    if (b >= 100000)
+        snprintf(t.s, sizeof t.s, "%.1f MB", b / 1e6);
+    else if (b >= 1000)
+        snprintf(t.s, sizeof t.s, "%.1f kB", b / 1e3);
+    else
+        snprintf(t.s, sizeof t.s, "%llu byte%s", b, b == 1 ? "" : "s");
+    return t;
 }
 
 /* ---- Reports ------------------------------------------------------------------------------------- */
@@ -494,7 +528,8 @@ static void install_handlers(void)
     sw.sa_flags = SA_RESTART;
     sigemptyset(&sw.sa_mask);
     sigaction(SIGUSR2, &sw, NULL);
-    signal(SIGINT, SIG_IGN); /* Ctrl-C reaches the supervisor, which decides */
+    signal(SIGINT, SIG_IGN); /* Ctrl-C and SIGTERM reach the supervisor, which decides */
+    signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     atexit(on_exit_call);
 }
@@ -654,6 +689,15 @@ static int setup(char *err, size_t errn)
             return -1;
         }
         char e2[1024];
+        const char *kind = not_regular(file);
+        if (kind) { /* each worker reads it again, after a restart too */
+            snprintf(err, errn,
+                     "--input %s: %s: not a regular file (%s): every worker reads it, a "
+                     "restarted one again; copy it to a file",
+                     name, file, kind);
+            pf_pipeline_destroy(p);
+            return -1;
+        }
         if (pf_png_read(file, o->max_pixels, &W.bound[i], NULL, e2, sizeof e2) != PF_OK) {
             snprintf(err, errn, "--input %s: %s", name, e2);
             pf_pipeline_destroy(p);
@@ -765,11 +809,11 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
     unsigned long long pb = m.host_bytes + m.pinned_bytes;
     if (W.o->max_memory && pb + j->est > W.o->max_memory) {
         snprintf(j->err, sizeof j->err,
-                 "needs %.1f MB: its frames %.1f MB and the pipeline's buffers %.1f MB (the "
-                 "largest, %s, %.1f MB), over --max-memory %.1f MB",
-                 (pb + j->est) / 1e6, j->est / 1e6, pb / 1e6,
-                 m.largest_stage ? m.largest_stage : "?", m.largest_bytes / 1e6,
-                 W.o->max_memory / 1e6);
+                 "needs %s: its frames %s and the pipeline's buffers %s (the largest, %s, %s), "
+                 "over --max-memory %s",
+                 size_str(pb + j->est).s, size_str(j->est).s, size_str(pb).s,
+                 m.largest_stage ? m.largest_stage : "?", size_str(m.largest_bytes).s,
+                 size_str(W.o->max_memory).s);
         pf_pipeline_destroy(p);
         return NULL;
     }
@@ -1424,7 +1468,14 @@ static void decode(job *j)
     double dec_start = j->t0;
     char err[2048] = "";
     unsigned long long max_px = W.o->max_pixels ? W.o->max_pixels : PF_PNG_DEFAULT_MAX_PIXELS;
-    if (j->pixels > max_px) {
+    const char *kind = not_regular(j->path);
+    if (kind) {
+        snprintf(j->err, sizeof j->err,
+                 "not a regular file (%s): inputs are read more than once; give one image "
+                 "on stdin as '-', or copy it to a file",
+                 kind);
+        j->status = 1;
+    } else if (j->pixels > max_px) {
         /* the smaller limit first: a file over --max-pixels is named so, whatever its bytes */
         snprintf(j->err, sizeof j->err,
                  "image is %llu pixels, more than the limit of %llu (--max-pixels); not decoded",
@@ -1432,9 +1483,8 @@ static void decode(job *j)
         j->status = 1;
     } else if (W.o->max_memory && j->est > W.o->max_memory) {
         snprintf(j->err, sizeof j->err,
-                 "its frames need %.1f MB (from the PNG header), over --max-memory %.1f MB; "
-                 "not decoded",
-                 j->est / 1e6, W.o->max_memory / 1e6);
+                 "its frames need %s (from the PNG header), over --max-memory %s; not decoded",
+                 size_str(j->est).s, size_str(W.o->max_memory).s);
         j->status = 1;
     } else if (j->band_rows) {
         /* bands: the header and metadata now, the rows as the lane runs them */
@@ -1520,9 +1570,15 @@ static int read_ihdr(const char *path, unsigned long long *w, unsigned long long
                      int *ctype, int *interlace)
 {
     unsigned char b[33];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put in a file's place is not waited for (decode names it) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
     ssize_t n = read(fd, b, sizeof b);
     close(fd);
     static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};

@@ -137,6 +137,56 @@ print("%08x" % x)' 2>/dev/null)
     cmp -s "$W/a0/camera.stats.csv" "$W/a9/camera.stats.csv" || fail "--zlib/--png-filter changed the pixels"
     pf run "$P/demo.json" "$W/in/rgb8.png" -o "$W/z0" --png-filter wavelet
     expect 2 "--png-filter wavelet"
+
+    # inputs that are no regular file: a FIFO with no writer among a folder's PNGs (opening
+    # it would wait for ever), a pipe (read once, it would lose its header to the first
+    # look) and a device fail alone, named, and the others are done
+    mkdir -p "$W/special"
+    cp "$W/in/rgb8.png" "$W/special/a.png"
+    cp "$W/in/rgb8.png" "$W/special/c.png"
+    mkfifo "$W/special/b.png"
+    "$PF" --plugin-path "$PLUG" run "$P/demo.json" "$W/special" /dev/null \
+        <(cat "$W/in/rgb8.png") -o "$W/special_out" --backend cpu -q >"$W/stdout" 2>"$W/stderr" &
+    local spid=$! waited=0
+    while kill -0 $spid 2>/dev/null && [ $waited -lt 300 ]; do
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    if kill -0 $spid 2>/dev/null; then
+        fail "a FIFO among the inputs: the batch hangs"
+        kill -9 $spid
+    fi
+    wait $spid
+    rc=$?
+    expect 1 "a FIFO, a device and a pipe among the inputs"
+    grep -F "special/b.png: FAILED" "$W/stderr" | grep -qF "not a regular file (a pipe or FIFO)" ||
+        fail "the FIFO not named: $(cat "$W/stderr")"
+    grep -F "/dev/null: FAILED" "$W/stderr" | grep -qF "not a regular file (a character device)" ||
+        fail "the device not named: $(cat "$W/stderr")"
+    [ "$(grep -c 'not a regular file' "$W/stderr")" = 3 ] || fail "the pipe not named: $(cat "$W/stderr")"
+    exists "$W/special_out/a.png"
+    exists "$W/special_out/c.png"
+    [ "$(count "$W/special_out")" = 4 ] || fail "special inputs left: $(ls -A "$W/special_out")"
+    # and as --input FILE (every worker reads it): refused at once, status 2
+    timeout 30 "$PF" run "$P/watermark.json" "$W/special/a.png" -o "$W/special_wm" \
+        --input logo="$W/special/b.png" >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 2 "a FIFO as --input logo"
+    says "$W/stderr" "--input logo: $W/special/b.png: not a regular file (a pipe or FIFO)" \
+        "the FIFO given to --input named"
+    # an output that cannot be written (here past the file size limit, as on a full disk)
+    # fails its input with the reason, not libpng's bare "Write Error", and leaves nothing
+    (
+        trap '' XFSZ
+        ulimit -f 8
+        exec "$PF" run "$P/sharpen.json" "$IMG/camera.png" "$W/in/rgba8.png" -o "$W/fsize" -q
+    ) >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 1 "an output past the file size limit"
+    grep -F "camera.png: FAILED" "$W/stderr" | grep -qF "camera.png: write error: File too large" ||
+        fail "the PNG write error without its reason: $(cat "$W/stderr")"
+    exists "$W/fsize/rgba8.png"
+    [ "$(count "$W/fsize")" = 1 ] || fail "past the size limit left: $(ls -A "$W/fsize")"
 }
 
 # ---- faults: a stage's crash, exit or hang costs its file only ---------------------------
@@ -413,6 +463,26 @@ section_retry() {
     pf run "$W/two.json" --retry-failed "$W/old.tsv" -o "$W/sepout" -q
     expect 0 "a joblog without escaped commas"
     exists "$W/sepout/z.hist.csv"
+    # a joblog that cannot be written: at the start (nothing runs, status 2), or half way
+    # (said once, the batch goes on, status 1: a resume from it would be wrong)
+    ident_pipeline
+    pf run "$W/ident.json" "$W/gen/rgba8.png" -o "$W/jlfull" --joblog /dev/full
+    expect 2 "--joblog /dev/full"
+    says "$W/stderr" "--joblog /dev/full: cannot write: No space left on device" "/dev/full named"
+    [ "$(count "$W/jlfull")" = 0 ] || fail "--joblog /dev/full ran: $(ls -A "$W/jlfull")"
+    head -c 9000 /dev/zero | tr '\0' x >"$W/jlbig.tsv"
+    (
+        trap '' XFSZ
+        ulimit -f 8 # the joblog is past 8 KiB, the small outputs are not
+        exec "$PF" run "$W/ident.json" "$W/gen/rgba8.png" "$W/gen/gray16.png" -o "$W/jlbig" \
+            --joblog "$W/jlbig.tsv" -q
+    ) >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 1 "a joblog over the file size limit"
+    [ "$(grep -c -- "--joblog $W/jlbig.tsv: cannot write: File too large" "$W/stderr")" = 1 ] ||
+        fail "the joblog's write error not said once: $(cat "$W/stderr")"
+    exists "$W/jlbig/rgba8.png"
+    exists "$W/jlbig/gray16.png"
 }
 
 # ---- temps: only names of the temporaries' form are removed as stale; no output is one ------
@@ -517,6 +587,63 @@ section_interrupt() {
     [ "$n_img" = "$n_tab" ] || fail "interrupt: $n_img images, $n_tab tables"
     [ "$n_img" = "$n_log" ] || fail "interrupt: $n_img images, $n_log joblog lines ok"
     for f in "$W"/out/f*[0-9].png; do whole_png "$f"; done
+
+    # SIGTERM to the whole process group (timeout(1), kill %1, a terminal's Ctrl-C reaches
+    # the group too): the worker is the supervisor's to stop, so the files in flight
+    # still finish and commit, and no restart is claimed
+    setsid "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/term" --jobs 2 \
+        --joblog "$W/term.tsv" 2>"$W/stderr" &
+    pid=$!
+    sleep 0.8
+    kill -TERM -- -$pid
+    wait $pid
+    rc=$?
+    expect 130 "SIGTERM to the process group"
+    says "$W/stderr" "not run (interrupted)" "SIGTERM: the summary says what was not run"
+    grep -q restarted "$W/stderr" && fail "SIGTERM: a restart claimed: $(grep restarted "$W/stderr")"
+    grep -q FAILED "$W/stderr" && fail "SIGTERM: files failed: $(grep FAILED "$W/stderr")"
+    sed -n '/interrupted: finishing/,$p' "$W/stderr" | grep -q -- ' -> ' ||
+        fail "SIGTERM: the files in flight did not finish: $(cat "$W/stderr")"
+    no_temps "$W/term" "after SIGTERM"
+    n_img=$(ls "$W"/term/f*[0-9].png 2>/dev/null | wc -l)
+    n_log=$(grep -c $'\tok\t' "$W/term.tsv")
+    [ "$n_img" -gt 0 ] && [ "$n_img" = "$n_log" ] || fail "SIGTERM: $n_img images, $n_log ok lines"
+
+    # Ctrl-C while the worker starts (here it reads a large --input logo, and is stopped
+    # before it is ready): nothing is in flight, so the run ends at once, status 130
+    if python3 -c 'import zlib, struct
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+w = h = 10000
+open("'"$W/logo.png"'", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) + chunk(b"IDAT", zlib.compress((b"\0" + bytes(w)) * h, 1)) + chunk(b"IEND", b""))' 2>/dev/null; then
+        (
+            trap - INT
+            exec "$PF" run "$P/watermark.json" "$W/in/f000.png" -o "$W/wm" \
+                --input logo="$W/logo.png"
+        ) 2>"$W/stderr" &
+        pid=$!
+        local child="" tries=0
+        while [ -z "$child" ] && [ $tries -lt 500 ]; do
+            child=$(pgrep -P $pid)
+            tries=$((tries + 1))
+        done
+        [ -n "$child" ] && kill -STOP $child
+        kill -INT $pid
+        local waited=0
+        while kill -0 $pid 2>/dev/null && [ $waited -lt 50 ]; do
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        if kill -0 $pid 2>/dev/null; then
+            fail "Ctrl-C while the worker starts: the run goes on waiting for it"
+            kill -9 $pid
+        fi
+        [ -n "$child" ] && kill -CONT $child 2>/dev/null
+        wait $pid
+        rc=$?
+        expect 130 "Ctrl-C while the worker starts"
+        says "$W/stderr" "0 of 1 input(s) done" "Ctrl-C while the worker starts: the summary"
+        [ "$(count "$W/wm")" = 0 ] || fail "Ctrl-C while the worker starts left: $(ls -A "$W/wm")"
+    fi
 }
 
 # ---- limits: memory in bytes; a directory without PNGs -----------------------------------
@@ -528,6 +655,12 @@ section_limits() {
     grep -F "chelsea.png: FAILED" "$W/stderr" | grep -qF "over --max-memory" ||
         fail "no clear --max-memory message: $(grep chelsea "$W/stderr")"
     [ "$(count "$W/out")" = 0 ] || fail "over the limit left: $(ls -A "$W/out")"
+    # small budgets and small needs are said in units that show them, never "0.0 MB"
+    pf run "$P/demo.json" "$W/in/chelsea.png" -o "$W/out1k" --max-memory 1K -q
+    expect 1 "an image over --max-memory 1K"
+    grep -F "chelsea.png: FAILED" "$W/stderr" | grep -qF "over --max-memory 1.0 kB" ||
+        fail "--max-memory 1K not named in kB: $(grep chelsea "$W/stderr")"
+    grep -qF "0.0 MB" "$W/stderr" && fail "a size said as 0.0 MB: $(grep chelsea "$W/stderr")"
     pf run "$P/demo.json" "$W/in" -o "$W/out2" --max-memory 3M -q
     expect 1 "an image whose buffers are over --max-memory"
     says "$W/stderr" "over --max-memory" "the plan's buffers counted"

@@ -242,6 +242,11 @@ section_names() {
     pf run "$P/edges.json" "$W/tree" -o "$W/bad" --name '{stme}.{output}.png'
     expect 2 "an unknown field"
     says "$W/stderr" "did you mean {stem}?" "unknown field suggestion"
+    # a '{' never closed is named as such, not as a field it is not
+    pf run "$P/edges.json" "$W/tree" -o "$W/bad" --name '{stem}.{output'
+    expect 2 "a field not closed"
+    says "$W/stderr" "'{' at '{output' is not closed" "the unclosed field named"
+    grep -qF "did you mean" "$W/stderr" && fail "an unclosed field taken for a misspelt one: $(cat "$W/stderr")"
     pf run "$P/thumbnail.json" "$W/tree" -o "$W/bad" --name '../{stem}.png'
     expect 2 "a template leaving -o"
     pf run "$P/thumbnail.json" "$W/tree" -o "$W/bad" --name '/tmp/{stem}.png'
@@ -398,6 +403,38 @@ section_stdio() {
     grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path in a failure: $(cat "$W/stderr")"
     says "$W/stderr" "[1/1] -: FAILED" "the failure names -"
     [ -z "$(ls -A "$W/tmp")" ] || fail "temporary files left: $(ls -A "$W/tmp")"
+    # a pipeline from a pipe (read by this process and every worker: it is copied first),
+    # its errors named as given
+    "$PF" run <(cat "$P/demo.json") "$W/gen/rgb8.png" -o "$W/piped" -q 2>"$W/stderr"
+    rc=$?
+    expect 0 "a pipeline from a pipe"
+    cmp -s "$W/ref/$img" "$W/piped/$img" || fail "a pipeline from a pipe: $img differs"
+    "$PF" run <(echo '{"pipefuse": 1,') "$W/gen/rgb8.png" -o "$W/piped2" -q 2>"$W/stderr"
+    rc=$?
+    expect 2 "a broken pipeline from a pipe"
+    says "$W/stderr" "/dev/fd/" "the broken pipeline named as given"
+    grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path named: $(cat "$W/stderr")"
+    # Ctrl-C or SIGTERM while stdin (or a piped pipeline) is still being read: status 130,
+    # nothing run, the private temporary folder removed
+    local sig pid what
+    for sig in INT TERM; do
+        for what in stdin pipeline; do
+            if [ $what = stdin ]; then
+                sleep 3 | (trap - INT; exec "$PF" run "$P/demo.json" - -o "$W/cut" 2>"$W/stderr") &
+            else
+                sleep 3 | (trap - INT; exec "$PF" run /dev/stdin "$W/gen/rgb8.png" -o "$W/cut" 2>"$W/stderr") &
+            fi
+            pid=$!
+            sleep 0.5
+            kill -$sig $pid
+            wait $pid
+            rc=$?
+            expect 130 "SIG$sig while reading the $what"
+            says "$W/stderr" "interrupted while reading" "SIG$sig while reading the $what: said"
+            [ -z "$(ls -A "$W/tmp")" ] || fail "SIG$sig while reading the $what left: $(ls -A "$W/tmp")"
+            [ ! -e "$W/cut" ] || fail "SIG$sig while reading the $what: $W/cut made"
+        done
+    done
     unset TMPDIR
     # two image outputs still refused
     "$PF" run "$P/edges.json" "$W/gen/rgb8.png" -o - >"$W/two.png" 2>"$W/stderr"
