@@ -496,13 +496,13 @@ int pf_cuda_submit(pf_pipeline *p, pf_cuda_plan *c, const pf_frame *in, pf_frame
         return PF_CUDA;
     cuda_slot *sl = &c->slots[c->next_slot];
     if (sl->busy) {
-        if (!device) {
+        if (!device && !sl->device_mode) { /* host frames are waited for by the caller */
             pf_errf(p->errmsg,
                     "%s: %d frames are in flight: wait for ticket %d before submitting more",
                     p->source, c->n_slots, sl->ticket);
             return PF_UNSUPPORTED;
         }
-        /* Device frames may be fire-and-forget: retire the slot's previous frame. */
+        /* A device frame may be fire-and-forget, whatever comes next: retire it. */
         int rc = finish(p, c, sl);
         if (rc != PF_OK)
             return rc;
