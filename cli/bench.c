@@ -419,7 +419,10 @@ int cli_bench(int argc, char **argv, const cli_common *c)
     bench_setup b;
     memset(&b, 0, sizeof b);
     b.frames = frames;
-    if (pf_pipeline_load_file(e, file, &b.p) != PF_OK) {
+    cli_doing("loading %s", file);
+    int lrc = pf_pipeline_load_file(e, file, &b.p);
+    cli_doing("%s", "");
+    if (lrc != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;

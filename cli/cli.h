@@ -55,6 +55,15 @@ const cli_command *cli_find_command(const char *name);
 const cli_opt *cli_find_option(const cli_command *cmd, const char *name);
 void cli_help(const cli_command *cmd, FILE *f); /* NULL: the overview */
 void cli_man(FILE *f);                          /* the man page, roff */
+/* The crash guard of the pipefuse process itself (not of run's worker, which has its
+   own isolation): plugin code runs here while plugins load (entry points) and while
+   pipelines load and plan (a stage's check, radius and shape functions). A crash there
+   prints "pipefuse: crashed (SIGSEGV) while <doing>", names the likely cause and how to
+   find the plugin, and exits with PF_EXIT_USAGE. cli_doing sets <doing> (printf-like);
+   cli_guard_off restores the handlers there were (a forked child that runs on). */
+void cli_guard_on(void);
+void cli_guard_off(void);
+void cli_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The engine's log callback; user is the cli_common (its quiet hides notices). */
 void cli_log(void *user, int level, const char *msg);
 /* For output a program reads from stdout (check --dot -, run -o -): points the

@@ -645,8 +645,11 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         close(in);
         fclose(f);
     }
-    if ((pipe_text ? pf_pipeline_load_string(e, pipe_text, r.pipeline, &p)
-                   : pf_pipeline_load_file(e, r.pipeline, &p)) != PF_OK) {
+    cli_doing("loading %s", r.pipeline);
+    int lrc = pipe_text ? pf_pipeline_load_string(e, pipe_text, r.pipeline, &p)
+                        : pf_pipeline_load_file(e, r.pipeline, &p);
+    cli_doing("%s", "");
+    if (lrc != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
         goto done;
     }

@@ -2,6 +2,8 @@
  * command line is parsed in args.c; this file runs check, stages and info. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +12,72 @@
 #include "cli.h"
 #include "pipefuse/tools.h"
 
+/* ---- The crash guard ---------------------------------------------------------------- */
+
+/* What the process was doing, for the handler; written by the main thread only. */
+static char g_doing[600]; /* empty: not in plugin code, a crash is the usual crash */
+static const int g_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static struct sigaction g_saved[sizeof g_sigs / sizeof g_sigs[0]];
+static int g_on;
+
+void cli_doing(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_doing, sizeof g_doing, fmt, ap);
+    va_end(ap);
+}
+
+static void say_err(const char *s)
+{
+    ssize_t r = write(STDERR_FILENO, s, strlen(s));
+    (void)r;
+}
+
+static void on_crash(int sig)
+{
+    if (!g_doing[0]) { /* pipefuse's own code: the crash as it is, for a debugger */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    say_err("pipefuse: crashed (");
+    say_err(sig == SIGSEGV  ? "SIGSEGV"
+            : sig == SIGBUS ? "SIGBUS"
+            : sig == SIGFPE ? "SIGFPE"
+                            : "SIGILL");
+    say_err(") while ");
+    say_err(g_doing);
+    say_err(": plugin code is the likely cause (a plugin's entry point, or a stage's check, "
+            "radius or shape function); `pipefuse plugin check PLUGIN.so` runs one plugin "
+            "apart and names the stage at fault\n");
+    _exit(PF_EXIT_USAGE);
+}
+
+void cli_guard_on(void)
+{
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_crash;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof g_sigs / sizeof g_sigs[0]; i++)
+        sigaction(g_sigs[i], &sa, &g_saved[i]);
+    g_on = 1;
+#endif
+}
+
+void cli_guard_off(void)
+{
+    for (size_t i = 0; g_on && i < sizeof g_sigs / sizeof g_sigs[0]; i++)
+        sigaction(g_sigs[i], &g_saved[i], NULL);
+    g_on = 0;
+}
+
 pf_engine *cli_engine(const cli_common *c)
 {
+    cli_doing("loading plugins (the built-in directory, PIPEFUSE_PLUGIN_PATH%s%s)",
+              c->plugin_path ? ", --plugin-path " : "", c->plugin_path ? c->plugin_path : "");
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);
     cfg.plugin_path = c->plugin_path;
@@ -20,6 +86,7 @@ pf_engine *cli_engine(const cli_common *c)
     cfg.log_user = (void *)c;
     pf_engine *e = NULL;
     int rc = pf_engine_create(&cfg, &e);
+    g_doing[0] = 0;
     if (rc != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", e ? pf_engine_errmsg(e) : pf_status_str(rc));
         pf_engine_destroy(e);
@@ -157,7 +224,9 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
         return PF_EXIT_USAGE;
     }
     pf_pipeline *p = NULL;
+    cli_doing("loading %s", o->file);
     int rc = pf_pipeline_load_file(e, o->file, &p);
+    cli_doing("%s", "");
     if (rc != PF_OK) {
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
         pf_engine_destroy(e);
@@ -182,7 +251,9 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
     int n = pf_pipeline_input_count(p);
     for (int i = 0; i < n && i < 64; i++)
         shapes[i] = o->size;
+    cli_doing("planning %s for %dx%d", o->file, o->size.width, o->size.height);
     rc = pf_pipeline_plan(p, shapes, n);
+    cli_doing("%s", "");
     if (rc == PF_OK) {
         if (o->dot_out) {
             rc = pf_pipeline_print_dot(p, o->dot_out);
@@ -378,6 +449,8 @@ int main(int argc, char **argv)
         const char *cmd = r.cmd->name;
         int n = r.argc;
         char **v = r.argv;
+        if (strcmp(cmd, "plugin") != 0) /* plugin check guards each call itself */
+            cli_guard_on();
         if (strcmp(cmd, "run") == 0) {
             status = cli_run_main(n, v, &c);
         } else if (strcmp(cmd, "check") == 0) {

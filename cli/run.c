@@ -909,6 +909,7 @@ static int start_worker(sup *s)
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGPIPE, SIG_DFL);
+        cli_guard_off(); /* a worker's crash is its supervisor's to report */
         /* fixed descriptors above any the program opens, without close-on-exec */
         int fds[4] = {cp[0], jp[0], rp[1], s->dirfd}, at = 1000;
         char env[64];
