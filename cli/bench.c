@@ -108,11 +108,14 @@ static double copy_bandwidth(void)
 #endif
 }
 
+/* A pipeline's inputs and outputs, at most (docs/pipeline-format.md, "Limits"). */
+#define MAX_FRAMES 64
+
 typedef struct bench_setup {
     pf_pipeline *p;
     int frames;
-    pf_frame in[8], out[16];   /* host frames */
-    pf_frame din[8], dout[16]; /* device frames */
+    pf_frame in[MAX_FRAMES], out[MAX_FRAMES];   /* host frames */
+    pf_frame din[MAX_FRAMES], dout[MAX_FRAMES]; /* device frames */
     int n_in, n_out;
     double bytes; /* a frame's inputs and image outputs */
     void *stream;
@@ -260,6 +263,41 @@ static void run_mode(bench_setup *b, const bench_mode *m, double copy_bw, bench_
     free(lat), free(sub);
 }
 
+/* s as a JSON string on stdout: quotes, backslashes and control characters escaped, and
+   a byte that is not UTF-8 (a file name may hold any) as U+FFFD, so that the document
+   stays valid JSON whatever the pipeline's path or a message holds. */
+static void json_str(const char *s)
+{
+    const unsigned char *c = (const unsigned char *)s;
+    putchar('"');
+    while (*c) {
+        /* the length of a well-formed UTF-8 sequence at c, or 0 */
+        int n = *c < 0x80                  ? 1
+                : *c >= 0xC2 && *c <= 0xDF ? 2
+                : *c >= 0xE0 && *c <= 0xEF ? 3
+                : *c >= 0xF0 && *c <= 0xF4 ? 4
+                                           : 0;
+        for (int k = 1; k < n; k++)
+            if ((c[k] & 0xC0) != 0x80)
+                n = 0;
+        if ((n == 3 && ((*c == 0xE0 && c[1] < 0xA0) || (*c == 0xED && c[1] > 0x9F))) ||
+            (n == 4 && ((*c == 0xF0 && c[1] < 0x90) || (*c == 0xF4 && c[1] > 0x8F))))
+            n = 0; /* overlong, a surrogate, or beyond U+10FFFF */
+        if (n == 0) {
+            fputs("\\ufffd", stdout);
+            c++;
+        } else if (*c == '"' || *c == '\\') {
+            printf("\\%c", *c++);
+        } else if (*c < 0x20) {
+            printf("\\u%04x", *c++);
+        } else {
+            fwrite(c, 1, (size_t)n, stdout);
+            c += n;
+        }
+    }
+    putchar('"');
+}
+
 int cli_parse_format(const char *s, pf_sample *sample, int *channels)
 {
     static const struct {
@@ -279,19 +317,27 @@ int cli_parse_format(const char *s, pf_sample *sample, int *channels)
     return -1;
 }
 
-static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int channels, int cuda)
+/* 0, or -1 with the reason in err. */
+static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int channels, int cuda,
+                        char *err, size_t err_size)
 {
     pf_pipeline *p = b->p;
-    pf_shape shapes[8];
+    pf_shape shapes[MAX_FRAMES];
     b->n_in = pf_pipeline_input_count(p);
     b->n_out = pf_pipeline_output_count(p);
-    if (b->n_in > 8 || b->n_out > 16)
+    snprintf(err, err_size, "out of memory");
+    if (b->n_in > MAX_FRAMES || b->n_out > MAX_FRAMES) {
+        snprintf(err, err_size, "%d inputs and %d outputs; at most %d of each", b->n_in, b->n_out,
+                 MAX_FRAMES);
         return -1;
+    }
     for (int i = 0; i < b->n_in; i++)
         shapes[i] = size;
     pf_pipeline_set_option(p, "backend", "cpu");
-    if (pf_pipeline_plan(p, shapes, b->n_in) != PF_OK)
+    if (pf_pipeline_plan(p, shapes, b->n_in) != PF_OK) {
+        snprintf(err, err_size, "%s", pf_pipeline_errmsg(p));
         return -1;
+    }
     unsigned seed = 12345;
     for (int i = 0; i < b->n_in; i++) {
         if (pf_frame_alloc(&b->in[i], size.width, size.height, sample, channels) != PF_OK)
@@ -317,6 +363,7 @@ static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int cha
 #ifdef PF_HAVE_CUDA
     if (cuda) {
         cudaStream_t st;
+        snprintf(err, err_size, "cannot allocate device frames");
         if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess)
             return -1;
         b->stream = st;
@@ -341,14 +388,14 @@ static int alloc_frames(bench_setup *b, pf_shape size, pf_sample sample, int cha
 
 static void free_frames(bench_setup *b)
 {
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < MAX_FRAMES; i++) {
         pf_frame_free(&b->in[i]);
 #ifdef PF_HAVE_CUDA
         if (b->din[i].data)
             cudaFree(b->din[i].data);
 #endif
     }
-    for (int o = 0; o < 16; o++) {
+    for (int o = 0; o < MAX_FRAMES; o++) {
         pf_frame_free(&b->out[o]);
 #ifdef PF_HAVE_CUDA
         if (b->dout[o].data)
@@ -381,7 +428,10 @@ int cli_bench(int argc, char **argv, const cli_common *c)
             ended = 1;
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             if (cli_parse_size(argv[++i], &size) != 0) {
-                fprintf(stderr, "pipefuse bench: --size %s: expected WIDTHxHEIGHT\n", argv[i]);
+                fprintf(stderr,
+                        "pipefuse bench: --size %s: expected WIDTHxHEIGHT, each a whole number "
+                        "from 1 to 1048576, such as 1920x1080\n",
+                        argv[i]);
                 return PF_EXIT_USAGE;
             }
         } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
@@ -408,9 +458,15 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         return PF_EXIT_USAGE;
     pf_sample sample;
     int channels;
-    if (!file || cli_parse_format(format, &sample, &channels) != 0) {
-        fprintf(stderr, "usage: pipefuse bench PIPELINE [--size WxH] [--frames N] [--format "
-                        "gray8|graya8|rgb8|rgba8 (16, f)] [--mode NAME] [--json]\n");
+    if (cli_parse_format(format, &sample, &channels) != 0) {
+        fprintf(stderr,
+                "pipefuse bench: --format %s: unknown format (formats: gray8 graya8 rgb8 rgba8, "
+                "the same with 16 or f)\n",
+                format);
+        return PF_EXIT_USAGE;
+    }
+    if (!file) {
+        fprintf(stderr, "pipefuse bench: no pipeline file given (see pipefuse bench --help)\n");
         return PF_EXIT_USAGE;
     }
     pf_engine *e = cli_engine(c);
@@ -435,9 +491,10 @@ int cli_bench(int argc, char **argv, const cli_common *c)
     if (cuda && cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
         snprintf(device, sizeof device, "%s", prop.name);
 #endif
-    if (alloc_frames(&b, size, sample, channels, cuda) != 0) {
+    char why[4096];
+    if (alloc_frames(&b, size, sample, channels, cuda, why, sizeof why) != 0) {
         fprintf(stderr, "pipefuse bench: %s: cannot set up %dx%d frames: %s\n", file, size.width,
-                size.height, pf_pipeline_errmsg(b.p));
+                size.height, why);
         free_frames(&b);
         pf_pipeline_destroy(b.p);
         pf_engine_destroy(e);
@@ -455,10 +512,14 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         run_mode(&b, &modes[m], copy_bw, &res[m]);
     }
     if (json) {
-        printf("{\n  \"pipeline\": \"%s\",\n  \"size\": [%d, %d],\n  \"format\": \"%s\",\n"
-               "  \"frames\": %d,\n  \"device\": \"%s\",\n  \"copy_gbps\": %.1f,\n"
-               "  \"bytes_per_frame\": %.0f,\n  \"modes\": [",
-               file, size.width, size.height, format, frames, device, copy_bw / 1e9, b.bytes);
+        printf("{\n  \"pipeline\": ");
+        json_str(file);
+        printf(",\n  \"size\": [%d, %d],\n  \"format\": \"%s\",\n  \"frames\": %d,\n"
+               "  \"device\": ",
+               size.width, size.height, format, frames);
+        json_str(device);
+        printf(",\n  \"copy_gbps\": %.1f,\n  \"bytes_per_frame\": %.0f,\n  \"modes\": [",
+               copy_bw / 1e9, b.bytes);
         int first = 1;
         for (int m = 0; m < N_MODES; m++) {
             bench_result *r = &res[m];
@@ -467,15 +528,19 @@ int cli_bench(int argc, char **argv, const cli_common *c)
             printf("%s\n    {\"mode\": \"%s\"", first ? "" : ",", modes[m].name);
             first = 0;
             if (!r->ran) {
-                printf(", \"error\": \"%s\"}", r->error);
+                printf(", \"error\": ");
+                json_str(r->error);
+                printf("}");
                 continue;
             }
             printf(", \"launches_per_frame\": %d, \"median_ms\": %.6f, \"p99_ms\": %.6f, "
                    "\"submit_us\": %.3f, \"throughput_ms\": %.6f, \"kernel_ms\": %.6f, "
                    "\"gbps\": %.2f, \"copy_ratio\": %.4f, \"busy\": %.4f, \"verdict\": \"%s\", "
-                   "\"reason\": \"%s\"}",
+                   "\"reason\": ",
                    r->launches, r->median_ms, r->p99_ms, r->submit_us, r->throughput_ms,
-                   r->kernel_ms, r->gbps, r->copy_ratio, r->busy, r->verdict, r->reason);
+                   r->kernel_ms, r->gbps, r->copy_ratio, r->busy, r->verdict);
+            json_str(r->reason);
+            printf("}");
         }
         printf("\n  ]\n}\n");
     } else {

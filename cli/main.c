@@ -2,6 +2,7 @@
  * command line is parsed in args.c; this file runs check, stages and info. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,7 +131,10 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
             ended = 1;
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
             if (cli_parse_size(argv[++i], &size) != 0) {
-                fprintf(stderr, "pipefuse check: --size %s: expected WIDTHxHEIGHT\n", argv[i]);
+                fprintf(stderr,
+                        "pipefuse check: --size %s: expected WIDTHxHEIGHT, each a whole number "
+                        "from 1 to 1048576, such as 1920x1080\n",
+                        argv[i]);
                 return PF_EXIT_USAGE;
             }
         } else if (strcmp(argv[i], "--dot") == 0 && i + 1 < argc) {
@@ -262,10 +266,12 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
             if (o->dot && rc == PF_OK) {
                 FILE *f = fopen(o->dot, "w");
                 rc = f ? pf_pipeline_print_dot(p, f) : PF_IO;
-                if (f && fclose(f) != 0)
-                    rc = PF_IO;
-                if (rc != PF_OK)
-                    fprintf(stderr, "pipefuse check: cannot write %s\n", o->dot);
+                int err = errno;
+                if (f && fclose(f) != 0 && rc == PF_OK)
+                    rc = PF_IO, err = errno;
+                if (rc != PF_OK) /* the reason: a missing folder, a full disk, ... */
+                    fprintf(stderr, "pipefuse check: --dot %s: cannot write: %s\n", o->dot,
+                            strerror(err ? err : EIO));
             }
         }
     } else {
@@ -314,10 +320,10 @@ static const char *const kind_names[] = {"point", "stencil", "resample", "reduce
 
 static void print_param(const pf_param_desc *pd)
 {
-    char def[256], range[128] = "";
+    char def[256], range[128] = "", a[32], b[32];
     switch (pd->type) {
     case PF_PARAM_FLOAT:
-        snprintf(def, sizeof def, "%g", pd->def);
+        snprintf(def, sizeof def, "%s", pf_number_text(pd->def, 0, a, sizeof a));
         break;
     case PF_PARAM_INT:
         snprintf(def, sizeof def, "%d", (int)pd->def);
@@ -331,7 +337,8 @@ static void print_param(const pf_param_desc *pd)
     default: {
         size_t o = (size_t)snprintf(def, sizeof def, "[");
         for (int k = 0; k < pd->count && o < sizeof def - 16; k++)
-            o += (size_t)snprintf(def + o, sizeof def - o, "%s%g", k ? ", " : "", pd->def_array[k]);
+            o += (size_t)snprintf(def + o, sizeof def - o, "%s%s", k ? ", " : "",
+                                  pf_number_text(pd->def_array[k], 1, a, sizeof a));
         snprintf(def + o, sizeof def - o, "]");
         break;
     }
@@ -342,7 +349,8 @@ static void print_param(const pf_param_desc *pd)
             o += (size_t)snprintf(range + o, sizeof range - o, "%s%s", k ? "|" : "",
                                   pd->enum_names[k]);
     } else if (pd->type != PF_PARAM_BOOL && pd->min <= pd->max) {
-        snprintf(range, sizeof range, "[%g, %g]", pd->min, pd->max);
+        snprintf(range, sizeof range, "[%s, %s]", pf_number_text(pd->min, 0, a, sizeof a),
+                 pf_number_text(pd->max, 0, b, sizeof b));
     }
     printf("    %-12s %-7s default %-12s %-16s %s\n", pd->name, type_names[pd->type], def, range,
            pd->doc ? pd->doc : "");

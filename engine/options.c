@@ -6,11 +6,13 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "internal.h"
+#include "pipefuse/tools.h"
 
 typedef enum opt_type { OPT_BOOL, OPT_INT, OPT_ENUM, OPT_MS, OPT_BYTES } opt_type;
 
@@ -80,8 +82,9 @@ static const opt_desc *find(const char *name)
 
 static void describe(const json_t *v, char *buf, size_t size)
 {
+    char t[32];
     if (json_is_number(v))
-        snprintf(buf, size, "the number %g", json_number_value(v));
+        snprintf(buf, size, "the number %s", pf_number_text(json_number_value(v), 0, t, sizeof t));
     else if (json_is_string(v))
         snprintf(buf, size, "\"%.40s\"", json_string_value(v));
     else if (json_is_boolean(v))
@@ -133,7 +136,9 @@ int pf_option_set(pf_options *o, const char *name, const json_t *v, int *replan,
             return PF_PIPELINE;
         }
         if (x < d->min || x > d->max) {
-            snprintf(err, err_size, "%g is out of range [%g, %g]", x, d->min, d->max);
+            char a[32];
+            snprintf(err, err_size, "%s is out of range [%g, %g]",
+                     pf_number_text(x, 0, a, sizeof a), d->min, d->max);
             return PF_PIPELINE;
         }
         changed = *(int *)field != (int)x;

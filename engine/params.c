@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "internal.h"
+#include "pipefuse/tools.h"
 
 #define FIELD(params, pd, T) ((T *)(void *)((char *)(params) + (pd)->offset))
 
@@ -90,10 +91,11 @@ static void describe(const json_t *v, char *buf, size_t size)
     case JSON_REAL: {
         double x = json_real_value(v);
         /* keep a real looking like one: 2.0, not 2 */
+        char t[32];
         if (isfinite(x) && x == floor(x) && fabs(x) < 1e15)
             snprintf(buf, size, "%.1f", x);
         else
-            snprintf(buf, size, "%g", x);
+            snprintf(buf, size, "%s", pf_number_text(x, 0, t, sizeof t));
         break;
     }
     case JSON_STRING: {
@@ -141,7 +143,10 @@ static int bounded(const pf_param_desc *pd)
 static int out_of_range(const pf_param_desc *pd, double v, const char *what, char *err,
                         size_t err_size)
 {
-    return errv(err, err_size, "%s%g is out of range [%g, %g]", what, v, pd->min, pd->max);
+    char a[32], lo[32], hi[32];
+    return errv(err, err_size, "%s%s is out of range [%s, %s]", what,
+                pf_number_text(v, 0, a, sizeof a), pf_number_text(pd->min, 0, lo, sizeof lo),
+                pf_number_text(pd->max, 0, hi, sizeof hi));
 }
 
 /* ---- Checking one value ---------------------------------------------------------------- */
@@ -157,11 +162,13 @@ static int get_float(const pf_param_desc *pd, const json_t *v, const char *what,
     }
     double x = json_number_value(v);
     if (!isfinite(x))
-        return errv(err, err_size, "%sexpected a finite number, got %g", what, x);
+        return errv(err, err_size, "%sexpected a finite number, got %s", what,
+                    pf_number_text(x, 0, got, sizeof got));
     if (bounded(pd) && (x < pd->min || x > pd->max))
         return out_of_range(pd, x, what, err, err_size);
     if (fabs(x) > FLT_MAX)
-        return errv(err, err_size, "%s%g is too large for a 32-bit float", what, x);
+        return errv(err, err_size, "%s%s is too large for a 32-bit float", what,
+                    pf_number_text(x, 0, got, sizeof got));
     *out = (float)x;
     return PF_OK;
 }
@@ -180,8 +187,14 @@ static int get_int(const pf_param_desc *pd, const json_t *v, int *out, char *err
         describe(v, got, sizeof got);
         return errv(err, err_size, "expected an integer, got %s", got);
     }
-    if (bounded(pd) && (x < pd->min || x > pd->max))
-        return out_of_range(pd, x, "", err, err_size);
+    if (bounded(pd) && (x < pd->min || x > pd->max)) {
+        if (!json_is_integer(v)) /* a JSON integer as written, every digit */
+            return out_of_range(pd, x, "", err, err_size);
+        char lo[32], hi[32];
+        return errv(err, err_size, "%" JSON_INTEGER_FORMAT " is out of range [%s, %s]",
+                    json_integer_value(v), pf_number_text(pd->min, 0, lo, sizeof lo),
+                    pf_number_text(pd->max, 0, hi, sizeof hi));
+    }
     if (x < INT_MIN || x > INT_MAX)
         return errv(err, err_size, "%.0f does not fit in a 32-bit int", x);
     *out = (int)x;

@@ -18,6 +18,7 @@
 
 #include "graph.h"
 #include "internal.h"
+#include "pipefuse/tools.h"
 
 #define PATH_SIZE 320
 #define ID_MAX    64 /* longest input name, stage id or output name */
@@ -704,17 +705,28 @@ static int report_cycle(loader *L, const char *done)
         free(cycle);
         return nomem(L);
     }
+    /* A long cycle shows its first and last ids, and its length: the message stays
+       whole (not cut mid-id at the buffer's end) and readable. */
+    enum { HEAD = 8, TAIL = 4 };
     char msg[PF_ERRMSG_MAX], path[PATH_SIZE];
     size_t used = 0;
     for (int i = 0; i <= len && used < sizeof msg; i++) {
-        int w = snprintf(msg + used, sizeof msg - used, "%s%s", i ? " -> " : "",
+        int w;
+        if (len > HEAD + TAIL && i == HEAD) {
+            w = snprintf(msg + used, sizeof msg - used, " -> ...");
+            i = len - TAIL - 1;
+        } else {
+            w = snprintf(msg + used, sizeof msg - used, "%s%s", i ? " -> " : "",
                          L->st[cycle[i % len]].id);
+        }
         if (w < 0)
             break;
         used += (size_t)w;
     }
     path_index(path, "stages", (size_t)cycle[0]);
     free(cycle);
+    if (len > HEAD + TAIL)
+        return fail(L, PF_PIPELINE, path, "cycle: %s (%d stages)", msg, len);
     return fail(L, PF_PIPELINE, path, "cycle: %s", msg);
 }
 
@@ -930,10 +942,13 @@ static int check_version(loader *L)
                                                         : "");
     if (!json_is_number(v))
         return wrong_type(L, "pipefuse", v, "the format version 1 (a number)");
-    if (json_number_value(v) != 1)
+    if (json_number_value(v) != 1) {
+        /* the shortest text that reads back as the value: 1.0000000000000002, not "1" */
+        char text[32];
+        pf_number_text(json_number_value(v), 0, text, sizeof text);
         return fail(L, PF_PIPELINE, "pipefuse",
-                    "format version %g is not supported; this pipefuse reads version 1",
-                    json_number_value(v));
+                    "format version %s is not supported; this pipefuse reads version 1", text);
+    }
     return PF_OK;
 }
 
@@ -1139,8 +1154,18 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
     json_error_t jerr;
     L.root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
     if (!L.root) {
-        pf_errf(L.p->errmsg, "%s:%d:%d: %s%s", L.src, jerr.line, jerr.column, jerr.text,
-                trailing_comma(text, jerr.position) ? " (JSON allows no comma before it)" : "");
+        /* jansson's words for a \u0000 name its own flag; a user wrote a string */
+        char what[sizeof jerr.text];
+        const char *near = strstr(jerr.text, " near ");
+        if (strstr(jerr.text, "JSON_ALLOW_NUL") || strstr(jerr.text, "NUL byte in object key"))
+            snprintf(what, sizeof what, "a string or key cannot hold \\u0000%s", near ? near : "");
+        else
+            snprintf(what, sizeof what, "%s", jerr.text);
+        pf_errf(L.p->errmsg, "%s:%d:%d: %s%s", L.src, jerr.line, jerr.column, what,
+                trailing_comma(text, jerr.position) ? " (JSON allows no comma before it)"
+                : near && strcmp(near, " near '/'") == 0
+                    ? " (JSON allows no comments: remove // and /* */, or use \"description\")"
+                    : "");
         pf_pipeline_free_ir(p);
         return PF_PARSE;
     }

@@ -319,12 +319,24 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
     for (int o = 0; o < p->n_outputs; o++) {
         const pf_output_decl *d = &p->outputs[o];
         pf_shape s = plan->shapes[d->node];
-        if (is_table_node(p, d->node))
-            fprintf(f, "  %-16s <- %-16s table %d rows x %d columns\n", d->name,
-                    p->nodes[d->node].id, s.height, s.width);
-        else
-            fprintf(f, "  %-16s <- %-16s image %dx%d\n", d->name, p->nodes[d->node].id, s.width,
-                    s.height);
+        /* the format the file asks for: "auto" follows the input (images) or the caller
+           (tables, run --table-format) */
+        if (is_table_node(p, d->node)) {
+            fprintf(f, "  %-16s <- %-16s table %d rows x %d columns, %s\n", d->name,
+                    p->nodes[d->node].id, s.height, s.width,
+                    d->table_format == PF_TABLE_CSV    ? "csv"
+                    : d->table_format == PF_TABLE_JSON ? "json"
+                                                       : "auto");
+        } else {
+            char fb[16] = "auto";
+            if (d->channels > 0 && d->bits != PF_BITS_LIKE_INPUT)
+                format_name(d->bits == 8    ? PF_U8
+                            : d->bits == 16 ? PF_U16
+                                            : PF_F32,
+                            d->channels, fb, sizeof fb);
+            fprintf(f, "  %-16s <- %-16s image %dx%d, %s\n", d->name, p->nodes[d->node].id, s.width,
+                    s.height, fb);
+        }
     }
     fprintf(f, "memory: %.1f MiB of buffers\n", (double)p->plan_host_bytes / (1 << 20));
     return ferror(f) ? PF_IO : PF_OK;

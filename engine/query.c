@@ -1,6 +1,8 @@
 /* engine/query.c: pipefuse/tools.h, and why no CUDA device can be used, told apart:
  * no driver at all, a driver older than the runtime, no device. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "exec_cuda.h"
 #include "internal.h"
@@ -13,6 +15,17 @@
 #endif
 
 #define PF_API __attribute__((visibility("default")))
+
+PF_API const char *pf_number_text(double x, int as_float, char *buf, size_t size)
+{
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, x);
+        if (isinf(x) || isnan(x) ||
+            (as_float ? strtof(buf, NULL) == (float)x : strtod(buf, NULL) == x))
+            break;
+    }
+    return buf;
+}
 
 PF_API const char *pf_closest_name(const char *name, const char *const *cands, int n)
 {

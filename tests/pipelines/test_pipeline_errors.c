@@ -28,6 +28,10 @@ static const bad_case cases[] = {
     {"syntax_duplicate_key.json", PF_PARSE, ":5:36: ", {"duplicate object key", "\"op\""}},
     {"syntax_unterminated.json", PF_PARSE, ":6:0: ", {"expected near end of file"}},
     {"top_level_array.json", PF_PIPELINE, ": ", {"expected an object at the top level"}},
+    /* JSON has no comments: said, not left to "string expected near '/'" */
+    {"syntax_comment.json", PF_PARSE, ":3:3: ", {"near '/'", "JSON allows no comments"}},
+    /* in the file's words, not jansson's (JSON_ALLOW_NUL) */
+    {"syntax_nul.json", PF_PARSE, ":4:30: ", {"cannot hold \\u0000", "near '\"a\\u0000b\"'"}},
 
     /* the document */
     {"missing_version.json", PF_PIPELINE, ": pipefuse: ", {"missing", "\"pipefuse\": 1"}},
@@ -36,6 +40,11 @@ static const bad_case cases[] = {
      ": pipefuse: ",
      {"format version 2 is not supported", "reads version 1"}},
     {"version_string.json", PF_PIPELINE, ": pipefuse: ", {"got the string \"1\""}},
+    /* numbers in messages read back as the value: not "version 1 is not supported" */
+    {"version_fraction.json",
+     PF_PIPELINE,
+     ": pipefuse: ",
+     {"format version 1.0000000000000002 is not supported"}},
     {"unknown_top_key.json",
      PF_PIPELINE,
      ": optoins: ",
@@ -140,6 +149,19 @@ static const bad_case cases[] = {
      PF_PARAM,
      ": stages[0].params.bins: ",
      {"1 is out of range [2, 65536]"}},
+    /* the bound as it is (1/1024), not %g's 0.000976562, which is below it */
+    {"param_below_bound.json",
+     PF_PARAM,
+     ": stages[0].params.scale: ",
+     {"0.000976562 is out of range [0.0009765625, 64] (resize.scale)"}},
+    {"param_int_nearly.json",
+     PF_PARAM,
+     ": stages[0].params.width: ",
+     {"expected an integer, got 5.0000000001"}},
+    {"param_int_huge.json",
+     PF_PARAM,
+     ": stages[0].params.radius: ",
+     {"9223372036854775807 is out of range [0, 64]"}},
     {"param_array_length.json",
      PF_PARAM,
      ": stages[0].params.matrix: ",
@@ -161,6 +183,11 @@ static const bad_case cases[] = {
      {"'wram' names no input or stage", "did you mean 'warm'?"}},
     {"cycle2.json", PF_PIPELINE, ": stages[0]: ", {"cycle: a -> b -> a"}},
     {"cycle3.json", PF_PIPELINE, ": stages[1]: ", {"cycle: a -> b -> c -> a"}},
+    /* a long cycle: its ends and its length, the message whole */
+    {"cycle_long.json",
+     PF_PIPELINE,
+     ": stages[0]: ",
+     {"cycle: s0 -> s39 -> s38", " -> ... -> ", "s2 -> s1 -> s0 (40 stages)"}},
     {"self_loop.json", PF_PIPELINE, ": stages[0].inputs[0]: ", {"cycle: a -> a"}},
     {"wrong_input_count.json",
      PF_PIPELINE,

@@ -15,6 +15,11 @@ extern "C" {
    the engine uses for "did you mean" in pipeline files. NULL entries are skipped. */
 const char *pf_closest_name(const char *name, const char *const *cands, int n);
 
+/* x as the shortest text that reads back as the same double (as the same float when
+   as_float), in buf: a message or listing must not round 5.0000000001 to "5", nor the
+   bound 0.0009765625 to %g's "0.000976562", which is below it. Returns buf. */
+const char *pf_number_text(double x, int as_float, char *buf, size_t size);
+
 /* 1 when the engine's CUDA backend can run (a driver, a device, and kernels for it);
    0 with the reason in why ("no CUDA driver is installed", "the CUDA driver (12.2) is
    older than this build's CUDA runtime (13.0)", "no CUDA device", "this build of
