@@ -95,6 +95,9 @@ static const cli_opt check_opts[] = {
     {"--dot", 0, "FILE", "also write the graph as Graphviz dot; '-': only the dot, to stdout"},
     {"--no-fuse", 0, NULL, "plan every point stage on its own"},
     {"--max-launch-ms", 0, "MS", "split launches to stay under MS and show the bands"},
+    {"--set", 0, "ID.PARAM=JSON",
+     "override a parameter as run does (checked here, and planned with), e.g. --set "
+     "blur.sigma=2.5"},
     {"--build", 0, NULL,
      "compile every fused kernel into the kernel cache ahead of a run (NVRTC, no GPU "
      "needed; done anyway when NVRTC is present, an error without it)"},

@@ -100,6 +100,8 @@ pf_engine *cli_engine(const cli_common *c)
    the graph alone to dot_out (the real stdout) and the rest to stderr. */
 typedef struct check_opts {
     const char *file, *dot, *dump, *max_ms;
+    const char *sets[64]; /* --set ID.PARAM=JSON, as run takes them */
+    int n_sets;
     pf_shape size;
     int no_fuse, arch, build, n_formats;
     pf_sample samples[16];
@@ -116,6 +118,8 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
     int no_fuse = 0, arch = 0, build = 0, n_formats = 0;
     pf_sample samples[16];
     int channels[16];
+    const char *sets[64];
+    int n_sets = 0;
     int ended = 0; /* after "--", every argument is the pipeline file */
     for (int i = 0; i < argc; i++) {
         if (ended || (argv[i][0] != '-' || !argv[i][1])) {
@@ -137,6 +141,12 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
                         argv[i]);
                 return PF_EXIT_USAGE;
             }
+        } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            if (n_sets == 64) {
+                fprintf(stderr, "pipefuse check: --set: at most 64\n");
+                return PF_EXIT_USAGE;
+            }
+            sets[n_sets++] = argv[++i];
         } else if (strcmp(argv[i], "--dot") == 0 && i + 1 < argc) {
             dot = argv[++i];
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
@@ -200,6 +210,7 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
                     .dot = dot,
                     .dump = dump,
                     .max_ms = max_ms,
+                    .n_sets = n_sets,
                     .size = size,
                     .no_fuse = no_fuse,
                     .arch = arch,
@@ -207,6 +218,7 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
                     .n_formats = n_formats,
                     .dot_out = dot_out,
                     .report = report};
+    memcpy(o.sets, sets, sizeof(const char *) * (size_t)n_sets);
     memcpy(o.samples, samples, sizeof samples);
     memcpy(o.channels, channels, sizeof channels);
     int status = cmd_check_run(&o, c);
@@ -235,6 +247,24 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
         fprintf(stderr, "pipefuse: %s\n", pf_engine_errmsg(e));
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;
+    }
+    for (int i = 0; i < o->n_sets; i++) { /* as run applies them */
+        char key[512];
+        const char *eq = strchr(o->sets[i], '=');
+        if (!eq || (size_t)(eq - o->sets[i]) >= sizeof key) {
+            fprintf(stderr, "pipefuse check: --set %s: expected ID.PARAM=VALUE\n", o->sets[i]);
+            rc = PF_PARAM;
+        } else {
+            memcpy(key, o->sets[i], (size_t)(eq - o->sets[i]));
+            key[eq - o->sets[i]] = 0;
+            if ((rc = pf_pipeline_set_param(p, key, eq + 1)) != PF_OK)
+                fprintf(stderr, "pipefuse check: %s\n", pf_pipeline_errmsg(p));
+        }
+        if (rc != PF_OK) {
+            pf_pipeline_destroy(p);
+            pf_engine_destroy(e);
+            return PF_EXIT_USAGE;
+        }
     }
     if (o->no_fuse)
         pf_pipeline_set_option(p, "fusion", "false");

@@ -101,6 +101,19 @@ expect 0 "bench --json of an odd path"
 "$HELPER" json "$W/stdout" || fail "bench --json of a path with '\"', '\\' and a tab is not JSON"
 says "$W/stdout" '\"q.json"' "bench --json escapes the path"
 
+# ---- check --set: overrides checked and planned with, as run takes them ------------------
+pf check "$P/demo.json" --size 64x64 --set glow.sigma=3 -q
+expect 0 "check --set glow.sigma=3"
+pf check "$P/demo.json" --size 64x64 --set glow.sigma=300
+expect 2 "check --set glow.sigma=300"
+says "$W/stderr" "glow.sigma: 300 is out of range [0, 64]" "check --set out of range"
+pf check "$P/demo.json" --set nosuch.x=1
+expect 2 "check --set nosuch.x=1"
+says "$W/stderr" "no stage 'nosuch'" "check --set of no stage"
+pf check "$P/demo.json" --set glowsigma
+expect 2 "check --set without ="
+says "$W/stderr" "--set glowsigma: expected ID.PARAM=VALUE" "check --set without ="
+
 if [ "$failures" != 0 ]; then
     echo "pipeline_files: $failures failure(s)" >&2
     exit 1
