@@ -178,6 +178,7 @@ PF_API void pf_pipeline_destroy(pf_pipeline *p)
     if (!p)
         return;
     pf_pipeline_free_plan(p);
+    pf_pipeline_free_tables(p);
     pf_pipeline_free_ir(p);
     free(p->dump_dir);
     pf_watchdog_free(p->watchdog);
@@ -776,22 +777,25 @@ PF_API int pf_pipeline_table(const pf_pipeline *p, int output, pf_table *t)
         return PF_INVALID_ARGUMENT;
     }
     int node = p->outputs[output].node;
-    if (!p->plan) {
+    /* The last completed frame's: on the current plan, or kept from an earlier one that
+       a parameter, option or shape change dropped before a frame completed on this one. */
+    const pf_table_buf *tb = p->tables_done   ? &p->tables[node]
+                             : p->kept_tables ? &p->kept_tables[node]
+                                              : NULL;
+    if (!tb || !tb->data) {
         pf_errf(msg,
-                "%s: pf_pipeline_table: output '%s' has no table before a frame has run on "
-                "the current plan (none since the pipeline was loaded or planned again, or "
-                "the last frame failed)",
+                "%s: pf_pipeline_table: output '%s' has no table before a frame has completed "
+                "(none has since the pipeline was loaded)",
                 p->source, p->outputs[output].name);
         leave(p);
         return PF_INVALID_ARGUMENT;
     }
-    const pf_table_buf *tb = &p->tables[node];
     t->data = tb->data;
     t->rows = tb->rows;
     t->cols = tb->cols;
     t->columns = p->nodes[node].desc->columns;
     t->row_name = p->nodes[node].desc->row_name;
-    t->params = p->nodes[node].params;
+    t->params = tb->params;
     leave(p);
     return PF_OK;
 }

@@ -553,12 +553,6 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         pf_watchdog_unit_ran(p, ui, ms, ms);
-        if (rc == PF_OK && u->kind == PF_UNIT_REDUCE) {
-            int id = u->nodes[0];
-            const pf_node *node = &p->nodes[id];
-            node->desc->combine(node->params, &u->shape, st->partials[id], bands,
-                                p->tables[id].data);
-        }
     }
     for (int o = 0; o < p->n_outputs && rc == PF_OK; o++) {
         const pf_frame *f = outputs[o];
@@ -567,6 +561,17 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         j.frames = f;
         j.node = p->outputs[o].node;
         rc = run_job(&j, band_count(f->height, PF_CONVERT_ROWS), download_task);
+    }
+    /* Tables last, from the partials the reduce units left: a frame that fails leaves the
+       last completed frame's tables as they were (pf_pipeline_table). */
+    for (int ui = 0; ui < plan->n_units && rc == PF_OK; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (u->kind != PF_UNIT_REDUCE)
+            continue;
+        int id = u->nodes[0];
+        const pf_node *node = &p->nodes[id];
+        node->desc->combine(node->params, &u->shape, st->partials[id],
+                            band_count(u->shape.height, u->cpu_band_rows), p->tables[id].data);
     }
     if (rc != PF_OK)
         pf_errf(p->errmsg, "%s", j.err[0] ? j.err : "a CPU task failed");

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "exec_cuda.h"
+#include "executor.h"
 
 #ifndef PF_HAVE_CUDA
 
@@ -166,7 +167,7 @@ static int upload(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, const pf_frame
         const pf_frame *f = &in[i];
         size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
         unsigned char *dst = sl->dev + c->in_dev_off[i];
-        if (pf_hostmem_pinned(f->data, pf_frame_span(f))) {
+        if (pf_hostmem_pinned(p->eng, f->data, pf_frame_span(f))) {
             CU(p, cudaMemcpy2DAsync(dst, row, f->data, f->pitch, row, (size_t)f->height,
                                     cudaMemcpyHostToDevice, c->up));
             continue;
@@ -199,7 +200,7 @@ static int download(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, cudaStream_t
             continue;
         size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
         const unsigned char *src = sl->dev + c->out_dev_off[o];
-        sl->direct_out[o] = (char)pf_hostmem_pinned(f->data, pf_frame_span(f));
+        sl->direct_out[o] = (char)pf_hostmem_pinned(p->eng, f->data, pf_frame_span(f));
         if (sl->direct_out[o])
             CU(p, cudaMemcpy2DAsync(f->data, f->pitch, src, row, row, (size_t)f->height,
                                     cudaMemcpyDeviceToHost, c->down));
@@ -278,6 +279,7 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
                                d->pitch, f->height);
         }
     }
+    pf_pipeline_tables_done(p);
     return PF_OK;
 }
 

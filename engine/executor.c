@@ -3,6 +3,7 @@
  * Nothing else in the engine knows which executor runs a pipeline. */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exec_cpu.h"
 #include "exec_cuda.h"
@@ -38,8 +39,10 @@ static int cpu_submit(pf_pipeline *p, void *state, const pf_frame *in, pf_frame 
 {
     (void)device, (void)stream; /* api.c sends device frames to device executors only */
     int rc = pf_exec_cpu_frame(p, state, in, out);
-    if (rc == PF_OK)
+    if (rc == PF_OK) {
+        pf_pipeline_tables_done(p);
         *ticket = pf_issue_ticket(p);
+    }
     return rc;
 }
 
@@ -204,17 +207,48 @@ static const pf_executor *choose(pf_pipeline *p)
 
 /* ---- A plan's life ------------------------------------------------------------------------- */
 
+static void free_tables(pf_table_buf *t, int n)
+{
+    for (int i = 0; t && i < n; i++) {
+        free(t[i].data);
+        free(t[i].params);
+    }
+    free(t);
+}
+
+void pf_pipeline_free_tables(pf_pipeline *p)
+{
+    free_tables(p->kept_tables, p->n_nodes);
+    p->kept_tables = NULL;
+}
+
+void pf_pipeline_tables_done(pf_pipeline *p)
+{
+    for (int i = 0; p->tables && i < p->n_nodes; i++)
+        if (p->tables[i].data && p->nodes[i].desc->params_size)
+            memcpy(p->tables[i].params, p->nodes[i].params, p->nodes[i].desc->params_size);
+    p->tables_done = 1;
+    if (p->kept_tables)
+        pf_pipeline_free_tables(p); /* once, on the first frame of a new plan */
+}
+
+/* The plan's tables outlive it when a frame completed on it (pf_pipeline_table reads the
+   last completed frame's until another completes); otherwise the kept ones stay. */
 void pf_pipeline_free_plan(pf_pipeline *p)
 {
     if (p->exec)
         p->exec->release(p, p->exec_state);
-    for (int i = 0; p->tables && i < p->n_nodes; i++)
-        free(p->tables[i].data);
-    free(p->tables);
+    if (p->tables && p->tables_done) {
+        pf_pipeline_free_tables(p);
+        p->kept_tables = p->tables;
+    } else {
+        free_tables(p->tables, p->n_nodes);
+    }
     pf_plan_free(p->plan);
     p->exec = NULL;
     p->exec_state = NULL;
     p->tables = NULL;
+    p->tables_done = 0;
     p->plan = NULL;
     p->plan_host_bytes = 0;
     atomic_store(&p->units_now, 0);
@@ -244,8 +278,9 @@ static int alloc_tables(pf_pipeline *p, unsigned long long *allocations)
         p->tables[i].rows = t.height;
         p->tables[i].cols = t.width;
         p->tables[i].data = calloc((size_t)t.width * (size_t)t.height, sizeof(double));
-        ++*allocations;
-        if (!p->tables[i].data)
+        p->tables[i].params = calloc(1, p->nodes[i].desc->params_size + 1);
+        *allocations += 2;
+        if (!p->tables[i].data || !p->tables[i].params)
             return PF_NO_MEMORY;
         p->plan_host_bytes += (size_t)t.width * (size_t)t.height * sizeof(double);
     }

@@ -46,10 +46,17 @@ extern const pf_executor pf_executor_cuda;
    flight are complete. Sets p->plan, p->exec, p->exec_state and p->tables. */
 int pf_pipeline_replan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
 /* Completes the frames in flight on the current plan (their outputs delivered), then
-   frees it with its executor state and tables. The first error, if any. */
+   frees it as pf_pipeline_free_plan does. The first error, if any. */
 int pf_pipeline_drop_plan(pf_pipeline *p);
-/* Frees the current plan, its executor state and tables (frames in flight finish
-   first but their outputs are not delivered). */
+/* Frees the current plan and its executor state (frames in flight finish first but
+   their outputs are not delivered). Its tables, when a frame completed on it, become
+   p->kept_tables (the last completed frame's, for pf_pipeline_table); else they go. */
 void pf_pipeline_free_plan(pf_pipeline *p);
+/* A frame completed on the current plan and wrote p->tables: records the params it ran
+   with beside them and frees the kept tables of an earlier plan. Every executor calls it
+   where a frame's tables become its result (allocates nothing). */
+void pf_pipeline_tables_done(pf_pipeline *p);
+/* Frees p->kept_tables (pf_pipeline_destroy, after pf_pipeline_free_plan). */
+void pf_pipeline_free_tables(pf_pipeline *p);
 
 #endif

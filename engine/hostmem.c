@@ -1,6 +1,9 @@
 /* engine/hostmem.c: pinned host frames and registered application memory (see
- * hostmem.h). One registry for the process, under a mutex: page-locked memory belongs
- * to the process, and the lookup is a short scan made once per host frame. */
+ * hostmem.h). One registry for the process: page-locked memory belongs to the process,
+ * while each entry belongs to the engine that allocated or registered it, and only that
+ * engine frees, unregisters or moves frames by DMA through it. Changes (which call CUDA
+ * and can take long) take turns under change_mu; the lookup of every host frame takes
+ * only reg_mu, for a short scan. */
 #include "hostmem.h"
 
 #include <pthread.h>
@@ -31,6 +34,7 @@ typedef struct host_range {
     const pf_engine *eng;
 } host_range;
 
+static pthread_mutex_t change_mu = PTHREAD_MUTEX_INITIALIZER; /* taken before reg_mu */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static host_range *reg;
 static int reg_n, reg_cap;
@@ -59,19 +63,28 @@ static int reg_add(char *base, size_t bytes, range_kind kind, const pf_engine *e
     return PF_OK;
 }
 
-/* Under reg_mu: the entry starting at base, or -1. */
-static int reg_find(const void *base)
+static int is_alloc(range_kind k)
+{
+    return k == RANGE_ALLOC_PINNED || k == RANGE_ALLOC_PLAIN;
+}
+
+/* Under reg_mu: the entry starting at base, of engine e when e is not NULL, that is an
+   allocation (alloc 1) or a registration (alloc 0); or -1. */
+static int reg_find(const void *base, const pf_engine *e, int alloc)
 {
     for (int i = 0; i < reg_n; i++)
-        if (reg[i].base == base)
+        if (reg[i].base == base && (!e || reg[i].eng == e) && is_alloc(reg[i].kind) == alloc)
             return i;
     return -1;
 }
 
-static int reg_overlaps(const char *base, size_t bytes)
+/* Under reg_mu: another engine's registration of exactly the range of r, which shares
+   r's page-locking (cudaHostRegister takes a range once per process). */
+static int reg_shared(const host_range *r)
 {
     for (int i = 0; i < reg_n; i++)
-        if (base < reg[i].base + reg[i].bytes && reg[i].base < base + bytes)
+        if (reg[i].base == r->base && reg[i].bytes == r->bytes && reg[i].eng != r->eng &&
+            !is_alloc(reg[i].kind))
             return 1;
     return 0;
 }
@@ -84,11 +97,17 @@ static host_range reg_remove(int i)
     return r;
 }
 
-/* Frees a removed entry's memory or undoes its registration. Outside reg_mu: these
-   calls can take long (cudaFreeHost may wait for the device), and every submit looks
-   the registry up. */
+/* Frees a removed entry's memory or undoes its registration, unless another engine's
+   registration of the same range still holds it (its owner then undoes it). Under
+   change_mu, outside reg_mu: these calls can take long (cudaFreeHost may wait for the
+   device), and every submit looks the registry up. */
 static void range_release(host_range r)
 {
+    pthread_mutex_lock(&reg_mu);
+    int shared = reg_shared(&r);
+    pthread_mutex_unlock(&reg_mu);
+    if (shared)
+        return;
     switch (r.kind) {
 #ifdef PF_HAVE_CUDA
     case RANGE_ALLOC_PINNED:
@@ -107,20 +126,21 @@ static void range_release(host_range r)
     }
 }
 
-int pf_hostmem_pinned(const void *ptr, size_t bytes)
+int pf_hostmem_pinned(const pf_engine *e, const void *ptr, size_t bytes)
 {
     const char *p = ptr;
     int hit = 0;
     pthread_mutex_lock(&reg_mu);
     for (int i = 0; i < reg_n && !hit; i++)
-        hit = is_pinned(reg[i].kind) && p >= reg[i].base && bytes <= reg[i].bytes &&
-              (size_t)(p - reg[i].base) <= reg[i].bytes - bytes;
+        hit = reg[i].eng == e && is_pinned(reg[i].kind) && p >= reg[i].base &&
+              bytes <= reg[i].bytes && (size_t)(p - reg[i].base) <= reg[i].bytes - bytes;
     pthread_mutex_unlock(&reg_mu);
     return hit;
 }
 
 void pf_hostmem_engine_free(const pf_engine *e)
 {
+    pthread_mutex_lock(&change_mu);
     for (;;) {
         host_range r = {0};
         pthread_mutex_lock(&reg_mu);
@@ -134,9 +154,10 @@ void pf_hostmem_engine_free(const pf_engine *e)
         }
         pthread_mutex_unlock(&reg_mu);
         if (!r.base)
-            return;
+            break;
         range_release(r);
     }
+    pthread_mutex_unlock(&change_mu);
 }
 
 size_t pf_frame_span(const pf_frame *f)
@@ -215,20 +236,81 @@ PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sa
     return PF_OK;
 }
 
+/* Under reg_mu: why the range starting at ptr is not one of e's allocations (alloc 1) or
+   registrations (alloc 0), for its message: how many bytes it spans and whose it is; NULL
+   when no range starts at ptr. */
+static const char *not_ours(const void *ptr, const pf_engine *e, int alloc, size_t *bytes)
+{
+    for (int i = 0; i < reg_n; i++) {
+        if (reg[i].base != ptr)
+            continue;
+        *bytes = reg[i].bytes;
+        if (reg[i].eng != e && is_alloc(reg[i].kind) == alloc)
+            return alloc ? "were allocated through another engine, which alone frees them"
+                         : "were registered through another engine, which alone unregisters "
+                           "them";
+        if (reg[i].eng == e)
+            return alloc ? "are registered memory, not a frame from pf_frame_alloc_host "
+                           "(pf_engine_unregister_host undoes it)"
+                         : "are a frame from pf_frame_alloc_host, not registered memory "
+                           "(pf_frame_free_host frees it)";
+    }
+    return NULL;
+}
+
 PF_API void pf_frame_free_host(pf_engine *e, pf_frame *f)
 {
-    (void)e;
-    if (!f || !f->data)
+    if (!e || !f || !f->data)
         return;
     host_range r = {0};
+    const char *why = NULL;
+    size_t bytes = 0;
+    pthread_mutex_lock(&change_mu);
     pthread_mutex_lock(&reg_mu);
-    int i = reg_find(f->data);
-    if (i >= 0 && (reg[i].kind == RANGE_ALLOC_PINNED || reg[i].kind == RANGE_ALLOC_PLAIN))
+    int i = reg_find(f->data, e, 1);
+    if (i >= 0)
         r = reg_remove(i);
+    else
+        why = not_ours(f->data, e, 1, &bytes);
     pthread_mutex_unlock(&reg_mu);
     if (r.base)
         range_release(r);
-    memset(f, 0, sizeof *f);
+    pthread_mutex_unlock(&change_mu);
+    if (r.base)
+        memset(f, 0, sizeof *f);
+    else if (why)
+        pf_engine_errf(e, "pf_frame_free_host: %p + %zu bytes %s; not freed", f->data, bytes, why);
+    else
+        pf_engine_errf(e,
+                       "pf_frame_free_host: %p is not a frame from pf_frame_alloc_host of this "
+                       "engine; not freed",
+                       f->data);
+}
+
+/* Under reg_mu: whether [ptr, ptr + bytes) may be registered by e, and if so whether it
+   shares another engine's registration of exactly that range (*share: its kind). A
+   message in e's errmsg when not. */
+static int may_register(pf_engine *e, char *ptr, size_t bytes, range_kind *share)
+{
+    *share = 0;
+    for (int i = 0; i < reg_n; i++) {
+        host_range *r = &reg[i];
+        if (!(ptr < r->base + r->bytes && r->base < ptr + bytes))
+            continue;
+        if (r->base == ptr && r->bytes == bytes && r->eng != e && !is_alloc(r->kind)) {
+            *share = r->kind;
+            continue;
+        }
+        pf_engine_errf(e,
+                       "pf_engine_register_host: %p + %zu bytes overlaps %p + %zu bytes, %s "
+                       "through %s engine%s",
+                       (void *)ptr, bytes, (void *)r->base, r->bytes,
+                       is_alloc(r->kind) ? "allocated" : "registered",
+                       r->eng == e ? "this" : "another",
+                       r->eng == e ? "" : " (only exactly the same range can be shared)");
+        return 0;
+    }
+    return 1;
 }
 
 PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
@@ -247,20 +329,18 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
     }
     char why[512] = "";
     int cuda = pf_cuda_available(e, why, sizeof why);
-    /* Page-locking takes long: not under the lock. A range registered by another thread
-       meanwhile is caught when the entry is added, and this registration undone. */
+    /* Registrations take turns, page-locking included (it takes long, but not under
+       reg_mu, which every submit takes). */
+    pthread_mutex_lock(&change_mu);
+    range_kind kind = RANGE_PLAIN, share;
     pthread_mutex_lock(&reg_mu);
-    int overlap = reg_overlaps(ptr, bytes);
+    int ok = may_register(e, ptr, bytes, &share);
     pthread_mutex_unlock(&reg_mu);
-    int rc = PF_OK;
-    range_kind kind = RANGE_PLAIN;
-    if (overlap) {
-        pf_engine_errf(e, "pf_engine_register_host: %p + %zu overlaps memory already registered",
-                       ptr, bytes);
-        return PF_INVALID_ARGUMENT;
-    }
+    int rc = ok ? PF_OK : PF_INVALID_ARGUMENT;
+    if (share)
+        kind = share; /* the page-locking is the process's: shared, not done twice */
 #ifdef PF_HAVE_CUDA
-    if (rc == PF_OK && cuda) {
+    if (rc == PF_OK && !share && cuda) {
         struct cudaPointerAttributes at;
         if (cudaPointerGetAttributes(&at, ptr) == cudaSuccess && at.type == cudaMemoryTypeHost) {
             kind = RANGE_ALREADY_PINNED; /* cudaHostAlloc'd by the application */
@@ -280,21 +360,19 @@ PF_API int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes)
 #else
     (void)cuda;
 #endif
-    if (rc != PF_OK)
-        return rc;
-    pthread_mutex_lock(&reg_mu);
-    if (reg_overlaps(ptr, bytes)) {
-        pf_engine_errf(e, "pf_engine_register_host: %p + %zu overlaps memory already registered",
-                       ptr, bytes);
-        rc = PF_INVALID_ARGUMENT;
-    } else if ((rc = reg_add(ptr, bytes, kind, e)) != PF_OK) {
-        pf_engine_errf(e, "pf_engine_register_host: out of memory");
-    }
-    pthread_mutex_unlock(&reg_mu);
+    if (rc == PF_OK) {
+        pthread_mutex_lock(&reg_mu);
+        rc = reg_add(ptr, bytes, kind, e);
+        pthread_mutex_unlock(&reg_mu);
+        if (rc != PF_OK) {
+            pf_engine_errf(e, "pf_engine_register_host: out of memory");
 #ifdef PF_HAVE_CUDA
-    if (rc != PF_OK && kind == RANGE_REGISTERED)
-        cudaHostUnregister(ptr);
+            if (kind == RANGE_REGISTERED && !share)
+                cudaHostUnregister(ptr);
 #endif
+        }
+    }
+    pthread_mutex_unlock(&change_mu);
     return rc;
 }
 
@@ -303,18 +381,26 @@ PF_API int pf_engine_unregister_host(pf_engine *e, void *ptr)
     if (!e)
         return PF_INVALID_ARGUMENT;
     host_range r = {0};
+    const char *why = NULL;
+    size_t bytes = 0;
+    pthread_mutex_lock(&change_mu);
     pthread_mutex_lock(&reg_mu);
-    int i = reg_find(ptr);
-    int ok = i >= 0 && reg[i].kind != RANGE_ALLOC_PINNED && reg[i].kind != RANGE_ALLOC_PLAIN;
-    if (ok)
+    int i = reg_find(ptr, e, 0);
+    if (i >= 0)
         r = reg_remove(i);
+    else
+        why = not_ours(ptr, e, 0, &bytes);
     pthread_mutex_unlock(&reg_mu);
-    if (ok)
+    if (i >= 0)
         range_release(r);
-    if (!ok) {
+    pthread_mutex_unlock(&change_mu);
+    if (i >= 0)
+        return PF_OK;
+    if (why)
+        pf_engine_errf(e, "pf_engine_unregister_host: %p + %zu bytes %s; not unregistered", ptr,
+                       bytes, why);
+    else
         pf_engine_errf(e, "pf_engine_unregister_host: %p is not the start of a registered range",
                        ptr);
-        return PF_INVALID_ARGUMENT;
-    }
-    return PF_OK;
+    return PF_INVALID_ARGUMENT;
 }

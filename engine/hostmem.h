@@ -7,9 +7,11 @@
 
 #include "internal.h"
 
-/* 1 when [ptr, ptr + bytes) lies inside one pinned range (allocated or registered
-   through any engine); 0 otherwise. Thread-safe. */
-int pf_hostmem_pinned(const void *ptr, size_t bytes);
+/* 1 when [ptr, ptr + bytes) lies inside one pinned range that engine e allocated or
+   registered; 0 otherwise, another engine's memory included (its owner may free or
+   unregister it while e's frame is in flight: e copies such a frame as pageable).
+   Thread-safe. */
+int pf_hostmem_pinned(const pf_engine *e, const void *ptr, size_t bytes);
 
 /* Frees what e allocated and unregisters what e registered (pf_engine_destroy). */
 void pf_hostmem_engine_free(const pf_engine *e);

@@ -191,10 +191,12 @@ struct pf_plan;
 struct pf_executor;
 struct pf_watchdog;
 
-/* A reduce stage's result table, written by the executor that runs the frame. */
+/* A reduce stage's result table, written by the executor that runs the frame, and the
+   stage's params that frame ran with (a copy: row names follow them, not later changes). */
 typedef struct pf_table_buf {
     double *data;
     int rows, cols;
+    void *params;
 } pf_table_buf;
 
 struct pf_pipeline {
@@ -209,7 +211,10 @@ struct pf_pipeline {
     struct pf_plan *plan;           /* pure data (plan.h) */
     const struct pf_executor *exec; /* the executor carrying it out (executor.h) */
     void *exec_state;               /* its state for this plan */
-    pf_table_buf *tables;           /* per node, reduce stages: the last frame's table */
+    pf_table_buf *tables;           /* per node, reduce stages: the plan's tables */
+    int tables_done;                /* tables hold a frame completed on the current plan */
+    pf_table_buf *kept_tables;      /* per node: the last completed frame's tables when that
+                                       frame ran on an earlier plan (pf_pipeline_table) */
     size_t plan_host_bytes;         /* host bytes allocated for this plan */
     pf_stats stats;                 /* counters; backend and per-frame fields set on read */
     int notified_cpu;               /* the one-line CPU fallback notice was given */

@@ -171,7 +171,12 @@ const char *pf_pipeline_errmsg(const pf_pipeline *p);
 
 /* Sets "stage_id.param" from JSON text ("0.5", "true", "\"nearest\"", "[1, 2]"),
    validated as in a pipeline file. Takes effect on the next frame without re-planning
-   unless it changes an output shape. */
+   unless it changes an output shape or outgrows what the plan allocated for the stage
+   (a histogram's bins, for one). A change that plans again first completes
+   the frames in flight (their outputs delivered), then drops the plan at once: until
+   pf_pipeline_plan or the next frame plans again, pf_pipeline_unit, the prints and
+   build_kernels find no plan, pf_output_info.shape is zero and pf_stats has backend
+   "none"; pf_pipeline_table still gives the last completed frame's table. */
 int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *json_value);
 int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
 
@@ -182,8 +187,9 @@ int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
    directory where the sources of fused kernels are written as they are generated; ""
    for none) and max_memory (bytes of buffers a plan may take, checked before any is
    allocated; 0, the default: no limit; see pf_pipeline_memory). backend, fusion,
-   streams, slots, max_launch_ms and max_memory make the next frame plan again; graph,
-   threads, profile and dump_kernels do not. */
+   streams, slots, max_launch_ms and max_memory make the next frame plan again (the
+   plan is dropped at once, as for a parameter that plans again); graph, threads,
+   profile and dump_kernels do not. */
 int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value);
 
 typedef enum pf_output_kind { PF_OUTPUT_IMAGE = 0, PF_OUTPUT_TABLE = 1 } pf_output_kind;
@@ -235,7 +241,13 @@ int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
    overlap are PF_INVALID_ARGUMENT. */
 int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out);
 
-/* A table output of the last run: rows x cols doubles, row-major, owned by p. */
+/* A table output of the last completed frame (run, or submit then wait or poll): rows x
+   cols doubles, row-major, owned by p, with the stage's params that frame ran with (for
+   row_name; later changes do not touch them). It stays the last completed frame's until
+   another frame completes: a change that plans again (a parameter, an option, a new
+   shape) or a frame that fails keeps it. Its pointers stay valid and its data unchanged
+   until the next frame completes or p is destroyed. Before any frame has completed (a
+   plan alone makes no table): PF_INVALID_ARGUMENT. */
 typedef struct pf_table {
     const double *data;
     int rows, cols;
@@ -322,25 +334,38 @@ int pf_pipeline_slots(const pf_pipeline *p);
 
    Host frames the GPU reaches by DMA, so that submit and wait copy nothing on the
    calling thread (docs/realtime.md). Page-locked memory is a scarce system resource:
-   allocate or register it once, outside the frame loop. Thread-safe. */
+   allocate or register it once, outside the frame loop. Thread-safe.
+   Each engine owns what it allocates and registers: only it frees or unregisters that
+   memory (another engine's call is PF_INVALID_ARGUMENT naming the range), and only its
+   own pipelines move frames there by DMA; a pipeline of another engine takes them as
+   pageable frames, so that the owner freeing or unregistering them cannot pull memory
+   from under its frames in flight. */
 
 /* Allocates a page-locked frame of this format, rows packed (pitch = width * bytes per
    pixel), uninitialised. Without a usable CUDA device the memory is ordinary (the CPU
    backend needs no pinning) and the call still succeeds. Errors in pf_engine_errmsg. */
 int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sample, int channels,
                         pf_frame *out);
-/* Frees a frame from pf_frame_alloc_host and zeroes *f; NULL or an empty frame: nothing.
-   No frame in flight may use it. */
+/* Frees a frame from pf_frame_alloc_host(e, ...) and zeroes *f; e or f NULL, or an empty
+   frame: nothing. No frame in flight may use it. A frame that is not one e allocated
+   (another engine's, registered memory, a frame moved from its start) is neither freed
+   nor zeroed; the reason, naming the range, is in pf_engine_errmsg(e). */
 void pf_frame_free_host(pf_engine *e, pf_frame *f);
 
 /* Page-locks the application's own memory [ptr, ptr + bytes) (cudaHostRegister), so
    that host frames inside it are moved by DMA; memory the application allocated with
    cudaHostAlloc is recorded as it is. Without a usable device the range is recorded
-   and nothing else happens. A range overlapping a registered one is
-   PF_INVALID_ARGUMENT. */
+   and nothing else happens. Page-locking is the process's, and CUDA takes a range
+   once: several engines may register exactly the same range, sharing one page-locking
+   that the last of them to unregister it (or be destroyed) undoes. A range overlapping
+   one that e already allocated or registered, or another engine's otherwise than
+   exactly, is PF_INVALID_ARGUMENT naming both ranges. */
 int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes);
-/* Undoes pf_engine_register_host(e, ptr, ...). No frame in flight may use the range. The
-   engine's destruction unregisters and frees what is left. */
+/* Undoes pf_engine_register_host(e, ptr, ...) for e alone (another engine's registration
+   of the same range stays, page-locked). No frame of e in flight may use the range. A
+   ptr that e did not register (another engine's, a frame from pf_frame_alloc_host) is
+   PF_INVALID_ARGUMENT naming the range. The engine's destruction unregisters and frees
+   what is left of its own. */
 int pf_engine_unregister_host(pf_engine *e, void *ptr);
 
 /* ---- Statistics -------------------------------------------------------------------------- */
