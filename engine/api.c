@@ -142,6 +142,12 @@ PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **o
         return PF_INVALID_ARGUMENT;
     }
     FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        pf_engine_errf(e, "%s: is a directory, not a pipeline file", path);
+        return PF_IO;
+    }
     char *text = f ? malloc(PF_MAX_PIPELINE_BYTES + 1) : NULL;
     if (!f || !text) {
         int err = errno;
@@ -154,13 +160,13 @@ PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **o
         return f ? PF_NO_MEMORY : PF_IO;
     }
     size_t n = fread(text, 1, PF_MAX_PIPELINE_BYTES + 1, f);
-    int bad = ferror(f);
+    int bad = ferror(f), read_errno = errno;
     fclose(f);
     text[n <= PF_MAX_PIPELINE_BYTES ? n : 0] = 0;
     if (bad || n > PF_MAX_PIPELINE_BYTES || strlen(text) != n) {
         free(text);
         if (bad)
-            pf_engine_errf(e, "%s: read error", path);
+            pf_engine_errf(e, "%s: read error: %s", path, strerror(read_errno));
         else if (n > PF_MAX_PIPELINE_BYTES)
             pf_engine_errf(e, "%s: larger than %u MiB; not a pipeline file", path,
                            PF_MAX_PIPELINE_BYTES >> 20);

@@ -114,6 +114,11 @@ pf check "$P/demo.json" --set glowsigma
 expect 2 "check --set without ="
 says "$W/stderr" "--set glowsigma: expected ID.PARAM=VALUE" "check --set without ="
 
+# ---- a directory given as the pipeline says so -------------------------------------------
+pf check "$W"
+expect 2 "check DIR"
+says "$W/stderr" "is a directory, not a pipeline file" "check DIR"
+
 if [ "$failures" != 0 ]; then
     echo "pipeline_files: $failures failure(s)" >&2
     exit 1
