@@ -54,8 +54,19 @@ typedef struct run_opts {
     /* inputs.c's stdin and stdout: the spooled file shown as "-", and the temporary
        folder shown as "stdout" (NULL: none) */
     const char *stdin_path, *stdout_dir;
+    /* -o -: the real stdout, to which the supervisor copies the one image output as its
+       input ends, so that a failed write fails that input in the log and the summary;
+       closed by the supervisor (-1: none) */
+    int stdout_fd;
+    /* the pipeline came from a pipe and o->pipeline is its private copy: it has no time
+       of its own for --skip-existing */
+    int pipeline_piped;
     const cli_common *common;
 } run_opts;
+
+/* inputs.c, before cli_run (beside cli_run_stdio): the real stdout of -o - (-1: none;
+   cli_run closes it) and whether the pipeline was copied from a pipe. */
+void cli_run_streams(int stdout_fd, int pipeline_piped);
 
 /* ---- outfile.c: an input's outputs, written safely and committed together ---------------- */
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "batch.h"
 
 typedef struct found {
     char *path;
@@ -791,9 +791,6 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         run_argv[run_argc++] = r.pass[i];
     for (int i = 0; i < r.n_files; i++)
         run_argv[run_argc++] = r.files[i].path;
-    /* named now: po's strings belong to the pipeline */
-    char *stdout_name =
-        to_stdout ? cli_output_name(r.files[0].path, po.name[stdout_k], po.ext[stdout_k], 1) : NULL;
     pf_pipeline_destroy(p);
     p = NULL;
     pf_engine_destroy(e);
@@ -803,25 +800,14 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         status = 130;
         goto done;
     }
+    /* run.c copies the output to stdout as its input ends, so that a write that fails
+       fails the input in the log, the joblog and the summary, and closes out_fd */
     cli_run_stdio(spool_path, to_stdout ? r.outdir : NULL);
+    cli_run_streams(out_fd, pipe_spool != NULL);
+    out_fd = -1;
     status = cli_run(run_argc, run_argv, c);
     cli_run_stdio(NULL, NULL);
-
-    if (to_stdout && status == PF_EXIT_OK) {
-        char *full = NULL;
-        int fd = stdout_name && asprintf(&full, "%s/%s", r.outdir, stdout_name) >= 0
-                     ? open(full, O_RDONLY)
-                     : -1;
-        if (fd < 0 || copy_fd(fd, out_fd) != 0) {
-            fprintf(stderr, "pipefuse run: cannot write the output to stdout: %s\n",
-                    strerror(errno));
-            status = PF_EXIT_FAILED;
-        }
-        if (fd >= 0)
-            close(fd);
-        free(full);
-    }
-    free(stdout_name);
+    cli_run_streams(-1, 0);
     goto done;
 oom:
     fprintf(stderr, "pipefuse run: out of memory\n");

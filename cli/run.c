@@ -224,10 +224,24 @@ static int read_failed(run_opts *o, const char *file)
     ssize_t len;
     while (rc == 0 && (len = getline(&line, &lcap, f)) > 0) {
         lineno++;
+        if (line[len - 1] != '\n') {
+            /* only the last line can lack its newline: the joblog's writing stopped in it
+               (a full disk, a file size limit, a kill), so its fields may be cut */
+            char *tab = lineno == 1 && strncmp(line, "input\t", 6) == 0
+                            ? NULL /* the header */
+                            : memchr(line, '\t', (size_t)len);
+            if (tab)
+                *tab = 0;
+            fprintf(stderr,
+                    "pipefuse run: --retry-failed %s:%d: the last line is cut short (no "
+                    "newline at its end: the joblog's writing stopped there%s%s%s); skipped\n",
+                    file, lineno, tab ? "; its input " : "", tab ? line : "",
+                    tab ? " is judged by its earlier lines" : "");
+            break;
+        }
         if (lineno == 1 && strncmp(line, "input\t", 6) == 0)
             continue;
-        if (line[len - 1] == '\n')
-            line[--len] = 0;
+        line[--len] = 0;
         if (len > 0 && line[len - 1] == '\r') /* a joblog edited on Windows */
             line[--len] = 0;
         if (!len) /* a blank line (an editor's last newline) */
@@ -727,7 +741,7 @@ typedef struct sup {
     int out_json[RUN_MAX_IO];
     char *out_name[RUN_MAX_IO];
     int n_images;
-    FILE *joblog;
+    int joblog;     /* its descriptor, appending; -1: none */
     int joblog_err; /* a write to it failed (said once): the run cannot end 0 */
     int progress;
     double t0, last_draw;
@@ -782,35 +796,120 @@ static void draw_status(sup *s, int force)
     fflush(stderr);
 }
 
+/* Appends len bytes to the joblog as one line: written whole or not at all, so that a
+   full disk or a file size limit half way through a line leaves no cut line (which a
+   later line would be glued to). -1 with errno on failure. */
+static int append_whole(int fd, const char *buf, size_t len)
+{
+    struct stat st;
+    off_t start = fstat(fd, &st) == 0 ? st.st_size : -1;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            if (off && start >= 0 && ftruncate(fd, start) != 0)
+                e = w < 0 ? e : errno; /* else the next run's open removes the piece */
+            errno = e;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Opening --joblog FILE to append: a joblog of ours (its header first) whose last line
+   was cut short by an earlier run (a full disk, a file size limit, a kill in the middle
+   of a write) loses that piece, said with its line, so that the next line starts a
+   line of its own instead of being glued to it. Any other file is appended to as it
+   is. -1 with errno when the file cannot be read or cut. */
+static int joblog_drop_cut_line(int fd, const char *file)
+{
+    char buf[1 << 16];
+    off_t pos = 0, line_start = 0;
+    int lines = 0, ours = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    if (st.st_size == 0 || (pread(fd, buf, 1, st.st_size - 1) == 1 && buf[0] == '\n'))
+        return 0; /* empty, or every line whole: nothing more to read */
+    for (;;) {
+        ssize_t r = pread(fd, buf, sizeof buf, pos);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        if (pos == 0)
+            ours = r >= 6 && memcmp(buf, "input\t", 6) == 0;
+        if (!ours)
+            return 0;
+        for (ssize_t k = 0; k < r; k++)
+            if (buf[k] == '\n') {
+                lines++;
+                line_start = pos + k + 1;
+            }
+        pos += r;
+    }
+    if (pos == line_start)
+        return 0; /* empty, or every line whole */
+    if (ftruncate(fd, line_start) != 0)
+        return -1;
+    fprintf(stderr,
+            "pipefuse run: --joblog %s:%d: the last line was cut short (%lld bytes without a "
+            "newline: an earlier run's writing stopped there); removed before appending\n",
+            file, lines + 1, (long long)(pos - line_start));
+    return 0;
+}
+
 static void joblog_line(sup *s, int i)
 {
-    if (!s->joblog)
+    if (s->joblog < 0)
         return;
     item *t = &s->it[i];
     static const char *const names[] = {"pending", "sent", "ok", "failed", "skipped"};
-    cli_escape(s->joblog, shown(s, i));
-    fprintf(s->joblog, "\t%s\t%.3f\t", names[t->state], t->seconds);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len); /* the line, then one write */
+    if (!m) {
+        if (!s->joblog_err) {
+            s->joblog_err = ENOMEM;
+            clear_status(s);
+            fprintf(stderr, "pipefuse run: --joblog %s: out of memory\n", s->o->joblog);
+        }
+        return;
+    }
+    cli_escape(m, shown(s, i));
+    fprintf(m, "\t%s\t%.3f\t", names[t->state], t->seconds);
     /* the outputs column: the names, each with its commas escaped, joined by ", " (the
        names the worker wrote: send_job gave it these) */
     for (int k = 0; k < s->n_out && (t->state == ST_OK || t->state == ST_SKIPPED); k++) {
         char *f = final_name(s, i, k);
         if (k)
-            fputs(", ", s->joblog);
-        escape_field(s->joblog, f, 1);
+            fputs(", ", m);
+        escape_field(m, f, 1);
         free(f);
     }
-    fputc('\t', s->joblog);
+    fputc('\t', m);
     if (t->state == ST_FAILED)
-        cli_escape(s->joblog, t->msg);
+        cli_escape(m, t->msg);
     /* the name column: the folder and stem its outputs are named from (a retry names
        the input so again, whatever the command line gives it) */
     char *key = cli_output_key(s->o->inputs[i]);
-    fputc('\t', s->joblog);
-    cli_escape(s->joblog, key);
+    fputc('\t', m);
+    cli_escape(m, key);
     free(key);
-    fputc('\n', s->joblog);
+    fputc('\n', m);
     /* a line per input as it ends: a killed batch keeps its log */
-    if ((fflush(s->joblog) != 0 || ferror(s->joblog)) && !s->joblog_err) {
+    int bad = fclose(m) != 0;
+    if (bad)
+        errno = ENOMEM;
+    else
+        bad = append_whole(s->joblog, buf, len) != 0;
+    free(buf);
+    if (bad && !s->joblog_err) {
         s->joblog_err = errno ? errno : EIO;
         clear_status(s);
         fprintf(stderr,
@@ -843,9 +942,59 @@ static void log_ready(sup *s)
     draw_status(s, 0);
 }
 
+/* -o -: copies input i's image output (in the private folder) to the real stdout and
+   closes it. 0, or -1 with the reason in why: the input then failed, in the log, the
+   joblog and the summary alike. */
+static int copy_to_stdout(sup *s, int i, char *why, size_t whyn)
+{
+    int out = s->o->stdout_fd, k = 0, in = -1, rc = -1, e = EIO;
+    s->o->stdout_fd = -1;
+    while (k < s->n_out && s->out_kind[k] != 'i')
+        k++;
+    char *name = k < s->n_out ? final_name(s, i, k) : NULL;
+    if (name && (in = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC)) >= 0) {
+        char buf[1 << 16];
+        for (rc = 0; rc == 0;) {
+            ssize_t r = read(in, buf, sizeof buf);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                rc = r < 0 ? (e = errno, -1) : 0;
+                break;
+            }
+            for (ssize_t off = 0; off < r && rc == 0;) {
+                ssize_t w = write(out, buf + off, (size_t)(r - off));
+                if (w < 0 && errno == EINTR && interrupted < 2)
+                    continue; /* a second Ctrl-C abandons a reader that does not read */
+                if (w <= 0)
+                    rc = -1, e = w < 0 ? errno : EIO;
+                else
+                    off += w;
+            }
+        }
+    } else {
+        e = name ? errno : ENOMEM;
+    }
+    if (in >= 0)
+        close(in);
+    /* a file on NFS may say a failed write only at close */
+    if (close(out) != 0 && rc == 0 && errno != EINTR)
+        rc = -1, e = errno;
+    free(name);
+    if (rc != 0)
+        snprintf(why, whyn, "cannot write the output to stdout: %s", strerror(e));
+    return rc;
+}
+
 static void finish(sup *s, int i, int state, const char *msg, const char *kind, double ms)
 {
     item *t = &s->it[i];
+    char why[256];
+    if (state == ST_OK && s->o->stdout_fd >= 0 && copy_to_stdout(s, i, why, sizeof why) != 0) {
+        state = ST_FAILED;
+        msg = why;
+        kind = "stdout";
+    }
     if (t->state == ST_SENT)
         s->w.outstanding--;
     t->state = state;
@@ -1227,15 +1376,49 @@ static int start_and_greet(sup *s)
     return 0;
 }
 
+/* a < b, as modification times */
+static int ts_before(struct timespec a, struct timespec b)
+{
+    return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
+}
+
+/* --skip-existing: the newest of what every input's outputs are made from besides the
+   input itself: the pipeline file and the --input files. A pipeline that came from a
+   pipe has no time of its own (its private copy is as new as this run, and a pipe's
+   time is that of its last write): it counts for nothing, said once. */
+static struct timespec made_from(const run_opts *o)
+{
+    struct timespec t = {0, 0};
+    struct stat st;
+    if (o->pipeline_piped) {
+        if (!o->quiet)
+            fprintf(stderr, "pipefuse run: --skip-existing: the pipeline comes from a pipe and "
+                            "has no modification time: outputs are judged against their input "
+                            "(and --input files) alone\n");
+    } else if (stat(o->pipeline, &st) == 0) {
+        t = st.st_mtim;
+    }
+    if (o->stdin_path && !o->quiet)
+        fprintf(stderr, "pipefuse run: --skip-existing: standard input is never skipped: its "
+                        "data has no modification time\n");
+    for (int b = 0; b < o->n_binds; b++) {
+        const char *eq = strchr(o->binds[b], '=');
+        if (eq && stat(eq + 1, &st) == 0 && ts_before(t, st.st_mtim))
+            t = st.st_mtim;
+    }
+    return t;
+}
+
 /* Before any work: outputs that would replace an input or another input's output fail
-   their input; with --skip-existing, inputs whose outputs are all there and newer are
-   skipped. */
+   their input; with --skip-existing, inputs whose outputs are all there and not older
+   than the input, the pipeline and the --input files are skipped. An input that is no
+   regular file (or is gone) is never skipped: it fails with its reason; nor is stdin,
+   whose data has no time. */
 static void precheck(sup *s)
 {
     run_opts *o = s->o;
     int n = o->n_inputs;
-    struct stat pst;
-    time_t pipeline_mtime = stat(o->pipeline, &pst) == 0 ? pst.st_mtime : 0;
+    struct timespec newest = o->skip_existing ? made_from(o) : (struct timespec){0, 0};
     dev_t *devs = calloc((size_t)n + 1, sizeof *devs);
     ino_t *inos = calloc((size_t)n + 1, sizeof *inos);
     char **first = calloc((size_t)n * (size_t)s->n_out + 1, sizeof *first);
@@ -1252,7 +1435,12 @@ static void precheck(sup *s)
         char msg[8192] = "", outs[8192] = "";
         size_t used = 0;
         struct stat ist;
-        time_t in_mtime = stat(o->inputs[i], &ist) == 0 ? ist.st_mtime : 0;
+        struct timespec in_time = newest;
+        if (stat(o->inputs[i], &ist) != 0 || !S_ISREG(ist.st_mode) ||
+            (o->stdin_path && strcmp(o->inputs[i], o->stdin_path) == 0))
+            have_all = 0;
+        else if (ts_before(in_time, ist.st_mtim))
+            in_time = ist.st_mtim;
         for (int k = 0; k < s->n_out && !msg[0]; k++) {
             char *f = final_name(s, i, k);
             if (!f)
@@ -1288,7 +1476,7 @@ static void precheck(sup *s)
                         snprintf(msg, sizeof msg,
                                  "output %.1024s would replace an input file; choose another -o",
                                  f);
-                if (st.st_mtime < in_mtime || st.st_mtime < pipeline_mtime)
+                if (ts_before(st.st_mtim, in_time))
                     have_all = 0;
             } else {
                 have_all = 0;
@@ -1318,6 +1506,19 @@ static void precheck(sup *s)
     free(inos);
 }
 
+/* Closes the joblog, saying a failure once. */
+static void close_joblog(sup *s)
+{
+    if (s->joblog < 0)
+        return;
+    if (close(s->joblog) != 0 && errno != EINTR && !s->joblog_err) {
+        s->joblog_err = errno;
+        fprintf(stderr, "pipefuse run: --joblog %s: cannot write: %s\n", s->o->joblog,
+                strerror(s->joblog_err));
+    }
+    s->joblog = -1;
+}
+
 static void summary(sup *s, int was_interrupted)
 {
     run_opts *o = s->o;
@@ -1334,9 +1535,11 @@ static void summary(sup *s, int was_interrupted)
     else
         fprintf(stderr, "; outputs in %s\n", o->outdir);
     if (s->n_failed) {
-        static const char *const kinds[] = {"failed", "crashed", "timed out", "name clash"};
+        static const char *const kinds[] = {"failed", "crashed", "timed out", "name clash",
+                                            "stdout"};
         static const char *const words[] = {"failed (bad input or pipeline)", "crashed a worker",
-                                            "timed out", "clashed by name"};
+                                            "timed out", "clashed by name",
+                                            "not written to stdout"};
         fprintf(stderr, "pipefuse: failures:");
         int first = 1;
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
@@ -1350,6 +1553,11 @@ static void summary(sup *s, int was_interrupted)
         }
         fprintf(stderr, "\n");
     }
+    if (s->joblog_err)
+        fprintf(stderr,
+                "pipefuse: the joblog %s is incomplete (cannot write: %s): exit status 1 at "
+                "best, since a resume from it would be wrong\n",
+                o->joblog, strerror(s->joblog_err));
     if (s->restarts)
         fprintf(stderr, "pipefuse: the worker process was restarted %d time(s)\n", s->restarts);
     if (!o->quiet)
@@ -1469,11 +1677,18 @@ static int supervise(sup *s)
 }
 
 static const char *stdio_in, *stdio_out;
+static int stdio_fd = -1, stdio_piped;
 
 void cli_run_stdio(const char *stdin_path, const char *stdout_dir)
 {
     stdio_in = stdin_path;
     stdio_out = stdout_dir;
+}
+
+void cli_run_streams(int stdout_fd, int pipeline_piped)
+{
+    stdio_fd = stdout_fd;
+    stdio_piped = pipeline_piped;
 }
 
 int cli_run(int argc, char **argv, const cli_common *c)
@@ -1490,6 +1705,9 @@ int cli_run(int argc, char **argv, const cli_common *c)
     o.band_rows = -1;
     o.stdin_path = stdio_in;
     o.stdout_dir = stdio_out;
+    o.stdout_fd = stdio_fd;
+    o.pipeline_piped = stdio_piped;
+    stdio_fd = -1; /* ours now: closed below */
     const char *band_env = getenv("PIPEFUSE_BAND_ROWS");
     if (band_env && band_env[0] && (o.band_rows = parse_band_rows(band_env)) == -2) {
         fprintf(stderr,
@@ -1503,6 +1721,7 @@ int cli_run(int argc, char **argv, const cli_common *c)
     memset(&s, 0, sizeof s);
     s.o = &o;
     s.dirfd = -1;
+    s.joblog = -1;
     if (status == PF_EXIT_OK) {
         if (!o.max_memory)
             o.max_memory = default_max_memory();
@@ -1526,16 +1745,19 @@ int cli_run(int argc, char **argv, const cli_common *c)
         }
     }
     if (status == PF_EXIT_OK && o.joblog) {
-        int fd = open(o.joblog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        static const char header[] = "input\tstatus\tseconds\toutputs\tmessage\tname\n";
+        int fd = open(o.joblog, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) /* a file that can be appended to only (/dev/full, a FIFO) */
+            fd = open(o.joblog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
         struct stat st;
-        if (fd < 0 || !(s.joblog = fdopen(fd, "a"))) {
+        if (fd < 0 || (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                       joblog_drop_cut_line(fd, o.joblog) != 0)) {
             fprintf(stderr, "pipefuse run: --joblog %s: %s\n", o.joblog, strerror(errno));
             if (fd >= 0)
                 close(fd);
             status = PF_EXIT_USAGE;
-        } else if (fstat(fd, &st) == 0 && st.st_size == 0 &&
-                   (fputs("input\tstatus\tseconds\toutputs\tmessage\tname\n", s.joblog) < 0 ||
-                    fflush(s.joblog) != 0)) {
+        } else if ((s.joblog = fd) >= 0 && fstat(fd, &st) == 0 && st.st_size == 0 &&
+                   append_whole(fd, header, sizeof header - 1) != 0) {
             /* a full disk is found before any work, not after the batch */
             fprintf(stderr, "pipefuse run: --joblog %s: cannot write: %s\n", o.joblog,
                     strerror(errno));
@@ -1554,6 +1776,10 @@ int cli_run(int argc, char **argv, const cli_common *c)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
+        /* past a file size limit (ulimit -f) a write fails with EFBIG, said and counted
+           as any failed write, instead of the signal killing the batch half way through a
+           line of its joblog (the worker inherits this) */
+        signal(SIGXFSZ, SIG_IGN);
         s.progress = o.progress == 1 || (o.progress < 0 && !o.quiet && isatty(2));
         s.t0 = now_ms();
         int started = start_and_greet(&s);
@@ -1567,6 +1793,7 @@ int cli_run(int argc, char **argv, const cli_common *c)
             int rc = supervise(&s);
             /* again at the end: a process of an earlier run may have been dying at the start */
             out_remove_stale(s.dirfd);
+            close_joblog(&s); /* before the summary, which says when it is incomplete */
             if (rc != 0)
                 status = PF_EXIT_USAGE;
             else
@@ -1579,11 +1806,9 @@ int cli_run(int argc, char **argv, const cli_common *c)
             waitpid(s.w.pid, NULL, 0);
         }
     }
-    if (s.joblog && fclose(s.joblog) != 0 && !s.joblog_err) {
-        s.joblog_err = errno ? errno : EIO;
-        fprintf(stderr, "pipefuse run: --joblog %s: cannot write: %s\n", o.joblog,
-                strerror(s.joblog_err));
-    }
+    close_joblog(&s);
+    if (o.stdout_fd >= 0)
+        close(o.stdout_fd); /* its input failed or never ran */
     if (s.joblog_err && status == PF_EXIT_OK)
         status = PF_EXIT_FAILED; /* a resume from this joblog would be wrong */
     if (s.dirfd >= 0)

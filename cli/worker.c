@@ -531,6 +531,7 @@ static void install_handlers(void)
     signal(SIGINT, SIG_IGN); /* Ctrl-C and SIGTERM reach the supervisor, which decides */
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* past ulimit -f a write fails (EFBIG): the file fails, said */
     atexit(on_exit_call);
 }
 

@@ -349,6 +349,28 @@ section_resume() {
     pf run "$W/slow.json" "$W/in/f001.png" "$W/in/f003.png" -o "$W/out" --skip-existing
     expect 0 "--skip-existing with one stale output"
     says "$W/stderr" "1 skipped" "the fresh one skipped, the stale one redone"
+    # what else the outputs are made from: an --input file newer than them makes them
+    # stale; an input that is gone or no regular file is never skipped (it fails, named)
+    mkdir -p "$W/wm" "$W/wmout"
+    cp "$IMG/camera.png" "$W/wm/p.png"
+    cp "$W/gen/rgba8.png" "$W/logo.png"
+    pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" -q
+    touch -d '1 hour ago' "$W/wm/p.png" "$W/logo.png"
+    touch -d '1 minute ago' "$W/wmout/p.png"
+    pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" --skip-existing
+    expect 0 "--skip-existing with --input"
+    says "$W/stderr" "1 skipped" "outputs newer than the input and the --input file"
+    touch "$W/logo.png"
+    pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" --skip-existing
+    expect 0 "--skip-existing with a newer --input file"
+    grep -q "skipped (outputs" "$W/stderr" && fail "outputs older than the --input file skipped: $(cat "$W/stderr")"
+    cp "$W/wmout/p.png" "$W/wmout/gone.png"
+    mkfifo "$W/wm/fifo.png"
+    cp "$W/wmout/p.png" "$W/wmout/fifo.png"
+    pf run "$P/watermark.json" "$W/wm/gone.png" "$W/wm/fifo.png" -o "$W/wmout" --input logo="$W/logo.png" --skip-existing
+    expect 1 "--skip-existing with an input that is gone and a FIFO"
+    says "$W/stderr" "gone.png: FAILED: cannot open" "a gone input fails, not skipped"
+    says "$W/stderr" "fifo.png: FAILED: not a regular file" "a FIFO input fails, not skipped"
 
     # --retry-failed: only the failed input runs again (now repaired)
     cp "$W/in/f002.png" "$W/in/f005.png"
@@ -483,6 +505,53 @@ section_retry() {
         fail "the joblog's write error not said once: $(cat "$W/stderr")"
     exists "$W/jlbig/rgba8.png"
     exists "$W/jlbig/gray16.png"
+    # a joblog that reaches the file size limit in the middle of a line: the line is taken
+    # back whole (no piece of it for the next line to be glued to), and a retry from that
+    # joblog works; pipefuse ignores SIGXFSZ itself (no trap here)
+    mkdir -p "$W/cut"
+    cp "$W/gen/rgb8.png" "$W/cut/a.png"
+    : >"$W/cut/b.png"
+    pf run "$W/ident.json" "$W/cut/b.png" "$W/cut/a.png" -o "$W/cut0" --joblog "$W/cut0.tsv" -q
+    expect 1 "a batch with a broken input"
+    local l1 room pad
+    l1=$(sed -n 2p "$W/cut0.tsv" | wc -c)        # b's line
+    room=$((16384 - l1 - 10))                     # a's line gets 10 bytes: inside its path
+    pad=$((room - $(head -1 "$W/cut0.tsv" | wc -c) - 21))
+    { head -1 "$W/cut0.tsv"; printf 'pad\tskipped\t0.000\t\t\t%s\n' "$(head -c $pad /dev/zero | tr '\0' p)"; } >"$W/cut.tsv"
+    [ "$(stat -c %s "$W/cut.tsv")" = $room ] || fail "the padded joblog has $(stat -c %s "$W/cut.tsv") bytes, not $room"
+    (
+        ulimit -f 16 # KiB: the joblog reaches it, the outputs (9 KiB) do not
+        exec "$PF" --plugin-path "$PLUG" run "$W/ident.json" "$W/cut/b.png" "$W/cut/a.png" -o "$W/cut1" \
+            --joblog "$W/cut.tsv" -q
+    ) >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 1 "a joblog cut by the file size limit"
+    says "$W/stderr" "--joblog $W/cut.tsv: cannot write: File too large" "the cut joblog said"
+    says "$W/stderr" "the joblog $W/cut.tsv is incomplete" "the summary says the joblog is incomplete"
+    [ "$(tail -c 1 "$W/cut.tsv" | od -An -c | tr -d ' ')" = '\n' ] ||
+        fail "a cut line left in the joblog: $(tail -c 40 "$W/cut.tsv" | cat -A)"
+    exists "$W/cut1/a.png"
+    cp "$W/gen/rgb8.png" "$W/cut/b.png"
+    pf run "$W/ident.json" --retry-failed "$W/cut.tsv" -o "$W/cut1" --joblog "$W/cut.tsv"
+    expect 0 "a retry from the joblog cut by the size limit"
+    says "$W/stderr" "1 of 1 input(s) done" "the failed input retried"
+    exists "$W/cut1/b.png"
+    [ "$(tail -1 "$W/cut.tsv" | cut -f1,2)" = "$(printf '%s\tok' "$W/cut/b.png")" ] ||
+        fail "the retry's joblog line: $(tail -1 "$W/cut.tsv" | cat -A)"
+    # a joblog whose last line was cut (an older pipefuse, a kill, a copy cut short): the
+    # retry skips that line with a warning naming it; appending to it removes the piece
+    { cat "$W/cut0.tsv"; printf '%s\tfai' "$W/cut/a.png"; } >"$W/cut2.tsv"
+    pf run "$W/ident.json" --retry-failed "$W/cut2.tsv" -o "$W/cut2" --joblog "$W/cut2.tsv"
+    expect 0 "a retry from a joblog whose last line is cut"
+    says "$W/stderr" "--retry-failed $W/cut2.tsv:4: the last line is cut short" "the cut line named"
+    says "$W/stderr" "--joblog $W/cut2.tsv:4: the last line was cut short" "the piece removed, said"
+    says "$W/stderr" "1 of 1 input(s) done" "the failed input of a joblog with a cut line retried"
+    [ "$(wc -l <"$W/cut2.tsv")" = 4 ] && awk -F'\t' 'NR > 1 && NF != 6 { exit 1 }' "$W/cut2.tsv" ||
+        fail "the joblog after appending to a cut line: $(cat -A "$W/cut2.tsv")"
+    { cat "$W/cut0.tsv"; printf '%s/cut/a.p' "$W"; } >"$W/cut3.tsv" # cut inside the path
+    pf run "$W/ident.json" --retry-failed "$W/cut3.tsv" -o "$W/cut3" -q
+    expect 0 "a retry from a joblog cut inside its last line's path"
+    exists "$W/cut3/b.png"
 }
 
 # ---- temps: only names of the temporaries' form are removed as stale; no output is one ------

@@ -402,6 +402,24 @@ section_stdio() {
     expect 1 "a corrupt image on stdin"
     grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path in a failure: $(cat "$W/stderr")"
     says "$W/stderr" "[1/1] -: FAILED" "the failure names -"
+    # stdout that cannot be written (a full disk; a closed pipe): the input fails, and the
+    # per-file line, the summary, the joblog and the exit status all say so
+    "$PF" run "$P/thumbnail.json" "$W/gen/rgb8.png" -o - --joblog "$W/full.tsv" >/dev/full 2>"$W/stderr"
+    rc=$?
+    expect 1 "-o - to /dev/full"
+    says "$W/stderr" "rgb8.png: FAILED: cannot write the output to stdout: No space left on device" \
+        "the stdout write error as the input's failure"
+    says "$W/stderr" "0 of 1 input(s) done" "the summary counts the input not written"
+    says "$W/stderr" ", 1 failed" "the summary agrees with the exit status"
+    [ "$(tail -1 "$W/full.tsv" | cut -f2)" = failed ] || fail "joblog of -o - to /dev/full: $(tail -1 "$W/full.tsv")"
+    "$PF" run "$P/thumbnail.json" "$W/gen/rgb8.png" -o - 2>"$W/stderr" | :
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" = 0 ]; then # the pipe took the whole image before it closed
+        says "$W/stderr" ", 0 failed" "the summary of -o - into a pipe that took it"
+    else
+        expect 1 "-o - into a closed pipe"
+        says "$W/stderr" ", 1 failed" "the summary of -o - into a closed pipe"
+    fi
     [ -z "$(ls -A "$W/tmp")" ] || fail "temporary files left: $(ls -A "$W/tmp")"
     # a pipeline from a pipe (read by this process and every worker: it is copied first),
     # its errors named as given
@@ -414,6 +432,28 @@ section_stdio() {
     expect 2 "a broken pipeline from a pipe"
     says "$W/stderr" "/dev/fd/" "the broken pipeline named as given"
     grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path named: $(cat "$W/stderr")"
+    # --skip-existing with a pipeline from a pipe: its private copy is as new as the run,
+    # so outputs are judged against their input alone (said), not against the copy
+    cp "$W/gen/rgb8.png" "$W/old.png"
+    touch -d '1 hour ago' "$W/old.png"
+    pf run "$P/demo.json" "$W/old.png" -o "$W/skipdir" -q
+    touch -d '1 minute ago' "$W"/skipdir/*
+    "$PF" run <(cat "$P/demo.json") "$W/old.png" -o "$W/skipdir" --skip-existing 2>"$W/stderr"
+    rc=$?
+    expect 0 "--skip-existing with a pipeline from a pipe"
+    says "$W/stderr" "1 skipped (outputs exist)" "outputs judged without the pipeline's private copy"
+    says "$W/stderr" "the pipeline comes from a pipe" "the rule for a piped pipeline said"
+    touch "$W/old.png"
+    "$PF" run <(cat "$P/demo.json") "$W/old.png" -o "$W/skipdir" --skip-existing -q 2>"$W/stderr"
+    rc=$?
+    expect 0 "--skip-existing, a piped pipeline, a newer input"
+    grep -q "skipped (outputs" "$W/stderr" && fail "an input newer than its outputs skipped: $(cat "$W/stderr")"
+    # stdin is never skipped: its data has no time
+    "$PF" run "$P/demo.json" - -o "$W/skipdir" --skip-existing <"$W/gen/rgb8.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "--skip-existing with stdin"
+    says "$W/stderr" "standard input is never skipped" "the rule for stdin said"
+    grep -q "1 skipped" "$W/stderr" && fail "stdin skipped: $(cat "$W/stderr")"
     # Ctrl-C or SIGTERM while stdin (or a piped pipeline) is still being read: status 130,
     # nothing run, the private temporary folder removed
     local sig pid what
