@@ -17,24 +17,7 @@
 
 #include "testutil.h"
 
-/* A message no call below writes, so that finding it afterwards means a stale text. */
-static void plant(pf_pipeline *p)
-{
-    CHECK(pf_pipeline_set_param(p, "nosuch.param", "1") == PF_PARAM);
-}
-
-/* The call's status is want and the pipeline's message has every one of the words. */
-#define EXPECT(p, call, want, ...)                                                                 \
-    do {                                                                                           \
-        plant(p);                                                                                  \
-        int rc_ = (call);                                                                          \
-        const char *m_ = pf_pipeline_errmsg(p);                                                    \
-        const char *words_[] = {__VA_ARGS__};                                                      \
-        int ok_ = rc_ == (want) && !strstr(m_, "nosuch");                                          \
-        for (size_t k_ = 0; k_ < sizeof words_ / sizeof words_[0]; k_++)                           \
-            ok_ = ok_ && strstr(m_, words_[k_]);                                                   \
-        CHECKF(ok_, "%s: %s, \"%s\"", #call, pf_status_name(rc_), m_);                             \
-    } while (0)
+#define EXPECT PF_EXPECT_STATUS_MSG /* testutil.h */
 
 static const char *one_stage(const char *op, const char *params)
 {

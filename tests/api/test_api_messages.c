@@ -21,25 +21,7 @@ static const char point_and_table[] =
     "{\"id\": \"hist\", \"op\": \"histogram\", \"inputs\": [\"inv\"]}],"
     "\"outputs\": {\"out\": \"inv\", \"hist\": \"hist\"}}";
 
-/* A message no call below writes, so that finding it afterwards means a stale text. */
-static void plant(pf_pipeline *p)
-{
-    CHECK(pf_pipeline_set_param(p, "nosuch.param", "1") == PF_PARAM);
-    CHECK(strstr(pf_pipeline_errmsg(p), "nosuch") != NULL);
-}
-
-/* The call's status is want and its message has every one of the words. */
-#define EXPECT(p, call, want, ...)                                                                 \
-    do {                                                                                           \
-        plant(p);                                                                                  \
-        int rc_ = (call);                                                                          \
-        const char *m_ = pf_pipeline_errmsg(p);                                                    \
-        const char *words_[] = {__VA_ARGS__};                                                      \
-        int ok_ = rc_ == (want) && !strstr(m_, "nosuch");                                          \
-        for (size_t k_ = 0; k_ < sizeof words_ / sizeof words_[0]; k_++)                           \
-            ok_ = ok_ && strstr(m_, words_[k_]);                                                   \
-        CHECKF(ok_, "%s: %s, \"%s\"", #call, pf_status_name(rc_), m_);                             \
-    } while (0)
+#define EXPECT PF_EXPECT_STATUS_MSG /* testutil.h */
 
 static void test_pipeline_calls(pf_engine *e)
 {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pipefuse/pipefuse.h"
 
@@ -114,5 +115,21 @@ void pf_test_write_file(const char *path, const void *data, size_t n);
 /* Big-endian 32-bit values, as PNG chunks store them. */
 uint32_t pf_test_get_be32(const unsigned char *p);
 void pf_test_put_be32(unsigned char *p, uint32_t v);
+
+/* PF_EXPECT_STATUS_MSG(p, call, want, words...): call returns want and leaves in p's message
+   every one of the words, its own message: a message planted first (a set_param of no
+   stage, "nosuch") must be gone, so a call that writes none is caught. */
+#define PF_EXPECT_STATUS_MSG(p, call, want, ...)                                                   \
+    do {                                                                                           \
+        CHECK(pf_pipeline_set_param((p), "nosuch.param", "1") == PF_PARAM);                        \
+        CHECK(strstr(pf_pipeline_errmsg(p), "nosuch") != NULL);                                    \
+        int rc_ = (call);                                                                          \
+        const char *m_ = pf_pipeline_errmsg(p);                                                    \
+        const char *words_[] = {__VA_ARGS__};                                                      \
+        int ok_ = rc_ == (want) && !strstr(m_, "nosuch");                                          \
+        for (size_t k_ = 0; k_ < sizeof words_ / sizeof words_[0]; k_++)                           \
+            ok_ = ok_ && strstr(m_, words_[k_]);                                                   \
+        CHECKF(ok_, "%s: %s, \"%s\"", #call, pf_status_name(rc_), m_);                             \
+    } while (0)
 
 #endif
