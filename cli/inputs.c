@@ -577,6 +577,10 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* as run.c does for the batch: stdin or a piped pipeline copied past ulimit -f fails
+       with EFBIG, said, and the private folder is removed (the signal killed the process
+       and left it) */
+    signal(SIGXFSZ, SIG_IGN);
     if (split_args(argc, argv, cli_find_command("run"), &r) != 0) {
         fprintf(stderr, "pipefuse run: out of memory\n");
         goto done;

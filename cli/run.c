@@ -832,6 +832,8 @@ static int joblog_drop_cut_line(int fd, const char *file)
     struct stat st;
     if (fstat(fd, &st) != 0)
         return -1;
+    if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDWR)
+        return 0; /* a file we may only write to: appended to as it is */
     if (st.st_size == 0 || (pread(fd, buf, 1, st.st_size - 1) == 1 && buf[0] == '\n'))
         return 0; /* empty, or every line whole: nothing more to read */
     for (;;) {
@@ -1744,9 +1746,18 @@ int cli_run(int argc, char **argv, const cli_common *c)
             status = PF_EXIT_USAGE;
         }
     }
+    /* a write to a pipe whose reader is gone (a --joblog FIFO, -o -) fails with EPIPE,
+       said, from the joblog's header on */
+    signal(SIGPIPE, SIG_IGN);
     if (status == PF_EXIT_OK && o.joblog) {
         static const char header[] = "input\tstatus\tseconds\toutputs\tmessage\tname\n";
-        int fd = open(o.joblog, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+        /* read back (a cut last line) only a regular file or a new one: a FIFO opened
+           for reading too would hold its own reader, so lines no one reads would vanish
+           into it without an error, and a reader gone would never be said (EPIPE) */
+        struct stat pre;
+        int fd = stat(o.joblog, &pre) != 0 || S_ISREG(pre.st_mode)
+                     ? open(o.joblog, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644)
+                     : -1;
         if (fd < 0) /* a file that can be appended to only (/dev/full, a FIFO) */
             fd = open(o.joblog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
         struct stat st;
@@ -1775,7 +1786,6 @@ int cli_run(int argc, char **argv, const cli_common *c)
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
         /* past a file size limit (ulimit -f) a write fails with EFBIG, said and counted
            as any failed write, instead of the signal killing the batch half way through a
            line of its joblog (the worker inherits this) */

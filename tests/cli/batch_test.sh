@@ -552,6 +552,45 @@ section_retry() {
     pf run "$W/ident.json" --retry-failed "$W/cut3.tsv" -o "$W/cut3" -q
     expect 0 "a retry from a joblog cut inside its last line's path"
     exists "$W/cut3/b.png"
+    # a joblog that is a FIFO is opened for writing only: opened for reading too, pipefuse
+    # was a reader of its own, so a reader that quit went unsaid (the lines vanished into
+    # the pipe and the run ended 0). The reader here quits at once: before the header
+    # (status 2, nothing run) or after it (status 1), never SIGPIPE
+    mkfifo "$W/jl.fifo"
+    : <"$W/jl.fifo" &
+    local reader=$!
+    pf run "$W/ident.json" "$W/gen/rgba8.png" "$W/gen/gray16.png" -o "$W/jlfifo" \
+        --joblog "$W/jl.fifo" -q
+    wait $reader
+    [ "$rc" = 1 ] || [ "$rc" = 2 ] || fail "a joblog FIFO whose reader quit: exit $rc, expected 1 or 2"
+    says "$W/stderr" "--joblog $W/jl.fifo: cannot write: Broken pipe" "the gone reader said"
+    cat "$W/jl.fifo" >"$W/jlfifo.tsv" &
+    reader=$!
+    pf run "$W/ident.json" "$W/gen/rgba8.png" -o "$W/jlfifo2" --joblog "$W/jl.fifo" -q
+    wait $reader
+    expect 0 "a joblog FIFO read to its end"
+    [ "$(cut -f1,2 "$W/jlfifo.tsv" | tail -1)" = "$(printf '%s\tok' "$W/gen/rgba8.png")" ] ||
+        fail "the joblog read from the FIFO: $(cat -A "$W/jlfifo.tsv")"
+    # a joblog that may be written but not read (mode 222) is appended to as before; its
+    # cut last line cannot be looked for (it was refused: 'Bad file descriptor')
+    local as_user=()
+    if [ "$(id -u)" = 0 ]; then # root reads any file: the run as nobody
+        command -v setpriv >/dev/null && as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    fi
+    if [ "$(id -u)" != 0 ] || [ ${#as_user[@]} != 0 ]; then
+        local wo=$WORK/batch_retry_wo # not below $W, which nobody may not enter
+        rm -rf "$wo" && mkdir -p "$wo" && cp "$W/ident.json" "$W/gen/rgba8.png" "$wo/" &&
+            printf 'input\tstatus\tseconds\toutputs\tmessage\tname\n' >"$wo/log.tsv"
+        chmod 222 "$wo/log.tsv"
+        [ ${#as_user[@]} = 0 ] || chown -R nobody "$wo"
+        ${as_user[@]+"${as_user[@]}"} "$PF" run "$wo/ident.json" "$wo/rgba8.png" -o "$wo/out" \
+            --joblog "$wo/log.tsv" -q >"$W/stdout" 2>"$W/stderr"
+        rc=$?
+        expect 0 "a joblog that may be written, not read"
+        chmod 644 "$wo/log.tsv"
+        [ "$(wc -l <"$wo/log.tsv")" = 2 ] || fail "the write-only joblog: $(cat -A "$wo/log.tsv")"
+        rm -rf "$wo"
+    fi
 }
 
 # ---- temps: only names of the temporaries' form are removed as stale; no output is one ------

@@ -475,6 +475,17 @@ section_stdio() {
             [ ! -e "$W/cut" ] || fail "SIG$sig while reading the $what: $W/cut made"
         done
     done
+    # stdin copied past the file size limit: a write error said, the private folder
+    # removed (SIGXFSZ killed the process, status 153, and left the folder)
+    (
+        ulimit -f 4 # KiB: less than the image
+        exec "$PF" run "$P/demo.json" - -o "$W/xfsz" <"$W/gen/rgb8.png" 2>"$W/stderr"
+    )
+    rc=$?
+    expect 2 "stdin past ulimit -f"
+    says "$W/stderr" "cannot read stdin into" "stdin past ulimit -f: said"
+    says "$W/stderr" "File too large" "stdin past ulimit -f: the reason"
+    [ -z "$(ls -A "$W/tmp")" ] || fail "stdin past ulimit -f left: $(ls -A "$W/tmp")"
     unset TMPDIR
     # two image outputs still refused
     "$PF" run "$P/edges.json" "$W/gen/rgb8.png" -o - >"$W/two.png" 2>"$W/stderr"
