@@ -58,9 +58,13 @@ static void on_crash(int sig)
 void cli_guard_on(void)
 {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* its own stack, so a plugin that overflows the main thread's is reported too */
+    static char alt[1 << 16];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_crash;
+    sa.sa_flags = sigaltstack(&ss, NULL) == 0 ? SA_ONSTACK : 0;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof g_sigs / sizeof g_sigs[0]; i++)
         sigaction(g_sigs[i], &sa, &g_saved[i]);

@@ -42,6 +42,9 @@ says_crash run_bad "loading $W/bad.json"
 [ -n "$(ls -A "$W/out_bad" 2>/dev/null)" ] && fail "run_bad: wrote output" && ls -l "$W/out_bad" >&2
 run bench_bad "$PF" --plugin-path "$B/crash_check" bench "$W/bad.json" --size 8x8 --frames 3 --mode cpu
 says_crash bench_bad "loading $W/bad.json"
+mk "$W/deep.json" 9.5 # the check overflows the stack: reported from the handler's own
+run check_deep "$PF" --plugin-path "$B/crash_check" check "$W/deep.json" --size 8x8
+says_crash check_deep "loading $W/deep.json"
 run run_good "$PF" --plugin-path "$B/crash_check" run "$W/good.json" "$PNG" -o "$W/out_good" --backend cpu -q
 expect run_good 0
 [ -s "$W/out_good/$(basename "$PNG")" ] || fail "run_good: no output"

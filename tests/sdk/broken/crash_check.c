@@ -1,12 +1,25 @@
 /* tests/sdk/broken/crash_check.c: a point stage whose params check crashes on a gain above
  * 5 (its defaults and plugin check's random draws below 5 pass), so a pipeline that sets
- * one crashes where the pipeline loads, before any worker runs a frame. */
+ * one crashes where the pipeline loads, before any worker runs a frame: through NULL, or
+ * above 9 by overflowing the stack. */
 #include "common.h"
+
+static int deeper(volatile int n)
+{
+    volatile char pad[4096];
+    pad[0] = (char)n;
+    if (n == -1) /* never: the stack runs out first */
+        return 0;
+    return deeper(n + 1) + pad[0];
+}
 
 static int gain_check(const void *params, char *err, size_t err_size)
 {
     (void)err, (void)err_size;
-    if (((const gain_params *)params)->gain > 5)
+    float g = ((const gain_params *)params)->gain;
+    if (g > 9)
+        return deeper(0);
+    if (g > 5)
         *(volatile int *)0 = 1; /* the fault */
     return 0;
 }
