@@ -260,6 +260,10 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     if (sl->measuring)
         take_measurements(p, c, sl);
     const pf_frame_desc *h_desc = (const pf_frame_desc *)(sl->host + c->desc_off);
+    /* The params the frame ran with are the slot's copy (stage_params), not the stage's:
+       those may have changed since the submit, to a table of another size (a histogram's
+       bins: the plan goes only after this frame completes). */
+    const unsigned char *ran = sl->host + c->params_off;
     for (int o = 0; o < p->n_outputs; o++) {
         int node = p->outputs[o].node;
         if (p->tables[node].data) {
@@ -269,7 +273,8 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
             if (c->fused[plan->unit_of[node]]) /* a summing kernel: the table itself */
                 memcpy(p->tables[node].data, part, sizeof(double) * un->partial_len);
             else
-                n->desc->combine(n->params, &un->shape, part, un->bands, p->tables[node].data);
+                n->desc->combine(ran + c->param_off[node], &un->shape, part, un->bands,
+                                 p->tables[node].data);
             continue;
         }
         pf_frame *f = sl->out[o];
@@ -280,6 +285,12 @@ static int finish(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
         }
     }
     pf_pipeline_tables_done(p);
+    for (int o = 0; o < p->n_outputs; o++) { /* the table's params: the frame's too */
+        int node = p->outputs[o].node;
+        if (p->tables[node].data)
+            memcpy(p->tables[node].params, ran + c->param_off[node],
+                   p->nodes[node].desc->params_size);
+    }
     return PF_OK;
 }
 

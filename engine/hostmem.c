@@ -168,8 +168,23 @@ size_t pf_frame_span(const pf_frame *f)
 
 int pf_frames_overlap(const pf_frame *a, const pf_frame *b)
 {
-    const char *a0 = a->data, *b0 = b->data;
-    return a0 < b0 + pf_frame_span(b) && b0 < a0 + pf_frame_span(a);
+    const char *a0 = a->data, *b0 = b->data, *b1 = b0 + pf_frame_span(b);
+    if (!(a0 < b1 && b0 < a0 + pf_frame_span(a)))
+        return 0;
+    /* The spans meet, but rows may still fall in the gaps of the other's pitch (two
+       frames side by side in one canvas): each row of a against the first row of b that
+       ends after its start (b's rows are apart and in order, pitch >= row). */
+    size_t ra = (size_t)a->width * pf_frame_pixel_bytes(a->sample, a->channels);
+    size_t rb = (size_t)b->width * pf_frame_pixel_bytes(b->sample, b->channels);
+    for (int y = 0; y < a->height; y++) {
+        const char *s = a0 + (size_t)y * a->pitch;
+        if (s >= b1)
+            break;
+        size_t k = s < b0 + rb ? 0 : (size_t)(s - b0 - rb) / b->pitch + 1;
+        if (k < (size_t)b->height && b0 + k * b->pitch < s + ra)
+            return 1;
+    }
+    return 0;
 }
 
 /* ---- The public functions ------------------------------------------------------------------ */

@@ -19,7 +19,8 @@ void pf_hostmem_engine_free(const pf_engine *e);
 /* Bytes a frame of this shape spans from its first byte to the end of its last row. */
 size_t pf_frame_span(const pf_frame *f);
 
-/* 1 when the bytes two valid frames span share an address (a frame overlaps itself). */
+/* 1 when two valid frames share a byte of their rows (a frame overlaps itself); rows
+   in the gaps of another frame's pitch do not overlap it. */
 int pf_frames_overlap(const pf_frame *a, const pf_frame *b);
 
 #endif

@@ -3,7 +3,8 @@
  * - a host output that is its input (in place, in the same or another format) or
  *   overlaps it gives the bytes of a run into separate buffers, for every kind of
  *   stage (a flip wrote rows over rows it had yet to read: a wrong frame, no error);
- * - two image outputs sharing memory are refused, naming both;
+ * - two image outputs sharing memory are refused, naming both; two side by side in one
+ *   canvas (each row in the gaps of the other's pitch) share none and run;
  * - a frame that is not one is refused with the field at fault named, a pitch whose
  *   rows run past the end of the address space included (it crashed);
  * - n_out < 0 is refused; a refused submit is not counted in pf_stats.frames;
@@ -108,6 +109,20 @@ static void test_frames(pf_engine *e)
     static unsigned char big[(H + 1) * W * 4];
     pf_frame shifted[2] = {{big, W, H, W * 4, PF_U8, 4}, {big + W * 4, W, H, W * 4, PF_U8, 4}};
     EXPECT(p, pf_pipeline_run(p, &in, 1, shifted, 2), PF_INVALID_ARGUMENT, "overlap");
+    /* two outputs side by side in one canvas (rows of one in the gaps of the other's
+       pitch) share no byte: they run, as into separate buffers (they were refused); a
+       pixel further left, they share one */
+    static unsigned char canvas[H * 2 * W * 4];
+    pf_frame side[2] = {{canvas, W, H, 2 * W * 4, PF_U8, 4},
+                        {canvas + W * 4, W, H, 2 * W * 4, PF_U8, 4}};
+    memset(canvas, 0, sizeof canvas);
+    CHECKF(pf_pipeline_run(p, &in, 1, side, 2) == PF_OK, "%s", pf_pipeline_errmsg(p));
+    for (int y = 0; y < H; y++)
+        CHECKF(memcmp(canvas + y * 2 * W * 4, a_buf + y * W * 4, W * 4) == 0 &&
+                   memcmp(canvas + y * 2 * W * 4 + W * 4, b_buf + y * W * 4, W * 4) == 0,
+               "side by side, row %d", y);
+    side[1].data = canvas + W * 4 - 4;
+    EXPECT(p, pf_pipeline_run(p, &in, 1, side, 2), PF_INVALID_ARGUMENT, "overlap");
     /* both outputs over the input: each overlaps it (fine), but they overlap each other */
     pf_frame over_in[2] = {{in_buf, W, H, W * 4, PF_U8, 4}, {in_buf, W, H, W * 4, PF_U8, 4}};
     EXPECT(p, pf_pipeline_run(p, &in, 1, over_in, 2), PF_INVALID_ARGUMENT, "overlap");
