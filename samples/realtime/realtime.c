@@ -74,6 +74,13 @@ static void die(const char *what, const char *msg)
     exit(1);
 }
 
+/* The engine's and the pipeline's messages already start with the pipeline's name. */
+static void die_msg(const char *msg)
+{
+    fprintf(stderr, "realtime: %s\n", msg);
+    exit(1);
+}
+
 /* A synthetic frame: a gradient that moves with the frame number, so every frame
    differs the way camera frames do. */
 static void fill(unsigned char *data, size_t pitch, int w, int h, int n)
@@ -210,17 +217,20 @@ static pf_frame make_frame(pf_engine *e, enum mode m, int w, int h)
     size_t bytes = f.pitch * (size_t)h;
     if (m == PINNED) {
         if (pf_frame_alloc_host(e, w, h, PF_U8, 4, &f) != PF_OK)
-            die("pf_frame_alloc_host", pf_engine_errmsg(e));
+            die_msg(pf_engine_errmsg(e)); /* it names the call */
     } else if (m == DEVICE) {
 #ifdef PF_SAMPLE_CUDA
         CK(cudaMalloc(&f.data, bytes));
 #endif
     } else {
+        /* Whole pages: CUDA page-locks whole pages, so a registered buffer must not share
+           its last page with another buffer (or the allocator's bookkeeping). */
+        bytes = (bytes + 4095) & ~(size_t)4095;
         if (posix_memalign(&f.data, 4096, bytes) != 0)
             die("frame", "out of memory");
         memset(f.data, 0, bytes); /* fault the pages in, as a reused buffer would be */
         if (m == REGISTERED && pf_engine_register_host(e, f.data, bytes) != PF_OK)
-            die("pf_engine_register_host", pf_engine_errmsg(e));
+            die_msg(pf_engine_errmsg(e)); /* it names the call and the range */
     }
     return f;
 }
@@ -293,7 +303,7 @@ int main(int argc, char **argv)
         return 2;
     }
 #ifndef PF_SAMPLE_CUDA
-    if (mode == DEVICE) { /* --floor then measures host memcpy only */
+    if (mode == DEVICE) { /* --floor without CUDA measures host memcpy only */
         fprintf(stderr, "realtime: --device needs a build with CUDA\n");
         return 2;
     }
@@ -314,17 +324,17 @@ int main(int argc, char **argv)
     }
     if ((stage ? pf_pipeline_load_string(e, text, stage, &p)
                : pf_pipeline_load_file(e, file, &p)) != PF_OK)
-        die(file, pf_engine_errmsg(e));
+        die_msg(pf_engine_errmsg(e));
     char slots[8];
     snprintf(slots, sizeof slots, "%d", in_flight);
     if (pf_pipeline_set_option(p, "backend", backend) != PF_OK ||
         pf_pipeline_set_option(p, "slots", slots) != PF_OK)
-        die(file, pf_pipeline_errmsg(p));
+        die_msg(pf_pipeline_errmsg(p));
     pf_shape shape = {width, height};
     if (pf_pipeline_input_count(p) != 1)
         die(file, "the pipeline must have one input");
     if (pf_pipeline_plan(p, &shape, 1) != PF_OK)
-        die(file, pf_pipeline_errmsg(p));
+        die_msg(pf_pipeline_errmsg(p));
     int n_out = pf_pipeline_output_count(p);
     if (n_out > MAX_OUTPUTS)
         die(file, "too many outputs");
@@ -380,7 +390,7 @@ int main(int argc, char **argv)
         if (n == warmup) { /* the figures start here, with nothing in flight */
             for (; oldest < n; oldest++) {
                 if (pf_pipeline_wait(p, ticket[oldest]) != PF_OK)
-                    die("wait", pf_pipeline_errmsg(p));
+                    die_msg(pf_pipeline_errmsg(p));
                 t_done[oldest] = now_ms();
             }
             pf_pipeline_stats(p, &warm);
@@ -396,13 +406,13 @@ int main(int argc, char **argv)
             if (rc == PF_NOT_READY)
                 break;
             if (rc != PF_OK)
-                die("completion", pf_pipeline_errmsg(p));
+                die_msg(pf_pipeline_errmsg(p));
             t_done[oldest++] = now_ms();
         }
         if (n == total) {
             for (; oldest < total; oldest++) {
                 if (pf_pipeline_wait(p, ticket[oldest]) != PF_OK)
-                    die("wait", pf_pipeline_errmsg(p));
+                    die_msg(pf_pipeline_errmsg(p));
                 t_done[oldest] = now_ms();
             }
             collect_ms += now_ms() - tc;
@@ -419,7 +429,7 @@ int main(int argc, char **argv)
             char v[32];
             snprintf(v, sizeof v, "%.4f", 0.05 + 0.05 * sin(n * 0.1)); /* the live change */
             if (pf_pipeline_set_param(p, param, v) != PF_OK)
-                die(param, pf_pipeline_errmsg(p));
+                die_msg(pf_pipeline_errmsg(p));
         }
         ring_entry *r = &ring[n % in_flight];
         t_sub[n] = now_ms();
@@ -427,7 +437,7 @@ int main(int argc, char **argv)
                      ? pf_pipeline_submit_device(p, &r->in, 1, r->out, n_out, stream, &ticket[n])
                      : pf_pipeline_submit(p, &r->in, 1, r->out, n_out, &ticket[n]);
         if (rc != PF_OK)
-            die("submit", pf_pipeline_errmsg(p));
+            die_msg(pf_pipeline_errmsg(p));
         submit_ms += now_ms() - t_sub[n];
     }
     double wall = now_ms() - t0;
