@@ -477,6 +477,34 @@ int cli_parse_size(const char *s, pf_shape *out)
     return 0;
 }
 
+int cli_size_option(const char *who, const char *s, pf_shape *out)
+{
+    if (cli_parse_size(s, out) == 0)
+        return 0;
+    fprintf(stderr,
+            "pipefuse %s: --size %s: expected WIDTHxHEIGHT, each a whole number from 1 to "
+            "1048576, such as 1920x1080\n",
+            who, s);
+    return -1;
+}
+
+int cli_apply_set(pf_pipeline *p, const char *set, char *err, size_t err_size)
+{
+    char key[512];
+    const char *eq = strchr(set, '=');
+    if (!eq || (size_t)(eq - set) >= sizeof key) {
+        snprintf(err, err_size, "--set %s: expected ID.PARAM=VALUE", set);
+        return -1;
+    }
+    memcpy(key, set, (size_t)(eq - set));
+    key[eq - set] = 0;
+    if (pf_pipeline_set_param(p, key, eq + 1) != PF_OK) {
+        snprintf(err, err_size, "%s", pf_pipeline_errmsg(p));
+        return -1;
+    }
+    return 0;
+}
+
 int cli_parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     const char *d = s && *s == '-' && lo < 0 ? s + 1 : s;

@@ -427,13 +427,8 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         } else if (strcmp(argv[i], "--") == 0) {
             ended = 1;
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            if (cli_parse_size(argv[++i], &size) != 0) {
-                fprintf(stderr,
-                        "pipefuse bench: --size %s: expected WIDTHxHEIGHT, each a whole number "
-                        "from 1 to 1048576, such as 1920x1080\n",
-                        argv[i]);
+            if (cli_size_option("bench", argv[++i], &size) != 0)
                 return PF_EXIT_USAGE;
-            }
         } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
             long long f;
             if (cli_parse_int(argv[++i], 3, 1000000, &f) != 0) {

@@ -127,6 +127,12 @@ int cli_bench(int argc, char **argv, const cli_common *c);
 int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 /* "WIDTHxHEIGHT", each side 1 to 2^20 (cli_parse_int's rules): 0, or -1. */
 int cli_parse_size(const char *s, pf_shape *out);
+/* cli_parse_size for the option --size of command who: on failure "pipefuse WHO: --size S:
+   expected WIDTHxHEIGHT, ..." on stderr and -1. */
+int cli_size_option(const char *who, const char *s, pf_shape *out);
+/* One --set ID.PARAM=VALUE applied to p as run and check take it: 0, or -1 with why in
+   err ("--set S: expected ID.PARAM=VALUE", or the pipeline's message). */
+int cli_apply_set(pf_pipeline *p, const char *set, char *err, size_t err_size);
 /* After a message about an unknown name (a command, a mode): " (did you mean 'x'?); the
    PLURAL are a, b, c" and a newline, on stderr. */
 void cli_say_names(const char *name, const char *plural, const char *const *names, int n);

@@ -138,13 +138,8 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         } else if (strcmp(argv[i], "--") == 0) {
             ended = 1;
         } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
-            if (cli_parse_size(argv[++i], &size) != 0) {
-                fprintf(stderr,
-                        "pipefuse check: --size %s: expected WIDTHxHEIGHT, each a whole number "
-                        "from 1 to 1048576, such as 1920x1080\n",
-                        argv[i]);
+            if (cli_size_option("check", argv[++i], &size) != 0)
                 return PF_EXIT_USAGE;
-            }
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
             if (n_sets == 64) {
                 fprintf(stderr, "pipefuse check: --set: at most 64\n");
@@ -253,18 +248,9 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
         return PF_EXIT_USAGE;
     }
     for (int i = 0; i < o->n_sets; i++) { /* as run applies them */
-        char key[512];
-        const char *eq = strchr(o->sets[i], '=');
-        if (!eq || (size_t)(eq - o->sets[i]) >= sizeof key) {
-            fprintf(stderr, "pipefuse check: --set %s: expected ID.PARAM=VALUE\n", o->sets[i]);
-            rc = PF_PARAM;
-        } else {
-            memcpy(key, o->sets[i], (size_t)(eq - o->sets[i]));
-            key[eq - o->sets[i]] = 0;
-            if ((rc = pf_pipeline_set_param(p, key, eq + 1)) != PF_OK)
-                fprintf(stderr, "pipefuse check: %s\n", pf_pipeline_errmsg(p));
-        }
-        if (rc != PF_OK) {
+        char err[1024];
+        if (cli_apply_set(p, o->sets[i], err, sizeof err) != 0) {
+            fprintf(stderr, "pipefuse check: %s\n", err);
             pf_pipeline_destroy(p);
             pf_engine_destroy(e);
             return PF_EXIT_USAGE;

@@ -614,22 +614,11 @@ static int load_pipeline(pf_engine *e, pf_pipeline **out, char *err, size_t errn
         pf_pipeline_destroy(p);
         return -1;
     }
-    for (int i = 0; i < o->n_sets; i++) {
-        char key[512];
-        const char *eq = strchr(o->sets[i], '=');
-        if (!eq || (size_t)(eq - o->sets[i]) >= sizeof key) {
-            snprintf(err, errn, "--set %s: expected ID.PARAM=VALUE", o->sets[i]);
+    for (int i = 0; i < o->n_sets; i++)
+        if (cli_apply_set(p, o->sets[i], err, errn) != 0) {
             pf_pipeline_destroy(p);
             return -1;
         }
-        memcpy(key, o->sets[i], (size_t)(eq - o->sets[i]));
-        key[eq - o->sets[i]] = 0;
-        if (pf_pipeline_set_param(p, key, eq + 1) != PF_OK) {
-            snprintf(err, errn, "%s", pf_pipeline_errmsg(p));
-            pf_pipeline_destroy(p);
-            return -1;
-        }
-    }
     *out = p;
     return 0;
 }
