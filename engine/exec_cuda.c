@@ -409,16 +409,39 @@ static void start_measuring(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl)
     c->frames_planned++;
 }
 
+/* Whether slot sl needs a capture for this mode and c->io_fmt's formats. */
+static int needs_capture(const pf_pipeline *p, const pf_cuda_plan *c, const cuda_slot *sl,
+                         int device)
+{
+    size_t n_io = (size_t)(p->n_inputs + p->n_outputs);
+    return !sl->exec[device] || memcmp(sl->key[device], c->io_fmt, n_io) != 0;
+}
+
 /* With graphs in use (*use_graph), captures the frame when the slot has no graph for
-   this mode or had one for other formats (c->io_fmt). A capture that fails with a CUDA
-   error turns graphs off for the plan: *use_graph becomes 0 and the frame runs eagerly. */
-static int ensure_graph(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int device, int *use_graph)
+   this mode or had one for other formats (c->io_fmt). The other idle slots capture the
+   same frame with their own buffers then: a loop's next frames go to them, and a capture
+   allocates (CUDA's own host memory), which a frame loop must not. A capture that fails
+   with a CUDA error turns graphs off for the plan: *use_graph becomes 0 and the frame runs
+   eagerly. */
+static int ensure_graph(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, const pf_frame *in,
+                        pf_frame *const *out, int device, int *use_graph)
 {
     const unsigned char *key = c->io_fmt;
     size_t n_io = (size_t)(p->n_inputs + p->n_outputs);
     int rc = PF_OK;
-    if (*use_graph && (!sl->exec[device] || memcmp(sl->key[device], key, n_io) != 0)) {
+    if (*use_graph && needs_capture(p, c, sl, device)) {
         rc = pf_cu_capture(p, c, sl, device);
+        for (int s = 0; rc == PF_OK && s < c->n_slots; s++) {
+            cuda_slot *o = &c->slots[s];
+            if (o == sl || o->busy || !needs_capture(p, c, o, device))
+                continue;
+            stage_params(p, c, o);
+            describe_frames(p, c, o, in, out, device);
+            o->measuring = 0;
+            rc = pf_cu_capture(p, c, o, device);
+            if (rc == PF_OK)
+                memcpy(o->key[device], key, n_io);
+        }
         if (rc == PF_OK) {
             memcpy(sl->key[device], key, n_io);
         } else if (rc == PF_CUDA) {
@@ -531,7 +554,7 @@ int pf_cuda_submit(pf_pipeline *p, pf_cuda_plan *c, const pf_frame *in, pf_frame
     cudaStream_t s0 = device ? (cudaStream_t)stream : sl->streams[0];
     start_measuring(p, c, sl);
     int use_graph = p->opts.graph && !c->graph_failed && !sl->measuring;
-    rc = ensure_graph(p, c, sl, device, &use_graph);
+    rc = ensure_graph(p, c, sl, in, out, device, &use_graph);
     if (rc == PF_OK)
         rc = launch_frame(p, c, sl, in, device, s0, use_graph);
     nvtxRangePop();
