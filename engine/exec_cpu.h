@@ -8,7 +8,10 @@
 
 typedef struct pf_cpu_state {
     int n_nodes;
-    pf_image *buf;            /* per node: whole float images (inputs and stored nodes) */
+    pf_image *buf; /* per node: whole float images (inputs and stored nodes),
+                                 pointing into pool */
+    void **pool;   /* the images' memory, shared (pf_plan_host_buffers) */
+    int n_pool;
     double **partials;        /* per node, reduce stages: bands * partial_len */
     int workers;              /* threads that may run tasks at once */
     size_t worker_scratch;    /* bytes per worker */

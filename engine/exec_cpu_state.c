@@ -1,34 +1,50 @@
 /* engine/exec_cpu_state.c: what the CPU executor allocates for a plan, once, so that
  * running a frame allocates nothing: a whole float image for every pipeline input and
- * stored node, the reduce stages' partials (one row per band) and per-worker scratch
+ * stored node (nodes whose lives do not overlap share one), the reduce stages' partials (one row per band) and per-worker scratch
  * (stencil and resample tasks, point-chain chunks). */
 #include <stdlib.h>
 
 #include "cpu_lut.h"
 #include "exec_cpu.h"
 
-static int alloc_image(pf_cpu_state *st, pf_image *im, pf_shape s)
+/* The whole float images, shared between nodes whose lives do not overlap
+   (pf_plan_host_buffers): each node's pf_image points into its buffer. */
+static int alloc_images(const pf_pipeline *p, pf_cpu_state *st)
 {
-    st->allocations++;
-    im->width = s.width;
-    im->height = s.height;
-    im->pitch = pf_align_up((size_t)s.width * sizeof(pf_float4));
-    void *data = NULL;
-    if (posix_memalign(&data, PF_ALIGN, im->pitch * (size_t)s.height) != 0)
-        return PF_NO_MEMORY;
-    im->data = data;
-    st->bytes += im->pitch * (size_t)s.height;
-    return PF_OK;
+    const pf_plan *plan = p->plan;
+    int *buf_of = malloc(sizeof(int) * (size_t)p->n_nodes);
+    size_t *bytes = malloc(sizeof(size_t) * (size_t)p->n_nodes);
+    int n = buf_of && bytes ? pf_plan_host_buffers(p, plan, buf_of, bytes) : -1;
+    st->pool = n > 0 ? calloc((size_t)n, sizeof(void *)) : NULL;
+    int rc = n < 0 || (n > 0 && !st->pool) ? PF_NO_MEMORY : PF_OK;
+    for (int b = 0; b < n && rc == PF_OK; b++) {
+        st->allocations++;
+        if (posix_memalign(&st->pool[b], PF_ALIGN, bytes[b]) != 0) {
+            st->pool[b] = NULL;
+            rc = PF_NO_MEMORY;
+        } else {
+            st->n_pool = b + 1;
+            st->bytes += bytes[b];
+        }
+    }
+    for (int i = 0; i < p->n_nodes && rc == PF_OK; i++) {
+        if (buf_of[i] < 0)
+            continue;
+        pf_image *im = &st->buf[i];
+        im->width = plan->shapes[i].width;
+        im->height = plan->shapes[i].height;
+        im->pitch = pf_align_up((size_t)im->width * sizeof(pf_float4));
+        im->data = st->pool[buf_of[i]];
+    }
+    free(buf_of), free(bytes);
+    return rc;
 }
 
 static int alloc_all(const pf_pipeline *p, pf_cpu_state *st)
 {
     const pf_plan *plan = p->plan;
-    for (int i = 0; i < p->n_nodes; i++) {
-        int is_input = i < p->n_inputs;
-        if ((is_input || plan->stored[i]) && alloc_image(st, &st->buf[i], plan->shapes[i]))
-            return PF_NO_MEMORY;
-    }
+    if (alloc_images(p, st) != PF_OK)
+        return PF_NO_MEMORY;
     size_t scratch = 0;
     for (int ui = 0; ui < plan->n_units; ui++) {
         const pf_unit *u = &plan->units[ui];
@@ -79,12 +95,11 @@ void pf_cpu_state_free(pf_cpu_state *st)
 {
     if (!st)
         return;
-    for (int i = 0; i < st->n_nodes; i++) {
-        if (st->buf)
-            free(st->buf[i].data);
-        if (st->partials)
-            free(st->partials[i]);
-    }
+    for (int b = 0; b < st->n_pool; b++)
+        free(st->pool[b]);
+    free(st->pool);
+    for (int i = 0; i < st->n_nodes && st->partials; i++)
+        free(st->partials[i]);
     free(st->buf);
     free(st->partials);
     free(st->direct_in);

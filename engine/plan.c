@@ -646,13 +646,95 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
 
 /* ---- Memory ------------------------------------------------------------------------------------ */
 
+/* Whether node i has a whole float image on the CPU: every pipeline input, and the
+   nodes the plan stores. */
+static int host_image(const pf_pipeline *p, const pf_plan *plan, int i)
+{
+    return i < p->n_inputs || plan->stored[i];
+}
+
+static size_t host_image_bytes(const pf_plan *plan, int i)
+{
+    return pf_align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) *
+           (size_t)plan->shapes[i].height;
+}
+
+int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of, size_t *bytes)
+{
+    int nn = p->n_nodes, nu = plan->n_units, n_buf = -1;
+    int *death = malloc(sizeof(int) * (size_t)nn);
+    int *rfirst = calloc((size_t)nu + 3, sizeof(int)); /* nodes by death + 1, counted */
+    int *release = malloc(sizeof(int) * (size_t)nn);
+    int *free_b = malloc(sizeof(int) * (size_t)nn);
+    if (!death || !rfirst || !release || !free_b)
+        goto out;
+    /* death[i]: the last unit reading node i (-1: none; nu: an output, read after the
+       units) */
+    for (int i = 0; i < nn; i++) {
+        buf_of[i] = -1;
+        if (!host_image(p, plan, i))
+            continue;
+        int d = i < p->n_inputs ? -1 : plan->unit_of[i];
+        for (int c = plan->cons_first[i]; c < plan->cons_first[i + 1]; c++) {
+            int r = plan->unit_of[plan->cons[c]];
+            if (p->nodes[plan->cons[c]].used && r > d)
+                d = r;
+        }
+        death[i] = plan->is_out[i] ? nu : d;
+        rfirst[death[i] + 2]++;
+    }
+    for (int k = 0; k < nu + 2; k++)
+        rfirst[k + 1] += rfirst[k];
+    for (int i = 0; i < nn; i++)
+        if (host_image(p, plan, i))
+            release[rfirst[death[i] + 1]++] = i;
+    /* rfirst[d + 1] is now the end of the list of nodes last read by unit d; its start
+       is rfirst[d] */
+    n_buf = 0;
+    int nfree = 0;
+    for (int u = -1; u < nu; u++) {
+        /* buffers last read by unit u - 1 are free for what u stores */
+        for (int k = u >= 1 ? rfirst[u - 1] : 0; u >= 0 && k < rfirst[u]; k++)
+            free_b[nfree++] = buf_of[release[k]];
+        int n_here = u < 0 ? p->n_inputs : plan->units[u].n_nodes;
+        for (int a = 0; a < n_here; a++) {
+            int i = u < 0 ? a : plan->units[u].nodes[a];
+            if (!host_image(p, plan, i))
+                continue;
+            size_t need = host_image_bytes(plan, i);
+            int pick = -1; /* the smallest free buffer that holds it, else the largest */
+            for (int k = 0; k < nfree; k++) {
+                size_t have = bytes[free_b[k]], best = pick >= 0 ? bytes[free_b[pick]] : 0;
+                int fits = have >= need, best_fits = pick >= 0 && best >= need;
+                if (pick < 0 || (fits && (!best_fits || have < best)) ||
+                    (!fits && !best_fits && have > best))
+                    pick = k;
+            }
+            int b;
+            if (pick >= 0) {
+                b = free_b[pick];
+                free_b[pick] = free_b[--nfree];
+                if (bytes[b] < need)
+                    bytes[b] = need;
+            } else {
+                b = n_buf++;
+                bytes[b] = need;
+            }
+            buf_of[i] = b;
+        }
+    }
+out:
+    free(death), free(rfirst), free(release), free(free_b);
+    return n_buf;
+}
+
 /* Bytes of every buffer the plan needs, from its shapes and units (nothing allocated):
    what the CPU executor allocates (exec_cpu_state.c) and the result tables, and the CUDA executor's device
    buffers and pinned staging as estimated in pipefuse.h (pf_pipeline_memory). *largest
    is the node with the largest image. */
 static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m, int *largest)
 {
-    double host = 0, device = 0, pinned = 0, big = -1, scratch = 0, dev_scratch = 0;
+    double host = 0, host_sum = 0, device = 0, pinned = 0, big = -1, scratch = 0, dev_scratch = 0;
     int slots = p->opts.slots ? p->opts.slots : 3;
     *largest = 0;
     for (int i = 0; i < p->n_nodes; i++) {
@@ -666,10 +748,20 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
             *largest = i;
         }
         int kept = i < p->n_inputs || plan->stored[i];
-        host += kept ? im : 0;
+        host_sum += kept ? im : 0;
         device += kept || !p->opts.fusion ? im : 0;
         pinned += i < p->n_inputs ? im * slots : 0;
     }
+    /* the images as the CPU executor shares them; their sum when that cannot be worked
+       out (out of memory) */
+    int *buf_of = malloc(sizeof(int) * (size_t)p->n_nodes);
+    size_t *bytes = malloc(sizeof(size_t) * (size_t)p->n_nodes);
+    int n_buf = buf_of && bytes ? pf_plan_host_buffers(p, plan, buf_of, bytes) : -1;
+    for (int b = 0; b < n_buf; b++)
+        host += (double)bytes[b];
+    if (n_buf < 0)
+        host = host_sum;
+    free(buf_of), free(bytes);
     for (int o = 0; o < p->n_outputs; o++) {
         pf_shape s = plan->shapes[p->outputs[o].node];
         pinned += (double)s.width * s.height * sizeof(pf_float4) * slots;

@@ -67,6 +67,13 @@ typedef struct pf_plan {
    Errors in p->errmsg. Allocates no buffer. */
 int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int device, pf_plan **out);
 void pf_plan_free(pf_plan *plan);
+/* The CPU executor's whole float images (every pipeline input and stored node), shared
+   between nodes whose lives do not overlap: units run one at a time in plan order, so a
+   buffer last read by unit r is free for what units after r store; inputs are written
+   before the first unit, outputs read after the last. buf_of[i] is node i's buffer (-1:
+   none) and bytes[b] buffer b's size, both of p->n_nodes entries. Returns the number of
+   buffers, or -1 out of memory. */
+int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of, size_t *bytes);
 /* pf_pipeline_memory: the buffers a plan for these shapes needs, nothing allocated. */
 int pf_plan_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m);
 

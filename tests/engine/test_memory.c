@@ -3,8 +3,13 @@
  * asks for 16 GiB of buffers: under a limit it fails at once, naming the stage and the
  * sizes, and nothing is allocated; without one, the query still answers without
  * allocating. The query's host bytes are exactly what a CPU plan then allocates.
+ * Images whose lives do not overlap share a buffer: a long chain of stencils needs as
+ * many buffers as a short one, and random graphs give the same bytes as when every
+ * image is an output (then none is shared).
  */
 #define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -111,6 +116,180 @@ static void exact(pf_engine *e)
     pf_pipeline_destroy(p);
 }
 
+/* A chain of k stages, gaussians and flips in turn (no two fuse), in text. */
+static char *stencil_chain(int k)
+{
+    size_t cap = 128 + (size_t)k * 128, n = 0;
+    char *j = malloc(cap);
+    n += (size_t)snprintf(j + n, cap - n, "{\"pipefuse\": 1, \"input\": \"x\", \"stages\": [");
+    for (int i = 0; i < k; i++)
+        n += (size_t)snprintf(j + n, cap - n, "%s{\"id\": \"s%d\", \"op\": \"%s\"%s}", i ? "," : "",
+                              i, i % 2 ? "flip" : "gaussian",
+                              i % 2 ? "" : ", \"params\": {\"sigma\": 1.5}");
+    snprintf(j + n, cap - n, "], \"outputs\": {\"o\": \"s%d\"}}", k - 1);
+    return j;
+}
+
+/* 40 stencils at 3840x2160 took 40 images (5.2 GB); now the input and two images,
+   whatever the length, and the query still matches what the plan allocates. */
+static void shared_chain(pf_engine *e)
+{
+    unsigned long long bytes[2] = {0, 0};
+    const int len[2] = {6, 40};
+    for (int t = 0; t < 2; t++) {
+        char *json = stencil_chain(len[t]);
+        pf_pipeline *p = load(e, json);
+        free(json);
+        if (!p)
+            return;
+        pf_shape big = {3840, 2160}, small = {301, 203};
+        pf_memory m = {.size = sizeof m};
+        CHECK(pf_pipeline_memory(p, &big, 1, &m) == PF_OK);
+        bytes[t] = m.host_bytes;
+        size_t image = (size_t)3840 * 16 * 2160;
+        CHECKF(m.host_bytes < 4 * image, "%d stencils at 3840x2160: %llu bytes of buffers", len[t],
+               m.host_bytes);
+        CHECK(pf_pipeline_memory(p, &small, 1, &m) == PF_OK);
+        CHECK(pf_pipeline_plan(p, &small, 1) == PF_OK);
+        pf_stats st = {.size = sizeof st};
+        CHECK(pf_pipeline_stats(p, &st) == PF_OK);
+        CHECKF(m.host_bytes == st.host_bytes, "query %llu, plan allocated %llu", m.host_bytes,
+               st.host_bytes);
+        pf_pipeline_destroy(p);
+    }
+    CHECKF(bytes[0] == bytes[1], "6 stencils %llu bytes, 40 stencils %llu", bytes[0], bytes[1]);
+}
+
+/* A random graph of n (<= 32) stages over two inputs, in text: stencils, point stages,
+   flips, blends and a half-size resize and back, each reading earlier nodes picked at
+   random (so images live long and short, and sizes differ). Outputs: the nodes no other
+   reads, or with every_node all of them (nothing is shared then). */
+static char *random_graph(pf_rng *r, int n, int every_node, int *n_out, char *half)
+{
+    size_t cap = 256 + (size_t)n * 256, len = 0;
+    char *j = malloc(cap);
+    memset(half, 0, (size_t)n); /* per node: half size */
+    char read[32] = {0};        /* per node: read by a later one */
+    len += (size_t)snprintf(j + len, cap - len,
+                            "{\"pipefuse\": 1, \"inputs\": [\"a\", \"b\"], \"stages\": [");
+    for (int i = 0; i < n; i++) {
+        /* a full-size source: an input or an earlier full-size node */
+        int src[2];
+        for (int k = 0; k < 2; k++) {
+            do
+                src[k] = pf_rng_range(r, -2, i - 1);
+            while (src[k] >= 0 && half[src[k]]);
+        }
+        char name[2][16];
+        for (int k = 0; k < 2; k++)
+            snprintf(name[k], sizeof name[k], src[k] < 0 ? (src[k] == -1 ? "a" : "b") : "n%d",
+                     src[k]);
+        int op = pf_rng_range(r, 0, 6);
+        if (i > 0 && half[i - 1]) { /* back to full size, from the half-size node */
+            len += (size_t)snprintf(j + len, cap - len,
+                                    ",{\"id\": \"n%d\", \"op\": \"resize\", \"input\": \"n%d\", "
+                                    "\"params\": {\"width\": 97, \"height\": 61}}",
+                                    i, i - 1);
+            read[i - 1] = 1;
+            continue;
+        }
+        static const char *const text[] = {
+            "\"op\": \"gaussian\", \"input\": \"%s\", \"params\": {\"sigma\": 1.2}",
+            "\"op\": \"flip\", \"input\": \"%s\"",
+            "\"op\": \"sobel\", \"input\": \"%s\"",
+            "\"op\": \"brightness\", \"input\": \"%s\", \"params\": {\"amount\": 0.05}",
+            "\"op\": \"contrast\", \"input\": \"%s\", \"params\": {\"amount\": 1.1}",
+            "\"op\": \"blend\", \"inputs\": [\"%s\", \"%s\"], \"params\": {\"opacity\": 0.4}",
+            "\"op\": \"resize\", \"input\": \"%s\", \"params\": {\"width\": 48, \"height\": 30}",
+        };
+        half[i] = op == 6 && i + 1 < n;
+        if (op == 6 && !half[i])
+            op = 1;
+        for (int k = 0; k < (op == 5 ? 2 : 1); k++)
+            if (src[k] >= 0)
+                read[src[k]] = 1;
+        len += (size_t)snprintf(j + len, cap - len, "%s{\"id\": \"n%d\", ", i ? "," : "", i);
+        len += (size_t)snprintf(j + len, cap - len, text[op], name[0], name[1]);
+        len += (size_t)snprintf(j + len, cap - len, "}");
+    }
+    len += (size_t)snprintf(j + len, cap - len, "], \"outputs\": {\"last\": \"n%d\"", n - 1);
+    *n_out = 1;
+    for (int i = 0; i + 1 < n; i++)
+        if (every_node || !read[i]) {
+            len += (size_t)snprintf(j + len, cap - len, ", \"o%d\": \"n%d\"", i, i);
+            ++*n_out;
+        }
+    snprintf(j + len, cap - len, "}}");
+    return j;
+}
+
+static pf_frame rgba(int w, int h)
+{
+    pf_frame f = {0};
+    f.width = w, f.height = h, f.sample = PF_U8, f.channels = 4;
+    f.pitch = (size_t)w * 4;
+    f.data = calloc(f.pitch, (size_t)h);
+    return f;
+}
+
+static void shared_graphs(pf_engine *e)
+{
+    for (int g = 0; g < 30; g++) {
+        pf_rng r[2];
+        pf_rng_seed(&r[0], 1000 + (uint64_t)g);
+        r[1] = r[0];
+        int n = 4 + g % 17, n_out[2];
+        char half[32];
+        char *json[2] = {random_graph(&r[0], n, 0, &n_out[0], half),
+                         random_graph(&r[1], n, 1, &n_out[1], half)};
+        pf_pipeline *p[2] = {load(e, json[0]), load(e, json[1])};
+        pf_frame in[2] = {rgba(97, 61), rgba(97, 61)};
+        pf_rng data;
+        pf_rng_seed(&data, 7 + (uint64_t)g);
+        pf_test_frame_random(&data, &in[0]);
+        pf_test_frame_random(&data, &in[1]);
+        pf_frame *out[2] = {calloc((size_t)n_out[0], sizeof(pf_frame)),
+                            calloc((size_t)n_out[1], sizeof(pf_frame))};
+        unsigned long long bytes[2] = {0, 0};
+        for (int k = 0; k < 2 && p[0] && p[1]; k++) {
+            for (int o = 0; o < n_out[k]; o++) {
+                pf_output_info info;
+                CHECK(pf_pipeline_output_info(p[k], o, &info) == PF_OK);
+                int node = info.name[0] == 'o' ? atoi(info.name + 1) : n - 1;
+                out[k][o] = half[node] ? rgba(48, 30) : rgba(97, 61);
+            }
+            int rc = pf_pipeline_run(p[k], in, 2, out[k], n_out[k]);
+            CHECKF(rc == PF_OK, "graph %d: %s", g, pf_pipeline_errmsg(p[k]));
+            pf_stats st = {.size = sizeof st};
+            pf_pipeline_stats(p[k], &st);
+            bytes[k] = st.host_bytes;
+        }
+        if (p[0] && p[1]) {
+            /* every output of the first is an output of the second, in the same order */
+            for (int o = 0, q = 0; o < n_out[0]; o++) {
+                pf_output_info a, b;
+                pf_pipeline_output_info(p[0], o, &a);
+                do
+                    pf_pipeline_output_info(p[1], q++, &b);
+                while (strcmp(a.name, b.name) != 0 && q < n_out[1]);
+                long bad = pf_test_frame_mismatches(&out[0][o], &out[1][q - 1]);
+                CHECKF(bad == 0, "graph %d (%d stages): %ld samples of %s differ", g, n, bad,
+                       a.name);
+            }
+            CHECKF(bytes[0] <= bytes[1], "graph %d: %llu bytes shared, %llu not", g, bytes[0],
+                   bytes[1]);
+        }
+        for (int k = 0; k < 2; k++) {
+            for (int o = 0; o < n_out[k]; o++)
+                free(out[k][o].data);
+            free(out[k]);
+            pf_pipeline_destroy(p[k]);
+            free(json[k]);
+        }
+        free(in[0].data), free(in[1].data);
+    }
+}
+
 int main(void)
 {
     /* Nothing here may allocate gigabytes: an address-space limit turns an attempt into
@@ -123,6 +302,13 @@ int main(void)
     pf_engine *e = pf_test_engine();
     huge_resize(e);
     exact(e);
+    shared_chain(e);
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.log = pf_test_quiet_log; /* unused inputs of random graphs are warned about */
+    pf_engine *quiet = pf_test_engine_with(&cfg);
+    shared_graphs(quiet);
+    pf_engine_destroy(quiet);
     pf_engine_destroy(e);
     return pf_test_done("test_memory");
 }
