@@ -172,22 +172,26 @@ int main(int argc, char **argv)
                    gpu ? "GPU" : "CPU", n);
         }
         /* two frames in flight at once, as a loop that overlaps frames runs (the same
-           outputs: only the count is looked at) */
-        int t[2];
-        atomic_store(&counted, 0);
-        atomic_store(&counting, 1);
-        for (int f = 0; f < 6 && rc == PF_OK; f++) {
-            rc = pf_pipeline_submit(p, in, 2, out, 3, &t[f % 2]);
-            if (rc == PF_OK && f > 0)
-                rc = pf_pipeline_wait(p, t[(f + 1) % 2]);
+           outputs: only the count is looked at). The first such frames are not counted:
+           the CUDA driver grows its own launch bookkeeping once (one allocation inside
+           cuGraphLaunch on the H200) the first time two graphs are in flight. */
+        for (int pass = 0; pass < 2; pass++) {
+            int t[2];
+            atomic_store(&counted, 0);
+            atomic_store(&counting, pass == 1);
+            for (int f = 0; f < 6 && rc == PF_OK; f++) {
+                rc = pf_pipeline_submit(p, in, 2, out, 3, &t[f % 2]);
+                if (rc == PF_OK && f > 0)
+                    rc = pf_pipeline_wait(p, t[(f + 1) % 2]);
+            }
+            if (rc == PF_OK)
+                rc = pf_pipeline_wait(p, t[1]);
+            atomic_store(&counting, 0);
+            CHECKF(rc == PF_OK, "%s", pf_pipeline_errmsg(p));
+            long n = atomic_load(&counted);
+            CHECKF(n == 0, "%s: 6 frames two in flight on the %s made %ld allocations", what,
+                   gpu ? "GPU" : "CPU", n);
         }
-        if (rc == PF_OK)
-            rc = pf_pipeline_wait(p, t[1]);
-        atomic_store(&counting, 0);
-        CHECKF(rc == PF_OK, "%s", pf_pipeline_errmsg(p));
-        long n = atomic_load(&counted);
-        CHECKF(n == 0, "%s: 6 frames two in flight on the %s made %ld allocations", what,
-               gpu ? "GPU" : "CPU", n);
         for (int i = 0; i < 2; i++) {
             if (kind == 0)
                 free(in[i].data);
