@@ -11,6 +11,9 @@
  *                          rotate through the pipeline's slots, and each slot's first
  *                          frame used to capture its graph inside the loop (146
  *                          allocations in 5 frames on the H200, cuStreamBeginCapture).
+ *   test_loop_alloc_dev gpu  the same and device frames (pf_pipeline_submit_device on
+ *                          the application's stream, new pointers every frame); built
+ *                          where CUDA is.
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -18,6 +21,9 @@
 #include <string.h>
 
 #include "testutil.h"
+#ifdef PF_LOOP_DEVICE
+#include <cuda_runtime_api.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define PF_OWN_MALLOC 0
@@ -129,37 +135,77 @@ int main(int argc, char **argv)
         pf_engine_destroy(e);
         return PF_TEST_SKIPPED;
     }
-    /* kind 0: pageable host frames; kind 1 (GPU): page-locked ones */
-    for (int kind = 0; kind < (gpu ? 2 : 1); kind++) {
-        pf_frame in[2], out[3];
+    /* kind 0: pageable host frames; 1 (GPU): page-locked ones; 2 (test_loop_alloc_dev):
+       device frames, two sets of inputs in turn (new pointers every frame) */
+    int kinds = gpu ? 2 : 1;
+#ifdef PF_LOOP_DEVICE
+    cudaStream_t stream = NULL;
+    if (gpu) {
+        CHECK(cudaStreamCreate(&stream) == cudaSuccess);
+        kinds = 3;
+    }
+#endif
+    for (int kind = 0; kind < kinds; kind++) {
+        pf_frame in[2][2], out[3];
         memset(out, 0, sizeof out);
         if (kind == 0) {
-            in[0] = frame(W, H, 4, 1), in[1] = frame(W, H, 4, 2);
+            in[0][0] = frame(W, H, 4, 1), in[0][1] = frame(W, H, 4, 2);
             out[0] = frame(W, H, 4, 0), out[2] = frame(W, H, 3, 0);
-        } else {
-            CHECK(pf_frame_alloc_host(e, W, H, PF_U8, 4, &in[0]) == PF_OK);
-            CHECK(pf_frame_alloc_host(e, W, H, PF_U8, 4, &in[1]) == PF_OK);
+        } else if (kind == 1) {
+            CHECK(pf_frame_alloc_host(e, W, H, PF_U8, 4, &in[0][0]) == PF_OK);
+            CHECK(pf_frame_alloc_host(e, W, H, PF_U8, 4, &in[0][1]) == PF_OK);
             CHECK(pf_frame_alloc_host(e, W, H, PF_U8, 4, &out[0]) == PF_OK);
             CHECK(pf_frame_alloc_host(e, W, H, PF_U8, 3, &out[2]) == PF_OK);
-            if (!in[0].data || !in[1].data || !out[0].data || !out[2].data)
+            if (!in[0][0].data || !in[0][1].data || !out[0].data || !out[2].data)
                 break;
-            memset(in[0].data, 7, in[0].pitch * (size_t)H);
-            memset(in[1].data, 200, in[1].pitch * (size_t)H);
+            memset(in[0][0].data, 7, in[0][0].pitch * (size_t)H);
+            memset(in[0][1].data, 200, in[0][1].pitch * (size_t)H);
         }
-        const char *what = kind == 0 ? "pageable host frames" : "page-locked host frames";
+#ifdef PF_LOOP_DEVICE
+        else {
+            for (int k = 0; k < 5; k++) {
+                pf_frame *f = k < 4 ? &in[k / 2][k % 2] : &out[0];
+                memset(f, 0, sizeof *f);
+                f->width = W, f->height = H, f->sample = PF_U8, f->channels = 4;
+                CHECK(cudaMallocPitch(&f->data, &f->pitch, (size_t)W * 4, (size_t)H) ==
+                      cudaSuccess);
+                CHECK(cudaMemset2D(f->data, f->pitch, 40 * k, (size_t)W * 4, (size_t)H) ==
+                      cudaSuccess);
+            }
+            out[2] = out[0];
+            out[2].channels = 3;
+            CHECK(cudaMallocPitch(&out[2].data, &out[2].pitch, (size_t)W * 3, (size_t)H) ==
+                  cudaSuccess);
+        }
+#endif
+        if (kind != 2)
+            in[1][0] = in[0][0], in[1][1] = in[0][1];
+        const char *what = kind == 0   ? "pageable host frames"
+                           : kind == 1 ? "page-locked host frames"
+                                       : "device frames";
         const char *amounts[] = {"0.1", "0.25", "-0.3"};
+        long frame_no = 0;
+#ifdef PF_LOOP_DEVICE
+#define SUBMIT(t)                                                                                  \
+    (kind == 2 ? pf_pipeline_submit_device(p, in[frame_no++ % 2], 2, out, 3, stream, (t))          \
+               : pf_pipeline_submit(p, in[frame_no++ % 2], 2, out, 3, (t)))
+#else
+#define SUBMIT(t) pf_pipeline_submit(p, in[frame_no++ % 2], 2, out, 3, (t))
+#endif
         for (int round = 0; round < 3; round++) {
             char key[] = "b.amount";
             CHECK(pf_pipeline_set_param(p, key, amounts[round]) == PF_OK);
             int ticket;
-            /* the first frame after a change may build what the change needs */
-            CHECKF(pf_pipeline_submit(p, in, 2, out, 3, &ticket) == PF_OK, "%s",
-                   pf_pipeline_errmsg(p));
-            CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+            /* the first frames after a change may build what the change needs (two: the
+               device frames' two sets of inputs) */
+            for (int f = 0; f < 2; f++) {
+                CHECKF(SUBMIT(&ticket) == PF_OK, "%s", pf_pipeline_errmsg(p));
+                CHECK(pf_pipeline_wait(p, ticket) == PF_OK);
+            }
             atomic_store(&counted, 0);
             atomic_store(&counting, 1);
             for (int f = 0; f < 7; f++) {
-                rc = pf_pipeline_submit(p, in, 2, out, 3, &ticket);
+                rc = SUBMIT(&ticket);
                 if (rc == PF_OK)
                     rc = pf_pipeline_wait(p, ticket);
                 if (rc != PF_OK)
@@ -180,7 +226,7 @@ int main(int argc, char **argv)
             atomic_store(&counted, 0);
             atomic_store(&counting, pass == 1);
             for (int f = 0; f < 6 && rc == PF_OK; f++) {
-                rc = pf_pipeline_submit(p, in, 2, out, 3, &t[f % 2]);
+                rc = SUBMIT(&t[f % 2]);
                 if (rc == PF_OK && f > 0)
                     rc = pf_pipeline_wait(p, t[(f + 1) % 2]);
             }
@@ -192,20 +238,33 @@ int main(int argc, char **argv)
             CHECKF(n == 0, "%s: 6 frames two in flight on the %s made %ld allocations", what,
                    gpu ? "GPU" : "CPU", n);
         }
+#undef SUBMIT
         for (int i = 0; i < 2; i++) {
             if (kind == 0)
-                free(in[i].data);
-            else
-                pf_frame_free_host(e, &in[i]);
+                free(in[0][i].data);
+            else if (kind == 1)
+                pf_frame_free_host(e, &in[0][i]);
         }
         if (kind == 0) {
             free(out[0].data);
             free(out[2].data);
-        } else {
+        } else if (kind == 1) {
             pf_frame_free_host(e, &out[0]);
             pf_frame_free_host(e, &out[2]);
         }
+#ifdef PF_LOOP_DEVICE
+        if (kind == 2) {
+            for (int k = 0; k < 4; k++)
+                cudaFree(in[k / 2][k % 2].data);
+            cudaFree(out[0].data);
+            cudaFree(out[2].data);
+        }
+#endif
     }
+#ifdef PF_LOOP_DEVICE
+    if (stream)
+        cudaStreamDestroy(stream);
+#endif
     pf_pipeline_destroy(p);
     pf_engine_destroy(e);
     return pf_test_done(name);
