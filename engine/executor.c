@@ -2,6 +2,7 @@
  * one for each plan, and the life of a plan with its executor state and result tables.
  * Nothing else in the engine knows which executor runs a pipeline. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +19,62 @@ static const char *cpu_name(const pf_pipeline *p)
     return "cpu";
 }
 
+/* Host bytes a stage may ask for per band (scratch) or per frame (partials) on each of
+   the engine's threads: far more than any machine has, yet small enough that aligning
+   the size and multiplying it by the threads or bands cannot wrap around. A stage asking
+   for more (scratch_bytes() or partial_len() returning SIZE_MAX, or a negative int cast
+   to size_t) would otherwise get a wrapped, short buffer, or none, and write past it. */
+static size_t cpu_size_cap(const pf_pipeline *p)
+{
+    int workers = p->eng->threads > 0 ? p->eng->threads : 1;
+    return (SIZE_MAX / 4) / (size_t)workers;
+}
+
+/* What the stages of p->plan ask for on the CPU, before anything is allocated for it:
+   PF_OK, or PF_PLUGIN naming the stage and the size. */
+static int cpu_sizes_fit(pf_pipeline *p)
+{
+    const pf_plan *plan = p->plan;
+    size_t cap = cpu_size_cap(p);
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (u->kind == PF_UNIT_POINT)
+            continue;
+        const pf_node *n = &p->nodes[u->nodes[0]];
+        int reduce = u->kind == PF_UNIT_REDUCE;
+        int width = reduce ? u->shape.width : plan->shapes[u->nodes[0]].width;
+        size_t need =
+            n->desc->scratch_bytes ? n->desc->scratch_bytes(n->params, width, u->cpu_band_rows) : 0;
+        if (need > cap) {
+            pf_errf(p->errmsg,
+                    "%s: %s (%s): scratch_bytes(params, %d, %d) asks for %zu bytes, more than can "
+                    "be allocated; refusing to run it (op %s)",
+                    p->source, n->path, n->id, width, u->cpu_band_rows, need, n->desc->name);
+            return PF_PLUGIN;
+        }
+        if (!reduce)
+            continue;
+        size_t bands = (size_t)((u->shape.height + u->cpu_band_rows - 1) / u->cpu_band_rows);
+        if (u->partial_len > cap / sizeof(double) / (bands ? bands : 1)) {
+            pf_errf(p->errmsg,
+                    "%s: %s (%s): partial_len() asks for %zu doubles a band (%zu bands of an "
+                    "image of %dx%d), more than can be allocated; refusing to run it (op %s)",
+                    p->source, n->path, n->id, u->partial_len, bands, u->shape.width,
+                    u->shape.height, n->desc->name);
+            return PF_PLUGIN;
+        }
+    }
+    return PF_OK;
+}
+
 static int cpu_plan(pf_pipeline *p, void **state)
 {
+    *state = NULL;
+    int rc = cpu_sizes_fit(p);
+    if (rc != PF_OK)
+        return rc;
     pf_cpu_state *st;
-    int rc = pf_cpu_state_make(p, &st);
+    rc = pf_cpu_state_make(p, &st);
     *state = st;
     if (st) {
         p->plan_host_bytes += st->bytes;
@@ -261,6 +314,37 @@ int pf_pipeline_drop_plan(pf_pipeline *p)
     return rc;
 }
 
+/* Whether reduce node i's table, t.width columns by t.height rows, can be read as
+   pf_table promises: a name for every column (or no names at all) and a label for every
+   row (or no labels). A reader walks columns[0 .. cols) and calls row_name for each row,
+   so a short list or a NULL label is a read past the plugin's array or a NULL string in
+   the application (`pipefuse run` crashed writing the CSV). PF_OK, or PF_PLUGIN. */
+static int table_names_ok(pf_pipeline *p, int i, pf_shape t)
+{
+    const pf_node *n = &p->nodes[i];
+    const pf_stage_desc *d = n->desc;
+    int named = 0;
+    while (d->columns && named < t.width && d->columns[named])
+        named++;
+    if (d->columns && named < t.width) {
+        pf_errf(p->errmsg,
+                "%s: %s (%s): the table has %d columns but the stage's columns list names %d; "
+                "a plugin lists one name per column, NULL-terminated, or sets columns to NULL "
+                "(op %s)",
+                p->source, n->path, n->id, t.width, named, d->name);
+        return PF_PLUGIN;
+    }
+    for (int r = 0; d->row_name && r < t.height; r++)
+        if (!d->row_name(n->params, r)) {
+            pf_errf(p->errmsg,
+                    "%s: %s (%s): row_name() gives no name (NULL) for row %d of %d; a plugin "
+                    "names every row, or sets row_name to NULL for numbered rows (op %s)",
+                    p->source, n->path, n->id, r, t.height, d->name);
+            return PF_PLUGIN;
+        }
+    return PF_OK;
+}
+
 /* The result tables of the reduce stages, which every executor writes the same way;
    *allocations counts the allocations made. */
 static int alloc_tables(pf_pipeline *p, unsigned long long *allocations)
@@ -275,6 +359,9 @@ static int alloc_tables(pf_pipeline *p, unsigned long long *allocations)
             continue;
         int i = u->nodes[0];
         pf_shape t = plan->shapes[i];
+        int rc = table_names_ok(p, i, t);
+        if (rc != PF_OK)
+            return rc;
         p->tables[i].rows = t.height;
         p->tables[i].cols = t.width;
         p->tables[i].data = calloc((size_t)t.width * (size_t)t.height, sizeof(double));

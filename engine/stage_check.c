@@ -434,6 +434,37 @@ static void check_sum_shape(walk *w, const void *params)
              rows, 4 * rows);
 }
 
+/* A reduce stage's table of a sample input with its default params: a name for each
+   column (when it lists any) and a label for each row (when it labels them), as
+   pf_table readers assume. The engine refuses to plan a table without them. */
+static void check_table_names(walk *w, const void *params)
+{
+    const pf_stage_desc *d = w->d;
+    pf_shape in = {SAMPLE_W, SAMPLE_H}, t = {0, 0};
+    char why[512] = "";
+    if (!d->shape || d->shape(params, &in, &t, why, sizeof why) != 0 || t.width < 1 || t.height < 1)
+        return; /* the engine refuses such a plan with the shape's own message */
+    int named = 0;
+    while (d->columns && named < t.width && d->columns[named])
+        named++;
+    if (d->columns && named < t.width)
+        note(w, PF_CHECK_FAULT, "columns",
+             "list one name per table column, NULL-terminated, or set .columns to NULL for "
+             "numbered columns; the engine refuses to plan such a table",
+             "%s: with its default params a %dx%d input gets a table of %d columns, but "
+             "columns names %d",
+             w->label, in.width, in.height, t.width, named);
+    for (int r = 0; d->row_name && r < t.height; r++)
+        if (!d->row_name(params, r)) {
+            note(w, PF_CHECK_FAULT, "row_name",
+                 "return a label for every row, or set .row_name to NULL for numbered rows; "
+                 "the engine refuses to plan such a table",
+                 "%s: with its default params row_name() returns NULL for row %d of %d", w->label,
+                 r, t.height);
+            break;
+        }
+}
+
 /* The defaults must be params the engine accepts (check(), the radius limit). -1 when
    out of memory. */
 static int check_defaults(walk *w)
@@ -453,6 +484,8 @@ static int check_defaults(walk *w)
              "%s: with its default params: %s", w->label, why);
     else if (d->kind == PF_STAGE_REDUCE && d->reduce_sum)
         check_sum_shape(w, defaults);
+    if (!bad && d->kind == PF_STAGE_REDUCE)
+        check_table_names(w, defaults);
     free(defaults);
     return 0;
 }

@@ -451,6 +451,63 @@ static void test_radius_limit(void)
     pf_engine_destroy(e);
 }
 
+/* What a stage declares its buffers and tables need, taken at its word (docs/plugins.md:
+   scratch is at least scratch_bytes() bytes, a partial partial_len() doubles; pf_table
+   readers walk columns[0 .. cols) and every row's row_name()): a size no machine can
+   allocate, or names that fall short, refuse the plan with PF_PLUGIN naming the stage,
+   where the sizes once wrapped around (the stage got no scratch, a 0-byte partial) and
+   `pipefuse run` crashed writing the short table. */
+static void run_expect(pf_pipeline *p, int w, int h, int want, const char *word)
+{
+    static unsigned char px[256 * 256 * 4];
+    pf_frame in = {px, w, h, (size_t)w * 4, PF_U8, 4};
+    pf_frame out = in; /* in place; tables ignore it */
+    int rc = pf_pipeline_run(p, &in, 1, &out, 1);
+    CHECKF(rc == want && (!word || strstr(pf_pipeline_errmsg(p), word)),
+           "want %s with '%s': %s, %s", pf_status_name(want), word ? word : "", pf_status_name(rc),
+           pf_pipeline_errmsg(p));
+}
+
+static void test_declared_sizes(void)
+{
+    const char *d = case_dir("sizes");
+    pf_engine *e = NULL;
+    int rc = create(d, 1, &e);
+    CHECKF(rc == PF_OK, "sizes: %s", pf_engine_errmsg(e));
+    if (rc != PF_OK) {
+        pf_engine_destroy(e);
+        return;
+    }
+    pf_pipeline *p = NULL;
+    CHECK(load_one(e, "tp_scratch", "{}", &p) == PF_OK);
+    run_expect(p, 16, 8, PF_OK, NULL);
+    CHECK(pf_pipeline_set_param(p, "s.bytes", "-1") == PF_OK);
+    run_expect(p, 16, 8, PF_PLUGIN, "scratch_bytes(params, 16, ");
+    CHECKF(strstr(pf_pipeline_errmsg(p), "(s)") && strstr(pf_pipeline_errmsg(p), "tp_scratch"),
+           "%s", pf_pipeline_errmsg(p));
+    CHECK(pf_pipeline_set_param(p, "s.bytes", "4096") == PF_OK);
+    run_expect(p, 16, 8, PF_OK, NULL); /* the pipeline goes on */
+    pf_pipeline_destroy(p);
+
+    /* 256x256 is two bands of the CPU's 32768 pixels: 2 * 2^63 doubles wrap to 0 */
+    CHECK(load_one(e, "tp_partial", "{}", &p) == PF_OK);
+    run_expect(p, 256, 256, PF_OK, NULL);
+    CHECK(pf_pipeline_set_param(p, "s.bytes", "-1") == PF_OK);
+    run_expect(p, 256, 256, PF_PLUGIN, "partial_len()");
+    pf_pipeline_destroy(p);
+
+    CHECK(load_one(e, "tp_cols", "{}", &p) == PF_OK);
+    run_expect(p, 16, 8, PF_PLUGIN, "the table has 3 columns but the stage's columns list names 1");
+    pf_table t;
+    CHECK(pf_pipeline_table(p, 0, &t) == PF_INVALID_ARGUMENT);
+    pf_pipeline_destroy(p);
+
+    CHECK(load_one(e, "tp_rows", "{}", &p) == PF_OK);
+    run_expect(p, 16, 8, PF_PLUGIN, "row_name() gives no name (NULL) for row 1 of 2");
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+}
+
 /* PIPEFUSE_PLUGIN_PATH takes absolute directories only; a directory above a plugin
    directory that others can write to (not sticky) makes it refused. */
 static void test_path_rules(void)
@@ -530,5 +587,6 @@ int main(void)
     test_permissions();
     test_good();
     test_short_structs();
+    test_declared_sizes();
     return pf_test_done("test_plugin_load");
 }

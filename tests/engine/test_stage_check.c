@@ -445,6 +445,38 @@ static void test_plugin(void)
            "no name and no stages load (faults): errors %d, findings %d", errors, fd.n);
 }
 
+/* A table's names fall short of its shape with the defaults (a column list shorter than
+   the columns, a row without a label): a fault each, naming the field, as the engine
+   refuses to plan such a table. colsum_shape's table of the 67x45 sample is 4 x 67. */
+static const char *no_label(const void *params, int row)
+{
+    return row < 10 ? "row" : NULL;
+}
+
+static void test_table_names(void)
+{
+    static const char *const two[] = {"r", "g", NULL};
+    found fd = {0};
+    pf_stage_desc d = reduce_stage(0);
+    d.columns = two;
+    CHECK(pf_stage_check(&d, PF_ABI_MINOR, collect, &fd) == 0);
+    int i = find(&fd, "columns", PF_CHECK_FAULT);
+    CHECKF(i >= 0 && strstr(fd.message[i], "4 columns, but columns names 2"), "%s",
+           i >= 0 ? fd.message[i] : "no finding");
+    fd = (found){0};
+    d = reduce_stage(0);
+    d.row_name = no_label;
+    CHECK(pf_stage_check(&d, PF_ABI_MINOR, collect, &fd) == 0);
+    i = find(&fd, "row_name", PF_CHECK_FAULT);
+    CHECKF(i >= 0 && strstr(fd.message[i], "NULL for row 10 of 67"), "%s",
+           i >= 0 ? fd.message[i] : "no finding");
+    fd = (found){0};
+    d = reduce_stage(0);
+    d.columns = NULL; /* numbered columns: fine */
+    CHECK(pf_stage_check(&d, PF_ABI_MINOR, collect, &fd) == 0 &&
+          count_level(&fd, PF_CHECK_FAULT) == 0);
+}
+
 int main(void)
 {
     test_plugin();
@@ -456,5 +488,6 @@ int main(void)
     test_swapped_range();
     test_defaults();
     test_unrepresentable_defaults();
+    test_table_names();
     return pf_test_done("test_stage_check");
 }

@@ -3,6 +3,7 @@
  * exactly one thing wrong, so a refusal can only be for that reason.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Each case uses only some of the pieces below. */
@@ -33,6 +34,9 @@
 #define TP_RSUM_POINT   19 /* a point stage declaring reduce_sum */
 #define TP_MANY_FAULTS  20 /* errors: no inputs, a default out of range, out_channels 5 */
 #define TP_ERR_FILL     21 /* a stencil and a resample that fail with err filled, unterminated */
+#define TP_SIZES                                                                                   \
+    22 /* stages asking for absurd scratch or partials, and tables whose
+                              columns or row names fall short */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -308,6 +312,100 @@ static const pf_stage_desc tp_fill_resample = {.size = PF_STAGE_DESC_SIZE,
                                                .shape = tp_fill_shape,
                                                .run_cpu = tp_copy_run};
 static const pf_stage_desc *const tp_stages[] = {&tp_fill_stencil, &tp_fill_resample};
+
+#elif TP_CASE == TP_SIZES
+/* tp_scratch asks scratch_bytes() for `bytes` (-1: SIZE_MAX, as a negative int cast to
+   size_t gives) and fills it; tp_partial's partial_len() is 1 (bytes -1: 2^63 doubles,
+   which times two bands wraps to 0); tp_cols has a 3x2 table with
+   one column name; tp_rows a 1x2 table whose second row has no name. */
+typedef struct tp_size_params {
+    int bytes;
+} tp_size_params;
+static const pf_param_desc tp_size_table[] = {
+    PF_INT_PARAM(tp_size_params, bytes, 64, -1, 1 << 20, "bytes asked for (-1: SIZE_MAX)"),
+};
+static size_t tp_size_of(const void *params)
+{
+    return (size_t)((const tp_size_params *)params)->bytes; /* -1: SIZE_MAX */
+}
+static size_t tp_scratch_bytes(const void *params, int width, int rows)
+{
+    return tp_size_of(params);
+}
+/* Docs: scratch is at least scratch_bytes() bytes. A stage would trust that; this one
+   says so when it is not, rather than write past what it was given. */
+static int tp_scratch_run(const pf_stage_args *a)
+{
+    size_t want = tp_size_of(a->params);
+    if (!a->scratch || a->scratch_size < want) {
+        snprintf(a->err, a->err_size, "given %zu bytes of scratch, asked for %zu", a->scratch_size,
+                 want);
+        return 1;
+    }
+    memset(a->scratch, 1, want);
+    return tp_copy_run(a);
+}
+static int tp_zero_radius(const void *params)
+{
+    return 0;
+}
+static size_t tp_partial_len(const void *params, const pf_shape *in)
+{
+    return ((const tp_size_params *)params)->bytes < 0 ? (size_t)1 << 63 : 1;
+}
+static int tp_table_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                          size_t err_size)
+{
+    out->width = 3;
+    out->height = 2;
+    return 0;
+}
+static int tp_rows_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                         size_t err_size)
+{
+    out->width = 1;
+    out->height = 2;
+    return 0;
+}
+static void tp_table_combine(const void *params, const pf_shape *in, const double *partials, int n,
+                             double *result)
+{
+    for (int i = 0; i < 6; i++)
+        result[i] = i;
+}
+static void tp_rows_combine(const void *params, const pf_shape *in, const double *partials, int n,
+                            double *result)
+{
+    result[0] = 0;
+    result[1] = 1;
+}
+static const char *tp_row_or_null(const void *params, int row)
+{
+    return row == 0 ? "first" : NULL;
+}
+static const char *const tp_one_column[] = {"only", NULL};
+static const pf_stage_desc tp_scratch = {.size = PF_STAGE_DESC_SIZE,
+                                         .name = "tp_scratch",
+                                         .kind = PF_STAGE_STENCIL,
+                                         .n_inputs = 1,
+                                         .params_size = sizeof(tp_size_params),
+                                         PF_PARAMS(tp_size_table),
+                                         .radius = tp_zero_radius,
+                                         .scratch_bytes = tp_scratch_bytes,
+                                         .run_cpu = tp_scratch_run};
+/* A reduce stage of the pieces above (TP_COUNT's, with a table shape, partial length,
+   combine, column names and row names of its own). */
+#define TP_TABLE(sname, shape_, len_, combine_)                                                    \
+    .size = PF_STAGE_DESC_SIZE, .name = sname, .kind = PF_STAGE_REDUCE, .n_inputs = 1,             \
+    .shape = shape_, .run_cpu = tp_count_run, .partial_len = len_, .combine = combine_
+static const pf_stage_desc tp_partial = {
+    TP_TABLE("tp_partial", tp_count_shape, tp_partial_len, tp_count_combine),
+    .params_size = sizeof(tp_size_params), PF_PARAMS(tp_size_table)};
+static const pf_stage_desc tp_cols = {
+    TP_TABLE("tp_cols", tp_table_shape, tp_count_len, tp_table_combine), .columns = tp_one_column};
+static const pf_stage_desc tp_rows = {
+    TP_TABLE("tp_rows", tp_rows_shape, tp_count_len, tp_rows_combine), .row_name = tp_row_or_null};
+static const pf_stage_desc *const tp_stages[] = {&tp_scratch, &tp_partial, &tp_cols, &tp_rows};
 
 #elif TP_CASE == TP_TINY
 static const pf_stage_desc tp_stage = {
