@@ -81,6 +81,8 @@ static _Thread_local int load_depth;
 
 /* ---- Loading ---------------------------------------------------------------------------------- */
 
+static int new_ticket_tag(void);
+
 /* The loader writes its message into the new pipeline's own errmsg; only a failed load
    copies it to the engine's, so a load that succeeds leaves the last failure's message
    there for whoever reads it. */
@@ -95,6 +97,7 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
         return PF_NO_MEMORY;
     }
     p->eng = e;
+    p->ticket_tag = new_ticket_tag();
     atomic_init(&p->in_use, 0);
     if (load_depth++ == 0)
         pthread_mutex_lock(&load_mu);
@@ -616,18 +619,34 @@ static void frame_end(pf_pipeline *p, unsigned long long alloc0, unsigned long l
 }
 
 /* The next ticket: positive, unique until the counter wraps after INT_MAX frames. */
+/* A ticket is the pipeline's tag (1 to 1023, given out in turn as pipelines load) over
+   a sequence number of PF_TICKET_SEQ_BITS bits, so that one pipeline's ticket is not
+   taken for another's (PF_INVALID_ARGUMENT). The sequence starts again at 1 after
+   2^21 - 1 frames; from then on every ticket with the pipeline's tag counts as issued. */
+#define PF_TICKET_SEQ_BITS 21
+#define PF_TICKET_SEQ_MASK ((1 << PF_TICKET_SEQ_BITS) - 1)
+
+static _Atomic unsigned ticket_tags;
+
+static int new_ticket_tag(void)
+{
+    return (int)(atomic_fetch_add(&ticket_tags, 1) % 1023u) + 1;
+}
+
 int pf_issue_ticket(pf_pipeline *p)
 {
-    if (p->last_ticket == INT_MAX) {
+    if (p->last_ticket == PF_TICKET_SEQ_MASK) {
         p->last_ticket = 0;
         p->tickets_wrapped = 1;
     }
-    return ++p->last_ticket;
+    return p->ticket_tag << PF_TICKET_SEQ_BITS | ++p->last_ticket;
 }
 
 int pf_ticket_issued(const pf_pipeline *p, int ticket)
 {
-    return ticket > 0 && (p->tickets_wrapped || ticket <= p->last_ticket);
+    int seq = ticket & PF_TICKET_SEQ_MASK;
+    return ticket > 0 && ticket >> PF_TICKET_SEQ_BITS == p->ticket_tag && seq > 0 &&
+           (p->tickets_wrapped || seq <= p->last_ticket);
 }
 
 static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out,

@@ -226,8 +226,9 @@ struct pf_pipeline {
     _Atomic int in_use;             /* a thread is inside a call on it (PF_BUSY for others) */
     _Atomic int units_now;          /* the plan's units, 0 with no plan: unit_count() */
     _Atomic int slots_now;          /* frames in flight by the options: slots() */
-    int last_ticket;                /* the last ticket issued, on any backend and plan */
-    int tickets_wrapped;            /* last_ticket went past INT_MAX and started again at 1 */
+    int ticket_tag;                 /* its tickets' high bits, 1 to 1023 (PF_TICKET_SEQ_BITS) */
+    int last_ticket;                /* the sequence number of the last ticket issued */
+    int tickets_wrapped;            /* the sequence went past its last and started again */
     char errmsg[PF_ERRMSG_MAX];
 };
 

@@ -502,6 +502,19 @@ static void test_tickets(void)
     check_frame(p, 0, 1, &o, "tickets");
     CHECK(pf_pipeline_wait(p, t1) == PF_OK); /* done long ago: at once */
     CHECK(pf_pipeline_poll(p, t2) == PF_OK);
+    /* Another pipeline's tickets are not this one's, though both issued as many. */
+    pf_pipeline *q = load_kind(0);
+    int u1 = 0, u2 = 0;
+    CHECK(pf_pipeline_submit(q, &input[0][0], 1, o.f, 1, &u1) == PF_OK);
+    CHECK(pf_pipeline_submit(q, &input[0][1], 1, o.f, 1, &u2) == PF_OK);
+    CHECK(pf_pipeline_wait(q, u2) == PF_OK);
+    CHECK(u1 != t1 && u2 != t2);
+    CHECK(pf_pipeline_wait(q, t1) == PF_INVALID_ARGUMENT);
+    CHECK(strstr(pf_pipeline_errmsg(q), "never issued by this pipeline") != NULL);
+    CHECK(pf_pipeline_poll(p, u1) == PF_INVALID_ARGUMENT);
+    CHECK(pf_pipeline_wait_timeout(q, t2, 0) == PF_INVALID_ARGUMENT);
+    CHECK(pf_pipeline_wait(q, u1) == PF_OK);
+    pf_pipeline_destroy(q);
     outs_free(&o);
     pf_pipeline_destroy(p);
 }
