@@ -99,10 +99,15 @@ class Engine:
     def __init__(self, plugin_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]],
                                           None] = None, *, use_env_path: bool = True,
                  builtin: bool = True, threads: int = 0, log=None) -> None:
-        if plugin_path is not None and not isinstance(plugin_path, (str, os.PathLike)):
-            plugin_path = ":".join(os.fspath(p) for p in plugin_path)
+        # Paths as os.fspath takes them (str, bytes, PathLike), one or a list of them.
+        if isinstance(plugin_path, (str, bytes, os.PathLike)):
+            plugin_path = os.fsdecode(plugin_path)
         elif plugin_path is not None:
-            plugin_path = os.fspath(plugin_path)
+            try:
+                plugin_path = ":".join(os.fsdecode(p) for p in plugin_path)
+            except TypeError:
+                raise TypeError(f"plugin_path: a path (str, bytes, os.PathLike), a ':'-separated "
+                                f"str or a list of paths, not {plugin_path!r:.80}") from None
         self._c = _c.Engine(plugin_path, use_env_path, builtin, threads, log)
 
     def stages(self) -> List[Stage]:
@@ -126,7 +131,16 @@ class Engine:
         Keyword arguments are options (backend="cpu", fusion=False, threads=4, slots=2,
         graph=..., streams=..., max_launch_ms=..., profile=..., dump_kernels=...)."""
         if isinstance(source, Mapping):
-            c = self._c.load_string(json.dumps(source, default=_json_value), name or "<dict>")
+            name = name or "<dict>"
+            try:
+                text = json.dumps(source, default=_json_value, allow_nan=False)
+            except ValueError:
+                found = _non_finite(source, "")
+                if not found:
+                    raise
+                raise _status_error("PF_PARAM", f"{name}: {found[0]}: {found[1]} is not a "
+                                                f"finite number") from None
+            c = self._c.load_string(text, name)
         elif isinstance(source, str) and source.lstrip().startswith("{"):
             c = self._c.load_string(source, name or "<string>")
         else:
@@ -215,6 +229,24 @@ def _host_array(a: Any) -> Optional[np.ndarray]:
         return None
 
 
+def _host_arrays(ins: Sequence[Any]) -> Sequence[Any]:
+    """Host inputs that are not NumPy arrays (Pillow images, __array__ or buffer
+    exporters) as NumPy's view of them, made once: the outputs' shapes and dtypes are
+    read from it and the extension reads it, where each would otherwise convert again
+    (a Pillow image copies its pixels every time). What is no array of numbers stays as
+    it is, for the extension to say what is wrong with it."""
+    if all(type(a) is np.ndarray for a in ins):
+        return ins
+    out = list(ins)
+    for i, a in enumerate(ins):
+        if type(a) is np.ndarray or _framework(a) == "torch" or not _is_array(a):
+            continue
+        h = _host_array(a)
+        if h is not None and h.dtype.kind in "biuf":
+            out[i] = h
+    return out
+
+
 # Pillow modes whose samples are what the engine reads: gray, gray+alpha, RGB, RGBA
 # (straight alpha), 16-bit gray, float gray. ("1" and "I" reach the dtype check.)
 _PIL_MODES = ("L", "LA", "RGB", "RGBA", "I;16", "I;16L", "I;16N", "I;16B", "F", "1", "I")
@@ -241,6 +273,9 @@ def _interface(a: Any) -> Optional[Dict[str, Any]]:
 def _shape_of(a: Any) -> Optional[Tuple[int, ...]]:
     """The shape of any array the extension takes: .shape, an array interface's, else
     NumPy's view of it (buffers, __array__)."""
+    if _framework(a) == "PIL" and hasattr(a, "getbands"):  # without copying its pixels
+        bands = len(a.getbands())
+        return (a.height, a.width) + ((bands,) if bands > 1 else ())
     shape = getattr(a, "shape", None)
     if shape is None:
         d = _interface(a)
@@ -252,6 +287,25 @@ def _shape_of(a: Any) -> Optional[Tuple[int, ...]]:
         return tuple(operator.index(d) for d in shape) if shape is not None else None
     except TypeError:
         return None
+
+
+def _is_array(a: Any) -> bool:
+    """Whether a is an array (of any kind the extension reads), not a shape: it has a
+    .shape, an array interface, __array__, __dlpack__ or the buffer protocol."""
+    if isinstance(a, (str, bytes, list, tuple)) or _is_int(a):
+        return False
+    # On the type (or the instance's own dict): hasattr would run a property such as
+    # Pillow's __array_interface__, which copies the pixels.
+    own = getattr(a, "__dict__", {})
+    if any(hasattr(type(a), n) or n in own for n in
+           ("shape", "__array_interface__", "__cuda_array_interface__", "__array__",
+            "__dlpack__")):
+        return True
+    try:
+        memoryview(a)
+    except TypeError:
+        return False
+    return True
 
 
 def _dtype_name(a: Any) -> str:
@@ -288,6 +342,8 @@ def _param_value(value: Any) -> Any:
     if isinstance(value, np.ndarray) or (not _is_int(value) and (
             hasattr(value, "__array_interface__") or hasattr(value, "__array__"))):
         value = np.asarray(value).tolist()  # Python numbers, nested lists, or one scalar
+        if isinstance(value, np.generic):  # longdouble, clongdouble: tolist() keeps them
+            return float(value) if hasattr(type(value), "__float__") else value
         return [_param_value(v) for v in value] if isinstance(value, list) else \
             _param_value(value)
     if _is_int(value):
@@ -297,6 +353,69 @@ def _param_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)) or (isinstance(value, Sequence)):
         return [_param_value(v) for v in value]
     return value
+
+
+def _status_error(status_name: str, message: str) -> Error:
+    """The pipefuse.Error subclass of a status, with .status and .status_name, as the
+    extension raises it for a failed C call."""
+    cls = next((c for c in vars(_c).values() if isinstance(c, type) and issubclass(c, Error)
+                and getattr(c, "status_name", None) == status_name), Error)
+    e = cls(message)
+    e.status, e.status_name = STATUS.get(status_name, 0), status_name
+    return e
+
+
+def _non_finite(value: Any, where: str) -> Optional[Tuple[str, float]]:
+    """The first NaN or infinity in a value (numbers, NumPy's too, and the lists, tuples,
+    arrays and dicts of them) and where it is ("m.matrix[3]", "stages[0].params.a"):
+    JSON has no such numbers, so the engine would only see text it cannot parse."""
+    if isinstance(value, (float, np.floating)):
+        return None if math.isfinite(value) else (where, float(value))
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        bad = np.argwhere(~np.isfinite(value))
+        if not len(bad):
+            return None
+        i = tuple(int(k) for k in bad[0])
+        return where + "".join(f"[{k}]" for k in i), float(value[i])
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _non_finite(v, f"{where}[{k}]" if isinstance(k, int) else
+                            f"{where}.{k}" if where else str(k))
+        if found:
+            return found
+    return None
+
+
+def _param_json(key: str, value: Any) -> Union[float, str]:
+    """A parameter value as set() hands it to the extension: a number (an int or float,
+    for pf_pipeline_set_float) or JSON text. The errors a value of the wrong kind gets
+    name the parameter: NaN or an infinity in an array is a ParamError, as it is for one
+    number; what JSON cannot hold a TypeError."""
+    try:
+        v = _param_value(value)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"{key}: {e}") from None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if isinstance(v, int) and abs(v) > 2 ** 1023:  # float() overflows
+            raise _status_error("PF_PARAM", f"{key}: an integer of {len(str(abs(v)))} digits is "
+                                            f"out of range")
+        return v
+    try:
+        return json.dumps(v, allow_nan=False)
+    except ValueError:
+        found = _non_finite(v, str(key))
+        if not found:
+            raise
+        raise _status_error("PF_PARAM", f"{found[0]}: {found[1]} is not a finite number") \
+            from None
+    except TypeError as e:
+        raise TypeError(f"{key}: a number, bool, str, or a sequence or array of numbers, not "
+                        f"{type(value).__name__} ({e})") from None
 
 
 def _json_value(value: Any) -> Any:
@@ -355,6 +474,12 @@ class Pipeline:
         self._kinds = tuple(o["kind"] for o in info)
         self._inputs = tuple(c.inputs)  # fixed by the load; still known after close()
 
+    def __repr__(self) -> str:
+        # What the load fixed: no call into the pipeline, which another thread may hold.
+        closed = ", closed" if self._c.slots == 0 else ""
+        return f"<pipefuse.Pipeline inputs={list(self._inputs)} outputs={list(self._names)}" \
+               f"{closed}>"
+
     def __reduce_ex__(self, protocol: Any) -> Any:
         # A copy would share the C pipeline (closing one closes both, and a second thread
         # using the "copy" gets BusyError): a new pipeline is a new load.
@@ -382,7 +507,14 @@ class Pipeline:
         """Sets 'stage_id.param' between frames (no re-planning unless an output shape
         changes): numbers (anything with __index__ or __float__: NumPy scalars too),
         bools, sequences or arrays of numbers, or a str for an enum ("nearest")."""
-        self._c.set(key, _param_value(value))
+        if not isinstance(key, str):
+            raise TypeError(f"set: the key is a str, 'stage_id.param', not "
+                            f"{type(key).__name__}")
+        v = _param_json(key, value)
+        if isinstance(v, str):
+            self._c.set_json(key, v)
+        else:
+            self._c.set(key, v)
 
     def set_json(self, key: str, text: str) -> None:
         """Sets 'stage_id.param' from JSON text, as `pipefuse run --set` takes it."""
@@ -401,14 +533,25 @@ class Pipeline:
         dict by input name, or the arrays themselves."""
         self._c.plan(self._shapes(shapes))
 
-    def _shapes(self, shapes: Any) -> List[Tuple[int, ...]]:
+    def _shapes(self, shapes: Any) -> List[Any]:
         if isinstance(shapes, Mapping):
             shapes = [shapes[n] for n in self._need(shapes)]
-        elif hasattr(shapes, "shape") or (isinstance(shapes, Sequence) and shapes and
-                                          _is_int(shapes[0])):
+        elif _is_array(shapes) or (isinstance(shapes, Sequence) and shapes and
+                                   _is_int(shapes[0])):
             shapes = [shapes]
-        return [s if isinstance(s, (list, tuple)) else _shape_of(s) or tuple(s)
-                for s in shapes]
+        elif not isinstance(shapes, Sequence) or isinstance(shapes, (str, bytes)):
+            raise TypeError(f"shapes: a (height, width[, channels]) tuple, an array, or a list "
+                            f"or dict of them, not {type(shapes).__name__}")
+        out = []
+        for i, s in enumerate(shapes):
+            if isinstance(s, (list, tuple)):
+                out.append(s)  # the extension checks the numbers
+            elif _is_array(s):
+                out.append(_shape_of(s))
+            else:
+                raise TypeError(f"shape {i}: a (height, width[, channels]) tuple of ints or an "
+                                f"array, not {type(s).__name__}")
+        return out
 
     def _need(self, d: Mapping[str, Any]) -> Tuple[str, ...]:
         names = self._inputs
@@ -545,6 +688,8 @@ class Pipeline:
         # NumPy arrays first: the common host case costs one type check.
         device = type(first) is not np.ndarray and first is not None and _is_device(first)
         if type(outputs) not in (list, tuple):
+            if not device:
+                ins = _host_arrays(ins)
             outputs = self._out_list(ins, outputs, device)
         if stream is None:
             stream = _default_stream(first) if device else 0

@@ -248,16 +248,26 @@ static int frame_from_buffer(PyObject *obj, int writable, const char *what, cons
     else if (strcmp(fmt, "f") == 0 && view->itemsize == 4)
         l.sample = PF_F32;
     else {
+        /* The name a NumPy user knows the dtype by, where the format is one. */
         static const char *const known[][2] = {
-            {"d", "float64"}, {"e", "float16"}, {"b", "int8"},  {"h", "int16"},
-            {"i", "int32"},   {"l", "int64"},   {"q", "int64"}, {"I", "uint32"},
-            {"L", "uint64"},  {"Q", "uint64"},  {"?", "bool"},  {"g", "float128"}};
-        char got[64];
+            {"B", "uint8"},       {"H", "uint16"},      {"f", "float32"},  {"d", "float64"},
+            {"e", "float16"},     {"b", "int8"},        {"h", "int16"},    {"i", "int32"},
+            {"l", "int64"},       {"q", "int64"},       {"I", "uint32"},   {"L", "uint64"},
+            {"Q", "uint64"},      {"?", "bool"},        {"g", "float128"}, {"Zf", "complex64"},
+            {"Zd", "complex128"}, {"Zg", "complex256"}, {"O", "object"}};
+        /* A byte order other than the machine's: the samples are the right kind, swapped. */
+        int swapped = *fmt == '<' || *fmt == '>' || *fmt == '!';
+        const char *base = fmt + swapped;
+        char got[160];
         snprintf(got, sizeof got, "buffer format '%.20s' (%zd-byte items)", view->format,
                  view->itemsize);
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            if (strcmp(fmt, known[i][0]) == 0)
-                snprintf(got, sizeof got, "%s", known[i][1]);
+            if (strcmp(base, known[i][0]) == 0)
+                snprintf(got, sizeof got,
+                         swapped ? "%s in %s byte order (convert it: "
+                                   "a.astype(a.dtype.newbyteorder('=')))"
+                                 : "%s",
+                         known[i][1], *fmt == '<' ? "little-endian" : "big-endian");
         PyBuffer_Release(view);
         return dtype_error(what, name, got);
     }
@@ -1112,6 +1122,12 @@ static PyObject *Ticket_get_tables(TicketObject *t, void *c)
     return o;
 }
 
+static PyObject *Ticket_repr(TicketObject *t)
+{
+    return PyUnicode_FromFormat("<pipefuse.Ticket %d, %s frame, %s>", t->id,
+                                t->device ? "device" : "host", t->done ? "complete" : "in flight");
+}
+
 static PyGetSetDef Ticket_getset[] = {
     {"id", (getter)Ticket_get_id, NULL, "the engine's ticket number", NULL},
     {"done", (getter)Ticket_get_done, NULL, "True once the frame is complete", NULL},
@@ -1130,6 +1146,7 @@ static PyTypeObject TicketType = {
     .tp_clear = (inquiry)Ticket_clear,
     .tp_free = PyObject_GC_Del,
     .tp_doc = "A frame in flight: pass it to Pipeline.wait or Pipeline.poll.",
+    .tp_repr = (reprfunc)Ticket_repr,
     .tp_getset = Ticket_getset,
 };
 
@@ -1460,9 +1477,24 @@ static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw
             PyObject *src = a;
             Py_INCREF(src);
             if (!PyObject_CheckBuffer(a)) { /* torch CPU tensors, __array_interface__, ... */
-                PyObject *conv = is_torch_tensor(a) ? PyObject_CallMethod(a, "numpy", NULL)
-                                 : np_asarray       ? PyObject_CallOneArg(np_asarray, a)
-                                                    : NULL;
+                int torch = is_torch_tensor(a);
+                /* NumPy makes a 0-d array of anything (a generator, a number): only what
+                   says it is an array goes through it. */
+                if (!torch && !PyObject_HasAttrString(a, "__array_interface__") &&
+                    !PyObject_HasAttrString(a, "__array__") &&
+                    !PyObject_HasAttrString(a, "__array_struct__")) {
+                    if (!PyErr_Occurred())
+                        PyErr_Format(PyExc_TypeError,
+                                     "input '%s': expected an array (NumPy, a buffer, Pillow, "
+                                     "PyTorch, anything with __array_interface__ or __array__), "
+                                     "not %.200s",
+                                     name, Py_TYPE(a)->tp_name);
+                    Py_DECREF(src);
+                    goto fail;
+                }
+                PyObject *conv = torch        ? PyObject_CallMethod(a, "numpy", NULL)
+                                 : np_asarray ? PyObject_CallOneArg(np_asarray, a)
+                                              : NULL;
                 Py_DECREF(src);
                 if (!conv) {
                     if (!PyErr_Occurred())
@@ -1602,8 +1634,8 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
         return NULL;
     if (t->owner != self->serial) {
         PyErr_SetString(PyExc_ValueError,
-                        "wait: the ticket is from another pipeline; wait for it on the pipeline "
-                        "whose submit() returned it");
+                        "the ticket is from another pipeline; wait for it (or poll it) on the "
+                        "pipeline whose submit() returned it");
         return NULL;
     }
     if (!t->done) {
