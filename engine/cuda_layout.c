@@ -22,6 +22,11 @@ static size_t align_dev(size_t v)
     return (v + PF_DEV_ALIGN - 1) & ~(size_t)(PF_DEV_ALIGN - 1);
 }
 
+/* The most device scratch or partials a stage may declare (PF_PLUGIN past it): sizes
+   near SIZE_MAX (a negative int returned as size_t) would wrap the pool's offsets into
+   a short buffer that the stage writes past. */
+#define PF_DEV_SIZE_CAP (SIZE_MAX / 8)
+
 static size_t take(size_t *top, size_t bytes)
 {
     size_t off = align_dev(*top);
@@ -243,6 +248,14 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
         const pf_unit *un = &plan->units[u];
         c->scratch_off[u] = SIZE_MAX;
         size_t s = c->fused[u] ? 0 : scratch_need(p, u); /* generated kernels need none */
+        const pf_node *n0 = &p->nodes[un->nodes[0]];
+        if (s > PF_DEV_SIZE_CAP) {
+            pf_errf(p->errmsg,
+                    "%s: %s (%s): cuda_scratch_bytes() asks for %zu bytes, more than can be "
+                    "allocated; refusing to run it (op %s)",
+                    p->source, n0->path, n0->id, s, n0->desc->name);
+            return PF_PLUGIN;
+        }
         if (s) {
             c->scratch_off[u] = take(&dev, s);
             c->scratch_size[u] = s;
@@ -257,6 +270,13 @@ static int layout(pf_pipeline *p, pf_cuda_plan *c)
                 parts = (size_t)pf_fuse_reduce_chunks(c->fio[u].reduce, in.width, in.height,
                                                       un->bands, p->eng->cuda->sm_count);
                 host_parts = 1; /* only the table comes to the host */
+            }
+            if (un->partial_len > PF_DEV_SIZE_CAP / sizeof(double) / parts) {
+                pf_errf(p->errmsg,
+                        "%s: %s (%s): partial_len() asks for %zu doubles a band (%zu bands), "
+                        "more than can be allocated; refusing to run it (op %s)",
+                        p->source, n0->path, n0->id, un->partial_len, parts, n0->desc->name);
+                return PF_PLUGIN;
             }
             size_t len = sizeof(double) * (un->partial_len ? un->partial_len : 1);
             c->partial_off[un->nodes[0]] = take(&dev, len * parts);
