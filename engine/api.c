@@ -18,6 +18,7 @@
 #include "hostmem.h"
 #include "watchdog.h"
 #include "nvrtc.h"
+#include "threadpool.h"
 
 #define PF_API                __attribute__((visibility("default")))
 #define PF_MAX_PIPELINE_BYTES (16u << 20)
@@ -29,11 +30,17 @@
 static int enter(const pf_pipeline *p)
 {
     int idle = 0;
-    return atomic_compare_exchange_strong(&((pf_pipeline *)p)->in_use, &idle, 1);
+    if (!atomic_compare_exchange_strong(&((pf_pipeline *)p)->in_use, &idle, 1))
+        return 0;
+    /* plugin code run from here logs to p's engine (pf_thread_context) */
+    ((pf_pipeline *)p)->context_before = pf_thread_context;
+    pf_thread_context = p->eng;
+    return 1;
 }
 
 static void leave(const pf_pipeline *p)
 {
+    pf_thread_context = p->context_before;
     atomic_store(&((pf_pipeline *)p)->in_use, 0);
 }
 
@@ -101,7 +108,10 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
     atomic_init(&p->in_use, 0);
     if (load_depth++ == 0)
         pthread_mutex_lock(&load_mu);
+    const void *context = pf_thread_context; /* params checks log to e */
+    pf_thread_context = e;
     int rc = pf_load_pipeline(p, text, source);
+    pf_thread_context = context;
     if (--load_depth == 0)
         pthread_mutex_unlock(&load_mu);
     if (rc == PF_OK && !(p->watchdog = pf_watchdog_create(p->n_nodes))) {

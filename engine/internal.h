@@ -224,6 +224,7 @@ struct pf_pipeline {
     unsigned long param_version;    /* bumped by every accepted parameter change */
     char *dump_dir;                 /* --dump-kernels: where generated sources are written */
     _Atomic int in_use;             /* a thread is inside a call on it (PF_BUSY for others) */
+    const void *context_before;     /* that thread's pf_thread_context before the call */
     _Atomic int units_now;          /* the plan's units, 0 with no plan: unit_count() */
     _Atomic int slots_now;          /* frames in flight by the options: slots() */
     int ticket_tag;                 /* its tickets' high bits, 1 to 1023 (PF_TICKET_SEQ_BITS) */

@@ -51,9 +51,12 @@ PF_API void pf_engine_config_init(pf_engine_config *cfg)
     pf_engine_config_init_size(cfg, PF_ENGINE_CONFIG_SIZE_0_1);
 }
 
+/* A plugin's notices go to the log callback of the engine whose call runs the plugin's
+   code (pf_thread_context: set by the API's calls on a pipeline, loads and engine
+   creation, and taken by the workers running their tasks); stderr outside them. */
 static void host_log(int level, const char *msg)
 {
-    pf_log(NULL, level, "%s", msg);
+    pf_log(pf_thread_context, level, "%s", msg ? msg : "(null)");
 }
 
 static const pf_host_api host_api = {sizeof(pf_host_api), PF_ABI_VERSION, host_log};
@@ -485,14 +488,17 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
     }
     e->threads = pf_threadpool_size(e->pool);
 
+    const void *context = pf_thread_context; /* plugin entry points log to e */
+    pf_thread_context = e;
     int rc = PF_OK;
     if (!cfg->no_builtin) {
         char dir[PATH_MAX];
         if (builtin_dir(dir, sizeof dir) != 0) {
             pf_errf(e->errmsg, "cannot locate the built-in plugin directory");
-            return PF_PLUGIN;
+            rc = PF_PLUGIN;
+        } else {
+            rc = load_dir(e, dir, 1);
         }
-        rc = load_dir(e, dir, 1);
     }
     if (rc == PF_OK && cfg->plugin_path && *cfg->plugin_path)
         rc = load_path_list(e, cfg->plugin_path, 0);
@@ -501,6 +507,7 @@ PF_API int pf_engine_create(const pf_engine_config *cfg, pf_engine **out)
         rc = load_path_list(e, env, 1);
     if (rc == PF_NO_MEMORY)
         pf_errf(e->errmsg, "out of memory loading plugins");
+    pf_thread_context = context;
     return rc;
 }
 

@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+_Thread_local const void *pf_thread_context;
+
 typedef struct pf_job {
     pf_task_fn task;
     void *ctx;
@@ -19,6 +21,7 @@ typedef struct pf_job {
     int busy;                /* threads inside the job */
     int listed;              /* on the pool's list (workers may still join) */
     pthread_cond_t idle;     /* the caller waits here for joined workers to leave */
+    const void *context;     /* the caller's pf_thread_context */
     struct pf_job *prev, *next_job;
 } pf_job;
 
@@ -92,7 +95,9 @@ static void *worker_main(void *arg)
         int worker = j->joined++;
         j->busy++;
         pthread_mutex_unlock(&tp->mu);
+        pf_thread_context = j->context;
         run_tasks(tp, j, worker);
+        pf_thread_context = NULL;
         pthread_mutex_lock(&tp->mu);
         if (--j->busy == 0)
             pthread_cond_signal(&j->idle);
@@ -169,7 +174,8 @@ int pf_threadpool_run(pf_threadpool *tp, int n, int max_workers, pf_task_fn task
         }
         return 0;
     }
-    pf_job j = {.task = task, .ctx = ctx, .n = n, .max_workers = max_workers};
+    pf_job j = {
+        .task = task, .ctx = ctx, .n = n, .max_workers = max_workers, .context = pf_thread_context};
     atomic_init(&j.next, 0);
     atomic_init(&j.failed_index, n);
     if (pthread_cond_init(&j.idle, NULL) != 0) {

@@ -27,4 +27,9 @@ int pf_threadpool_size(const pf_threadpool *tp);
    Returns 0, or the first non-zero status a task returned (by lowest index). */
 int pf_threadpool_run(pf_threadpool *tp, int n, int max_workers, pf_task_fn task, void *ctx);
 
+/* A value of the thread's own that travels with its jobs: workers take the submitting
+   thread's for as long as they run its tasks. The engine keeps there the engine whose
+   plugin code runs (a plugin's host->log reaches that engine's log callback). */
+extern _Thread_local const void *pf_thread_context;
+
 #endif

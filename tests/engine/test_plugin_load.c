@@ -9,6 +9,10 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -508,6 +512,67 @@ static void test_declared_sizes(void)
     pf_engine_destroy(e);
 }
 
+/* A plugin's host->log reaches the log callback of the engine running its code, from
+   its entry point (engine creation), its params (a load) and its bands on the engine's
+   workers; it went to stderr whatever the application had set. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static int plugin_lines[2];
+
+static void count_plugin_log(void *user, int level, const char *msg)
+{
+    (void)user;
+    pthread_mutex_lock(&log_mu);
+    if (strcmp(msg, "tp_log: loaded") == 0 && level == 0)
+        plugin_lines[0]++;
+    if (strcmp(msg, "tp_log: ran a band") == 0 && level == 1)
+        plugin_lines[1]++;
+    pthread_mutex_unlock(&log_mu);
+}
+
+static void test_plugin_log(void)
+{
+    fflush(stderr);
+    int saved = dup(2);
+    char path[] = "/tmp/pf_plugin_log_XXXXXX";
+    int fd = mkstemp(path);
+    if (saved < 0 || fd < 0 || dup2(fd, 2) < 0) {
+        CHECK(!"cannot redirect stderr");
+        return;
+    }
+    pf_engine_config cfg;
+    pf_engine_config_init(&cfg);
+    cfg.plugin_path = case_dir("log");
+    cfg.no_builtin = 1;
+    cfg.threads = 4;
+    cfg.log = count_plugin_log;
+    pf_engine *e = NULL;
+    int rc = pf_engine_create(&cfg, &e);
+    pf_pipeline *p = NULL;
+    if (rc == PF_OK)
+        rc = load_one(e, "tp_log", "{}", &p);
+    for (int f = 0; f < 3 && rc == PF_OK; f++) {
+        static unsigned char px[64 * 1024 * 4];
+        pf_frame in = {px, 64, 1024, 64 * 4, PF_U8, 4};
+        pf_frame out = in;
+        rc = pf_pipeline_run(p, &in, 1, &out, 1);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    CHECKF(rc == PF_OK, "%s", p ? pf_pipeline_errmsg(p) : pf_engine_errmsg(e));
+    size_t n = 0;
+    char *err = pf_test_read_file(path, &n);
+    unlink(path);
+    close(fd);
+    CHECKF(n == 0, "the plugin's notices went to stderr: %.*s", (int)(n < 200 ? n : 200),
+           err ? err : "");
+    free(err);
+    CHECKF(plugin_lines[0] == 1, "'loaded' reached the callback %d times", plugin_lines[0]);
+    CHECKF(plugin_lines[1] >= 3, "'ran a band' reached the callback %d times", plugin_lines[1]);
+    pf_pipeline_destroy(p);
+    pf_engine_destroy(e);
+}
+
 /* PIPEFUSE_PLUGIN_PATH takes absolute directories only; a directory above a plugin
    directory that others can write to (not sticky) makes it refused. */
 static void test_path_rules(void)
@@ -588,5 +653,6 @@ int main(void)
     test_good();
     test_short_structs();
     test_declared_sizes();
+    test_plugin_log();
     return pf_test_done("test_plugin_load");
 }

@@ -35,8 +35,9 @@
 #define TP_MANY_FAULTS  20 /* errors: no inputs, a default out of range, out_channels 5 */
 #define TP_ERR_FILL     21 /* a stencil and a resample that fail with err filled, unterminated */
 #define TP_SIZES                                                                                   \
-    22 /* stages asking for absurd scratch or partials, and tables whose
+    22            /* stages asking for absurd scratch or partials, and tables whose
                               columns or row names fall short */
+#define TP_LOG 23 /* logs through host->log at its entry and from every band it runs */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -407,6 +408,25 @@ static const pf_stage_desc tp_rows = {
     TP_TABLE("tp_rows", tp_rows_shape, tp_count_len, tp_rows_combine), .row_name = tp_row_or_null};
 static const pf_stage_desc *const tp_stages[] = {&tp_scratch, &tp_partial, &tp_cols, &tp_rows};
 
+#elif TP_CASE == TP_LOG
+static const pf_host_api *tp_host;
+static int tp_log_radius(const void *params)
+{
+    return 0;
+}
+static int tp_log_run(const pf_stage_args *a)
+{
+    tp_host->log(1, "tp_log: ran a band");
+    return tp_copy_run(a);
+}
+static const pf_stage_desc tp_log_stage = {.size = PF_STAGE_DESC_SIZE,
+                                           .name = "tp_log",
+                                           .kind = PF_STAGE_STENCIL,
+                                           .n_inputs = 1,
+                                           .radius = tp_log_radius,
+                                           .run_cpu = tp_log_run};
+static const pf_stage_desc *const tp_stages[] = {&tp_log_stage};
+
 #elif TP_CASE == TP_TINY
 static const pf_stage_desc tp_stage = {
     TP_POINT(offsetof(pf_stage_desc, params), "tp_tiny", 1, tp_gain_row)};
@@ -436,6 +456,10 @@ PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
         sizeof(pf_plugin_desc), TP_ABI,    TP_PLUGIN_NAME,       "0.0.1",
         "test plugin",          tp_stages, PF_COUNTOF(tp_stages)};
     (void)host;
+#if TP_CASE == TP_LOG
+    tp_host = host;
+    host->log(0, "tp_log: loaded");
+#endif
     return &d;
 }
 
