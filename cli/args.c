@@ -157,7 +157,8 @@ static const cli_command commands[] = {
      "input directory, "
      "files there that are this pipeline's outputs of other inputs there (x.edges.png beside "
      "x.png) are not taken as inputs. Files are written whole or not at all; an input's outputs "
-     "appear together; an output never replaces an input.\n"
+     "appear together; an output never replaces an input, the pipeline file, a --input file "
+     "or the joblog (that input fails).\n"
      "Examples:\n"
      "  pipefuse run pipelines/thumbnail.json photos -o out\n"
      "  pipefuse run resize.json -r photos -o out --name '{dir}/thumbs/{stem}_thumb.png'\n"
@@ -542,6 +543,17 @@ static int usage(const cli_command *cmd, const char *fmt, const char *a, size_t 
     fprintf(stderr, "pipefuse%s%s: ", cmd ? " " : "", cmd ? cmd->name : "");
     fprintf(stderr, fmt, (int)len, a);
     fprintf(stderr, "%s (see pipefuse %s%s--help)\n", hint, cmd ? cmd->name : "", cmd ? " " : "");
+    return PF_EXIT_USAGE;
+}
+
+int cli_unknown_option(const char *cmd, const char *arg)
+{
+    fprintf(stderr, "pipefuse %s: unknown option '%s'%s (see pipefuse %s --help)\n", cmd, arg,
+            strcmp(cmd, "check") == 0 || strcmp(cmd, "bench") == 0
+                ? "; a pipeline file whose name starts with '-' goes after --"
+            : strcmp(cmd, "run") == 0 ? "; a file whose name starts with '-' goes after --"
+                                      : "",
+            cmd);
     return PF_EXIT_USAGE;
 }
 

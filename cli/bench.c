@@ -443,10 +443,7 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         } else if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else {
-            fprintf(stderr,
-                    "pipefuse bench: unexpected argument '%s' (see pipefuse bench --help)\n",
-                    argv[i]);
-            return PF_EXIT_USAGE;
+            return cli_unknown_option("bench", argv[i]);
         }
     }
     if (only && check_mode(only) != 0)

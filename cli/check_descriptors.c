@@ -107,10 +107,19 @@ void *pc_check_descriptor(pc *c, const pf_plugin_desc **pdo)
     pc_doing("loading %s (its constructors run)", c->real);
     void *h = dlopen(c->real, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
+        /* the advice that fits dlopen's reason: a symbol missing, or no shared library
+           for this machine at all (a text file, an object file, another architecture) */
+        const char *why = dlerror();
+        why = why ? why : "unknown error";
         fail(c,
-             "an undefined symbol usually means a function declared but not defined, or a "
-             "library not linked; `ldd -r FILE` lists them",
-             "cannot load it: %s", dlerror());
+             strstr(why, "undefined symbol")
+                 ? "an undefined symbol usually means a function declared but not defined, or "
+                   "a library not linked; `ldd -r FILE` lists them"
+             : strstr(why, "ELF") || strstr(why, "ET_DYN") || strstr(why, "file too short")
+                 ? "a plugin is a shared library built for this machine (pipefuse_add_plugin, "
+                   "or cc -shared -fPIC); `file FILE` says what this file is"
+                 : "`ldd -r FILE` lists the libraries and symbols it needs and which are missing",
+             "cannot load it: %s", why);
         return NULL;
     }
     pf_plugin_entry_fn entry;

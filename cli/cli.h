@@ -115,11 +115,20 @@ int cli_name_check(const char *name, char *err, size_t errn);
 #define OUT_TMP_PREFIX ".pftmp-"
 int cli_names_finish(int quiet);
 void cli_names_free(void);
+/* Creates -o DIR and the folders above it, *made counting those it made; -1 with the
+   message (naming -o and the part that is in the way) in err and nothing left made.
+   cli_unmake_outdir removes the made folders again while they are empty: a command
+   refused after -o DIR was made leaves no folder behind. */
+int cli_make_outdir(const char *dir, int *made, char *err, size_t errn);
+void cli_unmake_outdir(const char *dir, int made);
 /* Creates the folders below outdir that name needs. */
 int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t errn);
 /* `pipefuse plugin check LIB.so` (plugin_check.c); argv[0] is the subcommand. */
 int cli_plugin(int argc, char **argv, const cli_common *c);
 int cli_bench(int argc, char **argv, const cli_common *c);
+/* "pipefuse CMD: unknown option 'ARG' (see ...; a file whose name starts with '-' goes
+   after --)"; returns PF_EXIT_USAGE. For what the option tables did not take. */
+int cli_unknown_option(const char *cmd, const char *arg);
 /* ---- Numbers on the command line (args.c) ---- */
 
 /* s as a whole decimal integer in [lo, hi]: digits only (a '-' only where lo < 0), no

@@ -204,24 +204,6 @@ static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r
     return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *s = tmp + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = 0;
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *s = '/';
-    }
-    return mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* Ctrl-C or SIGTERM before the batch starts (run.c has its own handler from then
    on): a read of stdin or of a piped pipeline stops, so that the private temporary
    folder is removed instead of left behind. */
@@ -762,28 +744,9 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         fprintf(stderr, "pipefuse run: no input files\n");
         goto done;
     }
-    /* folders of names (templates with '/', --recursive) exist before the batch; run.c
-       creates -o DIR itself otherwise */
-    int made_out = 0;
-    for (int i = 0; i < r.n_files; i++)
-        for (int k = 0; k < po.n; k++) {
-            char *name = cli_output_name(r.files[i].path, po.name[k], po.ext[k],
-                                         po.image[k] && po.single_image);
-            if (name && strchr(name, '/') && !made_out++ && mkdir_p(r.outdir) != 0) {
-                fprintf(stderr, "pipefuse run: cannot create %s: %s\n", r.outdir, strerror(errno));
-                free(name);
-                goto done;
-            }
-            int rc = name && strchr(name, '/') ? cli_names_mkdirs(r.outdir, name, err, sizeof err)
-                     : name                    ? 0
-                                               : -1;
-            free(name);
-            if (rc != 0) {
-                fprintf(stderr, "pipefuse run: %s\n", name ? err : "out of memory");
-                goto done;
-            }
-        }
-
+    /* -o DIR and the folders of names (templates with '/', --recursive) are made by
+       run.c once the whole command line is accepted (a refused one leaves no folder), the
+       latter per input in its precheck: one that cannot be made fails its inputs only */
     /* run.c's arguments: the pipeline, -o, the files, then the other options */
     run_argv = calloc((size_t)(r.n_pass + r.n_files + 4), sizeof *run_argv);
     if (!run_argv)

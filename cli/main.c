@@ -157,20 +157,36 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
         } else if (strcmp(argv[i], "--build") == 0) {
             build = 1;
         } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            /* A comma-separated list, or the option again. */
-            char list[256];
-            snprintf(list, sizeof list, "%s", argv[++i]);
-            for (char *save = NULL, *t = strtok_r(list, ",", &save); t;
-                 t = strtok_r(NULL, ",", &save)) {
-                if (n_formats == 16 ||
-                    cli_parse_format(t, &samples[n_formats], &channels[n_formats]) != 0) {
+            /* A comma-separated list, or the option again; empty items are skipped
+               ("rgb8,"), but a list with no format at all ('', ',': an unset shell
+               variable) is refused, not taken for the default. */
+            const char *t = argv[++i];
+            int listed = 0;
+            for (;;) {
+                size_t len = strcspn(t, ",");
+                char one[16];
+                if (len &&
+                    (n_formats == 16 || len >= sizeof one ||
+                     (memcpy(one, t, len), one[len] = 0,
+                      cli_parse_format(one, &samples[n_formats], &channels[n_formats]) != 0))) {
                     fprintf(stderr,
                             "pipefuse check: --format %s: %s (formats: gray8 graya8 rgb8 rgba8, "
                             "the same with 16 or f)\n",
                             argv[i], n_formats == 16 ? "at most 16 formats" : "unknown format");
                     return PF_EXIT_USAGE;
                 }
-                n_formats++;
+                n_formats += len > 0;
+                listed += len > 0;
+                if (!t[len])
+                    break;
+                t += len + 1;
+            }
+            if (!listed) {
+                fprintf(stderr,
+                        "pipefuse check: --format '%s': no format in the list (formats: gray8 "
+                        "graya8 rgb8 rgba8, the same with 16 or f)\n",
+                        argv[i]);
+                return PF_EXIT_USAGE;
             }
         } else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
             long long a;
@@ -180,10 +196,7 @@ static int cmd_check(int argc, char **argv, const cli_common *c)
             }
             arch = (int)a;
         } else {
-            fprintf(stderr,
-                    "pipefuse check: unexpected argument '%s' (see pipefuse check --help)\n",
-                    argv[i]);
-            return PF_EXIT_USAGE;
+            return cli_unknown_option("check", argv[i]);
         }
     }
     if (!file) {
@@ -378,18 +391,21 @@ static void print_param(const pf_param_desc *pd)
 
 static int cmd_stages(int argc, char **argv, const cli_common *c)
 {
-    pf_engine *e = cli_engine(c);
-    if (!e)
-        return PF_EXIT_USAGE;
-    /* "--" ends options: `stages -- NAME` and `stages NAME --` name NAME */
+    /* "--" ends options: `stages -- NAME` and `stages NAME --` name NAME; before it, an
+       argument starting with '-' is an option stages does not have, not a stage name */
     const char *only = NULL;
     int n_names = 0, ended = 0;
     for (int i = 0; i < argc; i++) {
         if (!ended && strcmp(argv[i], "--") == 0)
             ended = 1;
+        else if (!ended && argv[i][0] == '-' && argv[i][1])
+            return cli_unknown_option("stages", argv[i]);
         else
             only = argv[i], n_names++;
     }
+    pf_engine *e = cli_engine(c);
+    if (!e)
+        return PF_EXIT_USAGE;
     if (n_names > 1) {
         fprintf(stderr, "pipefuse stages: one stage name at most (see pipefuse stages --help)\n");
         pf_engine_destroy(e);
@@ -435,6 +451,8 @@ static int cmd_info(int argc, char **argv, const cli_common *c)
 {
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--") != 0 || i > 0) {
+            if (argv[i][0] == '-' && argv[i][1] && (i == 0 || strcmp(argv[0], "--") != 0))
+                return cli_unknown_option("info", argv[i]);
             fprintf(stderr, "pipefuse info: unexpected argument '%s' (see pipefuse info --help)\n",
                     argv[i]);
             return PF_EXIT_USAGE;

@@ -12,6 +12,7 @@
  * (cli_output_key) and gives a retried input the ones it had (cli_names_fix).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,6 +405,85 @@ void cli_names_free(void)
     names.n = 0; /* the template stays */
 }
 
+/* mkdir that takes a folder already there as made: 1 made, 0 there, or -1 with errno
+   (ENOTDIR when a file, or a link to one, has the name). */
+static int make_folder(const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0777) == 0)
+        return 1;
+    if (errno != EEXIST)
+        return -1;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    errno = ENOTDIR;
+    return -1;
+}
+
+/* Creates -o DIR and the folders above it; *made counts the folders made. */
+int cli_make_outdir(const char *dir, int *made, char *err, size_t errn)
+{
+    *made = 0;
+    if (!dir[0]) {
+        snprintf(err, errn, "-o '': an empty folder name");
+        return -1;
+    }
+    if (strlen(dir) >= PATH_MAX) { /* refused before a folder of it is made */
+        snprintf(err, errn,
+                 "-o %.60s...: the folder's name is %zu bytes, over the system's PATH_MAX of %d",
+                 dir, strlen(dir), PATH_MAX - 1);
+        return -1;
+    }
+    char *tmp = strdup(dir);
+    if (!tmp) {
+        snprintf(err, errn, "-o %s: out of memory", dir);
+        return -1;
+    }
+    int rc = 0;
+    for (char *s = tmp + 1;; s++) {
+        if (*s && *s != '/')
+            continue;
+        char c = *s;
+        *s = 0;
+        int r = s[-1] == '/' ? 0 : make_folder(tmp);
+        if (r < 0) {
+            if (errno == ENOTDIR)
+                snprintf(err, errn, "-o %s: %s exists and is not a folder", dir, tmp);
+            else
+                snprintf(err, errn, "-o %s: cannot create the folder %s: %s", dir, tmp,
+                         strerror(errno));
+            rc = -1;
+            break;
+        }
+        *made += r;
+        *s = c;
+        if (!c)
+            break;
+    }
+    free(tmp);
+    if (rc != 0)
+        cli_unmake_outdir(dir, *made);
+    return rc;
+}
+
+/* Removes the last `made` folders of dir, deepest first, each only while empty. */
+void cli_unmake_outdir(const char *dir, int made)
+{
+    char *tmp = made > 0 ? strdup(dir) : NULL;
+    for (int k = 0; tmp && k < made; k++) {
+        size_t n = strlen(tmp);
+        while (n > 1 && tmp[n - 1] == '/') /* "a/b//": the folder is "a/b" */
+            tmp[--n] = 0;
+        if (rmdir(tmp) != 0)
+            break;
+        char *slash = strrchr(tmp, '/');
+        if (!slash)
+            break;
+        *slash = 0;
+    }
+    free(tmp);
+}
+
 /* Creates every folder below outdir that the name of an output needs. */
 int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t errn)
 {
@@ -414,8 +494,12 @@ int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t err
             snprintf(err, errn, "%s/%s: the name is too long", outdir, name);
             return -1;
         }
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            snprintf(err, errn, "cannot create %s: %s", path, strerror(errno));
+        if (make_folder(path) < 0) {
+            if (errno == ENOTDIR)
+                snprintf(err, errn, "cannot create the folder %s: it exists and is not a folder",
+                         path);
+            else
+                snprintf(err, errn, "cannot create %s: %s", path, strerror(errno));
             return -1;
         }
     }

@@ -154,20 +154,29 @@ int cli_plugin(int argc, char **argv, const cli_common *common)
             c.o.only = argv[++i];
         } else if (strcmp(a, "--dump-kernels") == 0 && v) {
             c.o.dump_dir = argv[++i];
-        } else if (strcmp(a, "--arch") == 0 && v && parse_number(v, 50, 200, &num) == 0 &&
-                   num == floor(num)) {
+        } else if (strcmp(a, "--arch") == 0 && v) {
+            if (parse_number(v, 50, 200, &num) != 0 || num != floor(num))
+                return plugin_usage(" check: --arch %s: expected e.g. 90 for sm_90", v, "");
             c.o.arch = (int)num;
             i++;
-        } else if (strcmp(a, "--seed") == 0 && v && parse_number(v, 0, 1e18, &num) == 0 &&
-                   num == floor(num)) {
+        } else if (strcmp(a, "--seed") == 0 && v) {
+            if (parse_number(v, 0, 1e18, &num) != 0 || num != floor(num))
+                return plugin_usage(" check: --seed %s: expected a whole number from 0 to 1e18", v,
+                                    "");
             c.o.seed = (unsigned long long)num;
             i++;
-        } else if (strcmp(a, "--tolerance") == 0 && v && parse_number(v, 0, 1, &num) == 0) {
+        } else if (strcmp(a, "--tolerance") == 0 && v) {
+            if (parse_number(v, 0, 1, &num) != 0)
+                return plugin_usage(" check: --tolerance %s: expected a number from 0 to 1", v, "");
             c.o.tol = num;
             i++;
+        } else if (!v && (strcmp(a, "--stage") == 0 || strcmp(a, "--dump-kernels") == 0 ||
+                          strcmp(a, "--arch") == 0 || strcmp(a, "--seed") == 0 ||
+                          strcmp(a, "--tolerance") == 0)) {
+            return plugin_usage(" check: option '%s' needs a value", a, "");
         } else {
-            return plugin_usage(" check: unexpected argument '%s'", a,
-                                !v ? " (or its value is missing)" : "");
+            return plugin_usage(" check: unknown option '%s'", a,
+                                "; a file whose name starts with '-' goes after --");
         }
     }
     if (!c.o.file)

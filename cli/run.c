@@ -278,7 +278,8 @@ static int read_failed(run_opts *o, const char *file)
             cli_unescape(key);
         /* outs is unescaped name by name (next_output): an escaped comma is no separator */
         l[n] = (logline){strdup(line), failed && key && *key ? strdup(key) : NULL,
-                         ok && outs && *outs ? strdup(outs) : NULL, failed, lineno};
+                         ok && outs && *outs && strcmp(outs, "-") != 0 ? strdup(outs) : NULL,
+                         failed, lineno}; /* "-": -o -, no file written */
         if (!l[n++].input)
             rc = -1;
     }
@@ -667,7 +668,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
                                    v);
             o->max_pixels = (unsigned long long)px;
         } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option (or missing value):", a);
+            return cli_unknown_option("run", a);
         } else if (!o->pipeline) {
             o->pipeline = a;
         } else if (add_input(o, a) != 0) {
@@ -682,8 +683,13 @@ static int parse_args(int argc, char **argv, run_opts *o)
         return PF_EXIT_USAGE; /* take_failed picks the inputs, after the shard */
     if (!o->n_inputs && !o->retry_failed)
         return usage_error("no input files", NULL);
-    if (strlen(o->outdir) >= PATH_MAX)
-        return usage_error("the output directory's name is longer than PATH_MAX:", NULL);
+    if (strlen(o->outdir) >= PATH_MAX) {
+        fprintf(stderr,
+                "pipefuse run: -o %.60s...: the folder's name is %zu bytes, over the system's "
+                "PATH_MAX of %d\n",
+                o->outdir, strlen(o->outdir), PATH_MAX - 1);
+        return PF_EXIT_USAGE;
+    }
     return PF_EXIT_OK;
 }
 
@@ -701,26 +707,6 @@ static void take_shard(run_opts *o)
             free(o->inputs[i]);
     }
     o->n_inputs = w;
-}
-
-static int mkdir_p(const char *dir)
-{
-    char *tmp = strdup(dir);
-    if (!tmp)
-        return -1;
-    for (char *s = tmp + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = 0;
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
-            free(tmp);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(tmp, 0777) != 0 && errno != EEXIST ? -1 : 0;
-    free(tmp);
-    return rc;
 }
 
 /* ---- The supervisor ------------------------------------------------------------------------------ */
@@ -886,8 +872,12 @@ static void joblog_line(sup *s, int i)
     cli_escape(m, shown(s, i));
     fprintf(m, "\t%s\t%.3f\t", names[t->state], t->seconds);
     /* the outputs column: the names, each with its commas escaped, joined by ", " (the
-       names the worker wrote: send_job gave it these) */
-    for (int k = 0; k < s->n_out && (t->state == ST_OK || t->state == ST_SKIPPED); k++) {
+       names the worker wrote: send_job gave it these); with -o - the image went to
+       stdout and no file stays, as the log line says: "-" */
+    if (s->o->stdout_dir && t->state == ST_OK)
+        fputc('-', m);
+    for (int k = 0;
+         k < s->n_out && !s->o->stdout_dir && (t->state == ST_OK || t->state == ST_SKIPPED); k++) {
         char *f = final_name(s, i, k);
         if (k)
             fputs(", ", m);
@@ -1411,8 +1401,37 @@ static struct timespec made_from(const run_opts *o)
     return t;
 }
 
-/* Before any work: outputs that would replace an input or another input's output fail
-   their input; with --skip-existing, inputs whose outputs are all there and not older
+/* The files a run reads or appends to besides its inputs: the pipeline, the --input
+   files, the joblog and the --retry-failed joblog. An output is never written over
+   one of them (a --input file replaced after the first file would be what a restarted
+   worker reads). */
+typedef struct guarded {
+    dev_t dev;
+    ino_t ino;
+    const char *what, *path;
+} guarded;
+
+static int guard_files(const sup *s, guarded *g, int max)
+{
+    const run_opts *o = s->o;
+    int n = 0;
+    struct stat st;
+    if (!o->pipeline_piped && n < max && stat(o->pipeline, &st) == 0)
+        g[n++] = (guarded){st.st_dev, st.st_ino, "the pipeline file", o->pipeline};
+    for (int b = 0; b < o->n_binds && n < max; b++) {
+        const char *eq = strchr(o->binds[b], '=');
+        if (eq && stat(eq + 1, &st) == 0)
+            g[n++] = (guarded){st.st_dev, st.st_ino, "the --input file", eq + 1};
+    }
+    if (s->joblog >= 0 && n < max && fstat(s->joblog, &st) == 0)
+        g[n++] = (guarded){st.st_dev, st.st_ino, "the --joblog file", o->joblog};
+    if (o->retry_failed && n < max && stat(o->retry_failed, &st) == 0)
+        g[n++] = (guarded){st.st_dev, st.st_ino, "the --retry-failed joblog", o->retry_failed};
+    return n;
+}
+
+/* Before any work: outputs that would replace an input, a file guard_files names or
+   another input's output fail their input; with --skip-existing, inputs whose outputs are all there and not older
    than the input, the pipeline and the --input files are skipped. An input that is no
    regular file (or is gone) is never skipped: it fails with its reason; nor is stdin,
    whose data has no time. */
@@ -1425,6 +1444,8 @@ static void precheck(sup *s)
     ino_t *inos = calloc((size_t)n + 1, sizeof *inos);
     char **first = calloc((size_t)n * (size_t)s->n_out + 1, sizeof *first);
     int n_first = 0;
+    guarded guard[RUN_MAX_IO + 3];
+    int n_guard = guard_files(s, guard, RUN_MAX_IO + 3);
     for (int i = 0; i < n && devs && inos; i++) {
         struct stat st;
         if (stat(o->inputs[i], &st) == 0) {
@@ -1478,6 +1499,12 @@ static void precheck(sup *s)
                         snprintf(msg, sizeof msg,
                                  "output %.1024s would replace an input file; choose another -o",
                                  f);
+                for (int g = 0; g < n_guard && !msg[0]; g++)
+                    if (guard[g].dev == st.st_dev && guard[g].ino == st.st_ino)
+                        snprintf(msg, sizeof msg,
+                                 "output %.1024s would replace %s %.1024s; choose another -o "
+                                 "or --name",
+                                 f, guard[g].what, guard[g].path);
                 if (ts_before(st.st_mtim, in_time))
                     have_all = 0;
             } else {
@@ -1731,10 +1758,15 @@ int cli_run(int argc, char **argv, const cli_common *c)
         if (o.retry_failed && take_failed(&o) != 0)
             status = PF_EXIT_USAGE;
     }
+    int made_out = 0; /* folders of -o made by this run: removed again if it is refused */
     if (status == PF_EXIT_OK) {
-        if (mkdir_p(o.outdir) != 0 ||
-            (s.dirfd = open(o.outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-            fprintf(stderr, "pipefuse run: cannot create %s: %s\n", o.outdir, strerror(errno));
+        char err[8400];
+        if (cli_make_outdir(o.outdir, &made_out, err, sizeof err) != 0) {
+            fprintf(stderr, "pipefuse run: %s\n", err);
+            status = PF_EXIT_USAGE;
+        } else if ((s.dirfd = open(o.outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "pipefuse run: -o %s: cannot open the folder: %s\n", o.outdir,
+                    strerror(errno));
             status = PF_EXIT_USAGE;
         }
     }
@@ -1823,6 +1855,8 @@ int cli_run(int argc, char **argv, const cli_common *c)
         status = PF_EXIT_FAILED; /* a resume from this joblog would be wrong */
     if (s.dirfd >= 0)
         close(s.dirfd);
+    if (status == PF_EXIT_USAGE) /* nothing ran: no empty folder of ours stays */
+        cli_unmake_outdir(o.outdir, made_out);
     for (int i = 0; s.it && i < o.n_inputs; i++)
         free(s.it[i].msg);
     for (int k = 0; k < RUN_MAX_IO; k++)

@@ -158,6 +158,36 @@ section_suggest() {
     expect 2 "misspelt global option"
     says "$W/stderr" "did you mean '--plugin-path'?" "--plugin-paht"
     absent "$W/out"
+    # an option no command has, and no typo of one, is named as an unknown option by
+    # every command (stages took it for a stage name, check and bench for an argument)
+    local cmdline
+    for cmdline in "stages --verbose" "info --verbose" "check $P/demo.json --verbose" \
+        "bench $P/demo.json --verbose" "plugin check x.so --frobnicate" \
+        "run $P/demo.json x.png -o $W/out --frobnicate"; do
+        # shellcheck disable=SC2086
+        pf $cmdline
+        expect 2 "$cmdline"
+        says "$W/stderr" "unknown option '${cmdline##* }'" "$cmdline: an unknown option"
+    done
+    pf stages -- gaussian
+    expect 0 "stages -- NAME"
+    # a known option of plugin check with a bad value names the option and the rule
+    pf plugin check x.so --arch sm_90
+    expect 2 "plugin check --arch sm_90"
+    says "$W/stderr" "--arch sm_90: expected e.g. 90 for sm_90" "plugin check --arch's rule"
+    pf plugin check x.so --tolerance 2
+    expect 2 "plugin check --tolerance 2"
+    says "$W/stderr" "--tolerance 2: expected a number from 0 to 1" "plugin check --tolerance's rule"
+    # a file that is no shared library gets advice about that, not about undefined symbols
+    echo "not a library" >"$W/text.so"
+    chmod 644 "$W/text.so"
+    pf plugin check "$W/text.so"
+    expect 1 "plugin check of a text file"
+    says "$W/stdout" "\`file FILE\` says what this file is" "plugin check: advice for a non-library"
+    grep -qF "undefined symbol" "$W/stdout" && fail "plugin check: undefined-symbol advice for a text file"
+    pf plugin check x.so --seed
+    expect 2 "plugin check --seed without a value"
+    says "$W/stderr" "'--seed' needs a value" "plugin check --seed's missing value"
 }
 
 # ---- notices: what the no-GPU notice says, -q, --backend cuda ---------------------------------
@@ -279,6 +309,52 @@ section_names() {
     pf run "$P/thumbnail.json" -r "$W/inplace" -o "$W/inplace" -q --name 'small/{stem}.png'
     expect 0 "a template into the input folder, again"
     [ -e "$W/inplace/small/small" ] && fail "a template's outputs were taken as inputs"
+    # an output never replaces a file the run reads besides its inputs: a --input file
+    # (a restarted worker reads it again), the pipeline, the joblog; that input fails
+    mkdir -p "$W/guard/in" "$W/guard/out"
+    cp "$W/gen/rgb8.png" "$W/guard/in/x.png"
+    cp "$W/gen/rgba8.png" "$W/guard/out/x.png"
+    cp "$W/gen/rgba8.png" "$W/guard/logo.png"
+    pf run "$P/watermark.json" "$W/guard/in" -o "$W/guard/out" --input "logo=$W/guard/out/x.png"
+    expect 1 "an output over the --input file"
+    says "$W/stderr" "output x.png would replace the --input file $W/guard/out/x.png" "the --input file named"
+    cmp -s "$W/gen/rgba8.png" "$W/guard/out/x.png" || fail "the --input file was replaced by an output"
+    cp "$P/analysis.json" "$W/guard/p.json"
+    cp "$W/gen/rgb8.png" "$W/guard/p.png"
+    pf run "$W/guard/p.json" "$W/guard/p.png" -o "$W/guard" --name '{stem}.{ext}' --table-format json \
+        --joblog "$W/guard/log.tsv"
+    expect 2 "three table outputs, one name" # refused for the template, before the files
+    pf run "$W/guard/p.json" "$W/guard/p.png" -o "$W/guard" --name '{stem}{output}.{ext}' -q \
+        --joblog "$W/guard/pstats.csv"
+    expect 1 "an output over the joblog"
+    says "$W/stderr" "output pstats.csv would replace the --joblog file" "the joblog named"
+    head -1 "$W/guard/pstats.csv" | grep -q '^input' || fail "the joblog was replaced by an output"
+    cp "$P/analysis.json" "$W/guard/pstats.json"
+    pf run "$W/guard/pstats.json" "$W/guard/p.png" -o "$W/guard" --name '{stem}{output}.{ext}' -q \
+        --table-format json
+    expect 1 "an output over the pipeline file"
+    says "$W/stderr" "would replace the pipeline file" "the pipeline file named"
+    cmp -s "$P/analysis.json" "$W/guard/pstats.json" || fail "the pipeline file was replaced"
+
+    # -o where a file is in the way: said with -o and the part in the way, status 2
+    : >"$W/afile"
+    for o in "$W/afile" "$W/afile/sub" /dev/null; do
+        pf run "$P/thumbnail.json" "$W/gen/rgb8.png" -o "$o" -q
+        expect 2 "-o $o"
+        says "$W/stderr" "-o $o: ${o%/sub} exists and is not a folder" "-o $o: what is in the way"
+    done
+    pf run "$P/thumbnail.json" "$W/gen/rgb8.png" -o '' -q
+    expect 2 "-o ''"
+    says "$W/stderr" "-o '': an empty folder name" "-o ''"
+    # a template's folder blocked by a file fails the inputs that need it, not the batch
+    mkdir -p "$W/blocked"
+    : >"$W/blocked/rgb8"
+    pf run "$P/edges.json" "$W/gen/rgb8.png" "$W/gen/rgba8.png" -o "$W/blocked" -q --name '{stem}/{output}.png'
+    expect 1 "a template folder blocked by a file"
+    says "$W/stderr" "rgb8.png: FAILED: cannot create the folder $W/blocked/rgb8: it exists and is not a folder" \
+        "the blocked folder named"
+    exists "$W/blocked/rgba8/edges.png"
+
     # a file that merely looks like an output (no x.png beside it) is an input
     mkdir -p "$W/look"
     cp "$W/gen/rgb8.png" "$W/look/photo.edges.png"
@@ -347,6 +423,28 @@ section_numbers() {
         pf bench --frames "$bad" "$P/thumbnail.json"
         expect 2 "bench --frames '$bad'"
     done
+    # a command line refused after -o is known leaves no folder behind (status 2: nothing
+    # ran), with a template of subfolders and a joblog that cannot be opened too
+    pf run "$P/edges.json" "$in" -o "$W/made/a/b" --name '{stem}/{output}.png' --zlib 99
+    expect 2 "--zlib 99 with a template"
+    absent "$W/made"
+    pf run "$P/edges.json" "$in" -o "$W/made/a/b" --joblog "$W/nowhere/log.tsv"
+    expect 2 "a joblog in a missing folder"
+    says "$W/stderr" "--joblog $W/nowhere/log.tsv: No such file or directory" "the joblog named"
+    absent "$W/made"
+    pf run "$P/edges.json" "$in" -o "$W/made/a/b" --name '{stem}/{output}.png' -q
+    expect 0 "the same with good options"
+    exists "$W/made/a/b/rgb8/edges.png"
+    rm -rf "$W/made"
+    # check --format: a list without a format (an unset variable) is refused, not taken
+    # for the default rgba8; an empty item beside formats is skipped (cli_check_build)
+    for bad in '' ',' ',,'; do
+        pf check "$P/thumbnail.json" --format "$bad" -q
+        expect 2 "check --format '$bad'"
+        says "$W/stderr" "--format '$bad': no format in the list" "check --format '$bad' named"
+    done
+    pf check "$P/thumbnail.json" --format rgb8,,gray16 -q
+    expect 0 "check --format rgb8,,gray16"
     pf run "$P/thumbnail.json" "$in" -o "$W/ok" --max-pixels 100000000 --max-memory 1.5G --zlib 9 -q
     expect 0 "good numbers"
     # --shard auto reads whole numbers from the environment
@@ -397,6 +495,16 @@ section_stdio() {
     rc=$?
     expect 0 "stdin to a folder"
     [ "$(tail -1 "$W/log.tsv" | cut -f1,2)" = "$(printf -- '-\tok')" ] || fail "joblog of stdin: $(tail -1 "$W/log.tsv")"
+    # -o -: no file is written, so the joblog's outputs column names stdout, "-", as the
+    # log line does (it listed the names of files that never existed)
+    "$PF" run "$P/demo.json" "$W/gen/rgb8.png" -o - --joblog "$W/out.tsv" >"$W/out.png" 2>"$W/stderr"
+    rc=$?
+    expect 0 "-o - with --joblog"
+    [ "$(tail -1 "$W/out.tsv" | cut -f2,4)" = "$(printf 'ok\t-')" ] || fail "joblog of -o -: $(tail -1 "$W/out.tsv")"
+    # ... and a retry from that joblog claims no output name
+    "$PF" run "$P/demo.json" "$W/gen/rgb8.png" -o "$W/afterstdout" --retry-failed "$W/out.tsv" -q 2>"$W/stderr"
+    rc=$?
+    expect 0 "a retry from a joblog of -o -"
     printf 'not a png' | "$PF" run "$P/demo.json" - -o - >"$W/bad.png" 2>"$W/stderr"
     rc=$?
     expect 1 "a corrupt image on stdin"
