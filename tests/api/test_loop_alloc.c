@@ -11,8 +11,9 @@
  *                          rotate through the pipeline's slots, and each slot's first
  *                          frame used to capture its graph inside the loop (146
  *                          allocations in 5 frames on the H200, cuStreamBeginCapture).
- *   Allocations inside the CUDA driver's cuGraphLaunch are reported, not counted: the
- *   driver now and then grows its own launch bookkeeping there.
+ *   Allocations inside the CUDA driver's cuGraphLaunch, and on threads the driver runs
+ *   for itself, are reported, not counted: the driver now and then grows its own launch
+ *   bookkeeping, and its threads allocate when other GPU work runs on the machine.
  *   test_loop_alloc_dev gpu  the same and device frames (pf_pipeline_submit_device on
  *                          the application's stream, new pointers every frame); built
  *                          where CUDA is.
@@ -51,6 +52,7 @@ extern void *__libc_realloc(void *, size_t);
 static atomic_int counting;
 static atomic_long counted;
 static atomic_long in_launch; /* made inside cuGraphLaunch: the CUDA driver's own */
+static atomic_long on_driver; /* made on a thread of the CUDA driver's own */
 static int trace_left;        /* PF_ALLOC_TRACE=N: the stacks of the first N counted calls */
 static _Thread_local int in_count;
 
@@ -68,6 +70,27 @@ static int inside_graph_launch(void *const *frames, int n)
     return 0;
 }
 
+/* Whether every frame but the first two (count, malloc) is in the CUDA driver or the C
+   library: a thread the driver started for itself (with other GPU work on the machine it
+   allocates now and then, nothing of pipefuse's or this program's on its stack). The
+   caller's thread has main on its stack, pipefuse's workers the pool's loop. */
+static int on_driver_thread(void *const *frames, int n)
+{
+    static const char *const theirs[] = {"libcuda", "libc.", "libc-", "ld-linux", "libgcc"};
+    for (int i = 2; i < n; i++) {
+        Dl_info d;
+        if (!dladdr(frames[i], &d) || !d.dli_fname)
+            continue;
+        const char *base = strrchr(d.dli_fname, '/') ? strrchr(d.dli_fname, '/') + 1 : d.dli_fname;
+        int foreign = 0;
+        for (size_t k = 0; k < sizeof theirs / sizeof theirs[0]; k++)
+            foreign |= strncmp(base, theirs[k], strlen(theirs[k])) == 0;
+        if (!foreign)
+            return 0;
+    }
+    return 1;
+}
+
 static void count(void)
 {
     if (!atomic_load_explicit(&counting, memory_order_relaxed) || in_count)
@@ -77,6 +100,8 @@ static void count(void)
     int n = backtrace(frames, 32);
     if (inside_graph_launch(frames, n)) {
         atomic_fetch_add(&in_launch, 1);
+    } else if (on_driver_thread(frames, n)) {
+        atomic_fetch_add(&on_driver, 1);
     } else if (atomic_fetch_add(&counted, 1) < trace_left) {
         static const char line[] = "--- allocation in the frame loop:\n";
         if (write(2, line, sizeof line - 1) < 0)
@@ -284,9 +309,10 @@ int main(int argc, char **argv)
     if (stream)
         cudaStreamDestroy(stream);
 #endif
-    if (atomic_load(&in_launch))
-        printf("%s: %ld allocations inside cuGraphLaunch (the CUDA driver's own), not counted\n",
-               name, atomic_load(&in_launch));
+    if (atomic_load(&in_launch) || atomic_load(&on_driver))
+        printf("%s: not counted, the CUDA driver's own: %ld allocations inside cuGraphLaunch, "
+               "%ld on its own threads\n",
+               name, atomic_load(&in_launch), atomic_load(&on_driver));
     pf_pipeline_destroy(p);
     pf_engine_destroy(e);
     return pf_test_done(name);
