@@ -327,13 +327,15 @@ static int cmp_str(const void *a, const void *b)
 static int load_dir(pf_engine *e, const char *dir, int required)
 {
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    int found = stat(dir, &st) == 0;
+    const char *why = found ? "not a directory" : strerror(errno);
+    if (!found || !S_ISDIR(st.st_mode)) {
         if (!required) {
-            pf_log(e, 1, "plugin directory %s does not exist; skipped", dir);
+            pf_log(e, 1, "plugin directory %s: %s; skipped", dir,
+                   found ? "not a directory" : "does not exist");
             return PF_OK;
         }
-        pf_errf(e->errmsg, "plugin directory %s: %s", dir,
-                errno ? strerror(errno) : "not a directory");
+        pf_errf(e->errmsg, "plugin directory %s: %s", dir, why);
         return PF_PLUGIN;
     }
     if (unsafe_mode(&st)) {
