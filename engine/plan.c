@@ -647,10 +647,12 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
 /* ---- Memory ------------------------------------------------------------------------------------ */
 
 /* Whether node i has a whole float image on the CPU: every pipeline input, and the
-   nodes the plan stores. */
-static int host_image(const pf_pipeline *p, const pf_plan *plan, int i)
+   nodes the plan stores; with every_node (the device estimate without fusion) every used
+   node. */
+static int has_image(const pf_pipeline *p, const pf_plan *plan, int i, int every_node)
 {
-    return i < p->n_inputs || plan->stored[i];
+    return i < p->n_inputs || plan->stored[i] ||
+           (every_node && plan->unit_of[i] >= 0 && p->nodes[i].desc->kind != PF_STAGE_REDUCE);
 }
 
 static size_t host_image_bytes(const pf_plan *plan, int i)
@@ -659,7 +661,9 @@ static size_t host_image_bytes(const pf_plan *plan, int i)
            (size_t)plan->shapes[i].height;
 }
 
-int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of, size_t *bytes)
+/* pf_plan_host_buffers, for the images has_image(.., every_node) names. */
+static int share_buffers(const pf_pipeline *p, const pf_plan *plan, int every_node, int *buf_of,
+                         size_t *bytes)
 {
     int nn = p->n_nodes, nu = plan->n_units, n_buf = -1;
     int *death = malloc(sizeof(int) * (size_t)nn);
@@ -672,7 +676,7 @@ int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of,
        units) */
     for (int i = 0; i < nn; i++) {
         buf_of[i] = -1;
-        if (!host_image(p, plan, i))
+        if (!has_image(p, plan, i, every_node))
             continue;
         int d = i < p->n_inputs ? -1 : plan->unit_of[i];
         for (int c = plan->cons_first[i]; c < plan->cons_first[i + 1]; c++) {
@@ -686,7 +690,7 @@ int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of,
     for (int k = 0; k < nu + 2; k++)
         rfirst[k + 1] += rfirst[k];
     for (int i = 0; i < nn; i++)
-        if (host_image(p, plan, i))
+        if (has_image(p, plan, i, every_node))
             release[rfirst[death[i] + 1]++] = i;
     /* rfirst[d + 1] is now the end of the list of nodes last read by unit d; its start
        is rfirst[d] */
@@ -699,7 +703,7 @@ int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of,
         int n_here = u < 0 ? p->n_inputs : plan->units[u].n_nodes;
         for (int a = 0; a < n_here; a++) {
             int i = u < 0 ? a : plan->units[u].nodes[a];
-            if (!host_image(p, plan, i))
+            if (!has_image(p, plan, i, every_node))
                 continue;
             size_t need = host_image_bytes(plan, i);
             int pick = -1; /* the smallest free buffer that holds it, else the largest */
@@ -728,6 +732,25 @@ out:
     return n_buf;
 }
 
+int pf_plan_host_buffers(const pf_pipeline *p, const pf_plan *plan, int *buf_of, size_t *bytes)
+{
+    return share_buffers(p, plan, 0, buf_of, bytes);
+}
+
+/* The bytes of the images has_image(.., every_node) names, shared as share_buffers does;
+   -1 out of memory. */
+static double shared_bytes(const pf_pipeline *p, const pf_plan *plan, int every_node)
+{
+    int *buf_of = malloc(sizeof(int) * (size_t)p->n_nodes);
+    size_t *bytes = malloc(sizeof(size_t) * (size_t)p->n_nodes);
+    int n_buf = buf_of && bytes ? share_buffers(p, plan, every_node, buf_of, bytes) : -1;
+    double sum = n_buf < 0 ? -1 : 0;
+    for (int b = 0; b < n_buf; b++)
+        sum += (double)bytes[b];
+    free(buf_of), free(bytes);
+    return sum;
+}
+
 /* Bytes of every buffer the plan needs, from its shapes and units (nothing allocated):
    what the CPU executor allocates (exec_cpu_state.c) and the result tables, and the CUDA executor's device
    buffers and pinned staging as estimated in pipefuse.h (pf_pipeline_memory). *largest
@@ -752,20 +775,24 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
         device += kept || !p->opts.fusion ? im : 0;
         pinned += i < p->n_inputs ? im * slots : 0;
     }
-    /* the images as the CPU executor shares them; their sum when that cannot be worked
-       out (out of memory) */
-    int *buf_of = malloc(sizeof(int) * (size_t)p->n_nodes);
-    size_t *bytes = malloc(sizeof(size_t) * (size_t)p->n_nodes);
-    int n_buf = buf_of && bytes ? pf_plan_host_buffers(p, plan, buf_of, bytes) : -1;
-    for (int b = 0; b < n_buf; b++)
-        host += (double)bytes[b];
-    if (n_buf < 0)
-        host = host_sum;
-    free(buf_of), free(bytes);
+    /* The images as the CPU executor shares them. On the device, with one stream, the
+       CUDA executor shares them as well (in the same order: units run one after another
+       there too); with several it shares fewer (not between units that may run at
+       once), so the estimate is their sum, an upper bound. Sums where the sharing cannot
+       be worked out (out of memory). */
+    double shared = shared_bytes(p, plan, 0);
+    host = shared >= 0 ? shared : host_sum;
+    if (plan->n_streams <= 1) {
+        shared = shared_bytes(p, plan, !p->opts.fusion);
+        if (shared >= 0)
+            device = shared;
+    }
     for (int o = 0; o < p->n_outputs; o++) {
         pf_shape s = plan->shapes[p->outputs[o].node];
         pinned += (double)s.width * s.height * sizeof(pf_float4) * slots;
     }
+    int n_streams = plan->n_streams > 0 ? plan->n_streams : 1;
+    double *stream_scratch = calloc((size_t)n_streams, sizeof(double));
     for (int ui = 0; ui < plan->n_units; ui++) {
         const pf_unit *u = &plan->units[ui];
         const pf_node *n0 = &p->nodes[u->nodes[0]];
@@ -776,8 +803,15 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
             int rows = plan->shapes[u->nodes[0]].height;
             if (u->kind == PF_UNIT_REDUCE)
                 rows = u->shape.height;
-            dev_scratch +=
+            double s =
                 (double)n0->desc->cuda_scratch_bytes(n0->params, win > wout ? win : wout, rows);
+            /* the units of one stream share one block (cuda_layout.c's assign_scratch) */
+            if (stream_scratch && u->stream >= 0 && u->stream < n_streams) {
+                if (s > stream_scratch[u->stream])
+                    stream_scratch[u->stream] = s;
+            } else {
+                dev_scratch += s;
+            }
         }
         if (u->kind != PF_UNIT_REDUCE)
             continue;
@@ -791,6 +825,9 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
                               sizeof(double);
     }
     host += (double)pf_align_up(scratch ? (size_t)scratch : PF_ALIGN) * p->eng->threads;
+    for (int st = 0; stream_scratch && st < n_streams; st++)
+        dev_scratch += stream_scratch[st];
+    free(stream_scratch);
     device += dev_scratch;
     m->host_bytes = (unsigned long long)host;
     m->device_bytes = (unsigned long long)device;

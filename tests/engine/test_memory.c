@@ -131,10 +131,11 @@ static char *stencil_chain(int k)
 }
 
 /* 40 stencils at 3840x2160 took 40 images (5.2 GB); now the input and two images,
-   whatever the length, and the query still matches what the plan allocates. */
+   whatever the length, and the query still matches what the plan allocates. The device
+   estimate (one stream) shares them too, and the gaussians' scratch: it was 8 GB. */
 static void shared_chain(pf_engine *e)
 {
-    unsigned long long bytes[2] = {0, 0};
+    unsigned long long bytes[2] = {0, 0}, dev[2] = {0, 0};
     const int len[2] = {6, 40};
     for (int t = 0; t < 2; t++) {
         char *json = stencil_chain(len[t]);
@@ -149,6 +150,12 @@ static void shared_chain(pf_engine *e)
         size_t image = (size_t)3840 * 16 * 2160;
         CHECKF(m.host_bytes < 4 * image, "%d stencils at 3840x2160: %llu bytes of buffers", len[t],
                m.host_bytes);
+        /* on the device too: the images, and one scratch block for the gaussians' row
+           pass (they run on one stream) */
+        dev[t] = m.device_bytes;
+        CHECKF(m.device_bytes < 6 * image,
+               "%d stencils at 3840x2160: %llu bytes of device buffers estimated", len[t],
+               m.device_bytes);
         CHECK(pf_pipeline_memory(p, &small, 1, &m) == PF_OK);
         CHECK(pf_pipeline_plan(p, &small, 1) == PF_OK);
         pf_stats st = {.size = sizeof st};
@@ -158,6 +165,7 @@ static void shared_chain(pf_engine *e)
         pf_pipeline_destroy(p);
     }
     CHECKF(bytes[0] == bytes[1], "6 stencils %llu bytes, 40 stencils %llu", bytes[0], bytes[1]);
+    CHECKF(dev[0] == dev[1], "device: 6 stencils %llu bytes, 40 stencils %llu", dev[0], dev[1]);
 }
 
 /* A random graph of n (<= 32) stages over two inputs, in text: stencils, point stages,
