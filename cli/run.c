@@ -51,6 +51,7 @@ typedef struct worker {
     char where[4000]; /* a W record (hang) */
     int outstanding;
     unsigned long long plans;
+    int reaped, status; /* waited for (worker_gone), and how it ended */
 } worker;
 
 static volatile sig_atomic_t interrupted;
@@ -1213,23 +1214,68 @@ static int read_reports(sup *s)
 
 static void describe_status(int status, char *buf, size_t n)
 {
-    if (WIFSIGNALED(status))
-        snprintf(buf, n, "killed by %s", strsignal(WTERMSIG(status)));
-    else
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGILL, "SIGILL"},
+                 {SIGFPE, "SIGFPE"},   {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"},
+                 {SIGALRM, "SIGALRM"}, {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"},
+                 {SIGTERM, "SIGTERM"}, {SIGUSR1, "SIGUSR1"}, {SIGHUP, "SIGHUP"}};
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *name = NULL;
+        for (size_t k = 0; k < sizeof names / sizeof *names && !name; k++)
+            name = names[k].sig == sig ? names[k].name : NULL;
+        if (name)
+            snprintf(buf, n, "killed by %s (%s)", name, strsignal(sig));
+        else
+            snprintf(buf, n, "killed by signal %d (%s)", sig, strsignal(sig));
+    } else {
         snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
+    }
+}
+
+/* Whether the worker process has ended (it is then reaped). Its report pipe says less:
+   a child a stage forked holds the pipe open after the worker is gone. */
+static int worker_gone(sup *s)
+{
+    worker *w = &s->w;
+    if (!w->reaped && w->pid > 0 && waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+        w->reaped = 1;
+    return w->reaped;
+}
+
+/* Reads the reports already in the pipe, without waiting for more. */
+static void drain_reports(sup *s)
+{
+    struct pollfd p = {s->w.rep_fd, POLLIN, 0};
+    while (poll(&p, 1, 0) > 0 && read_reports(s) == 0)
+        ;
 }
 
 /* The worker is gone (or killed for a timeout, culprit >= 0): blame, requeue, reap. */
 static void worker_died(sup *s, int timed_out)
 {
     worker *w = &s->w;
-    int status = 0;
-    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    /* The report pipe ended: the worker is ending, or a stage closed the pipe (a
+       descriptor it does not own) and the worker lives on; that one is ended here. */
+    int alive = 0;
+    for (double until = now_ms() + 2000; !worker_gone(s) && now_ms() < until;)
+        poll(NULL, 0, 10);
+    if (!w->reaped) {
+        alive = 1;
+        kill(w->pid, SIGKILL);
+        while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+            ;
+        w->reaped = 1;
+    }
     close(w->job_fd);
     close(w->rep_fd);
-    char how[128];
-    describe_status(status, how, sizeof how);
+    char how[160];
+    if (alive && timed_out < 0 && !interrupted)
+        snprintf(how, sizeof how, "alive with its report pipe closed, so killed");
+    else
+        describe_status(w->status, how, sizeof how);
     int n = s->o->n_inputs;
     int culprit = timed_out >= 0 ? timed_out : w->crash_index;
     if (culprit >= 0 && culprit < n && s->it[culprit].state == ST_SENT) {
@@ -1661,6 +1707,10 @@ static int supervise(sup *s)
                 return -1;
             eof = r == 1;
         }
+        if (!eof && worker_gone(s)) { /* ended, its pipe held open by a child of a stage */
+            drain_reports(s);
+            eof = 1;
+        }
         if (eof) {
             worker_died(s, -1);
         } else if (o->file_timeout_s > 0) {
@@ -1690,13 +1740,16 @@ static int supervise(sup *s)
     if (s->w.pid) {
         close(s->w.job_fd);
         s->w.job_fd = -1;
-        for (;;) {
-            int r = read_reports(s);
-            if (r != 0)
+        for (;;) { /* until the pipe ends or the worker does (a stage's child may hold it) */
+            struct pollfd p = {s->w.rep_fd, POLLIN, 0};
+            if (poll(&p, 1, 100) > 0 && read_reports(s) != 0)
                 break;
+            if (worker_gone(s)) {
+                drain_reports(s);
+                break;
+            }
         }
-        int status;
-        while (waitpid(s->w.pid, &status, 0) < 0 && errno == EINTR)
+        while (!s->w.reaped && waitpid(s->w.pid, &s->w.status, 0) < 0 && errno == EINTR)
             ;
         close(s->w.rep_fd);
         s->w.pid = 0;

@@ -142,6 +142,14 @@ static struct {
     pf_shape probe_shape;
     unsigned long long probe_bytes;
     pthread_mutex_t wmu;
+    /* What a stage must leave as it found it (process_intact): this process (a child a
+       stage forks reports nothing), its descriptors and its working directory. */
+    pid_t pid;
+    struct stat fd_st[6];
+    int fd_num[6];
+    int n_fds;
+    struct stat cwd_st;
+    char *cwd; /* relative paths are opened from here, whatever a stage did */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER,
        .cv = PTHREAD_COND_INITIALIZER,
        .wmu = PTHREAD_MUTEX_INITIALIZER};
@@ -469,6 +477,11 @@ static void crash_record(const char *what, uintptr_t pc)
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
     (void)si;
+    if (getpid() != W.pid) { /* a child a stage forked: its crash is not the worker's */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     uintptr_t pc = 0;
 #if defined(__x86_64__)
     pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
@@ -505,15 +518,24 @@ static void on_where(int sig)
 /* exit() called by a stage: the process is going away with a file half done. */
 static void on_exit_call(void)
 {
+    if (getpid() != W.pid)
+        return; /* a child a stage forked ends as it likes */
     crash_record("exit() called", 0);
     _exit(4);
 }
 
-static void install_handlers(void)
+/* A stack for the crash handler on this thread: one per thread (sigaltstack is the
+   thread's), or a stage that overflows its stack dies without its file and stage named. */
+static void thread_altstack(void)
 {
-    static char alt[64 * 1024];
+    static _Thread_local char alt[64 * 1024];
     stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
     sigaltstack(&ss, NULL);
+}
+
+static void install_handlers(void)
+{
+    thread_altstack();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fatal;
@@ -960,8 +982,53 @@ static void engine_enter(job *j)
     report("E %d", j->index);
 }
 
-static void engine_leave(void)
+/* Descriptors 0-2 and the worker's own, and the working directory, recorded at start. */
+static void record_process(int job_fd)
 {
+    W.pid = getpid();
+    int fds[6] = {0, 1, 2, job_fd, W.rep_fd, W.dirfd};
+    for (int k = 0; k < 6; k++)
+        if (fds[k] >= 0 && fstat(fds[k], &W.fd_st[W.n_fds]) == 0)
+            W.fd_num[W.n_fds++] = fds[k];
+    if (stat(".", &W.cwd_st) != 0)
+        W.cwd_st.st_ino = 0;
+    W.cwd = getcwd(NULL, 0);
+}
+
+/* Whether the code that ran a frame left the process as it found it. A stage that closes
+   a descriptor it does not own (stdout, the report pipe: the next file opened takes its
+   number, and a stage's printf lands in it) or changes the working directory breaks the
+   files beside its own; its file fails, said so, and a fresh worker runs the rest. */
+static void process_intact(int index)
+{
+    static const char *const what[] = {"stdin", "stdout", "stderr"};
+    char why[200] = "";
+    for (int k = 0; k < W.n_fds && !why[0]; k++) {
+        struct stat st;
+        int fd = W.fd_num[k];
+        if (fstat(fd, &st) != 0 || st.st_dev != W.fd_st[k].st_dev || st.st_ino != W.fd_st[k].st_ino)
+            snprintf(why, sizeof why, "closed or replaced descriptor %d (%s)", fd,
+                     fd < 3           ? what[fd]
+                     : fd == W.dirfd  ? "the worker's output folder"
+                     : fd == W.rep_fd ? "the worker's report pipe"
+                                      : "the worker's job pipe");
+    }
+    struct stat st;
+    if (!why[0] && W.cwd_st.st_ino &&
+        (stat(".", &st) != 0 || st.st_dev != W.cwd_st.st_dev || st.st_ino != W.cwd_st.st_ino))
+        snprintf(why, sizeof why, "changed the working directory");
+    if (!why[0])
+        return;
+    /* index -1: seen by a file that failed for it (a write to a descriptor a stage closed);
+       the supervisor runs the files held again, one at a time, and convicts the culprit */
+    report("C %d %s\tthe pipeline's stages (seen when %s)", index, why,
+           index >= 0 ? "its frame returned" : "another file failed for it");
+    _exit(6);
+}
+
+static void engine_leave(const job *j)
+{
+    process_intact(j->index);
     atomic_fetch_sub(&engine_jobs, 1);
     tls_job = -1;
     tls_step = NULL;
@@ -973,7 +1040,7 @@ static void engine_failed(job *j, pf_pipeline *p, int rc)
 {
     snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
     j->status = 1;
-    engine_leave();
+    engine_leave(j);
     if (context_lost(rc))
         lost_and_exit(j);
 }
@@ -991,7 +1058,7 @@ static void retire(job **fifo, pf_pipeline **fp, int *n)
     } else {
         if (W.has_tables && copy_tables(p, j) != 0)
             j->status = 1;
-        engine_leave();
+        engine_leave(j);
     }
     memmove(fifo, fifo + 1, sizeof *fifo * (size_t)(*n - 1));
     memmove(fp, fp + 1, sizeof *fp * (size_t)(*n - 1));
@@ -1066,6 +1133,7 @@ typedef struct band_writer {
 
 static void *band_writer_main(void *arg)
 {
+    thread_altstack();
     band_writer *bw = arg;
     tls_job = bw->index;
     tls_step = "encode";
@@ -1252,7 +1320,7 @@ done:
         pthread_join(writer, NULL);
     }
     if (entered)
-        engine_leave();
+        engine_leave(j);
     out_stream_abort(bw.os);
     pthread_mutex_destroy(&bw.mu);
     pthread_cond_destroy(&bw.cv);
@@ -1266,6 +1334,7 @@ done:
 
 static void *lane_main(void *arg)
 {
+    thread_altstack();
     lane *L = arg;
     job *fifo[8];
     pf_pipeline *fp[8];
@@ -1435,6 +1504,15 @@ static void encode(job *j)
                j->written ? j->band_rows : 0);
         report_done(j, 0, j->outs, "");
     } else {
+        /* Its failure may be another file's stage's doing: a descriptor closed under it
+           (EBADF never happens to a descriptor nobody else closed) */
+        process_intact(-1);
+        if (strstr(j->err, strerror(EBADF))) {
+            report("C -1 a descriptor of the worker's closed under a file's write\tthe "
+                   "pipeline's stages (seen when %s failed for it)",
+                   j->path);
+            _exit(6);
+        }
         report_done(j, 1, j->err, "");
     }
     tls_job = -1;
@@ -1501,6 +1579,7 @@ static void decode(job *j)
 static void *codec_main(void *arg)
 {
     (void)arg;
+    thread_altstack();
     unsigned long long half = W.o->max_memory / 2;
     pthread_mutex_lock(&W.mu);
     for (;;) {
@@ -1668,6 +1747,7 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
     W.dirfd = dirfd;
     char err[3000];
     install_handlers();
+    record_process(job_fd);
     if (setup(err, sizeof err) != 0) {
         report("X %s", err);
         _exit(2);
@@ -1735,6 +1815,13 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
                     if (!next)
                         break;
                     field = next;
+                }
+                /* a relative path from the starting directory, whatever a stage did */
+                char *abs = NULL;
+                if (j->path[0] != '/' && strcmp(j->path, "-") != 0 && W.cwd &&
+                    asprintf(&abs, "%s/%s", W.cwd, j->path) > 0) {
+                    free(j->path);
+                    j->path = abs;
                 }
                 j->index = idx;
                 plan_job(j);

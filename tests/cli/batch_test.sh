@@ -5,7 +5,9 @@
 #
 # SECTION: files (outputs never through a planted link, stale temporaries removed,
 # names), faults (a stage that crashes, divides by zero, aborts, exits or hangs costs
-# its file only; notices said once across restarts), parallel (mixed sizes and bad files, log order, same bytes as one
+# its file only; notices said once across restarts), unruly (a stage that overflows its
+# stack, vanishes with status 0, closes descriptors, forks or changes directory: its file
+# fails named, the others are done, the batch never waits for a stage's child), parallel (mixed sizes and bad files, log order, same bytes as one
 # lane), resume (kill -9 mid-batch, then --skip-existing; joblog; --retry-failed), retry
 # (a retried input keeps its first run's names; the documented retry form; output names
 # holding the joblog's separators), temps
@@ -14,7 +16,7 @@
 # shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
 # a directory without PNGs), names (long input names and output directories), gpu
 # (the batch on the GPU, a kernel that traps; exit 77 without a GPU).
-# PLUGIN_DIR holds faulty.so (plugins/faulty.c).
+# PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
 W=$WORK/batch_$SECTION
@@ -253,6 +255,63 @@ section_faults() {
     expect 1 "every file crashing"
     [ "$(grep -c 'FAILED: SIGSEGV in stage bad' "$W/stderr")" = 3 ] || fail "three crashes, each named"
     [ "$(count "$W/all")" = 0 ] || fail "crashes left: $(ls -A "$W/all")"
+}
+
+# ---- unruly: a stage that breaks its process's rules costs its file only --------------------
+section_unruly() {
+    cat >"$W/u.json" <<'EOF'
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "pre", "op": "brightness", "inputs": ["x"]},
+  {"id": "bad", "op": "unruly_copy", "inputs": ["pre"], "params": {"mode": 0}}],
+ "outputs": {"out": "bad"}}
+EOF
+    many "$W/in" 20
+    cd "$W" || return # relative inputs: a stage's chdir must not lose them
+    # the stage misbehaves on the 17-pixel-wide images: f004, f010, f016
+    local m what t0 took bad f k
+    for m in 1 2 3 7 8 9 11; do
+        case $m in
+        1) what="SIGSEGV in stage bad (op unruly_copy" ;; # a stack overflow, named
+        2) what="died while running it alone (exit status 0)" ;;
+        3) what="died while running it alone (killed by SIGKILL" ;;
+        7) what="closed or replaced descriptor 0 (stdin)" ;;
+        8) what="died while running it alone" ;;
+        9) what="" ;; # a child holding the worker's pipes: no failure, no wait for it
+        11) what="changed the working directory" ;;
+        esac
+        t0=$SECONDS
+        pf run u.json in -o "out$m" --set bad.mode=$m --set bad.width=17 --backend cpu \
+            --joblog "log$m.tsv"
+        took=$((SECONDS - t0))
+        [ $took -lt 10 ] || fail "mode $m: the batch took $took s (waited for a stage's child?)"
+        bad=3
+        [ -z "$what" ] && bad=0
+        expect $((bad ? 1 : 0)) "mode $m"
+        for f in f004 f010 f016; do
+            [ -n "$what" ] || continue
+            grep -F "$f.png: FAILED" "$W/stderr" | grep -qF "$what" ||
+                fail "mode $m: $f.png not reported as '$what': $(grep -F "$f.png" "$W/stderr")"
+            absent "out$m/$f.png"
+            grep -q "^in/$f.png	failed	" "log$m.tsv" || fail "mode $m: $f.png not failed in the joblog"
+        done
+        [ "$(grep -c FAILED "$W/stderr")" = $bad ] ||
+            fail "mode $m: $(grep -c FAILED "$W/stderr") failures, expected $bad: $(grep FAILED "$W/stderr")"
+        [ "$(grep -c "	failed	" "log$m.tsv")" = $bad ] || fail "mode $m: joblog failures"
+        [ "$(grep -c "	ok	" "log$m.tsv")" = $((20 - bad)) ] || fail "mode $m: joblog successes"
+        [ "$(ls "out$m" | wc -l)" = $((20 - bad)) ] || fail "mode $m: $(ls "out$m" | wc -l) outputs"
+        says "$W/stderr" "$((20 - bad)) of 20 input(s) done" "mode $m summary"
+        no_temps "out$m" "mode $m"
+        for k in 000 001 002 003 005 008; do whole_png "out$m/f$k.png"; done
+    done
+    # a retry of the failed files with a well-behaved stage converges
+    pf run u.json -o out1 --retry-failed log1.tsv --joblog log1.tsv --backend cpu
+    expect 0 "retrying the stack overflow's files"
+    [ "$(ls out1 | wc -l)" = 20 ] || fail "retry: $(ls out1 | wc -l) outputs"
+    # a stage flooding stdout with -o -: the image stays whole
+    pf run u.json in/f004.png -o - --set bad.mode=4 --backend cpu
+    expect 0 "a stage writing to stdout with -o -"
+    cp "$W/stdout" img.png && whole_png img.png
+    cd - >/dev/null || return
 }
 
 # ---- parallel: mixed sizes and bad files, in input order, as one lane would --------------
@@ -856,7 +915,7 @@ EOF
 }
 
 case $SECTION in
-files | faults | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
