@@ -4,6 +4,7 @@
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -82,9 +83,35 @@ static pf_job *find_job(pf_threadpool *tp)
     return NULL;
 }
 
+/* A spare signal stack for a worker (64 KiB, its own: sigaltstack is per thread), so that
+   an application's crash handler installed with SA_ONSTACK still runs when a stage
+   overflows the worker's stack (the pipefuse command names the stage then). NULL when
+   there is none. */
+static void *spare_stack_on(void)
+{
+    const size_t size = 64 * 1024;
+    void *mem = malloc(size);
+    stack_t ss = {.ss_sp = mem, .ss_size = size, .ss_flags = 0};
+    if (mem && sigaltstack(&ss, NULL) != 0) {
+        free(mem);
+        mem = NULL;
+    }
+    return mem;
+}
+
+static void spare_stack_off(void *mem)
+{
+    if (!mem)
+        return;
+    stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&ss, NULL);
+    free(mem);
+}
+
 static void *worker_main(void *arg)
 {
     pf_threadpool *tp = arg;
+    void *spare = spare_stack_on();
     pthread_mutex_lock(&tp->mu);
     for (;;) {
         pf_job *j = NULL;
@@ -103,6 +130,7 @@ static void *worker_main(void *arg)
             pthread_cond_signal(&j->idle);
     }
     pthread_mutex_unlock(&tp->mu);
+    spare_stack_off(spare);
     return NULL;
 }
 
