@@ -170,6 +170,9 @@ typedef struct reader {
     int want_meta;     /* keep the metadata chunks (pf_png_read_meta) */
     pf_png_meta *meta; /* and here they are, after a successful read */
     int pal;           /* palette indices come one a byte, expanded by expand_palette_row */
+    unsigned long long src_size; /* the whole source's size in bytes; 0: not known (a pipe) */
+    int actl;                    /* an APNG acTL chunk came before the image data ... */
+    png_uint_32 actl_frames;     /* ... and said this many frames */
 } reader;
 
 /* Up to n bytes from the source; fewer at its end. A read error is recorded as PF_IO. */
@@ -216,6 +219,18 @@ static void fail_truncated(reader *r)
          r->io.name, src, r->pos, in_header ? "after" : "inside", name);
 }
 
+/* libpng skips an APNG's acTL (animation control) as an unknown ancillary chunk, and
+   would hand us the default image alone. Its frame count is taken here, in passing, as
+   libpng reads the chunk's first data bytes; read_info refuses an animation. */
+static void note_actl(reader *r, png_structp png, const unsigned char *buf, size_t n)
+{
+    if (r->actl || png_get_io_chunk_type(png) != 0x6163544cu /* acTL */ ||
+        (png_get_io_state(png) & PNG_IO_MASK_LOC) != PNG_IO_CHUNK_DATA || n < 4)
+        return;
+    r->actl = 1;
+    r->actl_frames = be32(buf);
+}
+
 static void read_callback(png_structp png, png_bytep buf, size_t n)
 {
     reader *r = png_get_io_ptr(png);
@@ -231,6 +246,7 @@ static void read_callback(png_structp png, png_bytep buf, size_t n)
         fail_truncated(r); /* no-op after a read error, which was recorded first */
         png_error(png, "truncated");
     }
+    note_actl(r, png, buf, n);
 }
 
 /* Width and height against the per-side limit and max_pixels. */
@@ -252,6 +268,68 @@ static int check_size(reader *r, png_uint_32 w, png_uint_32 h)
     return PF_OK;
 }
 
+/* The most that deflate can expand: a run of 258 bytes coded in 2 bits (zlib's FAQ). */
+#define PF_PNG_ZLIB_MAX_RATIO 1032u
+
+/* Whether a source of r->src_size bytes can hold the pixels that IHDR declares, even
+   compressed at deflate's greatest ratio. A decompression bomb is a tiny file whose
+   header claims a huge image: without this, the frame is allocated (gigabytes, within
+   max_pixels) before libpng finds "Not enough image data". The bound counts the packed
+   samples alone, no filter bytes, so it is below the true size, interlaced or not. */
+static int check_data(reader *r, png_uint_32 w, png_uint_32 h, int depth, int ctype)
+{
+    if (!r->src_size || r->src_size > ~0ull / (2 * PF_PNG_ZLIB_MAX_RATIO))
+        return PF_OK; /* not known (a pipe), or too big for the product to matter */
+    unsigned samples = ctype == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+                       : ctype == PNG_COLOR_TYPE_RGB     ? 3
+                       : ctype == PNG_COLOR_TYPE_GA      ? 2
+                                                         : 1;
+    /* at most 2^20 * 2^20 * 4 * 16 bits: no overflow */
+    unsigned long long need = (unsigned long long)w * h * samples * (unsigned)depth / 8;
+    if (need <= r->src_size * PF_PNG_ZLIB_MAX_RATIO + 65536)
+        return PF_OK;
+    fail(&r->io, PF_IMAGE,
+         "%s: truncated or corrupt PNG: its header declares %lux%lu pixels (%llu bytes of "
+         "samples), more than its %llu bytes can hold at deflate's greatest compression "
+         "(%u:1)",
+         r->io.name, (unsigned long)w, (unsigned long)h, need, r->src_size, PF_PNG_ZLIB_MAX_RATIO);
+    return PF_IMAGE;
+}
+
+/* What a file that is not a PNG seems to be, from its first bytes: the usual reason is
+   another format under a .png name, or a PNG mangled by a text-mode transfer. NULL when
+   nothing is recognised. */
+static const char *other_format(const unsigned char *p, size_t n)
+{
+    static const struct {
+        size_t off, len;
+        const char *magic, *what;
+    } known[] = {
+        {0, 3, "\xff\xd8\xff", "it looks like a JPEG file"},
+        {0, 6, "GIF87a", "it looks like a GIF file"},
+        {0, 6, "GIF89a", "it looks like a GIF file"},
+        {8, 4, "WEBP", "it looks like a WebP file"},
+        {0, 4, "II*\0", "it looks like a TIFF file"},
+        {0, 4, "MM\0*", "it looks like a TIFF file"},
+        {0, 2, "BM", "it looks like a BMP file"},
+        {4, 8, "ftypavif", "it looks like an AVIF file"},
+        {4, 8, "ftypheic", "it looks like a HEIC file"},
+        {0, 4, "qoif", "it looks like a QOI file"},
+        {0, 12, "\0\0\0\x0cJXL \r\n\x87\n", "it looks like a JPEG XL file"},
+        {0, 2, "\xff\x0a", "it looks like a JPEG XL file"},
+        /* line ends converted: CR LF to LF, or LF to CR LF */
+        {0, 7, "\x89PNG\n\x1a\n",
+         "it looks like a PNG damaged by a text-mode transfer (line ends converted)"},
+        {0, 9, "\x89PNG\r\r\n\x1a\r\n",
+         "it looks like a PNG damaged by a text-mode transfer (line ends converted)"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (n >= known[i].off + known[i].len &&
+            memcmp(p + known[i].off, known[i].magic, known[i].len) == 0)
+            return known[i].what;
+    return NULL;
+}
+
 /* Reads the signature and IHDR ourselves: the plain cases (empty, not a PNG, cut short
    in the header) get plain messages, and a well-formed IHDR is held to the limits
    before libpng is even created. A malformed IHDR is left for libpng to describe. */
@@ -266,7 +344,11 @@ static int read_head(reader *r)
     }
     size_t sig = r->head_len < 8 ? r->head_len : 8;
     if (png_sig_cmp(r->head, 0, sig) != 0) {
-        fail(&r->io, PF_IMAGE, "%s: not a PNG file (no PNG signature)", r->io.name);
+        const char *what = other_format(r->head, r->head_len);
+        if (what)
+            fail(&r->io, PF_IMAGE, "%s: not a PNG file (no PNG signature): %s", r->io.name, what);
+        else
+            fail(&r->io, PF_IMAGE, "%s: not a PNG file (no PNG signature)", r->io.name);
         return PF_IMAGE;
     }
     if (r->head_len < PF_PNG_HEAD) {
@@ -274,6 +356,14 @@ static int read_head(reader *r)
              r->io.name, r->fp ? "file" : "data", r->head_len);
         return PF_IMAGE;
     }
+    /* The source's size, for check_data: a regular file's (not /proc's, which says 0),
+       or the buffer's. */
+    struct stat st;
+    if (!r->fp)
+        r->src_size = r->mem_size;
+    else if (fstat(fileno(r->fp), &st) == 0 && S_ISREG(st.st_mode) &&
+             (unsigned long long)st.st_size >= r->head_len)
+        r->src_size = (unsigned long long)st.st_size;
     const unsigned char *c = r->head + 8;
     png_uint_32 w = be32(c + 8), h = be32(c + 12);
     if (be32(c) != 13 || memcmp(c + 4, "IHDR", 4) != 0 || crc32_small(c + 4, 17) != be32(c + 21) ||
@@ -370,6 +460,17 @@ static int read_info(reader *r)
     /* Again, for a file whose IHDR read_head left to libpng. */
     if (check_size(r, w, h) != PF_OK)
         return PF_TOO_LARGE;
+    if (check_data(r, w, h, depth, ctype) != PF_OK)
+        return PF_IMAGE;
+    /* An animation's default image is one frame of many (or none of them): read alone,
+       it would go on as if it were the whole file. One frame is a still image. */
+    if (r->actl && r->actl_frames > 1) {
+        fail(&r->io, PF_UNSUPPORTED,
+             "%s: animated PNG (APNG) of %lu frames: only still images are read, and its "
+             "first image alone would lose the animation",
+             r->io.name, (unsigned long)r->actl_frames);
+        return PF_UNSUPPORTED;
+    }
 
     /* To the file's own format, 8 or 16 bits, as the header promises. No gamma. Palette
        indices come one a byte, for expand_palette. */

@@ -9,12 +9,16 @@
  *   it is in a length field or an ancillary chunk;
  * - IHDR fields made invalid with a correct CRC, IDAT replaced by garbage with a
  *   correct CRC, CRCs broken: errors naming the problem;
- * - not a PNG at all, a missing file (PF_IO), a directory (PF_IO), NULL arguments.
+ * - not a PNG at all (named when its first bytes are another format's, or a PNG's
+ *   mangled by a text-mode transfer), a missing file (PF_IO), a directory (PF_IO), NULL
+ *   arguments;
+ * - an animated PNG (APNG): PF_UNSUPPORTED, not its first image alone as if it were all.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, link, dirent, rlimit under -std=c11 */
 #include <string.h>
 #include <zlib.h>
 
+#include "pipefuse/bands.h"
 #include "pipefuse/png.h"
 #include "testutil.h"
 
@@ -229,13 +233,15 @@ static void check_not_png(const char *dir)
         const char *name;
         const char *data;
         size_t size;
+        const char *what; /* what the message says the file is */
     } files[] = {
-        {"text.png", "hello, world\n", 13},
-        {"gif.png", "GIF89a\x01\x00\x01\x00\x80\x00\x00", 13},
-        {"jpeg.png", "\xff\xd8\xff\xe0\x00\x10JFIF\x00", 11},
-        {"one-byte.png", "\x89", 1},
-        {"almost.png", "\x89PNG\r\n\x1a\x0a", 7}, /* 7 bytes of the signature */
-        {"crlf-mangled.png", "\x89PNG\n\x1a\x0a\x00\x00\x00\x0dIHDR", 15},
+        {"text.png", "hello, world\n", 13, NULL},
+        {"gif.png", "GIF89a\x01\x00\x01\x00\x80\x00\x00", 13, "looks like a GIF file"},
+        {"jpeg.png", "\xff\xd8\xff\xe0\x00\x10JFIF\x00", 11, "looks like a JPEG file"},
+        {"one-byte.png", "\x89", 1, NULL},
+        {"almost.png", "\x89PNG\r\n\x1a\x0a", 7, NULL}, /* 7 bytes of the signature */
+        {"crlf-mangled.png", "\x89PNG\n\x1a\x0a\x00\x00\x00\x0dIHDR", 15, "text-mode transfer"},
+        {"webp.png", "RIFF\x24\x00\x00\x00WEBPVP8 ", 16, "looks like a WebP file"},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[4096], err[512] = "";
@@ -247,6 +253,11 @@ static void check_not_png(const char *dir)
         CHECKF(st == PF_IMAGE && f.data == NULL, "%s: %s (%s)", path, pf_status_name(st), err);
         CHECKF(strncmp(err, path, strlen(path)) == 0 && strstr(err, want),
                "%s: message lacks \"%s\": %s", path, want, err);
+        if (files[i].what)
+            CHECKF(strstr(err, files[i].what), "%s: message lacks \"%s\": %s", path, files[i].what,
+                   err);
+        else
+            CHECKF(!strstr(err, "looks like"), "%s: named as what it is not: %s", path, err);
         if (st == PF_OK)
             pf_frame_free(&f);
     }
@@ -271,6 +282,95 @@ static void check_not_png(const char *dir)
     CHECKF(strncmp(err, "<memory>", 8) == 0, "unnamed memory: %s", err);
     /* No error buffer at all is allowed. */
     CHECK(pf_png_read_memory("junk", 4, "junk", 0, &f, NULL, NULL, 0) == PF_IMAGE);
+}
+
+/* ---- Animation --------------------------------------------------------------------------- */
+
+/* png with a chunk inserted at offset at (a chunk boundary); *size grows. */
+static unsigned char *with_chunk(const unsigned char *png, size_t *size, size_t at,
+                                 const char *type, const unsigned char *data, uint32_t len)
+{
+    unsigned char *p = malloc(*size + 12 + len);
+    memcpy(p, png, at);
+    pf_test_put_be32(p + at, len);
+    memcpy(p + at + 4, type, 4);
+    if (len)
+        memcpy(p + at + 8, data, len);
+    memcpy(p + at + 12 + len, png + at, *size - at);
+    fix_crc(p, at);
+    *size += 12 + len;
+    return p;
+}
+
+/* An APNG of n frames made from a still PNG: acTL and fcTL before IDAT, and for each
+   frame after the first an fcTL and an fdAT (the IDAT's data again) after it. */
+static unsigned char *apng(const unsigned char *png, size_t *size, uint32_t n)
+{
+    unsigned char actl[8], fctl[26] = {0};
+    pf_test_put_be32(actl, n);
+    pf_test_put_be32(actl + 4, 0); /* loop forever */
+    memcpy(fctl + 4, png + 16, 8); /* the whole image's width and height */
+    fctl[21] = 1;                  /* delay 1/1 s */
+    uint32_t seq = 0;
+    size_t idat = find_chunk(png, *size, "IDAT");
+    unsigned char *a = with_chunk(png, size, idat, "acTL", actl, 8);
+    pf_test_put_be32(fctl, seq++);
+    unsigned char *b = with_chunk(a, size, idat + 20, "fcTL", fctl, 26);
+    free(a);
+    for (uint32_t k = 1; k < n; k++) {
+        size_t iend = find_chunk(b, *size, "IEND");
+        size_t at = find_chunk(b, *size, "IDAT");
+        uint32_t len = pf_test_get_be32(b + at);
+        unsigned char *fdat = malloc(4 + len);
+        pf_test_put_be32(fctl, seq++);
+        a = with_chunk(b, size, iend, "fcTL", fctl, 26);
+        free(b);
+        pf_test_put_be32(fdat, seq++);
+        memcpy(fdat + 4, a + at + 8, len);
+        b = with_chunk(a, size, iend + 38, "fdAT", fdat, 4 + len);
+        free(a);
+        free(fdat);
+    }
+    return b;
+}
+
+static void check_apng(const unsigned char *png, size_t size, const char *dir)
+{
+    pf_frame f, still;
+    char err[512] = "", path[4096];
+    CHECKF(pf_png_read_memory(png, size, "still", 0, &still, NULL, err, sizeof err) == PF_OK, "%s",
+           err);
+    /* Three frames: refused, saying so, from memory, from a file, and by rows. */
+    size_t n = size;
+    unsigned char *anim = apng(png, &n, 3);
+    read_bad(anim, n, "anim.png", PF_UNSUPPORTED, "animated PNG (APNG) of 3 frames");
+    snprintf(path, sizeof path, "%s/anim.png", dir);
+    pf_test_write_file(path, anim, n);
+    int st = pf_png_read(path, 0, &f, NULL, err, sizeof err);
+    CHECKF(st == PF_UNSUPPORTED && !f.data && strncmp(err, path, strlen(path)) == 0 &&
+               strstr(err, "APNG"),
+           "%s: %s: %s", path, pf_status_name(st), err);
+    pf_png_meta *meta = NULL;
+    st = pf_png_read_meta(path, 0, &f, NULL, &meta, err, sizeof err);
+    CHECKF(st == PF_UNSUPPORTED && !f.data && !meta, "%s with meta: %s: %s", path,
+           pf_status_name(st), err);
+    pf_png_rows *rows = NULL;
+    pf_frame fmt;
+    st = pf_png_rows_open(path, 0, &rows, &fmt, NULL, NULL, err, sizeof err);
+    CHECKF(st == PF_UNSUPPORTED && !rows && strstr(err, "APNG"), "%s by rows: %s: %s", path,
+           pf_status_name(st), err);
+    pf_png_rows_close(rows);
+    free(anim);
+
+    /* One frame is a still image: read as the PNG it was made from. */
+    n = size;
+    anim = apng(png, &n, 1);
+    st = pf_png_read_memory(anim, n, "one-frame.png", 0, &f, NULL, err, sizeof err);
+    CHECKF(st == PF_OK && pf_test_frame_mismatches(&f, &still) == 0, "one-frame.png: %s: %s",
+           pf_status_name(st), err);
+    pf_frame_free(&f);
+    free(anim);
+    pf_frame_free(&still);
 }
 
 static void run_file(const char *name, const unsigned char *png, size_t size, const char *dir)
@@ -301,6 +401,8 @@ int main(void)
         run_file(base, png, size, dir);
         if (i == 0)
             check_ihdr(png, size);
+        if (i <= 2)
+            check_apng(png, size, dir);
         free(png);
     }
 

@@ -5,12 +5,18 @@
  * recomputed with zlib). The image data still holds only the small image, so a reader
  * that went on to decode would fail with PF_IMAGE ("Not enough image data"); PF_TOO_LARGE
  * therefore shows the decision came from the header alone. The same patched file under
- * a limit it fits shows exactly that PF_IMAGE, which is the control.
+ * a limit it fits is PF_IMAGE, which is the control.
+ *
+ * Within the pixel limit, a header that claims more pixels than the file could hold at
+ * deflate's greatest ratio (1032:1) is refused from the header and the file's size too
+ * (a decompression bomb: a few hundred bytes that would have a 2 GB frame allocated),
+ * while a real image compressed about as far as zlib goes still reads.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, link, dirent, rlimit under -std=c11 */
 #include <string.h>
 #include <zlib.h>
 
+#include "pipefuse/bands.h"
 #include "pipefuse/png.h"
 #include "testutil.h"
 
@@ -96,7 +102,8 @@ int main(void)
     free(stale);
     free(big);
 
-    /* The control: 300x300 under a limit it fits goes on to decode and runs out of data. */
+    /* The control: 300x300 under a limit it fits is PF_IMAGE (more pixels than the file
+       can hold). */
     unsigned char *mid = patched(png, size, 300, 300, 0);
     expect(mid, size, "mid.png", 1000, PF_TOO_LARGE, "300x300", "90000");
     expect(mid, size, "mid.png", 90000, PF_IMAGE, NULL, NULL);
@@ -114,6 +121,47 @@ int main(void)
     unsigned char *edge = patched(png, size, 1u << 20, 1, 0); /* allowed: decodes, short of data */
     expect(edge, size, "edge.png", 0, PF_IMAGE, NULL, NULL);
     free(edge);
+
+    /* Within the pixel limit (256 Mi): 16000x16000 RGBA is a 1 GB frame in a file of 90
+       bytes or so. Refused before allocation, saying what the header claims and the size. */
+    unsigned char *bomb = patched(png, size, 16000, 16000, 0);
+    expect(bomb, size, "bomb.png", 0, PF_IMAGE, "16000x16000", "greatest compression");
+    {
+        char sz[64];
+        snprintf(sz, sizeof sz, "its %zu bytes", size);
+        expect(bomb, size, "bomb.png", 0, PF_IMAGE, "1024000000 bytes of samples", sz);
+        snprintf(path, sizeof path, "%s/bomb.png", dir); /* and from a file, by its size */
+        pf_test_write_file(path, bomb, size);
+        pf_png_info info;
+        int st = pf_png_read(path, 0, &f, &info, err, sizeof err);
+        CHECKF(st == PF_IMAGE && f.data == NULL && strncmp(err, path, strlen(path)) == 0 &&
+                   strstr(err, "greatest compression") && strstr(err, sz),
+               "bomb.png on disk: %s: %s", pf_status_name(st), err);
+        CHECKF(info.width == 16000 && info.height == 16000, "bomb.png: info %dx%d", info.width,
+               info.height);
+        pf_frame fmt;
+        pf_png_rows *rows = NULL;
+        st = pf_png_rows_open(path, 0, &rows, &fmt, NULL, NULL, err, sizeof err);
+        CHECKF(st == PF_IMAGE && !rows && strstr(err, "greatest compression"),
+               "bomb.png by rows: %s: %s", pf_status_name(st), err);
+        pf_png_rows_close(rows);
+    }
+    free(bomb);
+
+    /* No false alarm at the other end: 3000x3000 of one gray value at zlib level 9 (about
+       700:1, as far as zlib compresses an image) reads back. */
+    CHECK(pf_frame_alloc(&f, 3000, 3000, PF_U8, 1) == PF_OK);
+    memset(f.data, 0x33, f.pitch * 3000);
+    snprintf(path, sizeof path, "%s/flat.png", dir);
+    CHECKF(pf_png_write(path, &f, 9, err, sizeof err) == PF_OK, "%s", err);
+    pf_frame_free(&f);
+    unsigned char *flat = pf_test_read_file(path, &size);
+    CHECKF(flat && size * 500 < 3000ull * 3000, "flat.png: %zu bytes, not compressed 500:1", size);
+    CHECKF(pf_png_read(path, 0, &f, NULL, err, sizeof err) == PF_OK, "flat.png: %s", err);
+    pf_frame_free(&f);
+    if (flat)
+        expect(flat, size, "flat.png", 0, PF_OK, NULL, NULL);
+    free(flat);
 
     free(png);
     return pf_test_done("png_limits");

@@ -8,7 +8,8 @@
  * (0..max to 0..255).
  * Interlaced files are read whole. Gamma and colour chunks are not applied: samples
  * are returned as stored (ancillary chunks other than tRNS are skipped unread, unless
- * pf_png_read_meta keeps the metadata, below).
+ * pf_png_read_meta keeps the metadata, below). An animated PNG (APNG, acTL of more
+ * than one frame) is refused with PF_UNSUPPORTED rather than read as its first image.
  *
  * Writing takes an 8- or 16-bit frame of 1-4 channels and writes it to a temporary
  * file in the target's directory, then renames it: a file with the final name is
@@ -38,11 +39,15 @@ typedef struct pf_png_info {
    bounds width*height (0: PF_PNG_DEFAULT_MAX_PIXELS); larger files fail with
    PF_TOO_LARGE before any pixel memory is allocated, as do files wider or taller than
    1 << 20 pixels whatever max_pixels says. info may be NULL; it is filled as soon as
-   the header has been read, so on PF_TOO_LARGE it holds the claimed size. On failure
+   the header has been read, so on PF_TOO_LARGE it holds the claimed size. A header
+   that claims more pixels than the file (or buffer) could hold at deflate's greatest
+   ratio, 1032:1, is PF_IMAGE, also before any pixel memory is allocated. On failure
    returns PF_IO (cannot open or read: missing file, directory), PF_IMAGE (empty, not a
-   PNG, corrupt, truncated: libpng's reason in the message), PF_TOO_LARGE or
-   PF_NO_MEMORY, with a message naming the file in err, and out left empty (data
-   NULL). Warnings are not printed. Safe to call from several threads at once. */
+   PNG, corrupt, truncated: libpng's reason in the message; a file of another format
+   is named when its first bytes are recognised), PF_TOO_LARGE, PF_UNSUPPORTED (an
+   animated PNG) or PF_NO_MEMORY, with a message naming the file in err, and out left
+   empty (data NULL). Warnings are not printed. Safe to call from several threads at
+   once. */
 int pf_png_read(const char *path, unsigned long long max_pixels, pf_frame *out, pf_png_info *info,
                 char *err, size_t err_size);
 
