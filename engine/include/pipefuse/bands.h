@@ -43,7 +43,9 @@ typedef struct pf_png_rows pf_png_rows;
    data: the file's chunk list is walked first, and when such chunks exist the image data
    is decoded once more, row by row, to reach them). *format gets the frame format of the
    rows (width, height, sample, channels; data NULL). Fails as pf_png_read does (PF_IO,
-   PF_IMAGE, PF_TOO_LARGE, PF_NO_MEMORY), or PF_UNSUPPORTED for an interlaced file. */
+   PF_IMAGE, PF_TOO_LARGE, PF_NO_MEMORY), or PF_UNSUPPORTED for an interlaced file (read
+   it whole with pf_png_read) and for an animated PNG (which pf_png_read refuses too, with
+   the same message). */
 int pf_png_rows_open(const char *path, unsigned long long max_pixels, pf_png_rows **out,
                      pf_frame *format, pf_png_info *info, pf_png_meta **meta, char *err,
                      size_t err_size);
