@@ -1050,6 +1050,7 @@ static int start_worker(sup *s)
            survives execv) and is ended only by SIGKILL or the supervisor's death. */
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN); /* a hangup too (the terminal closed) */
         signal(SIGPIPE, SIG_DFL);
         cli_guard_off(); /* a worker's crash is its supervisor's to report */
         /* fixed descriptors above any the program opens, without close-on-exec */
@@ -1871,6 +1872,11 @@ int cli_run(int argc, char **argv, const cli_common *c)
         sigemptyset(&sa.sa_mask);
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
+        /* A hangup (the terminal or ssh session closed) stops the batch as SIGTERM does:
+           the files in flight finish and commit. Under nohup it stays ignored. */
+        struct sigaction hup;
+        if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+            sigaction(SIGHUP, &sa, NULL);
         /* past a file size limit (ulimit -f) a write fails with EFBIG, said and counted
            as any failed write, instead of the signal killing the batch half way through a
            line of its joblog (the worker inherits this) */

@@ -776,6 +776,32 @@ section_interrupt() {
     n_log=$(grep -c $'\tok\t' "$W/term.tsv")
     [ "$n_img" -gt 0 ] && [ "$n_img" = "$n_log" ] || fail "SIGTERM: $n_img images, $n_log ok lines"
 
+    # SIGHUP (the terminal or ssh session closed) stops the batch as SIGTERM does; under
+    # nohup (SIGHUP ignored) the batch runs on
+    setsid "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/hup" --jobs 2 \
+        --joblog "$W/hup.tsv" 2>"$W/stderr" &
+    pid=$!
+    sleep 0.8
+    kill -HUP -- -$pid
+    wait $pid
+    rc=$?
+    expect 130 "SIGHUP to the process group"
+    says "$W/stderr" "not run (interrupted)" "SIGHUP: the summary says what was not run"
+    grep -q FAILED "$W/stderr" && fail "SIGHUP: files failed: $(grep FAILED "$W/stderr")"
+    no_temps "$W/hup" "after SIGHUP"
+    n_img=$(ls "$W"/hup/f*[0-9].png 2>/dev/null | wc -l)
+    n_log=$(grep -c $'\tok\t' "$W/hup.tsv")
+    [ "$n_img" -gt 0 ] && [ "$n_img" = "$n_log" ] || fail "SIGHUP: $n_img images, $n_log ok lines"
+    setsid nohup "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/nohup" \
+        --jobs 2 >/dev/null 2>"$W/stderr" &
+    pid=$!
+    sleep 0.8
+    kill -HUP -- -$pid
+    wait $pid
+    rc=$?
+    expect 0 "SIGHUP under nohup"
+    grep -q "interrupted" "$W/stderr" && fail "nohup: the batch stopped: $(cat "$W/stderr")"
+
     # Ctrl-C while the worker starts (here it reads a large --input logo, and is stopped
     # before it is ready): nothing is in flight, so the run ends at once, status 130
     if python3 -c 'import zlib, struct
