@@ -912,6 +912,20 @@ static void joblog_line(sup *s, int i)
     }
 }
 
+/* s on the log as one line: control bytes (a newline or tab in a file name, which
+   could pass for a line of its own) as \n, \t, \r or \xHH. */
+static void log_text(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c >= 0x20 && *c != 0x7f)
+            fputc(*c, stderr);
+        else if (*c == '\n' || *c == '\t' || *c == '\r')
+            fprintf(stderr, "\\%c", *c == '\n' ? 'n' : *c == '\t' ? 't' : 'r');
+        else
+            fprintf(stderr, "\\x%02x", *c);
+    }
+}
+
 /* Logs every finished input at the head of the input order. */
 static void log_ready(sup *s)
 {
@@ -922,13 +936,22 @@ static void log_ready(sup *s)
         if (t->state == ST_PENDING || t->state == ST_SENT)
             break;
         clear_status(s);
-        if (t->state == ST_FAILED)
-            fprintf(stderr, "[%d/%d] %s: FAILED: %s\n", i + 1, n, shown(s, i), t->msg);
-        else if (!s->o->quiet && t->state == ST_OK)
-            fprintf(stderr, "[%d/%d] %s -> %s (%.1f ms)\n", i + 1, n, shown(s, i),
-                    s->o->stdout_dir ? "stdout" : t->msg, t->seconds * 1e3);
-        else if (!s->o->quiet)
-            fprintf(stderr, "[%d/%d] %s: skipped, outputs exist\n", i + 1, n, shown(s, i));
+        int quiet = s->o->quiet && t->state != ST_FAILED;
+        if (!quiet) {
+            fprintf(stderr, "[%d/%d] ", i + 1, n);
+            log_text(shown(s, i));
+        }
+        if (t->state == ST_FAILED) {
+            fputs(": FAILED: ", stderr);
+            log_text(t->msg);
+            fputc('\n', stderr);
+        } else if (!quiet && t->state == ST_OK) {
+            fputs(" -> ", stderr);
+            log_text(s->o->stdout_dir ? "stdout" : t->msg);
+            fprintf(stderr, " (%.1f ms)\n", t->seconds * 1e3);
+        } else if (!quiet) {
+            fputs(": skipped, outputs exist\n", stderr);
+        }
         joblog_line(s, i);
         s->logged++;
     }

@@ -901,6 +901,16 @@ section_names() {
     pf run "$P/demo.json" "$W/in/short.png" -o "$d/$seg" -q
     expect 2 "an output directory longer than PATH_MAX"
     says "$W/stderr" "PATH_MAX" "the long directory named"
+    # a newline or tab in a name is shown escaped: a name cannot pass for a line of the log
+    mkdir -p "$W/ctl"
+    cp "$W/gen/rgb8.png" "$W/ctl/a"$'\n'"x.png: FAILED: b.png"
+    cp "$W/gen/rgb8.png" "$W/ctl/c"$'\t'"d.png"
+    pf run "$P/sharpen.json" "$W/ctl" -o "$W/out4"
+    expect 0 "names with a newline and a tab"
+    grep -q '^x.png' "$W/stderr" && fail "a name made a log line: $(cat "$W/stderr")"
+    says "$W/stderr" 'a\nx.png: FAILED: b.png' "the newline shown as \\n"
+    says "$W/stderr" 'c\td.png' "the tab shown as \\t"
+    exists "$W/out4/c"$'\t'"d.png"
 }
 
 # ---- gpu: the batch on the GPU, and lost contexts -----------------------------------------
