@@ -529,7 +529,11 @@ static void on_exit_call(void)
 static void thread_altstack(void)
 {
     static _Thread_local char alt[64 * 1024];
-    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt};
+    stack_t old, ss = {.ss_sp = alt, .ss_size = sizeof alt};
+    /* a thread that has one keeps it (AddressSanitizer gives every thread its own, and
+       unmaps it when the thread ends) */
+    if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
+        return;
     sigaltstack(&ss, NULL);
 }
 

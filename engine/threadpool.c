@@ -90,6 +90,11 @@ static pf_job *find_job(pf_threadpool *tp)
 static void *spare_stack_on(void)
 {
     const size_t size = 64 * 1024;
+    stack_t old;
+    /* a thread that has one keeps it (AddressSanitizer gives every thread its own, and
+       unmaps it when the thread ends) */
+    if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
+        return NULL;
     void *mem = malloc(size);
     stack_t ss = {.ss_sp = mem, .ss_size = size, .ss_flags = 0};
     if (mem && sigaltstack(&ss, NULL) != 0) {
