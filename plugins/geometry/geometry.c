@@ -263,15 +263,21 @@ static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, c
     const pf_resize_params *p = (const pf_resize_params *)params;
     double w = p->width, h = p->height;
     if (p->width > 0 && p->height > 0 && p->fit != PF_FIT_STRETCH) {
-        double sx = (double)p->width / in->width, sy = (double)p->height / in->height;
-        double f = p->fit == PF_FIT_INSIDE ? fmin(sx, sy) : fmax(sx, sy);
-        if (p->shrink_only && f > 1)
-            f = 1;
-        /* the side that sets the factor is exactly the box's */
-        w = f == sx ? p->width : (double)in->width * f;
-        h = f == sy ? p->height : (double)in->height * f;
-        if (f == 1)
-            w = in->width, h = in->height;
+        /* The factor is width / in width or height / in height, whichever is smaller
+           (inside) or larger (cover): compared exactly, in integers. The side that sets
+           it is exactly the box's; the other is derived as a width or height alone
+           derives it, one product and one division, so an exact half stays a half and
+           rounds up (in width * (height / in height) rounded twice: 11x22 into 100x15
+           made 7.4999999, 7 wide where "height": 15 makes 8). */
+        const long long bx = (long long)p->width * in->height,
+                        by = (long long)p->height * in->width;
+        const int by_width = p->fit == PF_FIT_INSIDE ? bx <= by : bx >= by;
+        if (by_width)
+            w = p->width, h = (double)in->height * p->width / in->width;
+        else
+            w = (double)in->width * p->height / in->height, h = p->height;
+        if (p->shrink_only && (by_width ? p->width > in->width : p->height > in->height))
+            w = in->width, h = in->height; /* a factor above 1: kept at 1 */
         return set_shape("resize", in, w, h, out, err, err_size);
     }
     if (p->width > 0 && p->height <= 0)

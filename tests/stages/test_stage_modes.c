@@ -137,6 +137,22 @@ static void test_resize(pf_engine *e)
         {512, 384, "{\"scale\": 3, \"shrink_only\": true}", 512, 384},
         {512, 384, "{\"width\": 1000, \"height\": 300, \"shrink_only\": true}", 512, 300},
         {1001, 1, "{\"width\": 100, \"height\": 100, \"fit\": \"inside\"}", 100, 1},
+        /* the derived side rounds as "height" alone rounds it: 11 * 15 / 22 = 7.5 is 8
+           (11 * (15 / 22) in double is 7.4999999: 7 before the fix), 15 * 49 / 6 = 122.5
+           is 123 */
+        {11, 22, "{\"height\": 15}", 8, 15},
+        {11, 22, "{\"width\": 100, \"height\": 15, \"fit\": \"inside\"}", 8, 15},
+        {11, 22, "{\"width\": 1, \"height\": 15, \"fit\": \"cover\"}", 8, 15},
+        {15, 6, "{\"width\": 1000, \"height\": 49, \"fit\": \"inside\"}", 123, 49},
+        {22, 11, "{\"width\": 15, \"height\": 100, \"fit\": \"inside\"}", 15, 8},
+        {22, 11,
+         "{\"width\": 15, \"height\": 100, \"fit\": \"inside\", \"shrink_only\": "
+         "true}",
+         15, 8},
+        {22, 11,
+         "{\"width\": 30, \"height\": 100, \"fit\": \"inside\", \"shrink_only\": "
+         "true}",
+         22, 11},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int ow = 0, oh = 0;
