@@ -14,6 +14,7 @@ are; device frames run on the caller's CUDA stream. docs/python.md is the guide.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -227,6 +228,20 @@ def _host_array(a: Any) -> Optional[np.ndarray]:
         return np.asarray(a)
     except Exception:  # the extension reports it, naming the input
         return None
+
+
+def _held(method: Any) -> Any:
+    """The pipeline is the calling thread's for the whole of method, several calls into
+    the extension (plan, submit, wait): another thread gets BusyError throughout, not a
+    set() slipped in between them."""
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kw: Any) -> Any:
+        self._c._hold()
+        try:
+            return method(self, *args, **kw)
+        finally:
+            self._c._unhold()
+    return call
 
 
 def _host_arrays(ins: Sequence[Any]) -> Sequence[Any]:
@@ -669,6 +684,7 @@ class Pipeline:
         raise TypeError(f"cannot allocate device outputs like a {type(like).__name__}; pass "
                         f"outputs= (PyTorch and CuPy arrays are allocated for you)")
 
+    @_held
     def submit(self, inputs: Any, outputs: Any = None, *, stream: Any = None) -> Ticket:
         """Submits a frame and returns its Ticket; wait(ticket) returns its outputs.
 
@@ -697,6 +713,7 @@ class Pipeline:
             stream = _stream_int(stream)
         return self._c.submit(ins, outputs, stream)
 
+    @_held
     def wait(self, ticket: Ticket, timeout: Optional[float] = None, *,
              tables: bool = True) -> Dict[str, Any]:
         """Waits for a submitted frame; returns its outputs by name: image arrays (those
@@ -739,6 +756,7 @@ class Pipeline:
             raise
         return True
 
+    @_held
     def run(self, inputs: Any, outputs: Any = None, *, stream: Any = None,
             tables: bool = True) -> Dict[str, Any]:
         """Runs one frame and returns its outputs by name (submit, then wait)."""

@@ -872,6 +872,8 @@ typedef struct {
     PyObject *inflight;        /* list of unfinished Tickets, in submit order */
     int busy;                  /* a method is running: see pipeline_claim */
     unsigned long busy_thread; /* the thread running it */
+    int held;                  /* Python-level calls (run, submit, wait) under way: hold */
+    unsigned long held_thread; /* the thread making them */
     int n_tables;              /* table outputs */
     unsigned long long serial; /* this pipeline's number, which its tickets carry */
 } PipelineObject;
@@ -903,6 +905,8 @@ static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
     po->p = p;
     po->busy = 0;
     po->busy_thread = 0;
+    po->held = 0;
+    po->held_thread = 0;
     po->serial = ++serials;
     po->inflight = NULL;
     Py_INCREF(self);
@@ -1164,8 +1168,9 @@ static int pipeline_claim(PipelineObject *self)
         PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
         return -1;
     }
-    if (self->busy) {
-        if (in_log_callback || self->busy_thread == PyThread_get_thread_ident())
+    unsigned long me = PyThread_get_thread_ident();
+    if (self->busy || (self->held && self->held_thread != me)) {
+        if (in_log_callback || (self->busy && self->busy_thread == me))
             raise_status(PF_BUSY,
                          "the pipeline was called again from inside one of its own calls (a log "
                          "callback, or Python code an argument ran); a pipeline cannot be "
@@ -1176,8 +1181,33 @@ static int pipeline_claim(PipelineObject *self)
         return -1;
     }
     self->busy = 1;
-    self->busy_thread = PyThread_get_thread_ident();
+    self->busy_thread = me;
     return 0;
+}
+
+/* _hold(), _unhold(): the Python layer's run, submit and wait are several calls here
+   (plan, submit, wait, reading tables); between them another thread could get in (a
+   set() that changes a size, and this thread's frame fails). Held, the pipeline is this
+   thread's across them: other threads get BusyError for the whole of it. Nests. */
+static PyObject *Pipeline_hold(PipelineObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->p)
+        Py_RETURN_NONE; /* closed: the method says so, or reads a complete ticket */
+    if (pipeline_claim(self) != 0)
+        return NULL;
+    self->busy = 0;
+    self->held++;
+    self->held_thread = self->busy_thread;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Pipeline_unhold(PipelineObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->held > 0 && self->held_thread == PyThread_get_thread_ident())
+        self->held--;
+    Py_RETURN_NONE;
 }
 
 typedef PyObject *(*pipeline_method)(PipelineObject *self, PyObject *args, PyObject *kw);
@@ -2049,6 +2079,9 @@ static void Pipeline_dealloc(PipelineObject *self)
 }
 
 static PyMethodDef Pipeline_methods[] = {
+    {"_hold", (PyCFunction)Pipeline_hold, METH_NOARGS,
+     "_hold(): this thread's until _unhold (run, submit, wait)"},
+    {"_unhold", (PyCFunction)Pipeline_unhold, METH_NOARGS, "_unhold()"},
     {"submit", (PyCFunction)(void (*)(void))Pipeline_submit, METH_VARARGS | METH_KEYWORDS,
      "submit(inputs, outputs=None, stream=None) -> Ticket"},
     {"wait", (PyCFunction)Pipeline_wait, METH_VARARGS,

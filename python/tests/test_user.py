@@ -170,3 +170,37 @@ def test_reprs_and_the_poll_message(engine):
     assert "wait:" not in str(ei.value)
     p.close()
     assert repr(p).endswith(", closed>")
+
+
+# ---- threads ----------------------------------------------------------------------------------
+
+def test_run_holds_the_pipeline_between_its_calls(engine, monkeypatch):
+    """run() is several calls into the extension (plan, submit, wait); another thread's
+    set() got in between them, where the docs promise BusyError for the whole call."""
+    import threading
+
+    p = cpu(engine, IDENT)
+    frame = np.zeros((8, 6, 4), np.uint8)
+    seen = []
+    real = pipefuse._host_arrays
+
+    def in_the_middle(ins):
+        # inside submit, after run() began and before the frame was submitted
+        def other():
+            try:
+                p.set("lin.b", 0.5)
+                seen.append("set went in")
+            except pipefuse.BusyError as e:
+                seen.append(str(e))
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        return real(ins)
+
+    monkeypatch.setattr(pipefuse, "_host_arrays", in_the_middle)
+    out = p.run(frame)
+    assert len(seen) == 1 and "another thread" in seen[0], seen
+    assert (out["y"] == 0).all()  # b stayed 0: the frame ran as it was when run() began
+    monkeypatch.setattr(pipefuse, "_host_arrays", real)
+    p.set("lin.b", 0.5)  # free again once run() returned
+    assert (p.run(frame)["y"] == 128).all()
