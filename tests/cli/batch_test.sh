@@ -727,6 +727,31 @@ section_shards() {
 }
 
 # ---- interrupt: Ctrl-C stops cleanly ------------------------------------------------------
+# stop_group SIG DIR: a slow batch into $W/DIR, its process group sent SIG while files
+# are in flight: status 130, the summary says what was not run, no file failed and no
+# restart is claimed, the files in flight finished and committed, no temporaries, and
+# as many images as ok joblog lines.
+stop_group() {
+    local sig=$1 dir=$2 pid n_img n_log
+    setsid "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/$dir" --jobs 2 \
+        --joblog "$W/$dir.tsv" 2>"$W/stderr" &
+    pid=$!
+    sleep 0.8
+    kill -"$sig" -- -$pid
+    wait $pid
+    rc=$?
+    expect 130 "SIG$sig to the process group"
+    says "$W/stderr" "not run (interrupted)" "SIG$sig: the summary says what was not run"
+    grep -q restarted "$W/stderr" && fail "SIG$sig: a restart claimed: $(grep restarted "$W/stderr")"
+    grep -q FAILED "$W/stderr" && fail "SIG$sig: files failed: $(grep FAILED "$W/stderr")"
+    sed -n '/interrupted: finishing/,$p' "$W/stderr" | grep -q -- ' -> ' ||
+        fail "SIG$sig: the files in flight did not finish: $(cat "$W/stderr")"
+    no_temps "$W/$dir" "after SIG$sig"
+    n_img=$(ls "$W/$dir"/f*[0-9].png 2>/dev/null | wc -l)
+    n_log=$(grep -c $'\tok\t' "$W/$dir.tsv")
+    [ "$n_img" -gt 0 ] && [ "$n_img" = "$n_log" ] || fail "SIG$sig: $n_img images, $n_log ok lines"
+}
+
 section_interrupt() {
     slow_pipeline 150
     many "$W/in" 30
@@ -757,41 +782,11 @@ section_interrupt() {
 
     # SIGTERM to the whole process group (timeout(1), kill %1, a terminal's Ctrl-C reaches
     # the group too): the worker is the supervisor's to stop, so the files in flight
-    # still finish and commit, and no restart is claimed
-    setsid "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/term" --jobs 2 \
-        --joblog "$W/term.tsv" 2>"$W/stderr" &
-    pid=$!
-    sleep 0.8
-    kill -TERM -- -$pid
-    wait $pid
-    rc=$?
-    expect 130 "SIGTERM to the process group"
-    says "$W/stderr" "not run (interrupted)" "SIGTERM: the summary says what was not run"
-    grep -q restarted "$W/stderr" && fail "SIGTERM: a restart claimed: $(grep restarted "$W/stderr")"
-    grep -q FAILED "$W/stderr" && fail "SIGTERM: files failed: $(grep FAILED "$W/stderr")"
-    sed -n '/interrupted: finishing/,$p' "$W/stderr" | grep -q -- ' -> ' ||
-        fail "SIGTERM: the files in flight did not finish: $(cat "$W/stderr")"
-    no_temps "$W/term" "after SIGTERM"
-    n_img=$(ls "$W"/term/f*[0-9].png 2>/dev/null | wc -l)
-    n_log=$(grep -c $'\tok\t' "$W/term.tsv")
-    [ "$n_img" -gt 0 ] && [ "$n_img" = "$n_log" ] || fail "SIGTERM: $n_img images, $n_log ok lines"
-
-    # SIGHUP (the terminal or ssh session closed) stops the batch as SIGTERM does; under
-    # nohup (SIGHUP ignored) the batch runs on
-    setsid "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/hup" --jobs 2 \
-        --joblog "$W/hup.tsv" 2>"$W/stderr" &
-    pid=$!
-    sleep 0.8
-    kill -HUP -- -$pid
-    wait $pid
-    rc=$?
-    expect 130 "SIGHUP to the process group"
-    says "$W/stderr" "not run (interrupted)" "SIGHUP: the summary says what was not run"
-    grep -q FAILED "$W/stderr" && fail "SIGHUP: files failed: $(grep FAILED "$W/stderr")"
-    no_temps "$W/hup" "after SIGHUP"
-    n_img=$(ls "$W"/hup/f*[0-9].png 2>/dev/null | wc -l)
-    n_log=$(grep -c $'\tok\t' "$W/hup.tsv")
-    [ "$n_img" -gt 0 ] && [ "$n_img" = "$n_log" ] || fail "SIGHUP: $n_img images, $n_log ok lines"
+    # still finish and commit, and no restart is claimed. SIGHUP (the terminal or ssh
+    # session closed) stops the batch the same way; under nohup (SIGHUP ignored) the
+    # batch runs on.
+    stop_group TERM term
+    stop_group HUP hup
     setsid nohup "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/nohup" \
         --jobs 2 >/dev/null 2>"$W/stderr" &
     pid=$!
