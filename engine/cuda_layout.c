@@ -209,6 +209,7 @@ static int assign_scratch(pf_pipeline *p, pf_cuda_plan *c, size_t *dev)
         int st = plan->units[u].stream;
         size_t s = c->fused[u] ? 0 : scratch_need(p, u);
         c->scratch_off[u] = SIZE_MAX;
+        c->scratch_size[u] = s; /* the unit's own need, until its stream's block is known */
         if (s > PF_DEV_SIZE_CAP) {
             pf_errf(p->errmsg,
                     "%s: %s (%s): cuda_scratch_bytes() asks for %zu bytes, more than can be "
@@ -222,11 +223,10 @@ static int assign_scratch(pf_pipeline *p, pf_cuda_plan *c, size_t *dev)
     for (int st = 0; st < c->n_streams && rc == PF_OK; st++)
         off[st] = need[st] ? take(dev, need[st]) : SIZE_MAX;
     for (int u = 0; u < plan->n_units && rc == PF_OK; u++) {
-        int st = plan->units[u].stream;
-        if (!c->fused[u] && scratch_need(p, u) && st >= 0 && st < c->n_streams) {
+        int st = plan->units[u].stream, has = st >= 0 && st < c->n_streams;
+        if (c->scratch_size[u] && has)
             c->scratch_off[u] = off[st];
-            c->scratch_size[u] = need[st];
-        }
+        c->scratch_size[u] = c->scratch_size[u] && has ? need[st] : 0;
     }
     free(need), free(off);
     return rc;
