@@ -179,6 +179,54 @@ int pf_fuse_launch_reduce(void *function, const pf_fuse_unit *io, int width, int
                   ra->cluster > 1 ? (unsigned)ra->cluster : 1, stream, err, err_size);
 }
 
+int pf_fuse_function(void *module, const char *name, void **function, char *err, size_t err_size)
+{
+    CUfunction f = NULL;
+    CUresult r = drv.ok ? drv.get(&f, (CUmodule)module, name) : CUDA_ERROR_NOT_INITIALIZED;
+    if (r != CUDA_SUCCESS) {
+        snprintf(err, err_size, "cannot load fused kernel %s: %s", name, drv_err(r));
+        return PF_CUDA;
+    }
+    *function = f;
+    return PF_OK;
+}
+
+int pf_fuse_launch_separable(void *function, void *function_v, const pf_fuse_unit *io, int width,
+                             int height, int y0, int y1, const pf_fuse_args *a, void *scratch,
+                             size_t scratch_size, void *stream, char *err, size_t err_size)
+{
+    if (y1 <= y0 || width <= 0)
+        return PF_OK;
+    const int rmax = io->sep_rmax;
+    const int s0 = y0 - rmax > 0 ? y0 - rmax : 0, s1 = y1 + rmax < height ? y1 + rmax : height;
+    const size_t at = pf_fuse_sep_taps_at(width, y1 - y0, height, rmax);
+    if (!scratch || scratch_size < pf_fuse_sep_scratch(width, y1 - y0, height, rmax)) {
+        snprintf(err, err_size, "device scratch too small: %zu bytes, %zu needed", scratch_size,
+                 pf_fuse_sep_scratch(width, y1 - y0, height, rmax));
+        return PF_INTERNAL;
+    }
+    int rpb = PF_SEP_RPB;
+    while ((s1 - s0 + rpb - 1) / rpb > 65535)
+        rpb *= 2;
+    unsigned vth = PF_SEP_VTY * PF_SEP_VRPT, vtiles = ((unsigned)(y1 - y0) + vth - 1) / vth;
+    if (vtiles > 65535) {
+        snprintf(err, err_size, "a band of %d rows is too tall for one launch (at most %u)",
+                 y1 - y0, 65535u * vth);
+        return PF_UNSUPPORTED;
+    }
+    void *tmp = scratch, *taps = (char *)scratch + at;
+    void *extra[4] = {&tmp, &taps, (void *)&s0, &rpb};
+    int rc = launch(function, io, a, width, height, y0, y1, extra, 4,
+                    ((unsigned)width + PF_SEP_TW - 1) / PF_SEP_TW,
+                    ((unsigned)(s1 - s0) + (unsigned)rpb - 1) / (unsigned)rpb, PF_SEP_TW, 1, 1,
+                    stream, err, err_size);
+    if (rc != PF_OK)
+        return rc;
+    return launch(function_v, io, a, width, height, y0, y1, extra, 4,
+                  ((unsigned)width + PF_SEP_VTX - 1) / PF_SEP_VTX, vtiles, PF_SEP_VTX, PF_SEP_VTY,
+                  1, stream, err, err_size);
+}
+
 int pf_fuse_node_function(void *node, void **function)
 {
     *function = NULL;
@@ -203,9 +251,12 @@ int pf_fuse_node_set_args(void *exec, void *node, const pf_fuse_unit *io, const 
     CUresult r = drv.node_get((CUgraphNode)node, &kp);
     if (r == CUDA_SUCCESS) {
         /* The node's own argument list, with the by-value arguments replaced: 6
-           arguments, and a reduce's own (pf_fuse_launch, pf_fuse_launch_reduce). */
+           arguments, and a reduce's or a separable stencil's own (pf_fuse_launch,
+           pf_fuse_launch_reduce, pf_fuse_launch_separable). */
         void *args[6 + PF_FUSE_MAX_EXTRA];
-        int n = io->reduce ? 6 + PF_FUSE_MAX_EXTRA : 6;
+        int n = io->reduce                                 ? 6 + PF_FUSE_MAX_EXTRA
+                : io->stencil == PF_FUSE_STENCIL_SEPARABLE ? 6 + 4
+                                                           : 6;
         for (int i = 0; i < n; i++)
             args[i] = kp.kernelParams[i];
         if (io->param_arg)
@@ -232,6 +283,17 @@ int pf_fuse_load(const void *cubin, const char *name, void **module, void **func
     return PF_UNSUPPORTED;
 }
 void pf_fuse_unload(void *module) {}
+int pf_fuse_function(void *module, const char *name, void **function, char *err, size_t err_size)
+{
+    snprintf(err, err_size, "this build has no CUDA support");
+    return PF_UNSUPPORTED;
+}
+int pf_fuse_launch_separable(void *function, void *function_v, const pf_fuse_unit *io, int width,
+                             int height, int y0, int y1, const pf_fuse_args *a, void *scratch,
+                             size_t scratch_size, void *stream, char *err, size_t err_size)
+{
+    return PF_UNSUPPORTED;
+}
 int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
                    const pf_fuse_args *a, void *stream, char *err, size_t err_size)
 {

@@ -10,6 +10,8 @@
 int pf_fuse_load(const void *cubin, const char *name, void **module, void **function, char *err,
                  size_t err_size);
 void pf_fuse_unload(void *module);
+/* Another kernel of a loaded module (a separable unit's vertical pass). */
+int pf_fuse_function(void *module, const char *name, void **function, char *err, size_t err_size);
 /* Where a fused kernel's first two arguments come from: its parameters from host_params
    (the unit's span of the pinned block, copied into the launch: io->param_arg) or as the
    pointer dev_params (the whole device block); its frame descriptors from host_desc
@@ -22,6 +24,13 @@ typedef struct pf_fuse_args {
 /* One launch of a fused kernel over rows [y0, y1). */
 int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height, int y0, int y1,
                    const pf_fuse_args *a, void *stream, char *err, size_t err_size);
+/* Band [y0, y1) of a separable stencil unit (io->stencil PF_FUSE_STENCIL_SEPARABLE): its
+   horizontal pass (function) over the band's rows and the halo of the largest radius,
+   into scratch (scratch_size bytes, pf_fuse_sep_scratch), then its vertical pass
+   (function_v). */
+int pf_fuse_launch_separable(void *function, void *function_v, const pf_fuse_unit *io, int width,
+                             int height, int y0, int y1, const pf_fuse_args *a, void *scratch,
+                             size_t scratch_size, void *stream, char *err, size_t err_size);
 /* In an instantiated graph: the fused kernel a kernel node of its graph launches
    (*function, NULL for other nodes), and new by-value arguments for such a node (the
    parameter span where io->param_arg, the descriptors where io->desc_arg), its other

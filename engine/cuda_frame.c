@@ -138,7 +138,11 @@ static int run_unit(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int u, cudaS
             int y0, y1;
             band_rows(un->shape.height, b, bands, &y0, &y1);
             rc = timed(p, c, sl, u, st, 1);
-            if (rc == PF_OK)
+            if (rc == PF_OK && k->function_v)
+                rc = pf_fuse_launch_separable(
+                    k->function, k->function_v, &c->fio[u], un->shape.width, un->shape.height, y0,
+                    y1, &fa, sl->dev + c->scratch_off[u], c->scratch_size[u], st, err, sizeof err);
+            else if (rc == PF_OK)
                 rc = pf_fuse_launch(k->function, &c->fio[u], un->shape.width, un->shape.height, y0,
                                     y1, &fa, st, err, sizeof err);
             if (rc == PF_OK)
@@ -310,7 +314,8 @@ static int find_param_nodes(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, int 
             return PF_CUDA;
         }
         for (int u = 0; fn && u < c->n_units; u++) {
-            if (!by_value(c, u) || c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]].function != fn)
+            const fused_kernel *k = &c->kern[u * PF_KERNEL_VARIANTS + c->cur[u]];
+            if (!by_value(c, u) || (k->function != fn && k->function_v != fn))
                 continue;
             keep[sl->n_pnodes[device]] = nodes[i];
             units[sl->n_pnodes[device]++] = u;
@@ -488,6 +493,12 @@ int pf_cu_prepare_fused(pf_pipeline *p, pf_cuda_plan *c, cuda_slot *sl, pf_frame
                 char err[512];
                 rc = pf_fuse_load(cubin, PF_FUSED_KERNEL, &kv[v].module, &kv[v].function, err,
                                   sizeof err);
+                if (rc == PF_OK && io->stencil == PF_FUSE_STENCIL_SEPARABLE &&
+                    (rc = pf_fuse_function(kv[v].module, PF_FUSED_KERNEL_V, &kv[v].function_v, err,
+                                           sizeof err)) != PF_OK) {
+                    pf_fuse_unload(kv[v].module);
+                    memset(&kv[v], 0, sizeof kv[v]);
+                }
                 if (rc != PF_OK)
                     pf_errf(p->errmsg, "%s: %s", p->source, err);
             }

@@ -91,6 +91,7 @@ typedef struct cuda_slot {
 typedef struct fused_kernel {
     unsigned char *fmts; /* formats of the unit's native inputs, then outputs; NULL: empty */
     void *module, *function;
+    void *function_v; /* a separable unit's vertical pass (PF_FUSED_KERNEL_V), else NULL */
     int ppt; /* the pixels per thread it was generated for (a reduce's depend on formats) */
 } fused_kernel;
 

@@ -184,6 +184,19 @@ static size_t scratch_need(const pf_pipeline *p, int u)
     return n0->desc->cuda_scratch_bytes(n0->params, win > wout ? win : wout, rows);
 }
 
+/* Device scratch a generated kernel needs: a separable stencil's rows of horizontal sums
+   for a band of the whole image at its largest radius, and its taps; none for others. */
+static size_t fused_scratch_need(const pf_pipeline *p, const pf_cuda_plan *c, int u)
+{
+    char why[512];
+    const pf_unit *un = &p->plan->units[u];
+    if (c->fused[u] != PF_FUSE_KERNEL ||
+        pf_fuse_stencil_possible(p, u, why, sizeof why) != PF_FUSE_STENCIL_SEPARABLE)
+        return 0;
+    return pf_fuse_sep_scratch(un->shape.width, un->shape.height, un->shape.height,
+                               pf_fuse_sep_rmax(p, u));
+}
+
 /* Bytes of the largest frame format (f32 RGBA) for a shape: staging is sized for it. */
 static size_t max_frame_bytes(pf_shape s)
 {
@@ -193,7 +206,8 @@ static size_t max_frame_bytes(pf_shape s)
 /* Device scratch of the units (plugin.h: cuda_scratch_bytes). Units of one stream run
    one after another, and a unit's scratch is its own only while it runs, so they share
    one block, as large as the largest of their needs: a chain of twenty gaussians at
-   3840x2160 took twenty 133 MB blocks, now one. Generated kernels need none. */
+   3840x2160 took twenty 133 MB blocks, now one. Generated kernels need none, but for a
+   separable stencil's. */
 static int assign_scratch(pf_pipeline *p, pf_cuda_plan *c, size_t *dev)
 {
     const pf_plan *plan = p->plan;
@@ -207,7 +221,7 @@ static int assign_scratch(pf_pipeline *p, pf_cuda_plan *c, size_t *dev)
     for (int u = 0; u < plan->n_units && rc == PF_OK; u++) {
         const pf_node *n0 = &p->nodes[plan->units[u].nodes[0]];
         int st = plan->units[u].stream;
-        size_t s = c->fused[u] ? 0 : scratch_need(p, u);
+        size_t s = c->fused[u] ? fused_scratch_need(p, c, u) : scratch_need(p, u);
         c->scratch_off[u] = SIZE_MAX;
         c->scratch_size[u] = s; /* the unit's own need, until its stream's block is known */
         if (s > PF_DEV_SIZE_CAP) {
@@ -607,7 +621,7 @@ int pf_cuda_scratch_fits(const pf_pipeline *p, const pf_cuda_plan *c, int u)
 {
     if (!c || u < 0 || u >= c->n_units)
         return 0;
-    return c->fused[u] || c->scratch_size[u] >= scratch_need(p, u); /* generated: none */
+    return c->scratch_size[u] >= (c->fused[u] ? fused_scratch_need(p, c, u) : scratch_need(p, u));
 }
 
 #endif /* PF_HAVE_CUDA */

@@ -30,6 +30,8 @@ extern const char pf_src_point_h[];
 extern const char pf_src_fused_rt[];
 extern const char pf_src_frame_desc[];
 extern const char pf_src_edge[];
+extern const char pf_src_separable_rt[];
+extern const char pf_src_premultiply[];
 
 /* ---- Layout and IO ------------------------------------------------------------------------ */
 
@@ -136,7 +138,9 @@ static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in
                       const int *out_fmt, pf_fuse_unit *io)
 {
     int s = p->plan->units[u].nodes[0];
-    io->stencil = 1;
+    char why[512];
+    io->stencil = pf_fuse_stencil_possible(p, u, why, sizeof why);
+    io->sep_rmax = io->stencil == PF_FUSE_STENCIL_SEPARABLE ? pf_fuse_sep_rmax(p, u) : 0;
     io->ppt = 1;
     if (absorbed_loads(p, u, p->nodes[s].in[0], in_fmt, io) != 0)
         return -1;
@@ -161,7 +165,7 @@ static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fm
     const pf_unit *un = &p->plan->units[u];
     io->n_in = io->n_out = 0;
     io->ppt = 8;
-    io->reduce = io->stencil = 0;
+    io->reduce = io->stencil = io->sep_rmax = 0;
     io->src_unit = io->epi_unit = -1;
     io->value_node = -1;
     /* The parameters of the unit's members, or of the point unit a reduce or stencil
@@ -213,7 +217,7 @@ int pf_fuse_unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_f
        summing reduce's six */
     size_t bytes = (io->param_arg ? io->param_bytes : 8) +
                    sizeof(pf_frame_desc) * (size_t)(io->n_in + io->n_out) + 16 +
-                   (io->reduce ? 56 : 0);
+                   (io->reduce ? 56 : 0) + (io->stencil == PF_FUSE_STENCIL_SEPARABLE ? 24 : 0);
     io->desc_arg = bytes <= PF_FUSE_ARG_BYTES_MAX;
     return 0;
 }
@@ -283,20 +287,50 @@ int pf_fuse_stencil_possible(const pf_pipeline *p, int u, char *why, size_t why_
         snprintf(why, why_size, "fusion is off");
         return 0;
     }
-    if (!d->stencil_fn || !d->point_source || !d->params_type || n->n_in != 1) {
-        snprintf(why, why_size, "stage '%s' (%s) declares no stencil_fn", n->id, d->name);
+    int sep = d->separable_fn && !d->stencil_fn;
+    if ((!d->stencil_fn && !sep) || !d->point_source || !d->params_type || n->n_in != 1) {
+        snprintf(why, why_size, "stage '%s' (%s) declares no stencil_fn or separable_fn", n->id,
+                 d->name);
         return 0;
     }
     int r = d->radius ? d->radius(n->params) : 0;
     pf_shape in = p->plan->shapes[n->in[0]], out = p->plan->shapes[un->nodes[0]];
-    if (r != 1 || in.width != out.width || in.height != out.height) {
+    if (in.width != out.width || in.height != out.height) {
+        snprintf(why, why_size, "stage '%s' (%s) changes the shape", n->id, d->name);
+        return 0;
+    }
+    if (sep && (d->separable_max < 1 || d->separable_max > PF_SEPARABLE_MAX || r < 0 ||
+                r > d->separable_max)) {
         snprintf(why, why_size,
-                 "stage '%s' (%s) declares stencil_fn but has radius %d (not 1) or changes the "
-                 "shape",
+                 "stage '%s' (%s) declares separable_fn but has radius %d, past its "
+                 "separable_max %d (at most %d)",
+                 n->id, d->name, r, d->separable_max, PF_SEPARABLE_MAX);
+        return 0;
+    }
+    if (!sep && r != 1) {
+        snprintf(why, why_size, "stage '%s' (%s) declares stencil_fn but has radius %d (not 1)",
                  n->id, d->name, r);
         return 0;
     }
-    return 1;
+    return sep ? PF_FUSE_STENCIL_SEPARABLE : PF_FUSE_STENCIL_3X3;
+}
+
+int pf_fuse_sep_rmax(const pf_pipeline *p, int u)
+{
+    return p->nodes[p->plan->units[u].nodes[0]].desc->separable_max;
+}
+
+size_t pf_fuse_sep_taps_at(int width, int rows, int height, int rmax)
+{
+    long long h = (long long)rows + 2LL * rmax;
+    if (h > height)
+        h = height;
+    return (size_t)width * (size_t)(h > 0 ? h : 0) * 16;
+}
+
+size_t pf_fuse_sep_scratch(int width, int rows, int height, int rmax)
+{
+    return pf_fuse_sep_taps_at(width, rows, height, rmax) + (size_t)(rmax + 2 + 3) / 4 * 16;
 }
 
 int pf_fuse_absorbs(const pf_pipeline *p, int u)
@@ -346,8 +380,8 @@ int pf_fuse_epilogue(const pf_pipeline *p, int u)
 {
     const pf_plan *plan = p->plan;
     char w[512];
-    if (!pf_fuse_stencil_possible(p, u, w, sizeof w))
-        return -1;
+    if (pf_fuse_stencil_possible(p, u, w, sizeof w) != PF_FUSE_STENCIL_3X3)
+        return -1; /* a separable stencil's vertical pass stores its result as it is */
     int s = plan->units[u].nodes[0];
     for (int e = plan->cons_first[s]; e < plan->cons_first[s + 1]; e++) {
         int eu = plan->unit_of[plan->cons[e]];
@@ -394,8 +428,9 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
         if (pu >= 0)
             fused[pu] = PF_FUSE_ABSORBED;
     }
-    /* 3x3 stencils declaring their per-pixel function: a kernel of their own, running
-       the ops of a point unit that only they read on the tile they stage. */
+    /* Stencils declaring their per-pixel function (3x3) or their taps (separable):
+       kernels of their own, running the ops of a point unit that only they read on the
+       tile or the rows they stage. */
     for (int u = 0; u < plan->n_units && !no_nvrtc; u++) {
         char w[512];
         if (!pf_fuse_stencil_possible(p, u, w, sizeof w))
@@ -490,8 +525,9 @@ int pf_fuse_source_index(const pf_pipeline *p, const pf_unit *un, int a)
    before and after it, except those of the engine's own headers. */
 static int engine_macro(const char *name, size_t n)
 {
-    const char *const texts[] = {pf_src_point_h, pf_src_fused_rt, pf_src_frame_desc, pf_src_edge};
-    for (int t = 0; t < 4; t++)
+    const char *const texts[] = {pf_src_point_h, pf_src_fused_rt,     pf_src_frame_desc,
+                                 pf_src_edge,    pf_src_separable_rt, pf_src_premultiply};
+    for (int t = 0; t < 6; t++)
         for (const char *q = strstr(texts[t], "#define "); q; q = strstr(q + 1, "#define ")) {
             const char *m = q + 8;
             if (strncmp(m, name, n) == 0 &&
@@ -564,11 +600,13 @@ void pf_fuse_emit_op(pf_sb *b, const pf_pipeline *p, const pf_node *n, int ns, c
    the device block (io->param_arg). */
 void pf_fuse_emit_signature(pf_sb *b, const pf_fuse_unit *io, const char *name)
 {
-    const char *extra = io->reduce
-                            ? ",\n   double *__restrict__ part, int rows, int chunk0, int n_part,\n"
-                              "   double *__restrict__ table, unsigned int *__restrict__ done, "
-                              "int cluster"
-                            : "";
+    const char *extra =
+        io->reduce ? ",\n   double *__restrict__ part, int rows, int chunk0, int n_part,\n"
+                     "   double *__restrict__ table, unsigned int *__restrict__ done, "
+                     "int cluster"
+        : io->stencil == PF_FUSE_STENCIL_SEPARABLE
+            ? ",\n   float4 *__restrict__ tmp, float *__restrict__ taps, int s0, int rpb"
+            : "";
     if (io->param_arg)
         pf_sb_printf(b, "struct __align__(16) %s_params {\n    unsigned char b[%zu];\n};\n", name,
                      io->param_bytes);

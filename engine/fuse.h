@@ -58,6 +58,9 @@ typedef struct pf_fuse_unit {
     /* A stencil unit's kernel: the point unit whose ops it applies to its result before
        storing (-1: none), whose stored results are among out[]. */
     int epi_unit;
+    /* A separable stencil unit's largest radius (its stage's separable_max): the halo its
+       launches and scratch are sized for. */
+    int sep_rmax;
     /* The members' parameters: bytes [param_lo, param_lo + param_bytes) of the block;
        param_arg 1 when they are the kernel's first argument (by value), 0 when it is a
        pointer to the whole device block. */
@@ -103,10 +106,34 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
    fuse. */
 int pf_fuse_absorbs(const pf_pipeline *p, int u);
 
-/* Whether stencil unit u can run as a generated kernel: one stage of radius 1 declaring
-   stencil_fn (with its point_source and params_type), on one input; when not, why says
-   so. */
+/* pf_fuse_unit.stencil: a 3x3 stencil's one kernel (stencil_fn), or a separable
+   stencil's two (separable_fn: PF_FUSED_KERNEL the horizontal pass, PF_FUSED_KERNEL_V
+   the vertical, one module). */
+#define PF_FUSE_STENCIL_3X3       1
+#define PF_FUSE_STENCIL_SEPARABLE 2
+
+/* Whether stencil unit u can run as a generated kernel: one stage on one input keeping
+   the shape, of radius 1 declaring stencil_fn, or declaring separable_fn (with a radius
+   of at most its separable_max), with its point_source and params_type; returns
+   PF_FUSE_STENCIL_3X3 or PF_FUSE_STENCIL_SEPARABLE, or 0 with why saying why not. */
 int pf_fuse_stencil_possible(const pf_pipeline *p, int u, char *why, size_t why_size);
+
+/* A separable kernel's geometry (kernels/separable_rt.h): the horizontal pass's blocks
+   of PF_SEP_TW threads over PF_SEP_RPB rows (doubled while the grid is too tall), the
+   vertical pass's of PF_SEP_VTX x PF_SEP_VTY threads, PF_SEP_VRPT rows each. */
+#define PF_SEP_TW   256
+#define PF_SEP_RPB  16
+#define PF_SEP_VTX  32
+#define PF_SEP_VTY  8
+#define PF_SEP_VRPT 4
+/* The device scratch a separable unit's kernels need for bands of at most `rows` rows
+   of width `width` at largest radius rmax: the rows of horizontal sums, then the taps
+   and their weight sum (rmax + 2 floats, rounded up to 16 bytes); and where the taps
+   start. */
+size_t pf_fuse_sep_scratch(int width, int rows, int height, int rmax);
+size_t pf_fuse_sep_taps_at(int width, int rows, int height, int rmax);
+/* The separable stage of unit u's largest radius (its separable_max). */
+int pf_fuse_sep_rmax(const pf_pipeline *p, int u);
 
 /* The point unit whose ops stencil unit u applies in its kernel to its result, or -1:
    the first point unit that can fuse, reads u's result and otherwise only pipeline
@@ -151,7 +178,8 @@ int pf_fuse_ppt(int width, int height, int sm_count);
 /* Every fused kernel's name in its module. Units of the same ops, formats and geometry
    (a long chain's groups of one op) so generate the same source and share one compile
    in the kernel cache, whatever their unit number or stage ids. */
-#define PF_FUSED_KERNEL "pf_fused"
+#define PF_FUSED_KERNEL   "pf_fused"
+#define PF_FUSED_KERNEL_V "pf_fused_v" /* a separable unit's vertical pass */
 
 /* For the generators: text that goes into a comment of the generated source (a stage
    id), or "" while the source to compile is generated, which names nothing, so that

@@ -1,5 +1,7 @@
 /* engine/fuse_stencil.c: the generated kernel of a 3x3 stencil unit (a stage declaring
- * pf_stage_desc.stencil_fn), fused with the point unit producing its input.
+ * pf_stage_desc.stencil_fn), fused with the point unit producing its input; and the two
+ * of a separable one (separable_fn), whose horizontal pass runs that unit's ops on the
+ * rows it stages (separable_source, kernels/separable_rt.h).
  *
  * A block of PF_STENCIL_TX x PF_STENCIL_TY threads computes as many output pixels. It
  * first stages the tile and a one-pixel halo in shared memory: each tile pixel is read
@@ -44,9 +46,112 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
     pf_sb_printf(b, "    }\n");
 }
 
+/* The kernels of a separable stencil unit (io->stencil PF_FUSE_STENCIL_SEPARABLE): name,
+   the horizontal pass, whose pixels come from pf_sep_src (the unit's inputs in their own
+   formats at the clamped coordinate the pass reads, through the absorbed point unit's
+   ops there), and name_v, the vertical pass, storing each result to the unit's outputs
+   (pf_sep_dst). Both compute the radius and the alpha rule from the stage's
+   separable_fn on the params the frame runs with (kernels/separable_rt.h). */
+static char *separable_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
+                              const size_t *param_off, const char *name)
+{
+    const pf_unit *src = io->src_unit >= 0 ? &p->plan->units[io->src_unit] : NULL;
+    const int s = p->plan->units[u].nodes[0];
+    const pf_node *sn = &p->nodes[s];
+    const pf_stage_desc *d = sn->desc;
+    const int ns = src ? src->n_nodes : 0;
+    pf_sb b = {0};
+    pf_sb_printf(&b, "// pipefuse fused kernel %s: %s [", name, p->source);
+    for (int a = 0; src && a < src->n_nodes; a++)
+        pf_sb_printf(&b, "%s + ", src->ids[a]);
+    pf_sb_printf(&b,
+                 "%s, separable]\n#define PF_PPT 1\n#include \"pipefuse/point.h\"\n"
+                 "#include \"pipefuse/fused_rt.h\"\n\n",
+                 sn->id);
+    for (int a = 0; src && a < src->n_nodes; a++)
+        if (pf_fuse_source_index(p, src, a) == a)
+            pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
+    pf_fuse_emit_op(&b, p, sn, ns, name);
+    pf_sb_printf(&b,
+                 "#define PF_SEP_RMAX %d\n#define PF_SEP_TW %d\n#define PF_SEP_VTX %d\n"
+                 "#define PF_SEP_VTY %d\n#define PF_SEP_VRPT %d\n"
+                 "#include \"pipefuse/separable_rt.h\"\n\n",
+                 d->separable_max, PF_SEP_TW, PF_SEP_VTX, PF_SEP_VTY, PF_SEP_VRPT);
+
+    /* A pixel of the stencil's input at (x, y). */
+    pf_sb_printf(&b,
+                 "struct pf_sep_src {\n    const unsigned char *P;\n    const pf_frame_desc *io;\n"
+                 "    int W, H;\n"
+                 "    __device__ __forceinline__ pf_float4 operator()(int x, int y) const\n    {\n"
+                 "        const int i = 0;\n        pf_pos pos;\n"
+                 "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n");
+    for (int k = 0; k < io->n_in; k++)
+        pf_sb_printf(&b,
+                     "        pf_float4 in%d[1]; /* %s */\n"
+                     "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
+                     k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
+                     io->in[k].channels, k, k);
+    int value = -1;
+    for (int a = 0; src && a < src->n_nodes; a++) {
+        pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
+        if (src->nodes[a] == io->value_node)
+            value = a;
+    }
+    if (value >= 0)
+        pf_sb_printf(&b, "        return v%d;\n    }\n};\n\n", value);
+    else
+        pf_sb_printf(&b, "        return in0[0];\n    }\n};\n\n");
+
+    /* The stage's taps, and each result to the outputs. */
+    size_t poff = param_off[s] - (io->param_arg ? io->param_lo : 0);
+    pf_sb_printf(&b,
+                 "struct pf_sep_taps {\n    const pf_ns%d::%s *sp;\n"
+                 "    __device__ __forceinline__ void operator()(int i, double *t) const\n    {\n"
+                 "        int pm;\n        pf_ns%d::%s(sp, i, t, &pm);\n    }\n};\n\n",
+                 ns, d->params_type, ns, d->separable_fn);
+    pf_sb_printf(&b,
+                 "struct pf_sep_dst {\n    const pf_frame_desc *io;\n    int W;\n"
+                 "    __device__ __forceinline__ void operator()(int x, int y, pf_float4 v) const\n"
+                 "    {\n        pf_float4 o[1];\n        o[0] = v;\n");
+    for (int k = 0; k < io->n_out; k++)
+        pf_sb_printf(&b, "        pf_store_chunk<%d, %d, 1>(io[%d], y, x, W, o); /* %s%s */\n",
+                     io->out[k].sample, io->out[k].channels, io->n_in + k,
+                     pf_fuse_note(p->nodes[io->out[k].node].id),
+                     pf_fuse_note(io->out[k].native >= 0 ? ", pipeline output" : ""));
+    pf_sb_printf(&b, "    }\n};\n\n");
+
+    for (int pass = 0; pass < 2; pass++) {
+        char kname[96];
+        snprintf(kname, sizeof kname, "%s%s", name, pass ? "_v" : "");
+        pf_fuse_emit_signature(&b, io, kname);
+        pf_sb_printf(&b,
+                     "    const pf_ns%d::%s *sp = (const pf_ns%d::%s *)(P + %zu); // %s\n"
+                     "    double t0;\n    int pm = 0;\n"
+                     "    const int r = min(max(pf_ns%d::%s(sp, -1, &t0, &pm), 0), PF_SEP_RMAX);\n",
+                     ns, d->params_type, ns, d->params_type, poff, pf_fuse_note(sn->id), ns,
+                     d->separable_fn);
+        if (!pass)
+            pf_sb_printf(&b,
+                         "    const pf_sep_src src = {P, io, W, H};\n"
+                         "    const pf_sep_taps tp = {sp};\n"
+                         "    pf_sep_h(src, tp, r, pm != 0, W, H, tmp, taps, s0, y0, y1, rpb);\n"
+                         "}\n\n");
+        else
+            pf_sb_printf(&b, "    const pf_sep_dst dst = {io, W};\n"
+                             "    pf_sep_v(dst, r, pm != 0, W, H, tmp, taps, s0, y0, y1);\n}\n");
+    }
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
 char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
                              const size_t *param_off, const char *name)
 {
+    if (io->stencil == PF_FUSE_STENCIL_SEPARABLE)
+        return separable_source(p, u, io, param_off, name);
     const pf_unit *src = io->src_unit >= 0 ? &p->plan->units[io->src_unit] : NULL;
     const int s = p->plan->units[u].nodes[0];
     const pf_node *sn = &p->nodes[s];

@@ -15,6 +15,8 @@ extern const char pf_src_point_h[];
 extern const char pf_src_fused_rt[];
 extern const char pf_src_frame_desc[];
 extern const char pf_src_edge[];
+extern const char pf_src_separable_rt[];
+extern const char pf_src_premultiply[];
 
 /* ---- NVRTC through dlopen ---------------------------------------------------------------------- */
 
@@ -113,6 +115,8 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
     pf_kcache_key_add(&key, pf_src_fused_rt, strlen(pf_src_fused_rt));
     pf_kcache_key_add(&key, pf_src_frame_desc, strlen(pf_src_frame_desc));
     pf_kcache_key_add(&key, pf_src_edge, strlen(pf_src_edge));
+    pf_kcache_key_add(&key, pf_src_separable_rt, strlen(pf_src_separable_rt));
+    pf_kcache_key_add(&key, pf_src_premultiply, strlen(pf_src_premultiply));
     for (int i = 0; i < n_opts; i++)
         pf_kcache_key_add(&key, opts[i], strlen(opts[i]) + 1);
     char ver[64];
@@ -124,11 +128,13 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
         return PF_OK;
     }
 
-    const char *headers[] = {pf_src_point_h, pf_src_fused_rt, pf_src_frame_desc, pf_src_edge};
-    const char *header_names[] = {"pipefuse/point.h", "pipefuse/fused_rt.h",
-                                  "pipefuse/frame_desc.h", "pipefuse/edge.h"};
+    const char *headers[] = {pf_src_point_h, pf_src_fused_rt,     pf_src_frame_desc,
+                             pf_src_edge,    pf_src_separable_rt, pf_src_premultiply};
+    const char *header_names[] = {"pipefuse/point.h",        "pipefuse/fused_rt.h",
+                                  "pipefuse/frame_desc.h",   "pipefuse/edge.h",
+                                  "pipefuse/separable_rt.h", "pipefuse/premultiply.h"};
     void *prog = NULL;
-    int rc = nv.create(&prog, source, name, 4, headers, header_names);
+    int rc = nv.create(&prog, source, name, 6, headers, header_names);
     if (rc != 0) {
         *log = pf_strdup(nv.errstr(rc));
         return PF_STAGE;

@@ -125,7 +125,8 @@ static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io
         for (int a = 0; a < src->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : " ", src->ids[a]);
         if (io->stencil)
-            fprintf(f, " on its tile");
+            fprintf(f, io->stencil == PF_FUSE_STENCIL_SEPARABLE ? " on the rows it stages"
+                                                                : " on its tile");
     }
     if (io->epi_unit >= 0) {
         const pf_unit *e = &p->plan->units[io->epi_unit];
@@ -167,8 +168,8 @@ static void print_fused_reduces(const pf_pipeline *p, FILE *f, const pf_fusion_v
     }
 }
 
-/* 3x3 stencils that run as generated kernels: the point ops each runs on its tile, what
-   it loads and what it stores. */
+/* Stencils that run as generated kernels (3x3 or separable): the point ops each runs on
+   its tile or rows, what it loads and what it stores. */
 static void print_fused_stencils(const pf_pipeline *p, FILE *f, const pf_fusion_view *v)
 {
     const pf_plan *plan = p->plan;
@@ -185,8 +186,14 @@ static void print_fused_stencils(const pf_pipeline *p, FILE *f, const pf_fusion_
         const pf_node *sn = &p->nodes[u->nodes[0]];
         pf_fuse_unit io;
         double bytes = unit_bytes(p, ui, v, &io);
-        fprintf(f, "  S: %s (%s, 3x3 %s) in one kernel", sn->id, sn->desc->name,
-                sn->desc->stencil_fn);
+        if (io.stencil == PF_FUSE_STENCIL_SEPARABLE) /* + the horizontal sums, 32 B a pixel */
+            bytes += 32.0 * u->shape.width * u->shape.height;
+        if (io.stencil == PF_FUSE_STENCIL_SEPARABLE)
+            fprintf(f, "  S: %s (%s, separable %s) in two kernels (rows, then columns)", sn->id,
+                    sn->desc->name, sn->desc->separable_fn);
+        else
+            fprintf(f, "  S: %s (%s, 3x3 %s) in one kernel", sn->id, sn->desc->name,
+                    sn->desc->stencil_fn);
         print_absorbed(p, f, &io);
         fprintf(f, ", stores");
         for (int k = 0; k < io.n_out; k++)

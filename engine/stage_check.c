@@ -389,6 +389,46 @@ static void check_stencil_fn(walk *w)
              w->label, d->n_inputs);
 }
 
+/* separable_fn (ABI 1.4): on a stencil stage of one input, a function of its
+   point_source taking the params struct params_type names, with a largest radius in
+   1..PF_SEPARABLE_MAX; not together with stencil_fn. */
+static void check_separable_fn(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if (!d->separable_fn)
+        return;
+    if (d->kind != PF_STAGE_STENCIL)
+        note(w, PF_CHECK_ERROR, "separable_fn",
+             "drop separable_fn: it describes a separable stencil",
+             "%s: declares separable_fn on a %s stage; only stencil stages may", w->label,
+             kind_names[d->kind]);
+    else if (!d->point_source || !d->params_type)
+        note(w, PF_CHECK_ERROR, !d->point_source ? "point_source" : "params_type",
+             "set point_source to the header defining the function and params_type to its "
+             "params struct",
+             "%s: declares separable_fn without %s", w->label,
+             !d->point_source ? "point_source" : "params_type");
+    else if (!strstr(d->point_source, d->separable_fn) || !strstr(d->point_source, d->params_type))
+        note(w, PF_CHECK_FAULT, "separable_fn",
+             "separable_fn and params_type must name the function and its params struct as "
+             "the header spells them",
+             "%s: the point source does not mention %s", w->label,
+             !strstr(d->point_source, d->separable_fn) ? d->separable_fn : d->params_type);
+    else if (d->separable_max < 1 || d->separable_max > PF_SEPARABLE_MAX)
+        note(w, PF_CHECK_ERROR, "separable_max",
+             "set separable_max to the largest radius separable_fn returns",
+             "%s: declares separable_fn with separable_max %d; 1 to %d are allowed", w->label,
+             d->separable_max, PF_SEPARABLE_MAX);
+    else if (d->stencil_fn)
+        note(w, PF_CHECK_ERROR, "separable_fn", "declare stencil_fn or separable_fn, not both",
+             "%s: declares both stencil_fn and separable_fn", w->label);
+    else if (d->n_inputs != 1)
+        note(w, PF_CHECK_WARNING, "separable_fn",
+             "declare separable_fn only on a stencil of one input",
+             "%s: declares separable_fn but takes %d inputs: the engine never runs it itself",
+             w->label, d->n_inputs);
+}
+
 /* What the engine plans and runs that the stage's CUDA code and tables decide. */
 static void check_advice(walk *w)
 {
@@ -538,6 +578,7 @@ PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check
         check_later_fields(&w);
         check_reduce_sum(&w);
         check_stencil_fn(&w);
+        check_separable_fn(&w);
     }
     /* Plugin code runs on the defaults only once the declarations are sound. */
     if (w.errors == 0 && !w.stop && check_defaults(&w) != 0)

@@ -1,5 +1,6 @@
 /* kernels/point/filter3x3_ops.h: the filter family's 3x3 stencils, sobel and median3, as
- * one output pixel of its neighbourhood.
+ * one output pixel of its neighbourhood; and the taps of its separable ones, gaussian and
+ * box (pf_stage_desc.separable_fn), which filter.c builds its kernels from too.
  *
  * Compiled as plain C by plugins/filter/filter.c, as CUDA by filter_cuda.cu, and handed
  * to NVRTC as the stages' point_source (embedded as pf_src_filter3x3_ops), where a
@@ -42,6 +43,48 @@ typedef struct pf_median3_params {
 #define FILTER3_MUL(a, b) ((a) * (b))
 #define FILTER3_SQRT(a)   sqrtf(a)
 #endif
+
+/* ---- Separable kernels: gaussian, box ------------------------------------------------- */
+
+#define FILTER_GAUSSIAN_MAX_SIGMA 64 /* so the radius, ceil(3 * sigma), is at most 192 */
+#define FILTER_BOX_MAX_RADIUS     64
+#define FILTER_ALPHA_STRAIGHT     1 /* premultiply.h's PF_ALPHA_STRAIGHT (filter.c asserts it) */
+
+typedef struct pf_gaussian_params {
+    float sigma; /* standard deviation in pixels; 0: identity */
+    int alpha;   /* PF_ALPHA_* */
+} pf_gaussian_params;
+
+typedef struct pf_box_params {
+    int radius; /* mean over (2 * radius + 1)^2 pixels */
+    int alpha;  /* PF_ALPHA_* */
+} pf_box_params;
+
+/* The radius, ceil(3 sigma) with sigma clamped to [0, 64] (NaN as 0), and the
+   unnormalised tap at offset i (0 <= i <= r): exp(-i^2 / (2 sigma^2)), 1 for radius 0.
+   The device's double exp() may differ from libm's in the last bit, so a tap normalised
+   to float may differ by one ulp between the CPU and the GPU. */
+PF_POINT_FN int gaussian_sep(const pf_gaussian_params *p, int i, double *tap, int *premultiply)
+{
+    double sigma = p->sigma;
+    sigma = sigma > 0 ? (sigma < FILTER_GAUSSIAN_MAX_SIGMA ? sigma : FILTER_GAUSSIAN_MAX_SIGMA) : 0;
+    const int r = (int)ceil(3.0 * sigma);
+    if (i >= 0 && i <= r)
+        *tap = r ? exp(-(double)i * i / (2.0 * sigma * sigma)) : 1.0;
+    *premultiply = p->alpha != FILTER_ALPHA_STRAIGHT;
+    return r;
+}
+
+/* The radius clamped to [0, 64]; every tap 1 (normalised: 1 / (2 r + 1)). */
+PF_POINT_FN int box_sep(const pf_box_params *p, int i, double *tap, int *premultiply)
+{
+    const int r =
+        p->radius < 0 ? 0 : (p->radius > FILTER_BOX_MAX_RADIUS ? FILTER_BOX_MAX_RADIUS : p->radius);
+    if (i >= 0 && i <= r)
+        *tap = 1.0;
+    *premultiply = p->alpha != FILTER_ALPHA_STRAIGHT;
+    return r;
+}
 
 /* ---- sobel --------------------------------------------------------------------------- */
 

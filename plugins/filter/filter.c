@@ -61,18 +61,21 @@ typedef struct kernel1d {
     float w[MAX_TAPS_RADIUS + 1];
 } kernel1d;
 
-/* A stage's kernel: returns its radius and, unless k is NULL, fills k. Params are
-   clamped to their ranges, so the weights always fit. */
-static int gaussian_kernel(const void *params, kernel1d *k)
+/* A kernel from a stage's taps function (gaussian_sep, box_sep: the stages'
+   separable_fn): returns its radius and, unless k is NULL, fills k with the taps
+   normalised as the engine's generated passes normalise them (plugin.h, separable_fn):
+   each divided by their sum, tap 0 once and the others twice, in double, in order. */
+typedef int (*taps_fn)(const void *params, int i, double *tap, int *premultiply);
+
+static int kernel_from(taps_fn fn, const void *params, kernel1d *k)
 {
-    double sigma = ((const pf_gaussian_params *)params)->sigma;
-    sigma = sigma > 0 ? fmin(sigma, PF_GAUSSIAN_MAX_SIGMA) : 0; /* NaN: 0 */
-    const int r = (int)ceil(3.0 * sigma);
+    double t[MAX_TAPS_RADIUS + 1], sum = 0;
+    int pm;
+    const int r = fn(params, -1, t, &pm);
     if (!k)
         return r;
-    double t[MAX_TAPS_RADIUS + 1], sum = 0;
     for (int i = 0; i <= r; i++) {
-        t[i] = r ? exp(-(double)i * i / (2.0 * sigma * sigma)) : 1.0;
+        fn(params, i, &t[i], &pm);
         sum += i ? 2 * t[i] : t[i];
     }
     for (int i = 0; i <= r; i++)
@@ -81,16 +84,29 @@ static int gaussian_kernel(const void *params, kernel1d *k)
     return r;
 }
 
+static int gaussian_taps(const void *params, int i, double *tap, int *premultiply)
+{
+    return gaussian_sep((const pf_gaussian_params *)params, i, tap, premultiply);
+}
+
+static int box_taps(const void *params, int i, double *tap, int *premultiply)
+{
+    return box_sep((const pf_box_params *)params, i, tap, premultiply);
+}
+
+/* Params are clamped to their ranges, so the weights always fit. A box's taps come out
+   as 1.0f / (2 r + 1), the float division, for every radius it takes. */
+static int gaussian_kernel(const void *params, kernel1d *k)
+{
+    return kernel_from(gaussian_taps, params, k);
+}
+
 static int box_kernel(const void *params, kernel1d *k)
 {
-    const int r = clampi(((const pf_box_params *)params)->radius, 0, PF_BOX_MAX_RADIUS);
-    if (!k)
-        return r;
-    for (int i = 0; i <= r; i++)
-        k->w[i] = 1.0f / (float)(2 * r + 1);
-    k->r = r;
-    return r;
+    return kernel_from(box_taps, params, k);
 }
+
+_Static_assert(FILTER_ALPHA_STRAIGHT == PF_ALPHA_STRAIGHT, "the ops header's alpha names");
 
 /* The sum of the weights, taken as the two passes take a sum over opaque pixels (alpha 1
    everywhere): what the summed alpha is where every pixel read is opaque. */
@@ -428,14 +444,21 @@ size_t box_cuda_scratch(const void *params, int width, int rows);
 #define FILTER3X3_FN(t)                                                                            \
     .stencil_fn = #t "_px", .params_type = "pf_" #t "_params", .point_source = pf_src_filter3x3_ops
 
+/* A separable stage's taps function in filter3x3_ops.h (pf_stage_desc.separable_fn), for
+   the engine's generated passes. */
+#define SEPARABLE_FN(t, max)                                                                       \
+    .separable_fn = #t "_sep", .separable_max = (max), .params_type = "pf_" #t "_params",          \
+    .point_source = pf_src_filter3x3_ops
+
 STENCIL(gaussian, "Gaussian blur (separable), clamped at the borders, premultiplied by default",
         gaussian_radius, gaussian_scratch, 8, WITH_PARAMS(gaussian),
-        .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
+        .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch),
+        SEPARABLE_FN(gaussian, MAX_TAPS_RADIUS));
 STENCIL(box,
         "Mean over a (2 radius + 1)^2 square (separable), clamped at the borders, premultiplied "
         "by default",
         box_radius, box_scratch, 8, WITH_PARAMS(box),
-        .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch));
+        .cuda_scratch_bytes = PF_CUDA(box_cuda_scratch), SEPARABLE_FN(box, PF_BOX_MAX_RADIUS));
 STENCIL(sobel,
         "Sobel gradient magnitude per RGB channel, unnormalised (a step of 1 gives 4), on the "
         "stored values; alpha passes through",

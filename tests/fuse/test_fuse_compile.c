@@ -102,6 +102,23 @@ int main(void)
         int rc = build(json, "random", &n, err, sizeof err);
         CHECKF(rc == PF_OK && n == 1, "case %d (seed 4242): %s\n%s", t, err, json);
     }
+    /* Separable stencils as generated kernels: a chain run on the rows they stage (one
+       unit: the chain is absorbed), or whose image is an output too (two). */
+    static const char *const seps[] = {"gaussian", "box"};
+    for (int k = 0; k < 4; k++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"pipefuse\":1,\"inputs\":[\"x\"],\"stages\":["
+                 "{\"id\":\"a\",\"op\":\"brightness\",\"inputs\":[\"x\"]},"
+                 "{\"id\":\"b\",\"op\":\"saturation\"},{\"id\":\"v\",\"op\":\"vignette\"},"
+                 "{\"id\":\"s\",\"op\":\"%s\",\"inputs\":[\"v\"]}],"
+                 "\"outputs\":{\"o\":\"s\"%s}}",
+                 seps[k % 2], k < 2 ? "" : ",\"img\":\"v\"");
+        n = 0;
+        int rc = build(json, seps[k % 2], &n, err, sizeof err);
+        CHECKF(rc == PF_OK && n == (k < 2 ? 1 : 2), "%s%s: %d kernels: %s", seps[k % 2],
+               k < 2 ? "" : " (chain an output)", n, err);
+    }
     /* The sources were written where asked. */
     struct stat st;
     char path[4200];
@@ -161,8 +178,9 @@ int main(void)
         "{\"id\":\"t\",\"op\":\"rowsum\",\"inputs\":[\"bad\"]}],\"outputs\":{\"o\":\"t\"}}",
         "{\"id\":\"t\",\"op\":\"sobel\",\"inputs\":[\"bad\"]}],\"outputs\":{\"o\":\"t\"}}",
         "{\"id\":\"t\",\"op\":\"sobel\",\"inputs\":[\"a\"]},{\"id\":\"bad2\",\"op\":"
-        "\"broken_scale\",\"inputs\":[\"t\"]}],\"outputs\":{\"o\":\"bad2\"}}"};
-    for (int h = 0; h < 4; h++) {
+        "\"broken_scale\",\"inputs\":[\"t\"]}],\"outputs\":{\"o\":\"bad2\"}}",
+        "{\"id\":\"t\",\"op\":\"gaussian\",\"inputs\":[\"bad\"]}],\"outputs\":{\"o\":\"t\"}}"};
+    for (int h = 0; h < 5; h++) {
         char json[1024], other[4096];
         snprintf(json, sizeof json,
                  "{\"pipefuse\":1,\"inputs\":[\"a\"],\"stages\":["

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
-/* tests/gpu/test_fused_stencil.c: 3x3 stencils (sobel, median3) as generated kernels on
- * the GPU against the CPU executor.
+/* tests/gpu/test_fused_stencil.c: 3x3 stencils (sobel, median3) and separable ones
+ * (gaussian, box) as generated kernels on the GPU against the CPU executor; a separable
+ * one reading the input gives the bytes of the stage's own kernels too.
  *
  * Each case is a pipeline whose stencil reads: a point chain only it reads, with a
  * position-dependent op (its ops run on the stencil's tile at the clamped coordinates,
@@ -29,7 +30,8 @@
 
 static pf_engine *eng;
 
-/* %1$s is the stencil op; its stage is "s", its output "o". */
+/* %1$s is the stencil op and %2$s its params (", \"params\": {...}" or ""); its stage is
+   "s", its output "o". */
 static const char *const cases[] = {
     /* a chain only the stencil reads, with a position-dependent op */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
@@ -37,29 +39,29 @@ static const char *const cases[] = {
     "-0.25}},"
     "{\"id\": \"g\", \"op\": \"gamma\", \"inputs\": [\"a\"], \"params\": {\"gamma\": 1.7}},"
     "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"g\"]},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"v\"]}], \"outputs\": {\"o\": \"s\"}}",
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"v\"]}], \"outputs\": {\"o\": \"s\"}}",
     /* the input itself, in its own format */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]}], \"outputs\": {\"o\": \"s\"}}",
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"x\"]}], \"outputs\": {\"o\": \"s\"}}",
     /* another stencil's float image */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
     "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"x\"], \"params\": {\"radius\": 2}},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"b\"]}], \"outputs\": {\"o\": \"s\"}}",
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"b\"]}], \"outputs\": {\"o\": \"s\"}}",
     /* two inputs through a blend and an invert */
     "{\"pipefuse\": 1, \"inputs\": [\"x\", \"y\"], \"stages\": ["
     "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"x\", \"y\"], \"params\": {\"opacity\": "
     "0.3}},"
     "{\"id\": \"i\", \"op\": \"invert\", \"inputs\": [\"m\"]},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"i\"]}], \"outputs\": {\"o\": \"s\"}}",
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"i\"]}], \"outputs\": {\"o\": \"s\"}}",
     /* the chain's image is an output too: stored, and the stencil reads it */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
     "{\"id\": \"c\", \"op\": \"contrast\", \"inputs\": [\"x\"], \"params\": {\"amount\": 1.3}},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"c\"]}], \"outputs\": {\"o\": \"s\", "
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"c\"]}], \"outputs\": {\"o\": \"s\", "
     "\"img\": \"c\"}}",
     /* an epilogue: a point unit reading only the result runs in the stencil's kernel,
        which stores both outputs */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"x\"]},"
     "{\"id\": \"n\", \"op\": \"invert\", \"inputs\": [\"s\"]}], \"outputs\": {\"o\": \"s\", "
     "\"inv\": \"n\"}}",
     /* a chain on the tile and a position-dependent epilogue whose first image a box
@@ -68,21 +70,21 @@ static const char *const cases[] = {
     "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0, \"b\": "
     "-0.25}},"
     "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"a\"]},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"v\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"v\"]},"
     "{\"id\": \"n\", \"op\": \"invert\", \"inputs\": [\"s\"]},"
     "{\"id\": \"g\", \"op\": \"vignette\", \"inputs\": [\"n\"]},"
     "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"n\"], \"params\": {\"radius\": 1}}],"
     "\"outputs\": {\"o\": \"g\", \"bx\": \"b\"}}",
     /* an epilogue reading the result twice, the result an output too */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"x\"]},"
     "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"s\", \"s\"], \"params\": "
     "{\"opacity\": 0.3}},"
     "{\"id\": \"i\", \"op\": \"invert\", \"inputs\": [\"m\"]}], \"outputs\": {\"o\": \"i\", "
     "\"s\": \"s\"}}",
     /* an epilogue reading the pipeline input too (loaded at the pixel, natively) */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"x\"]},"
     "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"x\"], \"params\": "
     "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
     /* the bench's mixed shape: an epilogue reading an image the stencil's input is
@@ -92,14 +94,14 @@ static const char *const cases[] = {
     "1.2}},"
     "{\"id\": \"g\", \"op\": \"gaussian\", \"inputs\": [\"a\"], \"params\": {\"sigma\": "
     "1.5}},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"g\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"g\"]},"
     "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"a\", \"s\"], \"params\": "
     "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"m\"}}",
     /* a point unit reading the result and an image the stencil does not wait for (a
        box of the input): no epilogue, the result's float image stored */
     "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
     "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"x\"]},"
-    "{\"id\": \"s\", \"op\": \"%1$s\", \"inputs\": [\"x\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"x\"]},"
     "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"b\"], \"params\": "
     "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
 };
@@ -149,11 +151,57 @@ static int run_both(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *cpu,
     return bad;
 }
 
-static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s, int ch, int graph,
+/* The stencils: 3x3 ones (stencil_fn) and separable ones (separable_fn), the gaussian's
+   radius 7 at sigma 2.2 and the box's 3, straight alpha. */
+static const struct {
+    const char *op, *params, *changed; /* changed: a live change of its own param, or NULL */
+} ops[] = {
+    {"sobel", "", "s.scale=0.25"},
+    {"median3", "", NULL},
+    {"gaussian", ", \"params\": {\"sigma\": 2.2}", "s.sigma=1.3"},
+    {"box", ", \"params\": {\"radius\": 3, \"alpha\": \"straight\"}", "s.radius=2"},
+};
+#define N_OPS ((int)(sizeof ops / sizeof ops[0]))
+
+/* Whether two frames of one shape and format hold the same bytes; reports the first
+   row that differs. */
+static int frames_identical(const pf_frame *a, const pf_frame *b, const char *what)
+{
+    size_t row = pf_frame_pixel_bytes(a->sample, a->channels) * (size_t)a->width;
+    for (int y = 0; y < a->height; y++)
+        if (memcmp((const char *)a->data + (size_t)y * a->pitch,
+                   (const char *)b->data + (size_t)y * b->pitch, row) != 0) {
+            CHECKF(0, "%s: row %d differs between the fused and the stage's own kernels", what, y);
+            return 0;
+        }
+    return 1;
+}
+
+/* A separable stencil reading the pipeline input (case 1): its generated kernels give
+   the bytes the stage's own CUDA kernels give (fusion off: the input converted by the
+   engine's conversion kernel, then the plugin's two passes): the same sums in the same
+   order. */
+static void check_same_as_unfused(pf_pipeline *p, const pf_frame *in, int n_in, pf_frame *fused,
+                                  int n_out, pf_rng *r, const char *what)
+{
+    pf_frame own[2];
+    for (int o = 0; o < n_out; o++)
+        own[o] = make_frame(r, fused[o].width, fused[o].height, fused[o].sample, fused[o].channels);
+    CHECK(pf_pipeline_set_option(p, "fusion", "false") == PF_OK);
+    if (run(p, in, n_in, own, n_out, 0, what) == PF_OK)
+        for (int o = 0; o < n_out; o++)
+            frames_identical(&fused[o], &own[o], what);
+    CHECK(pf_pipeline_set_option(p, "fusion", "true") == PF_OK);
+    for (int o = 0; o < n_out; o++)
+        free(own[o].data);
+}
+
+static void run_case(pf_rng *r, int c, int op_index, int w, int h, pf_sample s, int ch, int graph,
                      int device, int banded)
 {
     char json[2048], what[256];
-    snprintf(json, sizeof json, cases[c], op);
+    const char *op = ops[op_index].op;
+    snprintf(json, sizeof json, cases[c], op, ops[op_index].params);
     snprintf(what, sizeof what, "case %d %s %dx%d sample %d x%d graph %d device %d bands %d", c, op,
              w, h, (int)s, ch, graph, device, banded);
     pf_pipeline *p = NULL;
@@ -170,9 +218,12 @@ static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s
         gpu[o] = make_frame(r, w, h, s, ch);
     }
     int bad = run_both(p, in, n_in, cpu, gpu, graph, device, banded, what);
+    if (!bad && c == 1 && op_index >= 2)
+        check_same_as_unfused(p, in, n_in, gpu, n_out, r, what);
     /* A second frame after a live parameter change: the graph's kernel nodes take the
-       new by-value parameters (case 0: linear's a, which the stencil's tile runs, and
-       sobel's own scale). */
+       new by-value parameters (case 0: linear's a, which the stencil's tile or rows run,
+       and the stencil's own param: sobel's scale, a smaller radius of the separable
+       ones, which keeps the plan). */
     if (!bad && c == 0 && graph) {
         char again[300];
         snprintf(again, sizeof again, "%s, after a parameter change", what);
@@ -186,8 +237,13 @@ static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s
         CHECK(pf_pipeline_stats(p, &st) == PF_OK);
         unsigned long long captures = st.graph_captures;
         CHECK(pf_pipeline_set_param(p, "a.a", "0.5") == PF_OK);
-        if (strcmp(op, "sobel") == 0)
-            CHECK(pf_pipeline_set_param(p, "s.scale", "0.25") == PF_OK);
+        if (ops[op_index].changed) { /* key=value */
+            char key[64];
+            const char *eq = strchr(ops[op_index].changed, '=');
+            snprintf(key, sizeof key, "%.*s", (int)(eq - ops[op_index].changed),
+                     ops[op_index].changed);
+            CHECK(pf_pipeline_set_param(p, key, eq + 1) == PF_OK);
+        }
         for (int k = 0; k < 3 && rc == PF_OK; k++)
             rc = run(p, in, n_in, gpu, n_out, device, again);
         CHECK(pf_pipeline_stats(p, &st) == PF_OK);
@@ -214,7 +270,7 @@ static void run_case(pf_rng *r, int c, const char *op, int w, int h, pf_sample s
 static void check_plan_print(void)
 {
     char json[2048];
-    snprintf(json, sizeof json, cases[0], "sobel");
+    snprintf(json, sizeof json, cases[0], "sobel", "");
     pf_pipeline *p = pf_test_load_string(eng, json, "plan", "cuda");
     pf_shape s = {64, 32};
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
@@ -226,7 +282,7 @@ static void check_plan_print(void)
        and the box */
     pf_pipeline_destroy(p);
     free(text);
-    snprintf(json, sizeof json, cases[6], "sobel");
+    snprintf(json, sizeof json, cases[6], "sobel", "");
     p = pf_test_load_string(eng, json, "plan", "cuda");
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
     text = pf_test_plan_text(p);
@@ -237,6 +293,17 @@ static void check_plan_print(void)
     pf_stats st = {.size = sizeof st};
     CHECK(pf_pipeline_stats(p, &st) == PF_OK);
     CHECKF(st.launches_per_frame == 3, "case 6: %d launches a frame, not 3", st.launches_per_frame);
+    free(text);
+    pf_pipeline_destroy(p);
+    /* a separable stencil: two kernels, the chain run on the rows it stages */
+    snprintf(json, sizeof json, cases[0], "gaussian", "");
+    p = pf_test_load_string(eng, json, "plan", "cuda");
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    text = pf_test_plan_text(p);
+    CHECKF(text && strstr(text, "fused into stencil s (gaussian)") &&
+               strstr(text, "S: s (gaussian, separable gaussian_sep) in two kernels (rows, then "
+                            "columns) with a + g + v on the rows it stages"),
+           "plan print:\n%s", text ? text : "");
     free(text);
     pf_pipeline_destroy(p);
 }
@@ -250,10 +317,9 @@ int main(void)
     pf_rng r;
     pf_rng_seed(&r, 20261202);
     static const pf_sample samples[] = {PF_U8, PF_U16, PF_F32};
-    static const char *const ops[] = {"sobel", "median3"};
     int quick = getenv("PF_TEST_QUICK") != NULL, n = 0;
     for (int c = 0; c < N_CASES; c++)
-        for (int op = 0; op < 2; op++)
+        for (int op = 0; op < N_OPS; op++)
             for (int si = 0; si < N_SIZES; si++)
                 for (int f = 0; f < 12; f++) {
                     /* every format on a mid size; the others on a rotating format */
@@ -263,8 +329,8 @@ int main(void)
                         continue;
                     int graph = (si + f + op) % 2, device = (c + f) % 3 == 0;
                     int banded = sizes[si].w == 1024 || (sizes[si].w == 333 && f % 6 == 5);
-                    run_case(&r, c, ops[op], sizes[si].w, sizes[si].h, samples[f / 4], f % 4 + 1,
-                             graph, device, banded);
+                    run_case(&r, c, op, sizes[si].w, sizes[si].h, samples[f / 4], f % 4 + 1, graph,
+                             device, banded);
                     n++;
                 }
     printf("test_fused_stencil: %d runs\n", n);

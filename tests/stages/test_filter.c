@@ -440,6 +440,53 @@ static void check_stencil_fn_rules(void)
     CHECK(worst_on(&d, "stencil_fn") == PF_CHECK_FAULT);
 }
 
+/* The validator's rules for separable_fn: gaussian and box are clean; on a stencil
+   only, named in its source, with a largest radius in 1..PF_SEPARABLE_MAX, never with
+   stencil_fn. And the taps the functions give are the ones the stages use: normalised
+   as plugin.h says, a box's are 1 / (2 r + 1), a gaussian of sigma 2 has radius 6. */
+static void check_separable_fn_rules(void)
+{
+    static const char *const names[] = {"gaussian", "box"};
+    for (int i = 0; i < 2; i++) {
+        const pf_stage_desc *g = h_stage("filter", names[i]);
+        CHECKF(g->separable_fn && g->params_type && g->point_source &&
+                   strstr(g->point_source, g->separable_fn) && g->separable_max >= 64,
+               "%s: separable_fn, params_type, point_source and separable_max", names[i]);
+        CHECK(pf_stage_check(g, PF_ABI_MINOR, note_field, &(field_worst){"", 0}) == 0);
+        CHECK(worst_on(g, "separable_fn") > PF_CHECK_WARNING);
+        pf_stage_desc d = *g;
+        d.kind = PF_STAGE_POINT;
+        CHECK(worst_on(&d, "separable_fn") == PF_CHECK_ERROR);
+        d = *g;
+        d.separable_fn = "no_such_sep";
+        CHECK(worst_on(&d, "separable_fn") == PF_CHECK_FAULT);
+        d = *g;
+        d.separable_max = 0;
+        CHECK(worst_on(&d, "separable_max") == PF_CHECK_ERROR);
+        d.separable_max = PF_SEPARABLE_MAX + 1;
+        CHECK(worst_on(&d, "separable_max") == PF_CHECK_ERROR);
+        d = *g;
+        d.stencil_fn = d.separable_fn;
+        CHECK(worst_on(&d, "separable_fn") == PF_CHECK_ERROR);
+    }
+    pf_gaussian_params gp = {2.0f, PF_ALPHA_PREMULTIPLIED};
+    double t[8] = {0}, sum = 0;
+    int pm = -1;
+    CHECK(gaussian_sep(&gp, -1, t, &pm) == 6 && pm == 1);
+    for (int i = 0; i <= 6; i++) {
+        gaussian_sep(&gp, i, &t[i], &pm);
+        sum += i ? 2 * t[i] : t[i];
+    }
+    CHECKF(t[0] == 1.0 && t[1] == exp(-1.0 / 8.0) && t[6] == exp(-36.0 / 8.0),
+           "gaussian taps %.17g %.17g %.17g", t[0], t[1], t[6]);
+    pf_box_params bp = {3, PF_ALPHA_STRAIGHT};
+    double one = 0;
+    CHECK(box_sep(&bp, 2, &one, &pm) == 3 && one == 1.0 && pm == 0);
+    CHECK((float)(one / 7.0) == 1.0f / 7.0f);
+    bp.radius = 1000; /* clamped, as the stage clamps it */
+    CHECK(box_sep(&bp, -1, &one, &pm) == PF_BOX_MAX_RADIUS);
+}
+
 /* The descriptors declare the per-pixel functions the engine's fused kernels call, and
    sobel's output is the old formula's, bit for bit. */
 static void test_3x3_functions(pf_rng *r)
@@ -453,6 +500,7 @@ static void test_3x3_functions(pf_rng *r)
                "%s: stencil_fn, params_type and point_source", names[i]);
     }
     check_stencil_fn_rules();
+    check_separable_fn_rules();
     const pf_stage_desc *d = h_stage("filter", "sobel");
     const int w = 37, h = 11;
     for (int t = 0; t < 3; t++) {

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define PF_ABI_MAJOR         1
-#define PF_ABI_MINOR         3
+#define PF_ABI_MINOR         4
 #define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
 #define PF_MAX_INPUTS        8
@@ -325,7 +325,29 @@ typedef struct pf_stage_desc {
        image is never written), and stores to the outputs' own formats. run_cpu and
        run_cuda must compute what the function computes; NULL declares nothing. */
     const char *stencil_fn;
+
+    /* ---- ABI 1.4 ---- */
+    /* separable stencil, optional: the name of a PF_POINT_FN in point_source (whose
+       params struct params_type names), `int fn(const T *params, int i, double *tap,
+       int *premultiply)`, returning the radius r of a symmetric kernel (0..separable_max)
+       and, for 0 <= i <= r, setting *tap to the unnormalised weight at offsets -i and +i;
+       *premultiply to 1 where the sums are weighted by alpha (premultiply.h's rules), 0
+       where every channel is summed alike. The stage must then compute what the
+       engine's two passes compute (docs/plugins.md, "Separable stencils"): the taps
+       w[i] = (float)(tap_i / (tap_0 + 2 tap_1 + ... + 2 tap_r)), the sum in double in
+       that order; a horizontal pass o = w[0] c[x] + w[1] (c[x - 1] + c[x + 1]) + ...,
+       then the same vertically over those sums, reads clamped to the edge, each float
+       operation rounded on its own; every sum normalised by the weights' float sum
+       (pf_norm_colour). The engine may then run the stage as kernels of its own on the
+       GPU that load the inputs of the point stages producing its input, in the frames'
+       own formats, and run their ops as the row is staged, so their image is never
+       written. NULL declares nothing. */
+    const char *separable_fn;
+    int separable_max; /* the largest radius separable_fn returns, 1..PF_SEPARABLE_MAX */
 } pf_stage_desc;
+
+/* pf_stage_desc.separable_max: the largest radius a separable stage may declare. */
+#define PF_SEPARABLE_MAX 256
 
 /* pf_stage_desc.reduce_sum */
 #define PF_REDUCE_SUM_COLUMNS 1
