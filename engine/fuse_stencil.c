@@ -46,6 +46,27 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
     pf_sb_printf(b, "    }\n");
 }
 
+/* The loads of every input of the unit at (x, y) into in<k>[0]: pipeline inputs in their
+   own format; the engine's float images, which are 16-byte aligned, as one vector load
+   with no branch on the address (pf_load_chunk's branches kept a separable pass from
+   issuing a row's loads together: 143 against 118 us for the 4K horizontal pass). */
+static void emit_pixel_loads(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io)
+{
+    for (int k = 0; k < io->n_in; k++)
+        if (io->in[k].native < 0)
+            pf_sb_printf(b,
+                         "        pf_float4 in%d[1]; /* %s */\n"
+                         "        in%d[0] = __ldg((const float4 *)((const unsigned char *)"
+                         "io[%d].data + (size_t)y * io[%d].pitch) + x);\n",
+                         k, pf_fuse_note(p->nodes[io->in[k].node].id), k, k, k);
+        else
+            pf_sb_printf(b,
+                         "        pf_float4 in%d[1]; /* %s */\n"
+                         "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
+                         k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
+                         io->in[k].channels, k, k);
+}
+
 /* The kernels of a separable stencil unit (io->stencil PF_FUSE_STENCIL_SEPARABLE): name,
    the horizontal pass, whose pixels come from pf_sep_src (the unit's inputs in their own
    formats at the clamped coordinate the pass reads, through the absorbed point unit's
@@ -85,12 +106,7 @@ static char *separable_source(const pf_pipeline *p, int u, const pf_fuse_unit *i
                  "    __device__ __forceinline__ pf_float4 operator()(int x, int y) const\n    {\n"
                  "        const int i = 0;\n        pf_pos pos;\n"
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n");
-    for (int k = 0; k < io->n_in; k++)
-        pf_sb_printf(&b,
-                     "        pf_float4 in%d[1]; /* %s */\n"
-                     "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
-                     k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
-                     io->in[k].channels, k, k);
+    emit_pixel_loads(&b, p, io);
     int value = -1;
     for (int a = 0; src && a < src->n_nodes; a++) {
         pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
@@ -187,12 +203,7 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
                  "        pf_pos pos;\n"
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
                  ty + 2, tx + 2, tx, ty, tx, (tx + 2) * (ty + 2), tx * ty, tx + 2, tx + 2);
-    for (int k = 0; k < io->n_in; k++)
-        pf_sb_printf(&b,
-                     "        pf_float4 in%d[1]; /* %s */\n"
-                     "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
-                     k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
-                     io->in[k].channels, k, k);
+    emit_pixel_loads(&b, p, io);
     int value = -1;
     for (int a = 0; src && a < src->n_nodes; a++) {
         pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
