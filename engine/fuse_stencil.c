@@ -46,10 +46,9 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
     pf_sb_printf(b, "    }\n");
 }
 
-/* The loads of every input of the unit at (x, y) into in<k>[0]: pipeline inputs in their
-   own format; the engine's float images, which are 16-byte aligned, as one vector load
-   with no branch on the address (pf_load_chunk's branches kept a separable pass from
-   issuing a row's loads together: 143 against 118 us for the 4K horizontal pass). */
+/* The loads of every input of the unit at (x, y) into in<k>[0], for a 3x3 tile: pipeline
+   inputs in their own format; the engine's float images, which are 16-byte aligned, as
+   one vector load with no branch on the address. */
 static void emit_pixel_loads(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io)
 {
     for (int k = 0; k < io->n_in; k++)
@@ -99,14 +98,47 @@ static char *separable_source(const pf_pipeline *p, int u, const pf_fuse_unit *i
                  "#include \"pipefuse/separable_rt.h\"\n\n",
                  d->separable_max, PF_SEP_TW, PF_SEP_VTX, PF_SEP_VTY, PF_SEP_VRPT);
 
-    /* A pixel of the stencil's input at (x, y). */
+    /* A pixel of the stencil's input at (x, y): its inputs as they are in memory
+       (load), then converted and through the absorbed ops (apply). The column is
+       clamped, so a whole pixel is always inside the row. */
+    pf_sb_printf(&b, "struct pf_sep_src {\n    const unsigned char *P;\n"
+                     "    const pf_frame_desc *io;\n    int W, H;\n    struct raw {\n");
+    for (int k = 0; k < io->n_in; k++) {
+        if (io->in[k].native < 0)
+            pf_sb_printf(&b, "        float4 f%d;\n", k);
+        else
+            pf_sb_printf(&b, "        unsigned int w%d[PF_NW(%d, %d, 1)];\n", k, io->in[k].sample,
+                         io->in[k].channels);
+    }
     pf_sb_printf(&b,
-                 "struct pf_sep_src {\n    const unsigned char *P;\n    const pf_frame_desc *io;\n"
-                 "    int W, H;\n"
-                 "    __device__ __forceinline__ pf_float4 operator()(int x, int y) const\n    {\n"
-                 "        const int i = 0;\n        pf_pos pos;\n"
-                 "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n");
-    emit_pixel_loads(&b, p, io);
+                 "    };\n"
+                 "    __device__ __forceinline__ void load(int x, int y, raw &q) const\n    {\n");
+    for (int k = 0; k < io->n_in; k++) {
+        const char *row = "(const unsigned char *)io[%d].data + (size_t)y * io[%d].pitch";
+        if (io->in[k].native < 0) {
+            pf_sb_printf(&b, "        q.f%d = __ldg((const float4 *)(", k);
+            pf_sb_printf(&b, row, k, k);
+            pf_sb_printf(&b, ") + x); /* %s */\n", pf_fuse_note(p->nodes[io->in[k].node].id));
+        } else {
+            pf_sb_printf(&b, "        pf_load_words<PF_SB(%d) * %d>(", io->in[k].sample,
+                         io->in[k].channels);
+            pf_sb_printf(&b, row, k, k);
+            pf_sb_printf(&b, " + (size_t)x * (PF_SB(%d) * %d), q.w%d); /* %s */\n",
+                         io->in[k].sample, io->in[k].channels, k,
+                         pf_fuse_note(p->nodes[io->in[k].node].id));
+        }
+    }
+    pf_sb_printf(&b, "    }\n"
+                     "    __device__ __forceinline__ pf_float4 apply(const raw &q, int x, int y) "
+                     "const\n    {\n"
+                     "        const int i = 0;\n        pf_pos pos;\n"
+                     "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n");
+    for (int k = 0; k < io->n_in; k++)
+        if (io->in[k].native < 0)
+            pf_sb_printf(&b, "        pf_float4 in%d[1] = {q.f%d};\n", k, k);
+        else
+            pf_sb_printf(&b, "        pf_float4 in%d[1] = {pf_pixel<%d, %d>(q.w%d, 0)};\n", k,
+                         io->in[k].sample, io->in[k].channels, k);
     int value = -1;
     for (int a = 0; src && a < src->n_nodes; a++) {
         pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);

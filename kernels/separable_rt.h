@@ -11,9 +11,11 @@
  * with every operation rounded on its own; premultiplied alpha as premultiply.h says;
  * every sum normalised by the weights' float sum. What differs from the precompiled
  * kernels is where a pixel comes from and where a result goes: the horizontal pass calls
- * SRC(x, y), which the generated kernel writes (the unit's inputs loaded in their own
- * formats and the absorbed point ops run on them), and the vertical pass hands each
- * result to DST(x, y, v) (stores in the outputs' formats).
+ * SRC.load(x, y, raw) for the pixels of a row (the unit's inputs as they are in memory)
+ * and SRC.apply(raw, x, y) when it stages them (converted from their formats, the
+ * absorbed point ops run on them), both written by the generated kernel: a row's loads
+ * are issued before the sums of the row before, its arithmetic after them. The vertical
+ * pass hands each result to DST(x, y, v) (stores in the outputs' formats).
  *
  * Scratch (one block per stream, pf_fuse_sep_scratch): rows [s0, s0 + rows) of
  * horizontal sums, width W each, then the taps (w[0..r]) and their weight sum at
@@ -116,26 +118,28 @@ static __device__ void pf_sep_h(const SRC &src, const TAPS &taps, int r, bool pm
 
     const int x0 = blockIdx.x * PF_SEP_TW, tx = threadIdx.x, x = x0 + tx;
     const int n = min(PF_SEP_TW, W - x0) + 2 * r; /* segment length */
-    float4 pre[NPRE];
+    typename SRC::raw pre[NPRE];
 #pragma unroll
     for (int m = 0; m < NPRE; m++)
         if (tx + m * PF_SEP_TW < n)
-            pre[m] = src(pf_sep_clampi(x0 - r + tx + m * PF_SEP_TW, 0, W - 1), lo);
+            src.load(pf_sep_clampi(x0 - r + tx + m * PF_SEP_TW, 0, W - 1), lo, pre[m]);
     int b = 0;
     for (int y = lo; y < hi; y++, b ^= 1) {
         /* seg[b] was last read two rows ago, before the barrier of the row between */
 #pragma unroll
         for (int m = 0; m < NPRE; m++) {
             const int j = tx + m * PF_SEP_TW;
-            if (j < n)
-                seg[b][j] = pm ? pf_sep_pm(pre[m]) : pre[m];
+            if (j < n) {
+                const float4 v = src.apply(pre[m], pf_sep_clampi(x0 - r + j, 0, W - 1), y);
+                seg[b][j] = pm ? pf_sep_pm(v) : v;
+            }
         }
         __syncthreads();
         if (y + 1 < hi) {
 #pragma unroll
             for (int m = 0; m < NPRE; m++)
                 if (tx + m * PF_SEP_TW < n)
-                    pre[m] = src(pf_sep_clampi(x0 - r + tx + m * PF_SEP_TW, 0, W - 1), y + 1);
+                    src.load(pf_sep_clampi(x0 - r + tx + m * PF_SEP_TW, 0, W - 1), y + 1, pre[m]);
         }
         if (x < W) {
             const float4 *c = seg[b] + tx + r;
