@@ -46,6 +46,39 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
     pf_sb_printf(b, "    }\n");
 }
 
+/* A stencil kernel's first lines: what it is, the runtime headers, the op headers of
+   the absorbed point unit src (namespaces 0..) and the stencil's own (the next). */
+static void emit_head(pf_sb *b, const pf_pipeline *p, const pf_unit *src, const pf_node *sn,
+                      const char *what, const char *name)
+{
+    pf_sb_printf(b, "// pipefuse fused kernel %s: %s [", name, p->source);
+    for (int a = 0; src && a < src->n_nodes; a++)
+        pf_sb_printf(b, "%s + ", src->ids[a]);
+    pf_sb_printf(b,
+                 "%s, %s]\n#define PF_PPT 1\n#include \"pipefuse/point.h\"\n"
+                 "#include \"pipefuse/fused_rt.h\"\n\n",
+                 sn->id, what);
+    for (int a = 0; src && a < src->n_nodes; a++)
+        if (pf_fuse_source_index(p, src, a) == a)
+            pf_fuse_emit_op(b, p, &p->nodes[src->nodes[a]], a, name);
+    pf_fuse_emit_op(b, p, sn, src ? src->n_nodes : 0, name);
+}
+
+/* The absorbed point unit's members on the pixel loaded as in<k>[0], and the name of the
+   value the stencil reads: the member computing io->value_node, else the input itself
+   (written into value, which the caller prints). */
+static const char *emit_absorbed(pf_sb *b, const pf_pipeline *p, const pf_unit *src,
+                                 const pf_fuse_unit *io, const size_t *param_off, char *value)
+{
+    snprintf(value, 16, "in0[0]");
+    for (int a = 0; src && a < src->n_nodes; a++) {
+        pf_fuse_emit_member(b, p, src, io, param_off, a, 0);
+        if (src->nodes[a] == io->value_node)
+            snprintf(value, 16, "v%d", a);
+    }
+    return value;
+}
+
 /* The loads of every input of the unit at (x, y) into in<k>[0], for a 3x3 tile: pipeline
    inputs in their own format; the engine's float images, which are 16-byte aligned, as
    one vector load with no branch on the address. */
@@ -81,17 +114,7 @@ static char *separable_source(const pf_pipeline *p, int u, const pf_fuse_unit *i
     const pf_stage_desc *d = sn->desc;
     const int ns = src ? src->n_nodes : 0;
     pf_sb b = {0};
-    pf_sb_printf(&b, "// pipefuse fused kernel %s: %s [", name, p->source);
-    for (int a = 0; src && a < src->n_nodes; a++)
-        pf_sb_printf(&b, "%s + ", src->ids[a]);
-    pf_sb_printf(&b,
-                 "%s, separable]\n#define PF_PPT 1\n#include \"pipefuse/point.h\"\n"
-                 "#include \"pipefuse/fused_rt.h\"\n\n",
-                 sn->id);
-    for (int a = 0; src && a < src->n_nodes; a++)
-        if (pf_fuse_source_index(p, src, a) == a)
-            pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
-    pf_fuse_emit_op(&b, p, sn, ns, name);
+    emit_head(&b, p, src, sn, "separable", name);
     pf_sb_printf(&b,
                  "#define PF_SEP_RMAX %d\n#define PF_SEP_TW %d\n#define PF_SEP_VTX %d\n"
                  "#define PF_SEP_VTY %d\n#define PF_SEP_VRPT %d\n"
@@ -139,16 +162,9 @@ static char *separable_source(const pf_pipeline *p, int u, const pf_fuse_unit *i
         else
             pf_sb_printf(&b, "        pf_float4 in%d[1] = {pf_pixel<%d, %d>(q.w%d, 0)};\n", k,
                          io->in[k].sample, io->in[k].channels, k);
-    int value = -1;
-    for (int a = 0; src && a < src->n_nodes; a++) {
-        pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
-        if (src->nodes[a] == io->value_node)
-            value = a;
-    }
-    if (value >= 0)
-        pf_sb_printf(&b, "        return v%d;\n    }\n};\n\n", value);
-    else
-        pf_sb_printf(&b, "        return in0[0];\n    }\n};\n\n");
+    char value[16];
+    pf_sb_printf(&b, "        return %s;\n    }\n};\n\n",
+                 emit_absorbed(&b, p, src, io, param_off, value));
 
     /* The stage's taps, and each result to the outputs. */
     size_t poff = param_off[s] - (io->param_arg ? io->param_lo : 0);
@@ -205,17 +221,7 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
     const pf_node *sn = &p->nodes[s];
     const int tx = PF_STENCIL_TX, ty = PF_STENCIL_TY, ns = src ? src->n_nodes : 0;
     pf_sb b = {0};
-    pf_sb_printf(&b, "// pipefuse fused kernel %s: %s [", name, p->source);
-    for (int a = 0; src && a < src->n_nodes; a++)
-        pf_sb_printf(&b, "%s + ", src->ids[a]);
-    pf_sb_printf(&b,
-                 "%s, a 3x3 stencil]\n#define PF_PPT 1\n#include \"pipefuse/point.h\"\n"
-                 "#include \"pipefuse/fused_rt.h\"\n\n",
-                 sn->id);
-    for (int a = 0; src && a < src->n_nodes; a++)
-        if (pf_fuse_source_index(p, src, a) == a)
-            pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
-    pf_fuse_emit_op(&b, p, sn, ns, name); /* its own namespace, after the members' */
+    emit_head(&b, p, src, sn, "a 3x3 stencil", name);
     const pf_unit *epi = io->epi_unit >= 0 ? &p->plan->units[io->epi_unit] : NULL;
     for (int a = 0; epi && a < epi->n_nodes; a++) /* then the epilogue's */
         if (pf_fuse_source_index(p, epi, a) == a)
@@ -236,16 +242,9 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
                  ty + 2, tx + 2, tx, ty, tx, (tx + 2) * (ty + 2), tx * ty, tx + 2, tx + 2);
     emit_pixel_loads(&b, p, io);
-    int value = -1;
-    for (int a = 0; src && a < src->n_nodes; a++) {
-        pf_fuse_emit_member(&b, p, src, io, param_off, a, 0);
-        if (src->nodes[a] == io->value_node)
-            value = a;
-    }
-    if (value >= 0)
-        pf_sb_printf(&b, "        t[ly][lx] = v%d;\n    }\n", value);
-    else
-        pf_sb_printf(&b, "        t[ly][lx] = in0[0];\n    }\n");
+    char value[16];
+    pf_sb_printf(&b, "        t[ly][lx] = %s;\n    }\n",
+                 emit_absorbed(&b, p, src, io, param_off, value));
 
     /* Each thread's output pixel: the stage's function on its 3x3 of the tile. */
     pf_sb_printf(&b,
