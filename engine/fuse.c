@@ -145,9 +145,14 @@ static int stencil_io(const pf_pipeline *p, int u, const char *f4, const int *in
     if (absorbed_loads(p, u, p->nodes[s].in[0], in_fmt, io) != 0)
         return -1;
     io->epi_unit = pf_fuse_epilogue(p, u);
+    io->rec_unit = io->epi_unit >= 0 ? pf_fuse_recompute(p, u) : -1;
     const pf_unit *epi = io->epi_unit >= 0 ? &p->plan->units[io->epi_unit] : NULL;
-    for (int k = 0; epi && k < epi->n_inputs; k++) { /* the epilogue's other inputs */
-        int q = epi->inputs[k], have = q == s;
+    const pf_unit *rec = io->rec_unit >= 0 ? &p->plan->units[io->rec_unit] : NULL;
+    /* the epilogue's other inputs, those of the unit it recomputes in place of its
+       results */
+    for (int k = 0; epi && k < epi->n_inputs + (rec ? rec->n_inputs : 0); k++) {
+        int q = k < epi->n_inputs ? epi->inputs[k] : rec->inputs[k - epi->n_inputs];
+        int have = q == s || (rec && q >= p->n_inputs && p->plan->unit_of[q] == io->rec_unit);
         for (int j = 0; j < io->n_in && !have; j++)
             have = io->in[j].node == q;
         if (!have && add_load(p, q, in_fmt, io) != 0)
@@ -166,12 +171,13 @@ static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fm
     io->n_in = io->n_out = 0;
     io->ppt = 8;
     io->reduce = io->stencil = io->sep_rmax = 0;
-    io->src_unit = io->epi_unit = -1;
+    io->src_unit = io->epi_unit = io->rec_unit = -1;
     io->value_node = -1;
     /* The parameters of the unit's members, or of the point unit a reduce or stencil
-       absorbs (and the stencil's own, and its epilogue's). */
+       absorbs (and the stencil's own, its epilogue's and the unit that recomputes). */
     int own = un->kind == PF_UNIT_STENCIL ? un->nodes[0] : -1;
     int eu = own >= 0 ? pf_fuse_epilogue(p, u) : -1;
+    int ru = eu >= 0 ? pf_fuse_recompute(p, u) : -1;
     int pu = un->kind == PF_UNIT_REDUCE || own >= 0 ? pf_fuse_absorbs(p, u) : u;
     int mu = u; /* the unit whose members' ops the kernel runs */
     if (pu >= 0 && pu != u) {
@@ -186,7 +192,7 @@ static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fm
     for (int i = p->n_inputs; i < p->n_nodes; i++) {
         size_t size = (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
         int of = p->plan->unit_of[i];
-        if (of == mu || i == own || (eu >= 0 && of == eu)) {
+        if (of == mu || i == own || (eu >= 0 && of == eu) || (ru >= 0 && of == ru)) {
             lo = top < lo ? top : lo;
             hi = top + size > hi ? top + size : hi;
         }
@@ -333,6 +339,33 @@ size_t pf_fuse_sep_scratch(int width, int rows, int height, int rmax)
     return pf_fuse_sep_taps_at(width, rows, height, rmax) + (size_t)(rmax + 2 + 3) / 4 * 16;
 }
 
+/* Whether unit w is a reduce or stencil that can run as a generated kernel reading a
+   result of point unit pu (its one stage's input), which it would then compute itself. */
+static int takes_in(const pf_pipeline *p, int w, int pu)
+{
+    const pf_plan *plan = p->plan;
+    char why[512];
+    if (w < 0 || (!pf_fuse_reduce_possible(p, w, why, sizeof why) &&
+                  !pf_fuse_stencil_possible(p, w, why, sizeof why)))
+        return 0;
+    int q = p->nodes[plan->units[w].nodes[0]].in[0];
+    return q >= p->n_inputs && plan->unit_of[q] == pu;
+}
+
+/* Whether point unit eu is the epilogue of a 3x3 stencil unit that recomputes point unit
+   pu in it (pf_fuse_recompute). */
+static int recomputed_in_epilogue(const pf_pipeline *p, int eu, int pu)
+{
+    const pf_plan *plan = p->plan;
+    const pf_unit *e = &plan->units[eu];
+    for (int k = 0; k < e->n_inputs; k++) {
+        int q = e->inputs[k], su = q < p->n_inputs ? -1 : plan->unit_of[q];
+        if (su >= 0 && plan->units[su].kind == PF_UNIT_STENCIL && pf_fuse_recompute(p, su) == pu)
+            return 1;
+    }
+    return 0;
+}
+
 int pf_fuse_absorbs(const pf_pipeline *p, int u)
 {
     const pf_plan *plan = p->plan;
@@ -349,9 +382,17 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u)
         if (plan->is_out[m])
             return -1;
         for (int e = plan->cons_first[m]; e < plan->cons_first[m + 1]; e++) {
-            int c = plan->cons[e];
-            if (c != r && plan->unit_of[c] != pu)
-                return -1; /* someone else reads it: the image is stored anyway */
+            int c = plan->cons[e], cu = plan->unit_of[c];
+            if (c == r || cu == pu)
+                continue;
+            /* Another kernel that computes the unit itself: a reduce or stencil taking it
+               in too, or a stencil's epilogue recomputing it. Else the image is stored
+               anyway, and read back. */
+            if (src->n_nodes <= PF_FUSE_RECOMPUTE_MAX &&
+                ((takes_in(p, cu, pu) && plan->units[cu].nodes[0] == c) ||
+                 (plan->units[cu].kind == PF_UNIT_POINT && recomputed_in_epilogue(p, cu, pu))))
+                continue;
+            return -1;
         }
     }
     return pu;
@@ -398,6 +439,68 @@ int pf_fuse_epilogue(const pf_pipeline *p, int u)
     return -1;
 }
 
+/* pf_fuse_epilogue's answer where it does not depend on which units absorb the
+   candidate (no reduce or stencil reads the candidate's results, so none can), else
+   -1: the same first candidate, found without asking pf_fuse_absorbs, which asks this. */
+static int sure_epilogue(const pf_pipeline *p, int u)
+{
+    const pf_plan *plan = p->plan;
+    char w[512];
+    if (pf_fuse_stencil_possible(p, u, w, sizeof w) != PF_FUSE_STENCIL_3X3)
+        return -1;
+    int s = plan->units[u].nodes[0];
+    for (int e = plan->cons_first[s]; e < plan->cons_first[s + 1]; e++) {
+        int eu = plan->unit_of[plan->cons[e]];
+        const pf_unit *un = &plan->units[eu];
+        if (un->kind != PF_UNIT_POINT || !pf_fuse_possible(p, eu, w, sizeof w) ||
+            !inputs_before(p, un, s))
+            continue;
+        for (int a = 0; a < un->n_nodes; a++)
+            for (int c = plan->cons_first[un->nodes[a]]; c < plan->cons_first[un->nodes[a] + 1];
+                 c++)
+                if (plan->units[plan->unit_of[plan->cons[c]]].kind != PF_UNIT_POINT)
+                    return -1;
+        return eu;
+    }
+    return -1;
+}
+
+int pf_fuse_recompute(const pf_pipeline *p, int u)
+{
+    const pf_plan *plan = p->plan;
+    char w[512];
+    int eu = sure_epilogue(p, u);
+    if (eu < 0)
+        return -1;
+    const pf_unit *e = &plan->units[eu];
+    int s = plan->units[u].nodes[0];
+    for (int k = 0; k < e->n_inputs; k++) {
+        int q = e->inputs[k], xu = q < p->n_inputs ? -1 : plan->unit_of[q];
+        if (q == s || xu < 0 || xu == eu)
+            continue;
+        const pf_unit *x = &plan->units[xu];
+        if (x->kind != PF_UNIT_POINT || x->n_nodes > PF_FUSE_RECOMPUTE_MAX ||
+            !pf_fuse_possible(p, xu, w, sizeof w) ||
+            x->n_inputs + e->n_inputs + 8 > PF_MAX_FUSED_IO / 2)
+            continue;
+        int ok = 1;
+        for (int j = 0; j < x->n_inputs && ok; j++)
+            ok = x->inputs[j] < p->n_inputs; /* loaded at the pixel, ready before any kernel */
+        for (int a = 0; a < x->n_nodes && ok; a++) {
+            int m = x->nodes[a];
+            ok = !plan->is_out[m];
+            for (int c = plan->cons_first[m]; c < plan->cons_first[m + 1] && ok; c++) {
+                int cu = plan->unit_of[plan->cons[c]];
+                ok = cu == xu || cu == eu ||
+                     (takes_in(p, cu, xu) && plan->units[cu].nodes[0] == plan->cons[c]);
+            }
+        }
+        if (ok)
+            return xu;
+    }
+    return -1;
+}
+
 int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char *f4, char *why,
                    size_t why_size)
 {
@@ -436,11 +539,13 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
         if (!pf_fuse_stencil_possible(p, u, w, sizeof w))
             continue;
         fused[u] = PF_FUSE_KERNEL;
-        int pu = pf_fuse_absorbs(p, u), eu = pf_fuse_epilogue(p, u);
+        int pu = pf_fuse_absorbs(p, u), eu = pf_fuse_epilogue(p, u), xu = pf_fuse_recompute(p, u);
         if (pu >= 0)
             fused[pu] = PF_FUSE_ABSORBED;
         if (eu >= 0)
             fused[eu] = PF_FUSE_EPILOGUE;
+        if (xu >= 0) /* every kernel reading it computes it */
+            fused[xu] = PF_FUSE_ABSORBED;
     }
     pf_fuse_buffers(p, fused, f4);
     pf_fuse_unit io;
@@ -452,10 +557,15 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
                then run their own kernels again */
             int pu = plan->units[u].kind == PF_UNIT_STENCIL ? pf_fuse_absorbs(p, u) : -1;
             int eu = plan->units[u].kind == PF_UNIT_STENCIL ? pf_fuse_epilogue(p, u) : -1;
+            int xu = plan->units[u].kind == PF_UNIT_STENCIL ? pf_fuse_recompute(p, u) : -1;
+            /* (another kernel may still compute pu or xu itself; its image is stored for
+               this unit's stages all the same) */
             if (pu >= 0)
                 fused[pu] = PF_FUSE_KERNEL;
             if (eu >= 0)
                 fused[eu] = PF_FUSE_KERNEL;
+            if (xu >= 0)
+                fused[xu] = PF_FUSE_KERNEL;
             fused[u] = 0;
             dropped = 1;
             if (why_size && !why[0])
@@ -658,8 +768,18 @@ void pf_fuse_emit_member(pf_sb *b, const pf_pipeline *p, const pf_unit *un, cons
         for (int c = 0; c < a && src < 0; c++)
             if (un->nodes[c] == q)
                 src = c;
+        int rv = -1; /* a value of the unit the epilogue recomputes: rv<index> */
+        const pf_unit *rec = io->rec_unit >= 0 && un != &p->plan->units[io->rec_unit] &&
+                                     q >= p->n_inputs && p->plan->unit_of[q] == io->rec_unit
+                                 ? &p->plan->units[io->rec_unit]
+                                 : NULL;
+        for (int c = 0; rec && c < rec->n_nodes && rv < 0; c++)
+            if (rec->nodes[c] == q)
+                rv = c;
         if (src >= 0) {
             pf_sb_printf(b, "%sv%d", k ? ", " : "", src);
+        } else if (rv >= 0) {
+            pf_sb_printf(b, "%srv%d", k ? ", " : "", rv);
         } else {
             int e = 0;
             while (e < io->n_in && io->in[e].node != q)

@@ -58,6 +58,9 @@ typedef struct pf_fuse_unit {
     /* A stencil unit's kernel: the point unit whose ops it applies to its result before
        storing (-1: none), whose stored results are among out[]. */
     int epi_unit;
+    /* A 3x3 stencil unit's kernel: the point unit its epilogue recomputes from the
+       pipeline inputs (pf_fuse_recompute; -1: none), whose inputs are among in[]. */
+    int rec_unit;
     /* A separable stencil unit's largest radius (its stage's separable_max): the halo its
        launches and scratch are sized for. */
     int sep_rmax;
@@ -102,7 +105,9 @@ int pf_fuse_decide(const pf_pipeline *p, const char *no_nvrtc, int *fused, char 
                    size_t why_size);
 
 /* The point unit whose ops reduce or stencil unit u runs in its own kernel, or -1: one
-   whose every result only u reads (no pipeline output, no other reader), when both can
+   whose results are no pipeline output and are read only by u, or also, for a unit of at
+   most PF_FUSE_RECOMPUTE_MAX stages, by other kernels that compute it themselves (reduce
+   or stencil kernels taking it in, a stencil's epilogue recomputing it), when both can
    fuse. */
 int pf_fuse_absorbs(const pf_pipeline *p, int u);
 
@@ -111,6 +116,16 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u);
    the vertical, one module). */
 #define PF_FUSE_STENCIL_3X3       1
 #define PF_FUSE_STENCIL_SEPARABLE 2
+
+/* The point unit that 3x3 stencil unit u's epilogue recomputes at each pixel from the
+   pipeline inputs rather than reading its stored image, or -1: a unit of at most
+   PF_FUSE_RECOMPUTE_MAX stages, on pipeline inputs only, none of its results an output,
+   that the epilogue reads and otherwise only its own stages, the epilogue and reduce or
+   stencil kernels taking it in (each of which then computes it too, pf_fuse_absorbs):
+   then its image is never written. The mixed bench's chain, read by the gaussian and by
+   the blend in the sobel's epilogue, is one. */
+#define PF_FUSE_RECOMPUTE_MAX 16
+int pf_fuse_recompute(const pf_pipeline *p, int u);
 
 /* Whether stencil unit u can run as a generated kernel: one stage on one input keeping
    the shape, of radius 1 declaring stencil_fn, or declaring separable_fn (with a radius

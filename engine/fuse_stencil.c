@@ -28,19 +28,36 @@
 static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
                           const pf_unit *epi, const pf_node *sn, int ns, const size_t *param_off)
 {
+    const pf_unit *rec = io->rec_unit >= 0 ? &p->plan->units[io->rec_unit] : NULL;
     pf_sb_printf(b,
                  "    {\n        const int i = 0;\n        const pf_float4 *in%d = r; /* %s */\n"
                  "        pf_pos pos;\n"
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
                  io->n_in, pf_fuse_note(sn->id));
-    for (int k = 0; k < io->n_in; k++) /* its other inputs, at (x, y) */
-        for (int j = 0; j < epi->n_inputs; j++)
-            if (epi->inputs[j] == io->in[k].node)
-                pf_sb_printf(b,
-                             "        pf_float4 in%d[1]; /* %s */\n"
-                             "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
-                             k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
-                             io->in[k].channels, k, k);
+    for (int k = 0; k < io->n_in; k++) { /* its other inputs, and rec's, at (x, y) */
+        int used = 0;
+        for (int j = 0; j < epi->n_inputs && !used; j++)
+            used = epi->inputs[j] == io->in[k].node;
+        for (int j = 0; rec && j < rec->n_inputs && !used; j++)
+            used = rec->inputs[j] == io->in[k].node;
+        if (used)
+            pf_sb_printf(b,
+                         "        pf_float4 in%d[1]; /* %s */\n"
+                         "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
+                         k, pf_fuse_note(p->nodes[io->in[k].node].id), io->in[k].sample,
+                         io->in[k].channels, k, k);
+    }
+    if (rec) { /* the unit recomputed here: its values rv<a>, its own names in a block */
+        pf_sb_printf(b, "        pf_float4 rv[%d];\n        {\n", rec->n_nodes);
+        for (int a = 0; a < rec->n_nodes; a++)
+            pf_fuse_emit_member(b, p, rec, io, param_off, a, ns + 1 + epi->n_nodes);
+        for (int a = 0; a < rec->n_nodes; a++)
+            pf_sb_printf(b, "        rv[%d] = v%d;\n", a, a);
+        pf_sb_printf(b, "        }\n");
+        for (int a = 0; a < rec->n_nodes; a++)
+            pf_sb_printf(b, "        const pf_float4 rv%d = rv[%d]; /* %s */\n", a, a,
+                         pf_fuse_note(rec->ids[a]));
+    }
     for (int a = 0; a < epi->n_nodes; a++)
         pf_fuse_emit_member(b, p, epi, io, param_off, a, ns + 1);
     pf_sb_printf(b, "    }\n");
@@ -226,6 +243,10 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
     for (int a = 0; epi && a < epi->n_nodes; a++) /* then the epilogue's */
         if (pf_fuse_source_index(p, epi, a) == a)
             pf_fuse_emit_op(&b, p, &p->nodes[epi->nodes[a]], ns + 1 + a, name);
+    const pf_unit *rec = io->rec_unit >= 0 ? &p->plan->units[io->rec_unit] : NULL;
+    for (int a = 0; epi && rec && a < rec->n_nodes; a++) /* then the recomputed unit's */
+        if (pf_fuse_source_index(p, rec, a) == a)
+            pf_fuse_emit_op(&b, p, &p->nodes[rec->nodes[a]], ns + 1 + epi->n_nodes + a, name);
     pf_fuse_emit_signature(&b, io, name);
 
     /* The tile: (TX + 2) x (TY + 2) pixels, each loaded at its clamped coordinate and

@@ -134,6 +134,13 @@ static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io
         for (int a = 0; a < e->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : " ", e->ids[a]);
         fprintf(f, " on its result");
+        if (io->rec_unit >= 0) {
+            const pf_unit *r = &p->plan->units[io->rec_unit];
+            fprintf(f, ", recomputing");
+            for (int a = 0; a < r->n_nodes; a++)
+                fprintf(f, "%s%s", a ? " + " : " ", r->ids[a]);
+            fprintf(f, " there");
+        }
     }
     fprintf(f, "\n      loads");
     for (int k = 0; k < io->n_in; k++)
@@ -243,14 +250,24 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
             continue;
         }
         if (v.fused[ui] == PF_FUSE_ABSORBED) {
-            int r = absorbing_unit(p, ui, 0);
-            const pf_node *rn = &p->nodes[plan->units[r].nodes[0]];
-            int stencil = plan->units[r].kind == PF_UNIT_STENCIL;
-            fprintf(f,
-                    "   (%d point stage%s, fused into %s %s (%s): its ops run in the %s, "
-                    "nothing stored)\n",
-                    u->n_nodes, u->n_nodes > 1 ? "s" : "", stencil ? "stencil" : "reduce", rn->id,
-                    rn->desc->name, stencil ? "stencil's tile" : "sum's kernel");
+            /* every kernel reading its results computes them: the reduces and stencils
+               taking it in, and a stencil's epilogue recomputing it */
+            fprintf(f, "   (%d point stage%s, fused into", u->n_nodes, u->n_nodes > 1 ? "s" : "");
+            int n = 0;
+            for (int r = 0; r < plan->n_units; r++) {
+                if (plan->units[r].kind == PF_UNIT_POINT || v.fused[r] != PF_FUSE_KERNEL)
+                    continue;
+                const pf_node *rn = &p->nodes[plan->units[r].nodes[0]];
+                int stencil = plan->units[r].kind == PF_UNIT_STENCIL;
+                if (pf_fuse_absorbs(p, r) == ui)
+                    fprintf(f, "%s %s %s (%s): its ops run in the %s", n++ ? "," : "",
+                            stencil ? "stencil" : "reduce", rn->id, rn->desc->name,
+                            stencil ? "stencil's tile" : "sum's kernel");
+                else if (stencil && pf_fuse_recompute(p, r) == ui)
+                    fprintf(f, "%s stencil %s (%s): recomputed in its epilogue", n++ ? "," : "",
+                            rn->id, rn->desc->name);
+            }
+            fprintf(f, "; nothing stored)\n");
             continue;
         }
         if (!v.fused[ui]) {

@@ -119,6 +119,18 @@ int main(void)
         CHECKF(rc == PF_OK && n == (k < 2 ? 1 : 2), "%s%s: %d kernels: %s", seps[k % 2],
                k < 2 ? "" : " (chain an output)", n, err);
     }
+    /* The mixed bench's shape: the chain the gaussian takes in is recomputed in the
+       sobel's epilogue, so two units build (the blur's passes, the sobel's kernel). */
+    n = 0;
+    int mrc = build("{\"pipefuse\":1,\"inputs\":[\"x\"],\"stages\":["
+                    "{\"id\":\"a\",\"op\":\"brightness\",\"inputs\":[\"x\"]},"
+                    "{\"id\":\"v\",\"op\":\"saturation\"},"
+                    "{\"id\":\"g\",\"op\":\"gaussian\",\"inputs\":[\"v\"]},"
+                    "{\"id\":\"e\",\"op\":\"sobel\",\"inputs\":[\"g\"]},"
+                    "{\"id\":\"m\",\"op\":\"blend\",\"inputs\":[\"v\",\"e\"]}],"
+                    "\"outputs\":{\"o\":\"m\"}}",
+                    "mixed", &n, err, sizeof err);
+    CHECKF(mrc == PF_OK && n == 2, "mixed: %d kernels: %s", n, err);
     /* The sources were written where asked. */
     struct stat st;
     char path[4200];

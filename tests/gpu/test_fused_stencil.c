@@ -104,6 +104,18 @@ static const char *const cases[] = {
     "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"x\"]},"
     "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"s\", \"b\"], \"params\": "
     "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
+    /* a chain read by the stencil and by two blurs and their blend (each kernel reading
+       it computes it: the chain's image is never written) */
+    "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+    "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0, \"b\": "
+    "-0.25}},"
+    "{\"id\": \"v\", \"op\": \"vignette\", \"inputs\": [\"a\"]},"
+    "{\"id\": \"s\", \"op\": \"%1$s\"%2$s, \"inputs\": [\"v\"]},"
+    "{\"id\": \"g\", \"op\": \"gaussian\", \"inputs\": [\"v\"], \"params\": {\"sigma\": 1.2}},"
+    "{\"id\": \"b\", \"op\": \"box\", \"inputs\": [\"v\"]},"
+    "{\"id\": \"m\", \"op\": \"blend\", \"inputs\": [\"g\", \"b\"]},"
+    "{\"id\": \"t\", \"op\": \"blend\", \"inputs\": [\"m\", \"s\"], \"params\": "
+    "{\"opacity\": 0.5}}], \"outputs\": {\"o\": \"t\"}}",
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -294,6 +306,18 @@ static void check_plan_print(void)
     pf_stats st = {.size = sizeof st};
     CHECK(pf_pipeline_stats(p, &st) == PF_OK);
     CHECKF(st.launches_per_frame == 2, "case 6: %d launches a frame, not 2", st.launches_per_frame);
+    free(text);
+    pf_pipeline_destroy(p);
+    /* the mixed bench's shape: the chain the gaussian takes in is recomputed in the
+       sobel's epilogue (the blend reads it), so it is never stored */
+    snprintf(json, sizeof json, cases[9], "sobel", "");
+    p = pf_test_load_string(eng, json, "plan", "cuda");
+    CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
+    text = pf_test_plan_text(p);
+    CHECKF(text && strstr(text, "stencil s (sobel): recomputed in its epilogue; nothing stored") &&
+               strstr(text, "then m on its result, recomputing a there") &&
+               strstr(text, "with a on the rows it stages"),
+           "plan print:\n%s", text ? text : "");
     free(text);
     pf_pipeline_destroy(p);
     /* a separable stencil: two kernels, the chain run on the rows it stages */

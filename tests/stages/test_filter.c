@@ -577,8 +577,10 @@ static void test_fused_plan(pf_rng *r)
            "plan print, fusion off:\n%s", text ? text : "");
     free(text);
     pf_pipeline_destroy(p);
-    /* An epilogue's other inputs: an image the stencil's input is computed from (loaded
-       as float RGBA), fused; one the stencil does not wait for (the box), not. */
+    /* An epilogue's other inputs: an image the stencil's input is computed from, from
+       the pipeline input (the stencil takes the unit in on its tile and recomputes it in
+       its epilogue, so its image is never stored), fused; one the stencil does not wait
+       for (the box), not. */
     json = "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
            "{\"id\": \"a\", \"op\": \"linear\", \"inputs\": [\"x\"], \"params\": {\"a\": 2.0}},"
            "{\"id\": \"s\", \"op\": \"sobel\", \"inputs\": [\"a\"]},"
@@ -591,8 +593,11 @@ static void test_fused_plan(pf_rng *r)
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
     text = plan_text(p);
     CHECKF(text &&
-               strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel, then m on its result\n"
-                            "      loads a(float4), stores o(native)") &&
+               strstr(text, "S: s (sobel, 3x3 sobel_px) in one kernel with a on its tile, then m "
+                            "on its result, recomputing a there\n"
+                            "      loads x(native), stores o(native)") &&
+               strstr(text, "G0: a   (1 point stage, fused into stencil s (sobel): its ops run in "
+                            "the stencil's tile; nothing stored)") &&
                strstr(text, "S: s2 (median3, 3x3 median3_px) in one kernel\n"
                             "      loads x(native), stores s2(float4)") &&
                strstr(text, "t   (1 point stage, one kernel)"),
