@@ -377,6 +377,12 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u)
     if (pu < 0 || plan->units[pu].kind != PF_UNIT_POINT || !pf_fuse_possible(p, pu, w, sizeof w))
         return -1;
     const pf_unit *src = &plan->units[pu];
+    /* Several kernels may compute a unit of pipeline inputs only: the images a kernel
+       reads are kept for the one kernel running an absorbed unit's ops (cuda_layout.c),
+       and pipeline inputs are never reused within a frame. */
+    int shared = src->n_nodes <= PF_FUSE_RECOMPUTE_MAX;
+    for (int j = 0; j < src->n_inputs && shared; j++)
+        shared = src->inputs[j] < p->n_inputs;
     for (int a = 0; a < src->n_nodes; a++) {
         int m = src->nodes[a];
         if (plan->is_out[m])
@@ -388,7 +394,7 @@ int pf_fuse_absorbs(const pf_pipeline *p, int u)
             /* Another kernel that computes the unit itself: a reduce or stencil taking it
                in too, or a stencil's epilogue recomputing it. Else the image is stored
                anyway, and read back. */
-            if (src->n_nodes <= PF_FUSE_RECOMPUTE_MAX &&
+            if (shared &&
                 ((takes_in(p, cu, pu) && plan->units[cu].nodes[0] == c) ||
                  (plan->units[cu].kind == PF_UNIT_POINT && recomputed_in_epilogue(p, cu, pu))))
                 continue;
