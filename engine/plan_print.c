@@ -260,14 +260,14 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
                 const pf_node *rn = &p->nodes[plan->units[r].nodes[0]];
                 int stencil = plan->units[r].kind == PF_UNIT_STENCIL;
                 if (pf_fuse_absorbs(p, r) == ui)
-                    fprintf(f, "%s %s %s (%s): its ops run in the %s", n++ ? "," : "",
+                    fprintf(f, "%s %s %s (%s): its ops run in the %s", n++ ? " and" : "",
                             stencil ? "stencil" : "reduce", rn->id, rn->desc->name,
                             stencil ? "stencil's tile" : "sum's kernel");
                 else if (stencil && pf_fuse_recompute(p, r) == ui)
-                    fprintf(f, "%s stencil %s (%s): recomputed in its epilogue", n++ ? "," : "",
+                    fprintf(f, "%s stencil %s (%s): recomputed in its epilogue", n++ ? " and" : "",
                             rn->id, rn->desc->name);
             }
-            fprintf(f, "; nothing stored)\n");
+            fprintf(f, ", nothing stored)\n");
             continue;
         }
         if (!v.fused[ui]) {

@@ -314,7 +314,8 @@ static void check_plan_print(void)
     p = pf_test_load_string(eng, json, "plan", "cuda");
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
     text = pf_test_plan_text(p);
-    CHECKF(text && strstr(text, "stencil s (sobel): recomputed in its epilogue; nothing stored") &&
+    CHECKF(text &&
+               strstr(text, "and stencil s (sobel): recomputed in its epilogue, nothing stored") &&
                strstr(text, "then m on its result, recomputing a there") &&
                strstr(text, "with a on the rows it stages"),
            "plan print:\n%s", text ? text : "");

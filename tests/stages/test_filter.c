@@ -597,7 +597,7 @@ static void test_fused_plan(pf_rng *r)
                             "on its result, recomputing a there\n"
                             "      loads x(native), stores o(native)") &&
                strstr(text, "G0: a   (1 point stage, fused into stencil s (sobel): its ops run in "
-                            "the stencil's tile; nothing stored)") &&
+                            "the stencil's tile, nothing stored)") &&
                strstr(text, "S: s2 (median3, 3x3 median3_px) in one kernel\n"
                             "      loads x(native), stores s2(float4)") &&
                strstr(text, "t   (1 point stage, one kernel)"),
