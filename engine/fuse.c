@@ -423,19 +423,34 @@ static int inputs_before(const pf_pipeline *p, const pf_unit *un, int s)
     return ok;
 }
 
+/* The next point unit after consumer index *e of 3x3 stencil unit u's result that could
+   be its epilogue (it can fuse, and its other inputs are complete before u runs), or -1;
+   *e moves past it. */
+static int epilogue_candidate(const pf_pipeline *p, int u, int *e)
+{
+    const pf_plan *plan = p->plan;
+    char w[512];
+    int s = plan->units[u].nodes[0];
+    for (; *e < plan->cons_first[s + 1]; (*e)++) {
+        int eu = plan->unit_of[plan->cons[*e]];
+        const pf_unit *un = &plan->units[eu];
+        if (un->kind == PF_UNIT_POINT && pf_fuse_possible(p, eu, w, sizeof w) &&
+            inputs_before(p, un, s)) {
+            (*e)++;
+            return eu;
+        }
+    }
+    return -1;
+}
+
 int pf_fuse_epilogue(const pf_pipeline *p, int u)
 {
     const pf_plan *plan = p->plan;
     char w[512];
     if (pf_fuse_stencil_possible(p, u, w, sizeof w) != PF_FUSE_STENCIL_3X3)
         return -1; /* a separable stencil's vertical pass stores its result as it is */
-    int s = plan->units[u].nodes[0];
-    for (int e = plan->cons_first[s]; e < plan->cons_first[s + 1]; e++) {
-        int eu = plan->unit_of[plan->cons[e]];
-        const pf_unit *un = &plan->units[eu];
-        if (un->kind != PF_UNIT_POINT || !pf_fuse_possible(p, eu, w, sizeof w) ||
-            !inputs_before(p, un, s))
-            continue;
+    int e = plan->cons_first[plan->units[u].nodes[0]];
+    for (int eu; (eu = epilogue_candidate(p, u, &e)) >= 0;) {
         int taken = 0; /* a reduce or stencil runs its ops on the way in */
         for (int v = eu + 1; v < plan->n_units && !taken; v++)
             taken = plan->units[v].kind != PF_UNIT_POINT && pf_fuse_absorbs(p, v) == eu;
@@ -454,21 +469,16 @@ static int sure_epilogue(const pf_pipeline *p, int u)
     char w[512];
     if (pf_fuse_stencil_possible(p, u, w, sizeof w) != PF_FUSE_STENCIL_3X3)
         return -1;
-    int s = plan->units[u].nodes[0];
-    for (int e = plan->cons_first[s]; e < plan->cons_first[s + 1]; e++) {
-        int eu = plan->unit_of[plan->cons[e]];
-        const pf_unit *un = &plan->units[eu];
-        if (un->kind != PF_UNIT_POINT || !pf_fuse_possible(p, eu, w, sizeof w) ||
-            !inputs_before(p, un, s))
-            continue;
-        for (int a = 0; a < un->n_nodes; a++)
-            for (int c = plan->cons_first[un->nodes[a]]; c < plan->cons_first[un->nodes[a] + 1];
-                 c++)
-                if (plan->units[plan->unit_of[plan->cons[c]]].kind != PF_UNIT_POINT)
-                    return -1;
-        return eu;
-    }
-    return -1;
+    int e = plan->cons_first[plan->units[u].nodes[0]];
+    int eu = epilogue_candidate(p, u, &e);
+    if (eu < 0)
+        return -1;
+    const pf_unit *un = &plan->units[eu];
+    for (int a = 0; a < un->n_nodes; a++)
+        for (int c = plan->cons_first[un->nodes[a]]; c < plan->cons_first[un->nodes[a] + 1]; c++)
+            if (plan->units[plan->unit_of[plan->cons[c]]].kind != PF_UNIT_POINT)
+                return -1;
+    return eu;
 }
 
 int pf_fuse_recompute(const pf_pipeline *p, int u)
