@@ -200,9 +200,10 @@ int pf_fuse_launch_separable(void *function, void *function_v, const pf_fuse_uni
     const int rmax = io->sep_rmax;
     const int s0 = y0 - rmax > 0 ? y0 - rmax : 0, s1 = y1 + rmax < height ? y1 + rmax : height;
     const size_t at = pf_fuse_sep_taps_at(width, y1 - y0, height, rmax);
-    if (!scratch || scratch_size < pf_fuse_sep_scratch(width, y1 - y0, height, rmax)) {
+    const size_t need = pf_fuse_sep_scratch(width, y1 - y0, height, rmax);
+    if (!scratch || scratch_size < need) {
         snprintf(err, err_size, "device scratch too small: %zu bytes, %zu needed", scratch_size,
-                 pf_fuse_sep_scratch(width, y1 - y0, height, rmax));
+                 need);
         return PF_INTERNAL;
     }
     int rpb = PF_SEP_RPB;

@@ -212,13 +212,11 @@ static void print_fused_stencils(const pf_pipeline *p, FILE *f, const pf_fusion_
     }
 }
 
-/* The reduce or stencil unit whose kernel runs point unit ui's ops: on the way in
-   (absorbed), or on its result (an epilogue). */
-static int absorbing_unit(const pf_pipeline *p, int ui, int epilogue)
+/* The stencil unit whose kernel runs point unit ui's ops on its result (an epilogue). */
+static int epilogue_host(const pf_pipeline *p, int ui)
 {
     for (int r = 0; r < p->plan->n_units; r++)
-        if (p->plan->units[r].kind != PF_UNIT_POINT &&
-            (epilogue ? pf_fuse_epilogue(p, r) : pf_fuse_absorbs(p, r)) == ui)
+        if (p->plan->units[r].kind != PF_UNIT_POINT && pf_fuse_epilogue(p, r) == ui)
             return r;
     return ui;
 }
@@ -242,7 +240,7 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         for (int a = 0; a < u->n_nodes; a++)
             fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
         if (v.fused[ui] == PF_FUSE_EPILOGUE) {
-            const pf_node *sn = &p->nodes[plan->units[absorbing_unit(p, ui, 1)].nodes[0]];
+            const pf_node *sn = &p->nodes[plan->units[epilogue_host(p, ui)].nodes[0]];
             fprintf(f,
                     "   (%d point stage%s, fused into stencil %s (%s): its ops run on the "
                     "stencil's result before it stores)\n",

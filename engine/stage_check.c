@@ -360,61 +360,67 @@ static void check_reduce_sum(walk *w)
              w->label, d->n_inputs);
 }
 
-/* stencil_fn (ABI 1.3): on a stencil stage, a function of its point_source taking the
-   params struct params_type names. */
+/* A function of the stage's point_source that field (stencil_fn, separable_fn) names as
+   fn and that describes `what` (a 3x3 stencil, a separable stencil): on a stencil stage,
+   with point_source and params_type, both named in the source. Returns 1 when all of that
+   holds. */
+static int check_source_fn(walk *w, const char *field, const char *fn, const char *what)
+{
+    const pf_stage_desc *d = w->d;
+    char fix[256];
+    if (d->kind != PF_STAGE_STENCIL) {
+        snprintf(fix, sizeof fix, "drop %s: it describes %s", field, what);
+        note(w, PF_CHECK_ERROR, field, fix,
+             "%s: declares %s on a %s stage; only stencil stages may", w->label, field,
+             kind_names[d->kind]);
+    } else if (!d->point_source || !d->params_type) {
+        note(w, PF_CHECK_ERROR, !d->point_source ? "point_source" : "params_type",
+             "set point_source to the header defining the function and params_type to its "
+             "params struct",
+             "%s: declares %s without %s", w->label, field,
+             !d->point_source ? "point_source" : "params_type");
+    } else if (!strstr(d->point_source, fn) || !strstr(d->point_source, d->params_type)) {
+        snprintf(fix, sizeof fix,
+                 "%s and params_type must name the function and its params struct as the header "
+                 "spells them",
+                 field);
+        note(w, PF_CHECK_FAULT, field, fix, "%s: the point source does not mention %s", w->label,
+             !strstr(d->point_source, fn) ? fn : d->params_type);
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+/* A stage whose function field describes takes more than one input: the engine never
+   runs it itself. */
+static void check_one_input(walk *w, const char *field)
+{
+    char fix[128];
+    snprintf(fix, sizeof fix, "declare %s only on a stencil of one input", field);
+    note(w, PF_CHECK_WARNING, field, fix,
+         "%s: declares %s but takes %d inputs: the engine never runs it itself", w->label, field,
+         w->d->n_inputs);
+}
+
+/* stencil_fn (ABI 1.3): check_source_fn's rules. */
 static void check_stencil_fn(walk *w)
 {
     const pf_stage_desc *d = w->d;
-    if (!d->stencil_fn)
-        return;
-    if (d->kind != PF_STAGE_STENCIL)
-        note(w, PF_CHECK_ERROR, "stencil_fn", "drop stencil_fn: it describes a 3x3 stencil",
-             "%s: declares stencil_fn on a %s stage; only stencil stages may", w->label,
-             kind_names[d->kind]);
-    else if (!d->point_source || !d->params_type)
-        note(w, PF_CHECK_ERROR, !d->point_source ? "point_source" : "params_type",
-             "set point_source to the header defining the function and params_type to its "
-             "params struct",
-             "%s: declares stencil_fn without %s", w->label,
-             !d->point_source ? "point_source" : "params_type");
-    else if (!strstr(d->point_source, d->stencil_fn) || !strstr(d->point_source, d->params_type))
-        note(w, PF_CHECK_FAULT, "stencil_fn",
-             "stencil_fn and params_type must name the function and its params struct as the "
-             "header spells them",
-             "%s: the point source does not mention %s", w->label,
-             !strstr(d->point_source, d->stencil_fn) ? d->stencil_fn : d->params_type);
-    else if (d->n_inputs != 1)
-        note(w, PF_CHECK_WARNING, "stencil_fn", "declare stencil_fn only on a stencil of one input",
-             "%s: declares stencil_fn but takes %d inputs: the engine never runs it itself",
-             w->label, d->n_inputs);
+    if (d->stencil_fn && check_source_fn(w, "stencil_fn", d->stencil_fn, "a 3x3 stencil") &&
+        d->n_inputs != 1)
+        check_one_input(w, "stencil_fn");
 }
 
-/* separable_fn (ABI 1.4): on a stencil stage of one input, a function of its
-   point_source taking the params struct params_type names, with a largest radius in
-   1..PF_SEPARABLE_MAX; not together with stencil_fn. */
+/* separable_fn (ABI 1.4): check_source_fn's rules, a largest radius in
+   1..PF_SEPARABLE_MAX, and not together with stencil_fn. */
 static void check_separable_fn(walk *w)
 {
     const pf_stage_desc *d = w->d;
-    if (!d->separable_fn)
+    if (!d->separable_fn ||
+        !check_source_fn(w, "separable_fn", d->separable_fn, "a separable stencil"))
         return;
-    if (d->kind != PF_STAGE_STENCIL)
-        note(w, PF_CHECK_ERROR, "separable_fn",
-             "drop separable_fn: it describes a separable stencil",
-             "%s: declares separable_fn on a %s stage; only stencil stages may", w->label,
-             kind_names[d->kind]);
-    else if (!d->point_source || !d->params_type)
-        note(w, PF_CHECK_ERROR, !d->point_source ? "point_source" : "params_type",
-             "set point_source to the header defining the function and params_type to its "
-             "params struct",
-             "%s: declares separable_fn without %s", w->label,
-             !d->point_source ? "point_source" : "params_type");
-    else if (!strstr(d->point_source, d->separable_fn) || !strstr(d->point_source, d->params_type))
-        note(w, PF_CHECK_FAULT, "separable_fn",
-             "separable_fn and params_type must name the function and its params struct as "
-             "the header spells them",
-             "%s: the point source does not mention %s", w->label,
-             !strstr(d->point_source, d->separable_fn) ? d->separable_fn : d->params_type);
-    else if (d->separable_max < 1 || d->separable_max > PF_SEPARABLE_MAX)
+    if (d->separable_max < 1 || d->separable_max > PF_SEPARABLE_MAX)
         note(w, PF_CHECK_ERROR, "separable_max",
              "set separable_max to the largest radius separable_fn returns",
              "%s: declares separable_fn with separable_max %d; 1 to %d are allowed", w->label,
@@ -423,10 +429,7 @@ static void check_separable_fn(walk *w)
         note(w, PF_CHECK_ERROR, "separable_fn", "declare stencil_fn or separable_fn, not both",
              "%s: declares both stencil_fn and separable_fn", w->label);
     else if (d->n_inputs != 1)
-        note(w, PF_CHECK_WARNING, "separable_fn",
-             "declare separable_fn only on a stencil of one input",
-             "%s: declares separable_fn but takes %d inputs: the engine never runs it itself",
-             w->label, d->n_inputs);
+        check_one_input(w, "separable_fn");
 }
 
 /* What the engine plans and runs that the stage's CUDA code and tables decide. */
