@@ -206,18 +206,58 @@ def cell_ms(v, err, scale=1.0, fmt=msf):
 
 
 def floor_bytes(check_text):
-    """Bytes a frame's kernels must move at least: fused point groups as the plan prints
-    them (native edges), other units one float4 read per input and one float4 write."""
+    """Bytes a frame's kernels must move at least, from `pipefuse check`'s plan print.
+
+    Fused kernels count as the plan prints them: a point group run as its own kernel
+    ("G<n>: ...", then "loads ...; X MB per frame"), a fused stencil ("fused stencils":
+    "S: <id> (...)", native loads and stores, a separable stencil's scratch written and
+    read once) and a fused reduce ("fused reductions": "R: <id> (...)") where its entry
+    gives "X MB per frame". Point groups absorbed into a stencil or reduce, or run as a
+    stencil's epilogue, print no MB and cost nothing of their own. Stencil, resample and
+    reduce units ("#<n> stencil ... [id] reads ... writes ...") that no fused entry with
+    an MB figure covers count one float4 read per input and one float4 write. Halos are
+    not counted. Returns (total bytes, [(label, bytes)])."""
     total, parts = 0.0, []
-    for m in re.finditer(r"^\s+(G\d+): (.+?)\s+\(.*?\n\s+loads .*?; ([0-9.]+) MB per frame", check_text, re.M):
-        b = float(m.group(3)) * 1e6
-        total += b
-        parts.append((m.group(1) + " " + m.group(2).strip(), b))
-    for m in re.finditer(r"^\s+#\d+\s+(stencil|resample|reduce)\s.*?(\d+)x(\d+)\s+\[([^\]]*)\]\s+reads ([^\n]*?)(?:\s+writes (\S+))?$",
-                         check_text, re.M):
+    covered = set()  # stage ids of stencils/reduces whose fused entry gave its bytes
+    units = []  # stencil/resample/reduce unit lines
+    section = ""
+    entry = None  # (label, stage id or None) of the entry whose "loads" line may follow
+    mb_re = re.compile(r";\s*([0-9.]+) MB per frame\s*$")
+    for line in check_text.splitlines():
+        if line and not line[0].isspace():
+            section, entry = line, None
+            continue
+        if section.startswith("fusion groups"):
+            m = re.match(r"^\s+(G\d+): (.+?)\s+\(", line)
+            if m:
+                entry = (m.group(1) + " " + m.group(2).strip(), None)
+                continue
+        elif section.startswith(("fused stencils", "fused reductions", "fused reduces")):
+            m = re.match(r"^\s+([SR]): (\S+) \(([^)]*)\)", line)
+            if m:
+                kind = "stencil" if m.group(1) == "S" else "reduce"
+                entry = ("%s %s (%s)" % (kind, m.group(2), m.group(3)), m.group(2))
+                continue
+        m = re.match(r"^\s+#\d+\s+(stencil|resample|reduce)\s.*?(\d+)x(\d+)\s+\[([^\]]*)\]\s+reads(.*)$", line)
+        if m:  # a launch unit: counted below, once every fused entry is known
+            units.append(m)
+            entry = None
+            continue
+        m = mb_re.search(line) if entry and line.lstrip().startswith("loads") else None
+        if m:
+            b = float(m.group(1)) * 1e6
+            total += b
+            parts.append((entry[0], b))
+            if entry[1]:
+                covered.add(entry[1])
+        entry = None
+    for m in units:
+        if covered.intersection(m.group(4).split()):
+            continue
+        rest = re.split(r"\s+waits\s", m.group(5))[0]
+        reads, _, writes = rest.partition(" writes ")
         px = int(m.group(2)) * int(m.group(3))
-        reads = len(m.group(5).split())
-        b = px * 16.0 * (reads + (1 if m.group(6) else 0))
+        b = px * 16.0 * (len(reads.split()) + (1 if writes.split() else 0))
         total += b
         parts.append((m.group(1) + " " + m.group(4), b))
     return total, parts
@@ -539,7 +579,7 @@ def main(argv):
     def mixed(r, L):
         v = res["mixed4k"]
         L.append("3840x2160 RGBA8: brightness, contrast, saturation (fused), gaussian sigma 2, sobel, blend of the "
-                 "chain with the gradient. PyTorch: the same ops, gaussian as two conv2d passes (separable), "
+                 "chain with the gradient. PyTorch: the same ops, gaussian as two conv2d passes (separable, premultiplied alpha as pipefuse), "
                  "sobel as one grouped conv2d, replicate padding (pipefuse clamps at the edges).")
         L.append("")
         L.append("| runner | ms per frame | launches | GPU ms | / pipefuse graph-fused |")
@@ -559,9 +599,10 @@ def main(argv):
         if fb and copy_gbps:
             L.append("")
             L.append("Memory floor, kernel by kernel (bytes each must read and write once, at %s GB/s): %s; "
-                     "sum %s ms; pipefuse graph-fused takes %s ms, %sx the floor. Fused groups count their native "
-                     "loads and stores as the plan prints them; stencils one float4 read per input and one float4 "
-                     "write (halo and the separable pass's scratch not counted)." % (
+                     "sum %s ms; pipefuse graph-fused takes %s ms, %sx the floor. Fused kernels count as the plan "
+                     "prints them (native loads and stores, a separable stencil's scratch written and read once; "
+                     "point stages they absorb or run on their result cost nothing of their own; halos not "
+                     "counted), other units one float4 read per input and one float4 write." % (
                          rf(copy_gbps, 0),
                          "; ".join("%s %.0f MB = %.3f ms" % (n, b / 1e6, b / (copy_gbps * 1e9) * 1e3) for n, b in parts),
                          msf(fb / (copy_gbps * 1e9) * 1e3), msf(base), rf(ratio(base, fb / (copy_gbps * 1e9) * 1e3))))

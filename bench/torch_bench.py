@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -37,6 +38,13 @@ import torch.nn.functional as F
 
 LUMA = (0.2126, 0.7152, 0.0722)
 DEVICE = "cuda"  # --device cpu: a smoke test of this script where there is no GPU
+
+
+def _f32(v):
+    """v rounded to float32 (as a Python float): a params struct's float, or one float
+    operation done in double and rounded once (exact for +, -, *, /: double has more
+    than 2 * 24 + 2 bits)."""
+    return struct.unpack("f", struct.pack("f", v))[0]
 
 
 # ---- The stages, with pipefuse's semantics (kernels/point/*.h, plugins/filter) ------------
@@ -85,25 +93,60 @@ class Ops:
         return x.squeeze(0).permute(1, 2, 0)
 
     def gaussian_weights(self, sigma):
+        """gaussian_sep's kernel (kernels/point/filter3x3_ops.h) as filter.c builds it:
+        sigma a float32 (the params struct's), clamped to [0, 64] (NaN as 0); radius
+        ceil(3 sigma); taps exp(-i^2 / (2 sigma^2)) in double, 1 for radius 0, each
+        divided by tap_0 + 2 tap_1 + ... + 2 tap_r (summed in double in that order) and
+        rounded to float; and wsum, the float sum of those weights taken as the two
+        passes sum alpha 1 (filter.c's weight_sum), which every sum is normalised by."""
+        sigma = float(sigma)
+        sigma = _f32(sigma) if 0 < sigma < 64.0 else (64.0 if sigma >= 64.0 else 0.0)
         key = ("gauss", sigma)
         if key not in self.cache:
-            r = int(math.ceil(3.0 * sigma)) if sigma > 0 else 0
+            r = int(math.ceil(3.0 * sigma))
             t = [math.exp(-i * i / (2.0 * sigma * sigma)) if r else 1.0 for i in range(r + 1)]
-            s = t[0] + 2 * sum(t[1:])
-            w = [t[abs(i)] / s for i in range(-r, r + 1)]
+            tot = 0.0
+            for i in range(r + 1):
+                tot += 2.0 * t[i] if i else t[i]
+            wf = [_f32(t[i] / tot) for i in range(r + 1)]
+            h = _f32(1.0 * wf[0])
+            for i in range(1, r + 1):
+                h = _f32(h + _f32(wf[i] * 2.0))
+            wsum = _f32(h * wf[0])
+            for i in range(1, r + 1):
+                wsum = _f32(wsum + _f32(wf[i] * _f32(h + h)))
+            w = [wf[abs(i)] for i in range(-r, r + 1)]
             k = torch.tensor(w, dtype=torch.float32, device=self.dev)
             self.cache[key] = (r, k.view(1, 1, 1, -1).repeat(4, 1, 1, 1),
-                               k.view(1, 1, -1, 1).repeat(4, 1, 1, 1))
+                               k.view(1, 1, -1, 1).repeat(4, 1, 1, 1), wsum)
         return self.cache[key]
 
     def gaussian(self, p, x):  # separable, two conv2d passes, groups = channels
-        r, kx, ky = self.gaussian_weights(float(p.get("sigma", 1.0)))
+        """alpha "premultiplied" (pipefuse's default) or "straight", as filter.c and the
+        engine's separable kernels do it (plugins/premultiply.h): premultiplied sums
+        colour * alpha and alpha, alpha clamped to [0, 1] (NaN as 0) and a colour of alpha
+        0 taken as 0 (pf_pm_alpha, pf_pm_mul), then divides the summed colour by the
+        summed alpha, 0 where that is 0 (pf_norm_colour); straight divides every channel's
+        sum by wsum; alpha is divided by wsum either way. Radius 0 is a copy."""
+        r, kx, ky, wsum = self.gaussian_weights(float(p.get("sigma", 1.0)))
         if r == 0:
             return x
+        pm = p.get("alpha", "premultiplied") != "straight"
+        if pm:
+            a = x[..., 3:]
+            a = torch.where(a > 0, a.clamp(max=1.0), 0.0)
+            x = torch.cat([torch.where(a == 0, 0.0, x[..., :3] * a), a], dim=-1)
         c = self.nchw(x)
         c = F.conv2d(F.pad(c, (r, r, 0, 0), mode="replicate"), kx, groups=4)
         c = F.conv2d(F.pad(c, (0, 0, r, r), mode="replicate"), ky, groups=4)
-        return self.hwc(c)
+        s = self.hwc(c)
+        sa = s[..., 3:]
+        ws = self.vec(wsum)  # a tensor: PyTorch divides by a Python scalar as * (1 / it)
+        if pm:
+            rgb = torch.where(sa != 0, s[..., :3] / sa, 0.0)
+        else:
+            rgb = s[..., :3] / ws
+        return torch.cat([rgb, sa / ws], dim=-1)
 
     def sobel_weights(self):
         if "sobel" not in self.cache:

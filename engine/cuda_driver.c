@@ -148,12 +148,14 @@ int pf_fuse_launch(void *function, const pf_fuse_unit *io, int width, int height
     unsigned tx = (row_threads + 31) / 32 * 32;
     tx = tx < 256 ? tx : 256;
     unsigned ty = 256 / tx;
-    if (io->stencil) /* a thread per output pixel of a PF_STENCIL_TX x PF_STENCIL_TY tile */
+    /* a stencil's thread computes PF_STENCIL_RPT pixels of a column of its block's tile */
+    if (io->stencil)
         row_threads = (unsigned)width, tx = PF_STENCIL_TX, ty = PF_STENCIL_TY;
-    unsigned gx = (row_threads + tx - 1) / tx, gy = ((unsigned)(y1 - y0) + ty - 1) / ty;
+    unsigned rows = io->stencil ? ty * PF_STENCIL_RPT : ty; /* a block's rows */
+    unsigned gx = (row_threads + tx - 1) / tx, gy = ((unsigned)(y1 - y0) + rows - 1) / rows;
     if (gy > 65535) {
         snprintf(err, err_size, "a band of %d rows is too tall for one launch (at most %u)",
-                 y1 - y0, 65535u * ty);
+                 y1 - y0, 65535u * rows);
         return PF_UNSUPPORTED;
     }
     return launch(function, io, a, width, height, y0, y1, NULL, 0, gx, gy, tx, ty, 1, stream, err,

@@ -157,9 +157,11 @@ int pf_fuse_sep_rmax(const pf_pipeline *p, int u);
 int pf_fuse_epilogue(const pf_pipeline *p, int u);
 
 /* The tile of a stencil kernel: a block of PF_STENCIL_TX x PF_STENCIL_TY threads computes
-   as many output pixels, from the tile and its one-pixel halo staged in shared memory. */
-#define PF_STENCIL_TX 32
-#define PF_STENCIL_TY 8
+   PF_STENCIL_RPT output pixels each (rows PF_STENCIL_TY apart), from the tile and its
+   one-pixel halo staged in shared memory. */
+#define PF_STENCIL_TX  32
+#define PF_STENCIL_TY  8
+#define PF_STENCIL_RPT 4
 
 /* Whether reduce unit u can run as a generated kernel (its stage declares reduce_sum and
    the table has the shape that sum fills); when not, why says so. */

@@ -3,8 +3,10 @@
  * of a separable one (separable_fn), whose horizontal pass runs that unit's ops on the
  * rows it stages (separable_source, kernels/separable_rt.h).
  *
- * A block of PF_STENCIL_TX x PF_STENCIL_TY threads computes as many output pixels. It
- * first stages the tile and a one-pixel halo in shared memory: each tile pixel is read
+ * A block of PF_STENCIL_TX x PF_STENCIL_TY threads computes PF_STENCIL_RPT times as many
+ * output pixels, each thread a column's pixels PF_STENCIL_TY rows apart. It first issues
+ * the loads the epilogue (below) needs at its pixels, so that they overlap the tile's,
+ * then stages the tile and a one-pixel halo in shared memory: each tile pixel is read
  * at its coordinate clamped to the image, from the unit's inputs in their own formats
  * (pipeline inputs as the frame has them, other units' results as float RGBA), and the
  * absorbed point unit's ops run on it there with pos the clamped coordinate. That is the
@@ -14,19 +16,38 @@
  * another unit reads it). A point unit reading the result (an epilogue), and otherwise
  * only pipeline inputs or images the stencil's input is computed from (complete before
  * this kernel runs), runs its ops on the result in registers before the stores, at the
- * pixel's own coordinate, its other inputs loaded there; its results needed elsewhere
- * are stored from here too. Banded launches cover rows [y0, y1) of the output; the tile
- * reads rows outside the band as the CPU does, so bands give the same pixels.
+ * pixel's own coordinate, its other inputs loaded there (before the tile); its results
+ * needed elsewhere are stored from here too. Banded launches cover rows [y0, y1) of the
+ * output; the tile reads rows outside the band as the CPU does, so bands give the same
+ * pixels.
  */
 #include <stdlib.h>
 
 #include "fuse_gen.h"
 
+/* Whether the epilogue (its unit, or the unit it recomputes) reads the unit's input k. */
+static int epilogue_reads(const pf_pipeline *p, const pf_fuse_unit *io, int k)
+{
+    const pf_unit *units = p->plan->units;
+    if (io->epi_unit < 0)
+        return 0;
+    const pf_unit *epi = &units[io->epi_unit];
+    const pf_unit *rec = io->rec_unit >= 0 ? &units[io->rec_unit] : NULL;
+    for (int j = 0; j < epi->n_inputs; j++)
+        if (epi->inputs[j] == io->in[k].node)
+            return 1;
+    for (int j = 0; rec && j < rec->n_inputs; j++)
+        if (rec->inputs[j] == io->in[k].node)
+            return 1;
+    return 0;
+}
+
 /* The epilogue unit's ops on the stencil's result at (x, y): its members read the
    result as in<n_in> (pf_fuse_emit_member's name for a node io->in lacks), its other
    inputs loaded at (x, y). */
 static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io,
-                          const pf_unit *epi, const pf_node *sn, int ns, const size_t *param_off)
+                          const pf_unit *epi, const pf_node *sn, int ns, const size_t *param_off,
+                          int pre)
 {
     const pf_unit *rec = io->rec_unit >= 0 ? &p->plan->units[io->rec_unit] : NULL;
     pf_sb_printf(b,
@@ -35,12 +56,11 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
                  io->n_in, pf_fuse_note(sn->id));
     for (int k = 0; k < io->n_in; k++) { /* its other inputs, and rec's, at (x, y) */
-        int used = 0;
-        for (int j = 0; j < epi->n_inputs && !used; j++)
-            used = epi->inputs[j] == io->in[k].node;
-        for (int j = 0; rec && j < rec->n_inputs && !used; j++)
-            used = rec->inputs[j] == io->in[k].node;
-        if (used)
+        int used = epilogue_reads(p, io, k);
+        if (used && pre)
+            pf_sb_printf(b, "        pf_float4 in%d[1] = {e%d[j]}; /* %s */\n", k, k,
+                         pf_fuse_note(p->nodes[io->in[k].node].id));
+        else if (used)
             pf_sb_printf(b,
                          "        pf_float4 in%d[1]; /* %s */\n"
                          "        pf_load_chunk<%d, %d, 1>(io[%d], y, x, W, in%d);\n",
@@ -249,35 +269,60 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
             pf_fuse_emit_op(&b, p, &p->nodes[rec->nodes[a]], ns + 1 + epi->n_nodes + a, name);
     pf_fuse_emit_signature(&b, io, name);
 
-    /* The tile: (TX + 2) x (TY + 2) pixels, each loaded at its clamped coordinate and
-       run through the absorbed ops there. */
+    /* The tile: (TX + 2) x (TY * RPT + 2) pixels, each loaded at its clamped coordinate
+       and run through the absorbed ops there. */
+    const int rpt = PF_STENCIL_RPT, pre = epi != NULL, th = ty * rpt;
     pf_sb_printf(&b,
                  "    __shared__ pf_float4 t[%d][%d];\n"
-                 "    const int X0 = blockIdx.x * %d, Y0 = y0 + blockIdx.y * %d;\n"
-                 "    for (int k = threadIdx.y * %d + threadIdx.x; k < %d; k += %d) {\n"
+                 "    const int X0 = blockIdx.x * %d, Y0 = y0 + blockIdx.y * %d;\n",
+                 th + 2, tx + 2, tx, th);
+    if (pre) { /* the epilogue's own loads, issued before the tile's */
+        pf_sb_printf(&b, "    const int xq = min(X0 + (int)threadIdx.x, W - 1);\n");
+        for (int k = 0; k < io->n_in; k++)
+            if (epilogue_reads(p, io, k))
+                pf_sb_printf(&b,
+                             "    pf_float4 e%d[%d]; /* %s */\n#pragma unroll\n"
+                             "    for (int j = 0; j < %d; j++)\n"
+                             "        pf_load_chunk<%d, %d, 1>(io[%d], "
+                             "min(Y0 + (int)threadIdx.y + j * %d, H - 1), xq, W, e%d + j);\n",
+                             k, rpt, pf_fuse_note(p->nodes[io->in[k].node].id), rpt,
+                             io->in[k].sample, io->in[k].channels, k, ty, k);
+    }
+    /* a fixed count of steps, unrolled, so each thread's loads are issued together */
+    pf_sb_printf(&b,
+                 "#pragma unroll\n    for (int q = 0; q < %d; q++) {\n"
+                 "        const int k = threadIdx.y * %d + threadIdx.x + q * %d;\n"
+                 "        if (k >= %d)\n            break;\n",
+                 ((tx + 2) * (th + 2) + tx * ty - 1) / (tx * ty), tx, tx * ty, (tx + 2) * (th + 2));
+    pf_sb_printf(&b,
                  "        const int ly = k / %d, lx = k - ly * %d;\n"
                  "        const int x = min(max(X0 + lx - 1, 0), W - 1);\n"
                  "        const int y = min(max(Y0 + ly - 1, 0), H - 1);\n"
                  "        const int i = 0;\n"
                  "        pf_pos pos;\n"
                  "        pos.x = x, pos.y = y, pos.width = W, pos.height = H;\n",
-                 ty + 2, tx + 2, tx, ty, tx, (tx + 2) * (ty + 2), tx * ty, tx + 2, tx + 2);
+                 tx + 2, tx + 2);
     emit_pixel_loads(&b, p, io);
     char value[16];
     pf_sb_printf(&b, "        t[ly][lx] = %s;\n    }\n",
                  emit_absorbed(&b, p, src, io, param_off, value));
 
-    /* Each thread's output pixel: the stage's function on its 3x3 of the tile. */
+    /* Each thread's output pixels (RPT rows, TY apart): the stage's function on its 3x3
+       of the tile. */
     pf_sb_printf(&b,
                  "    __syncthreads();\n"
-                 "    const int x = X0 + threadIdx.x, y = Y0 + threadIdx.y;\n"
-                 "    if (x >= W || y >= y1)\n        return;\n"
+                 "    const int x = X0 + threadIdx.x;\n"
+                 "    if (x >= W)\n        return;\n"
+                 "#pragma unroll\n"
+                 "    for (int j = 0; j < %d; j++) {\n"
+                 "    const int ly = threadIdx.y + j * %d, y = Y0 + ly;\n"
+                 "    if (y >= y1)\n        break;\n"
                  "    pf_float4 n[9];\n#pragma unroll\n"
                  "    for (int k = 0; k < 9; k++)\n"
-                 "        n[k] = t[threadIdx.y + k / 3][threadIdx.x + k %% 3];\n"
+                 "        n[k] = t[ly + k / 3][threadIdx.x + k %% 3];\n"
                  "    pf_float4 r[1];\n"
                  "    r[0] = pf_opaque(pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), n)); // %s\n",
-                 ns, sn->desc->stencil_fn, ns, sn->desc->params_type,
+                 rpt, ty, ns, sn->desc->stencil_fn, ns, sn->desc->params_type,
                  param_off[s] - (io->param_arg ? io->param_lo : 0), pf_fuse_note(sn->id));
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(&b, "    pf_float4 out%d[1];\n", k);
@@ -285,12 +330,13 @@ char *pf_fuse_stencil_source(const pf_pipeline *p, int u, const pf_fuse_unit *io
         if (io->out[k].node == s)
             pf_sb_printf(&b, "    out%d[0] = r[0];\n", k);
     if (epi)
-        emit_epilogue(&b, p, io, epi, sn, ns, param_off);
+        emit_epilogue(&b, p, io, epi, sn, ns, param_off, pre);
     for (int k = 0; k < io->n_out; k++)
         pf_sb_printf(&b, "    pf_store_chunk<%d, %d, 1>(io[%d], y, x, W, out%d); /* %s%s */\n",
                      io->out[k].sample, io->out[k].channels, io->n_in + k, k,
                      pf_fuse_note(p->nodes[io->out[k].node].id),
                      pf_fuse_note(io->out[k].native >= 0 ? ", pipeline output" : ""));
+    pf_sb_printf(&b, "    }\n");
     pf_sb_printf(&b, "}\n");
     if (b.failed) {
         free(b.s);
