@@ -1002,7 +1002,11 @@ static void record_process(int job_fd)
 /* Whether the code that ran a frame left the process as it found it. A stage that closes
    a descriptor it does not own (stdout, the report pipe: the next file opened takes its
    number, and a stage's printf lands in it) or changes the working directory breaks the
-   files beside its own; its file fails, said so, and a fresh worker runs the rest. */
+   files beside its own; its file fails, said so, and a fresh worker runs the rest. The
+   file whose frame returned is to blame only when no other file's frame was in the
+   engine with it: another's stage may have done it, and the check runs at whichever
+   frame returns first. Then no file is named, and the supervisor runs the files that
+   were in the engine again, one at a time, which convicts the culprit. */
 static void process_intact(int index)
 {
     static const char *const what[] = {"stdin", "stdout", "stderr"};
@@ -1023,10 +1027,15 @@ static void process_intact(int index)
         snprintf(why, sizeof why, "changed the working directory");
     if (!why[0])
         return;
-    /* index -1: seen by a file that failed for it (a write to a descriptor a stage closed);
-       the supervisor runs the files held again, one at a time, and convicts the culprit */
-    report("C %d %s\tthe pipeline's stages (seen when %s)", index, why,
-           index >= 0 ? "its frame returned" : "another file failed for it");
+    /* index -1: seen by a file that failed for it (a write to a descriptor a stage closed),
+       or by a frame returning while others were in the engine; the supervisor runs the
+       files held again, one at a time, and convicts the culprit */
+    const char *seen = "its frame returned";
+    if (index < 0)
+        seen = "another file failed for it";
+    else if (atomic_load(&engine_jobs) > 1)
+        seen = "a frame returned while other files' frames were in the engine", index = -1;
+    report("C %d %s\tthe pipeline's stages (seen when %s)", index, why, seen);
     _exit(6);
 }
 

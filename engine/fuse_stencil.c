@@ -68,15 +68,14 @@ static void emit_epilogue(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit *io
                          io->in[k].channels, k, k);
     }
     if (rec) { /* the unit recomputed here: its values rv<a>, its own names in a block */
-        pf_sb_printf(b, "        pf_float4 rv[%d];\n        {\n", rec->n_nodes);
+        for (int a = 0; a < rec->n_nodes; a++)
+            pf_sb_printf(b, "        pf_float4 rv%d; /* %s */\n", a, pf_fuse_note(rec->ids[a]));
+        pf_sb_printf(b, "        {\n");
         for (int a = 0; a < rec->n_nodes; a++)
             pf_fuse_emit_member(b, p, rec, io, param_off, a, ns + 1 + epi->n_nodes);
         for (int a = 0; a < rec->n_nodes; a++)
-            pf_sb_printf(b, "        rv[%d] = v%d;\n", a, a);
+            pf_sb_printf(b, "        rv%d = v%d;\n", a, a);
         pf_sb_printf(b, "        }\n");
-        for (int a = 0; a < rec->n_nodes; a++)
-            pf_sb_printf(b, "        const pf_float4 rv%d = rv[%d]; /* %s */\n", a, a,
-                         pf_fuse_note(rec->ids[a]));
     }
     for (int a = 0; a < epi->n_nodes; a++)
         pf_fuse_emit_member(b, p, epi, io, param_off, a, ns + 1);

@@ -221,6 +221,26 @@ static int epilogue_host(const pf_pipeline *p, int ui)
     return ui;
 }
 
+/* On a unit line: a point unit whose ops run in other units' kernels (absorbed by
+   stencils or reduces, recomputed in an epilogue, or an epilogue itself) is not
+   launched on the GPU; which kernels run it. */
+static void print_taken_in(const pf_pipeline *p, const pf_fusion_view *v, int ui, FILE *f)
+{
+    if (v->fused[ui] == PF_FUSE_EPILOGUE) {
+        fprintf(f, "  (not launched on the GPU: its ops run in #%d)", epilogue_host(p, ui));
+        return;
+    }
+    if (v->fused[ui] != PF_FUSE_ABSORBED)
+        return;
+    fprintf(f, "  (not launched on the GPU: its ops run in");
+    for (int r = 0, n = 0; r < p->plan->n_units; r++)
+        if (p->plan->units[r].kind != PF_UNIT_POINT && v->fused[r] == PF_FUSE_KERNEL &&
+            (pf_fuse_absorbs(p, r) == ui ||
+             (p->plan->units[r].kind == PF_UNIT_STENCIL && pf_fuse_recompute(p, r) == ui)))
+            fprintf(f, "%s #%d", n++ ? "," : "", r);
+    fputc(')', f);
+}
+
 /* Point units: which stages each fuses, and the edges its one kernel loads and stores. */
 static int print_fusion_groups(const pf_pipeline *p, FILE *f)
 {
@@ -307,6 +327,9 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
     print_stages(p, f);
     if (print_fusion_groups(p, f) != PF_OK)
         return PF_NO_MEMORY;
+    pf_fusion_view v;
+    if (pf_fusion_view_make(p, &v) != PF_OK)
+        return PF_NO_MEMORY;
     fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
             plan->n_unfused_units, plan->n_streams);
     if (plan->budget_ms > 0)
@@ -335,8 +358,10 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
             for (int k = 0; k < u->n_waits; k++)
                 fprintf(f, " #%d", u->waits[k]);
         }
+        print_taken_in(p, &v, ui, f);
         fputc('\n', f);
     }
+    pf_fusion_view_free(&v);
     fprintf(f, "outputs (%d):\n", p->n_outputs);
     for (int o = 0; o < p->n_outputs; o++) {
         const pf_output_decl *d = &p->outputs[o];
