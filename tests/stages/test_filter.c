@@ -543,6 +543,17 @@ static char *plan_text(pf_pipeline *p)
    where NVRTC is) fuses a point chain only a 3x3 stencil reads into the stencil's kernel,
    a stencil on a pipeline input loads it natively, and a point unit reading only a
    stencil's result runs in the stencil's kernel (which stores its output). */
+/* Whether the plan print's unit line of stages ids ("[a v]") contains what. */
+static int unit_line_has(const char *text, const char *ids, const char *what)
+{
+    const char *l = text ? strstr(text, ids) : NULL;
+    if (!l)
+        return 0;
+    const char *end = strchr(l, '\n');
+    const char *w = strstr(l, what);
+    return w && (!end || w < end);
+}
+
 static void test_fused_plan(pf_rng *r)
 {
     (void)r;
@@ -566,14 +577,19 @@ static void test_fused_plan(pf_rng *r)
                strstr(text, "G1: n   (1 point stage, fused into stencil m (median3): its ops "
                             "run on the stencil's result before it stores)") &&
                strstr(text, "S: m (median3, 3x3 median3_px) in one kernel, then n on its result\n"
-                            "      loads x(native), stores med(native)"),
+                            "      loads x(native), stores med(native)") &&
+               unit_line_has(text, "[a v]", "(not launched on the GPU: its ops run in #") &&
+               unit_line_has(text, "[n]", "(not launched on the GPU: its ops run in #") &&
+               !unit_line_has(text, "[s]", "not launched") &&
+               !unit_line_has(text, "[m]", "not launched"),
            "plan print:\n%s", text ? text : "");
     free(text);
     /* With fusion off nothing fuses, and the section is gone. */
     CHECK(pf_pipeline_set_option(p, "fusion", "false") == PF_OK);
     CHECK(pf_pipeline_plan(p, &s, 1) == PF_OK);
     text = plan_text(p);
-    CHECKF(text && !strstr(text, "fused stencils") && !strstr(text, "fused into stencil"),
+    CHECKF(text && !strstr(text, "fused stencils") && !strstr(text, "fused into stencil") &&
+               !strstr(text, "not launched"),
            "plan print, fusion off:\n%s", text ? text : "");
     free(text);
     pf_pipeline_destroy(p);
@@ -600,7 +616,8 @@ static void test_fused_plan(pf_rng *r)
                             "the stencil's tile, nothing stored)") &&
                strstr(text, "S: s2 (median3, 3x3 median3_px) in one kernel\n"
                             "      loads x(native), stores s2(float4)") &&
-               strstr(text, "t   (1 point stage, one kernel)"),
+               strstr(text, "t   (1 point stage, one kernel)") &&
+               !unit_line_has(text, "[t]", "not launched"),
            "plan print, epilogue inputs:\n%s", text ? text : "");
     free(text);
     pf_pipeline_destroy(p);
