@@ -367,15 +367,19 @@ def main(argv):
             status(pa * 1e3 <= 3.0 if pa else None)))
         p100 = mode_val(res["small_chain100"], "cuda-graph-fused", "throughput_ms")
         tg, te = tval(tc, "small_chain100", "graph"), tval(tc, "small_chain100", "eager")
-        L.append("| 256x256 RGBA8, 100 point stages, us per frame | %s | PyTorch CUDA Graphs %s, eager %s | %sx / %sx | <= 8 us | %s |" % (
+        L.append("| 256x256 RGBA8, 100 point stages, us per frame | %s | PyTorch CUDA Graphs %s, eager %s | %sx / %sx | <= 5 us | %s |" % (
             us(p100), us(tg), us(te), rf(ratio(tg, p100), 1), rf(ratio(te, p100), 1),
-            status(p100 * 1e3 <= 8.0 if p100 else None)))
+            status(p100 * 1e3 <= 5.0 if p100 else None)))
         crs = {k: kernel_ratio(res["chain4k_%d" % k], "cuda-graph-fused", copy_gbps) for k in (1, 4, 8, 16)}
         frs = {k: mode_val(res["chain4k_%d" % k], "cuda-graph-fused", "copy_ratio") for k in (1, 4, 8, 16)}
+        # the target: >= 0.90 for K <= 8 and >= 0.75 at K = 16, each K against its own bound
+        bound = {1: 0.90, 4: 0.90, 8: 0.90, 16: 0.75}
+        got = [crs[k] >= bound[k] for k in bound if crs[k] is not None]
         worst = [v for k, v in crs.items() if k <= 8 and v is not None]
-        L.append("| 3840x2160 RGBA8 fused chains K=1,4,8: fused kernel's effective bandwidth / copy bandwidth (whole frame in brackets) | %s | copy %s GB/s | min %s | >= 0.85 for K <= 8 | %s |" % (
+        L.append("| 3840x2160 RGBA8 fused chains K=1,4,8,16: fused kernel's effective bandwidth / copy bandwidth (whole frame in brackets) | %s | copy %s GB/s | min (K <= 8) %s | >= 0.90 for K <= 8, >= 0.75 at K = 16 | %s |" % (
             ", ".join("K=%d: %s (%s)" % (k, rf(v), rf(frs[k])) for k, v in crs.items()), rf(copy_gbps, 0),
-            rf(min(worst)) if worst else "-", status(min(worst) >= 0.85 if len(worst) == 3 else (False if worst and min(worst) < 0.85 else None))))
+            rf(min(worst)) if worst else "-",
+            status(all(got) if len(got) == len(bound) else (False if not all(got) else None))))
         f4k = (floor.get("4k") or {}).get("graph_wait3_us")
         p1 = mode_val(res["chain4k_1"], "cuda-graph-fused", "throughput_ms")
         L.append("| 3840x2160 RGBA8, K=1, us per frame, against a 16-byte copy kernel of the same frame launched as pipefuse launches a frame (one-node graph, an event, 3 frames in flight: bench/launch_floor.cu) | %s | %s | %s | >= 0.90 | %s |" % (
@@ -392,8 +396,9 @@ def main(argv):
         floor_ms = fb / (copy_gbps * 1e9) * 1e3 if copy_gbps and fb else None
         L.append("| 3840x2160 mixed (point chain, gaussian, sobel, blend), ms per frame | %s | best PyTorch (%s) %s | %sx | - | - |" % (
             msf(pm), best[1] or "-", msf(best[0]), rf(ratio(best[0], pm))))
-        L.append("| the same, against the sum of its kernels' memory floors | %s | floor %s | pipefuse is %sx the floor | - | - |" % (
-            msf(pm), msf(floor_ms), rf(ratio(pm, floor_ms))))
+        L.append("| the same, against the sum of its kernels' memory floors | %s | floor %s | pipefuse is %sx the floor | <= 1.3x | %s |" % (
+            msf(pm), msf(floor_ms), rf(ratio(pm, floor_ms)),
+            status(pm / floor_ms <= 1.3 if pm and floor_ms else None)))
         subs = {}
         for k in (10, 100, 1000):
             v = res["small_chain%d" % k]
@@ -510,7 +515,7 @@ def main(argv):
                 t = tval(tc, "small_chain%d" % k, tm)
                 L.append("| %d | %s | %s | | | | | | %sx |" % (k, label, cell_ms(t, terr(tc, "small_chain%d" % k, tm), fmt=us), rf(ratio(t, base))))
         L.append("")
-        L.append("Target at 100 stages: at most 8 us per frame (reference on this GPU: PyTorch CUDA Graphs about 296 us, eager about 2766 us).")
+        L.append("Target at 100 stages: at most 5 us per frame.")
         commands(r, L, ["small_chain10", "small_chain100", "torch"])
     section("Small frames, many stages: pipefuse against PyTorch", small, r, L)
 
@@ -536,7 +541,7 @@ def main(argv):
                     pct(mode_val(v, mode, "busy")) if mode != "cpu" else "-",
                     esc(mode_val(v, mode, "verdict") or "")))
         L.append("")
-        L.append("Target: fused (cuda-graph-fused) at least 0.85 of the copy bandwidth for K <= 8. The same-size "
+        L.append("Target: fused (cuda-graph-fused) at least 0.90 of the copy bandwidth for K <= 8, 0.75 at K = 16. The same-size "
                  "copy kernel in the same conditions (same buffers every frame) reached %s GB/s, rotating buffers %s GB/s "
                  "(table above)." % (rf(copy.get("kernel_4k_same_gbps"), 0), rf(copy.get("kernel_4k_rotate_gbps"), 0)))
         L.append("")
