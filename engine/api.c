@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -239,7 +241,9 @@ static int plan_still_fits(const pf_pipeline *p, int i)
     return 1;
 }
 
-static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
+/* Sets stage param key ("stage_id.param") to the JSON value v, or where v is NULL to the
+   number x (pf_pipeline_set_float: no JSON value made, nothing allocated). */
+static int set_param_value(pf_pipeline *p, const char *key, const json_t *v, double x)
 {
     const char *dot = key ? strchr(key, '.') : NULL;
     char id[256];
@@ -281,22 +285,28 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v)
         free(names);
         return PF_PARAM;
     }
-    /* Validate on a copy, so that a rejected value changes nothing. */
-    void *copy = malloc(n->desc->params_size ? n->desc->params_size : 1);
+    /* Validate on a copy, so that a rejected value changes nothing; a frame loop changes
+       params, so the copy is on the stack unless the struct is larger than its buffer. */
+    _Alignas(max_align_t) unsigned char stack[4096];
+    const size_t size = n->desc->params_size;
+    void *copy = size <= sizeof stack ? stack : malloc(size);
     if (!copy)
         return PF_NO_MEMORY;
-    memcpy(copy, n->params, n->desc->params_size);
+    memcpy(copy, n->params, size);
     char err[1024] = "";
-    int rc = pf_param_set_json(pd, v, copy, err, sizeof err);
+    int rc = v ? pf_param_set_json(pd, v, copy, err, sizeof err)
+               : pf_param_set_real(pd, x, copy, err, sizeof err);
     if (rc == PF_OK && pf_stage_params_ok(n->desc, copy, err, sizeof err) != 0)
         rc = PF_PARAM;
     if (rc != PF_OK) { /* as a pipeline file's message: the op and param in brackets */
         pf_errf(p->errmsg, "%s: %s: %s (%s.%s)", p->source, key, err, n->desc->name, pd->name);
-        free(copy);
+        if (copy != stack)
+            free(copy);
         return rc;
     }
-    memcpy(n->params, copy, n->desc->params_size);
-    free(copy);
+    memcpy(n->params, copy, size);
+    if (copy != stack)
+        free(copy);
     p->param_version++;
     /* Otherwise the plan goes after the frames in flight on it complete (their outputs
        delivered, their tickets then waited for at once): a change never loses a
@@ -320,7 +330,7 @@ PF_API int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *js
         leave(p);
         return PF_PARAM;
     }
-    int rc = set_param_value(p, key, v);
+    int rc = set_param_value(p, key, v, 0);
     json_decref(v);
     leave(p);
     return rc;
@@ -329,14 +339,12 @@ PF_API int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *js
 PF_API int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value)
 {
     GUARD(p);
-    json_t *v = json_real(value);
-    if (!v) {
+    if (!isfinite(value)) {
         pf_errf(p->errmsg, "%s: %s: %g is not a finite number", p->source, key ? key : "", value);
         leave(p);
         return PF_PARAM;
     }
-    int rc = set_param_value(p, key, v);
-    json_decref(v);
+    int rc = set_param_value(p, key, NULL, value);
     leave(p);
     return rc;
 }

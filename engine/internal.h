@@ -130,6 +130,10 @@ const pf_param_desc *pf_param_find(const pf_stage_desc *d, const char *name);
 struct json_t;
 int pf_param_set_json(const pf_param_desc *pd, const struct json_t *v, void *params, char *err,
                       size_t err_size);
+/* The same for a number x, as pf_param_set_json with a JSON real x would set it (the same
+   checks and messages), with no JSON value made: pf_pipeline_set_float's path, which a
+   frame loop takes. */
+int pf_param_set_real(const pf_param_desc *pd, double x, void *params, char *err, size_t err_size);
 /* Formats a param's current value as JSON text (for plan prints and `stages`). */
 void pf_param_format(const pf_param_desc *pd, const void *params, char *buf, size_t size);
 const char *pf_param_type_name(pf_param_type t);

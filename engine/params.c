@@ -81,6 +81,16 @@ const char *pf_param_type_name(pf_param_type t)
 
 /* ---- Messages ------------------------------------------------------------------------- */
 
+/* A real as a message shows it, looking like one: 2.0, not 2. */
+static void describe_real(double x, char *buf, size_t size)
+{
+    char t[32];
+    if (isfinite(x) && x == floor(x) && fabs(x) < 1e15)
+        snprintf(buf, size, "%.1f", x);
+    else
+        snprintf(buf, size, "%s", pf_number_text(x, 0, t, sizeof t));
+}
+
 /* A JSON value as a message shows it: 2.5, true, "text", an array of 3, an object. */
 static void describe(const json_t *v, char *buf, size_t size)
 {
@@ -88,16 +98,9 @@ static void describe(const json_t *v, char *buf, size_t size)
     case JSON_INTEGER:
         snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         break;
-    case JSON_REAL: {
-        double x = json_real_value(v);
-        /* keep a real looking like one: 2.0, not 2 */
-        char t[32];
-        if (isfinite(x) && x == floor(x) && fabs(x) < 1e15)
-            snprintf(buf, size, "%.1f", x);
-        else
-            snprintf(buf, size, "%s", pf_number_text(x, 0, t, sizeof t));
+    case JSON_REAL:
+        describe_real(json_real_value(v), buf, size);
         break;
-    }
     case JSON_STRING: {
         const char *s = json_string_value(v);
         if (strlen(s) > 40)
@@ -151,16 +154,11 @@ static int out_of_range(const pf_param_desc *pd, double v, const char *what, cha
 
 /* ---- Checking one value ---------------------------------------------------------------- */
 
-/* A number for a float row (one element of an array row too); what prefixes messages. */
-static int get_float(const pf_param_desc *pd, const json_t *v, const char *what, float *out,
-                     char *err, size_t err_size)
+/* A number x for a float row: finite, in range, a float. */
+static int float_value(const pf_param_desc *pd, double x, const char *what, float *out, char *err,
+                       size_t err_size)
 {
     char got[64];
-    if (!json_is_number(v)) {
-        describe(v, got, sizeof got);
-        return errv(err, err_size, "%sexpected a number, got %s", what, got);
-    }
-    double x = json_number_value(v);
     if (!isfinite(x))
         return errv(err, err_size, "%sexpected a finite number, got %s", what,
                     pf_number_text(x, 0, got, sizeof got));
@@ -170,6 +168,29 @@ static int get_float(const pf_param_desc *pd, const json_t *v, const char *what,
         return errv(err, err_size, "%s%s is too large for a 32-bit float", what,
                     pf_number_text(x, 0, got, sizeof got));
     *out = (float)x;
+    return PF_OK;
+}
+
+/* A number for a float row (one element of an array row too); what prefixes messages. */
+static int get_float(const pf_param_desc *pd, const json_t *v, const char *what, float *out,
+                     char *err, size_t err_size)
+{
+    char got[64];
+    if (!json_is_number(v)) {
+        describe(v, got, sizeof got);
+        return errv(err, err_size, "%sexpected a number, got %s", what, got);
+    }
+    return float_value(pd, json_number_value(v), what, out, err, err_size);
+}
+
+/* An integral number x for an int row: in range, an int. */
+static int int_value(const pf_param_desc *pd, double x, int *out, char *err, size_t err_size)
+{
+    if (bounded(pd) && (x < pd->min || x > pd->max))
+        return out_of_range(pd, x, "", err, err_size);
+    if (x < INT_MIN || x > INT_MAX)
+        return errv(err, err_size, "%.0f does not fit in a 32-bit int", x);
+    *out = (int)x;
     return PF_OK;
 }
 
@@ -187,9 +208,9 @@ static int get_int(const pf_param_desc *pd, const json_t *v, int *out, char *err
         describe(v, got, sizeof got);
         return errv(err, err_size, "expected an integer, got %s", got);
     }
-    if (bounded(pd) && (x < pd->min || x > pd->max)) {
-        if (!json_is_integer(v)) /* a JSON integer as written, every digit */
-            return out_of_range(pd, x, "", err, err_size);
+    if (!json_is_integer(v))
+        return int_value(pd, x, out, err, err_size);
+    if (bounded(pd) && (x < pd->min || x > pd->max)) { /* a JSON integer as written */
         char lo[32], hi[32];
         return errv(err, err_size, "%" JSON_INTEGER_FORMAT " is out of range [%s, %s]",
                     json_integer_value(v), pf_number_text(pd->min, 0, lo, sizeof lo),
@@ -308,6 +329,40 @@ int pf_param_set_json(const pf_param_desc *pd, const json_t *v, void *params, ch
             free(vals);
         return st;
     }
+    }
+    return errv(err, err_size, "parameter of unknown type %d", (int)pd->type);
+}
+
+int pf_param_set_real(const pf_param_desc *pd, double x, void *params, char *err, size_t err_size)
+{
+    char got[64], names[1024];
+    if (!pd || !params)
+        return errv(err, err_size, "no value");
+    describe_real(x, got, sizeof got);
+    switch (pd->type) {
+    case PF_PARAM_FLOAT: {
+        float f;
+        int st = float_value(pd, x, "", &f, err, err_size);
+        if (st == PF_OK)
+            *FIELD(params, pd, float) = f;
+        return st;
+    }
+    case PF_PARAM_INT: {
+        int i = 0;
+        if (!isfinite(x) || x != floor(x))
+            return errv(err, err_size, "expected an integer, got %s", got);
+        int st = int_value(pd, x, &i, err, err_size);
+        if (st == PF_OK)
+            *FIELD(params, pd, int) = i;
+        return st;
+    }
+    case PF_PARAM_ENUM:
+        enum_list(pd, names, sizeof names);
+        return errv(err, err_size, "expected a string, one of %s; got the number %s", names, got);
+    case PF_PARAM_BOOL:
+        return errv(err, err_size, "expected true or false, got %s", got);
+    case PF_PARAM_FLOAT_ARRAY:
+        return errv(err, err_size, "expected an array of %d numbers, got %s", pd->count, got);
     }
     return errv(err, err_size, "parameter of unknown type %d", (int)pd->type);
 }

@@ -263,6 +263,27 @@ int main(int argc, char **argv)
             CHECKF(n == 0, "%s, round %d: 7 frames on the %s made %ld allocations", what, round,
                    gpu ? "GPU" : "CPU", n);
         }
+        /* a parameter changed before every frame, as a real-time loop's slider does
+           (pf_pipeline_set_float: no text to parse): the changes and the frames allocate
+           nothing once the first two frames after the first change have run */
+        for (int pass = 0; pass < 2 && rc == PF_OK; pass++) {
+            atomic_store(&counted, 0);
+            atomic_store(&counting, pass == 1);
+            for (int f = 0; f < (pass ? 8 : 2) && rc == PF_OK; f++) {
+                int ticket;
+                rc = pf_pipeline_set_float(p, "b.amount", 0.05 * (f % 4) - 0.1);
+                if (rc == PF_OK)
+                    rc = SUBMIT(&ticket);
+                if (rc == PF_OK)
+                    rc = pf_pipeline_wait(p, ticket);
+            }
+            atomic_store(&counting, 0);
+            CHECKF(rc == PF_OK, "%s", pf_pipeline_errmsg(p));
+            long n = atomic_load(&counted);
+            CHECKF(n == 0,
+                   "%s: 8 frames, a parameter changed before each, on the %s made %ld allocations",
+                   what, gpu ? "GPU" : "CPU", n);
+        }
         /* two frames in flight at once, as a loop that overlaps frames runs (the same
            outputs: only the count is looked at); the first such frames warm up */
         for (int pass = 0; pass < 2; pass++) {

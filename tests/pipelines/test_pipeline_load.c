@@ -359,6 +359,38 @@ static void test_set_param(pf_engine *e)
     CHECK(iparam(node(p, "boxed"), "radius") == 5);
     CHECK(pf_pipeline_set_float(p, "boxed.radius", 5.5) == PF_PARAM);
     CHECK(iparam(node(p, "boxed"), "radius") == 5);
+    /* set_float takes no JSON path, but says what set_param says of the same number written
+       as a real (accepted or not, and the message), for every kind of param */
+    static const struct {
+        const char *key;
+        double x;
+        const char *text;
+    } same[] = {
+        {"unused_blur.sigma", 3.25, "3.25"},
+        {"unused_blur.sigma", -2, "-2.0"},
+        {"unused_blur.sigma", 1e300, "1e300"},
+        {"boxed.radius", 7, "7.0"},
+        {"boxed.radius", 2.5, "2.5"},
+        {"boxed.radius", -4, "-4.0"},
+        {"boxed.radius", 1e12, "1e12"},
+        {"neg.alpha", 1, "1.0"},
+        {"small.mode", 1, "1.0"},
+        {"tint.offset", 0.5, "0.5"},
+        {"unused_blur.nosuch", 1, "1.0"},
+        {"src.sigma", 1, "1.0"},
+    };
+    for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) {
+        int a = pf_pipeline_set_param(p, same[k].key, same[k].text);
+        char ma[1024];
+        snprintf(ma, sizeof ma, "%s", pf_pipeline_errmsg(p));
+        int b = pf_pipeline_set_float(p, same[k].key, same[k].x);
+        const char *mb = pf_pipeline_errmsg(p);
+        CHECKF(a == b && (a == PF_OK || strcmp(ma, mb) == 0),
+               "%s = %s: set_param %d '%s', set_float %d '%s'", same[k].key, same[k].text, a, ma, b,
+               mb);
+    }
+    CHECK(fparam(node(p, "unused_blur"), "sigma") == 3.25f);
+    CHECK(iparam(node(p, "boxed"), "radius") == 7);
     pf_pipeline_destroy(p);
 }
 

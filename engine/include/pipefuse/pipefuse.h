@@ -178,6 +178,9 @@ const char *pf_pipeline_errmsg(const pf_pipeline *p);
    build_kernels find no plan, pf_output_info.shape is zero and pf_stats has backend
    "none"; pf_pipeline_table still gives the last completed frame's table. */
 int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *json_value);
+/* The same for a number (accepted, refused and said as set_param would the number written
+   as a JSON real: 5.0 sets an int param, 5.5 does not). It allocates nothing: the call
+   for a frame loop's changes, where set_param's parse of its text allocates. */
 int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value);
 
 /* Sets a pipeline option as in the file's "options" (backend auto|cpu|cuda, fusion
