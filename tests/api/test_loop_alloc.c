@@ -51,20 +51,25 @@ extern void *__libc_realloc(void *, size_t);
 
 static atomic_int counting;
 static atomic_long counted;
-static atomic_long in_launch; /* made inside cuGraphLaunch: the CUDA driver's own */
+static atomic_long in_launch; /* made inside cuGraphLaunch or a graph's kernel-node update:
+                                 the CUDA driver's own */
 static atomic_long on_driver; /* made on a thread of the CUDA driver's own */
 static int trace_left;        /* PF_ALLOC_TRACE=N: the stacks of the first N counted calls */
 static _Thread_local int in_count;
 
 /* Whether the stack holds the CUDA driver's cuGraphLaunch: launching the frame's graph is
    what a frame loop does, and the driver now and then grows its own launch bookkeeping
-   there (1 allocation in 6 frames with two in flight, in some runs on the H200). Other
-   allocations are pipefuse's, or CUDA's for a call pipefuse chose to make (a capture). */
+   there (1 allocation in 6 frames with two in flight, in some runs on the H200); or its
+   cuGraphExecKernelNodeSetParams, the call a parameter change makes so that the graph
+   needs no new capture. Other allocations are pipefuse's, or CUDA's for a call pipefuse
+   chose to make (a capture). */
 static int inside_graph_launch(void *const *frames, int n)
 {
     for (int i = 1; i < n; i++) {
         Dl_info d;
-        if (dladdr(frames[i], &d) && d.dli_sname && strcmp(d.dli_sname, "cuGraphLaunch") == 0)
+        if (dladdr(frames[i], &d) && d.dli_sname &&
+            (strcmp(d.dli_sname, "cuGraphLaunch") == 0 ||
+             strncmp(d.dli_sname, "cuGraphExecKernelNodeSetParams", 30) == 0))
             return 1;
     }
     return 0;
@@ -331,7 +336,8 @@ int main(int argc, char **argv)
         cudaStreamDestroy(stream);
 #endif
     if (atomic_load(&in_launch) || atomic_load(&on_driver))
-        printf("%s: not counted, the CUDA driver's own: %ld allocations inside cuGraphLaunch, "
+        printf("%s: not counted, the CUDA driver's own: %ld allocations inside cuGraphLaunch or "
+               "cuGraphExecKernelNodeSetParams, "
                "%ld on its own threads\n",
                name, atomic_load(&in_launch), atomic_load(&on_driver));
     pf_pipeline_destroy(p);
