@@ -241,6 +241,31 @@ static int plan_still_fits(const pf_pipeline *p, int i)
     return 1;
 }
 
+/* Whether a reduce stage's row_name names every row of the table it makes with params
+   (the planned input's shape): a planned table's names are read with the params its frame
+   ran with, and a NULL is a crash in the application, so a change the plan keeps is
+   refused here (without a plan, planning checks). PF_OK, or PF_PLUGIN with err. */
+static int row_names_ok(const pf_pipeline *p, int i, const void *params, char *err, size_t err_size)
+{
+    const pf_node *n = &p->nodes[i];
+    const pf_stage_desc *d = n->desc;
+    if (!p->plan || d->kind != PF_STAGE_REDUCE || !d->row_name || !d->shape)
+        return PF_OK;
+    pf_shape t;
+    char why[256];
+    if (d->shape(params, &p->plan->shapes[n->in[0]], &t, why, sizeof why) != 0)
+        return PF_OK; /* planning again says why */
+    for (int r = 0; r < t.height; r++)
+        if (!d->row_name(params, r)) {
+            snprintf(err, err_size,
+                     "with this value row_name() gives no name (NULL) for row %d of %d; a "
+                     "plugin names every row, or sets row_name to NULL for numbered rows",
+                     r, t.height);
+            return PF_PLUGIN;
+        }
+    return PF_OK;
+}
+
 /* Sets stage param key ("stage_id.param") to the JSON value v, or where v is NULL to the
    number x (pf_pipeline_set_float: no JSON value made, nothing allocated). */
 static int set_param_value(pf_pipeline *p, const char *key, const json_t *v, double x)
@@ -298,6 +323,8 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v, dou
                : pf_param_set_real(pd, x, copy, err, sizeof err);
     if (rc == PF_OK && pf_stage_params_ok(n->desc, copy, err, sizeof err) != 0)
         rc = PF_PARAM;
+    if (rc == PF_OK)
+        rc = row_names_ok(p, i, copy, err, sizeof err);
     if (rc != PF_OK) { /* as a pipeline file's message: the op and param in brackets */
         pf_errf(p->errmsg, "%s: %s: %s (%s.%s)", p->source, key, err, n->desc->name, pd->name);
         if (copy != stack)

@@ -509,6 +509,21 @@ static void test_declared_sizes(void)
     CHECK(load_one(e, "tp_rows", "{}", &p) == PF_OK);
     run_expect(p, 16, 8, PF_PLUGIN, "row_name() gives no name (NULL) for row 1 of 2");
     pf_pipeline_destroy(p);
+
+    /* a change the plan keeps is checked as planning checks: refused, nothing changed */
+    CHECK(load_one(e, "tp_rows_param", "{}", &p) == PF_OK);
+    run_expect(p, 16, 8, PF_OK, NULL);
+    rc = pf_pipeline_set_param(p, "s.bytes", "0");
+    CHECKF(rc == PF_PLUGIN &&
+               strstr(pf_pipeline_errmsg(p), "row_name() gives no name (NULL) for row 1 of 2") &&
+               strstr(pf_pipeline_errmsg(p), "s.bytes"),
+           "%s: %s", pf_status_name(rc), pf_pipeline_errmsg(p));
+    CHECK(pf_pipeline_set_float(p, "s.bytes", 0) == PF_PLUGIN);
+    run_expect(p, 16, 8, PF_OK, NULL);
+    CHECK(pf_pipeline_table(p, 0, &t) == PF_OK && t.rows == 2 && t.row_name &&
+          t.row_name(t.params, 1) && strcmp(t.row_name(t.params, 1), "second") == 0);
+    CHECK(pf_pipeline_set_param(p, "s.bytes", "7") == PF_OK);
+    pf_pipeline_destroy(p);
     pf_engine_destroy(e);
 }
 

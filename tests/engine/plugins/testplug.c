@@ -406,7 +406,17 @@ static const pf_stage_desc tp_cols = {
     TP_TABLE("tp_cols", tp_table_shape, tp_count_len, tp_table_combine), .columns = tp_one_column};
 static const pf_stage_desc tp_rows = {
     TP_TABLE("tp_rows", tp_rows_shape, tp_count_len, tp_rows_combine), .row_name = tp_row_or_null};
-static const pf_stage_desc *const tp_stages[] = {&tp_scratch, &tp_partial, &tp_cols, &tp_rows};
+/* Names both rows unless its bytes param is 0: a param change that loses a row's name. */
+static const char *tp_row_unless_zero(const void *params, int row)
+{
+    return row == 0 ? "first" : ((const tp_size_params *)params)->bytes != 0 ? "second" : NULL;
+}
+static const pf_stage_desc tp_rows_param = {
+    TP_TABLE("tp_rows_param", tp_rows_shape, tp_count_len, tp_rows_combine),
+    .row_name = tp_row_unless_zero, .params_size = sizeof(tp_size_params),
+    PF_PARAMS(tp_size_table)};
+static const pf_stage_desc *const tp_stages[] = {&tp_scratch, &tp_partial, &tp_cols, &tp_rows,
+                                                 &tp_rows_param};
 
 #elif TP_CASE == TP_LOG
 static const pf_host_api *tp_host;
