@@ -43,6 +43,10 @@ const char *pf_closest(const char *name, const char *const *cands, int n);
 
 /* [A-Za-z_][A-Za-z0-9_]*: stage, input, output and parameter names. */
 int pf_is_identifier(const char *s);
+/* Whether n bytes at p (not NULL) can be read; whether s (not NULL) is a string ending
+   within max bytes that can all be read. For a plugin's pointers, before reading them. */
+int pf_readable(const void *p, size_t n);
+int pf_readable_str(const char *s, size_t max);
 
 /* malloc/calloc/strdup that never return NULL silently: callers still check. */
 char *pf_strdup(const char *s);

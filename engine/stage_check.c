@@ -538,6 +538,12 @@ static int check_defaults(walk *w)
 PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check_fn fn, void *user)
 {
     walk w = {NULL, abi_minor, "(unnamed)", fn, user, 0, 0, 0};
+    if (!pf_readable(src, sizeof src->size) ||
+        !pf_readable(src, src->size < sizeof(pf_stage_desc) ? src->size : sizeof(pf_stage_desc))) {
+        note(&w, PF_CHECK_ERROR, "size", "point at a defined pf_stage_desc",
+             "the stage descriptor is memory this process cannot read");
+        return w.errors;
+    }
     if (src->size < offsetof(pf_stage_desc, cost)) {
         note(&w, PF_CHECK_ERROR, "size", "set .size = PF_STAGE_DESC_SIZE in every stage descriptor",
              "stage descriptor too small (%u bytes)", src->size);
@@ -548,6 +554,16 @@ PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check
     memset(&d, 0, sizeof d);
     memcpy(&d, src, src->size < sizeof d ? src->size : sizeof d);
     w.d = &d;
+    if (d.name && !pf_readable_str(d.name, 4096)) {
+        note(&w, PF_CHECK_ERROR, "name", "set .name to a string",
+             "the stage's name is memory this process cannot read, or no string");
+        return w.errors;
+    }
+    if (d.doc && !pf_readable_str(d.doc, 1 << 20)) {
+        note(&w, PF_CHECK_ERROR, "doc", "set .doc to a string",
+             "the stage's doc is memory this process cannot read, or no string");
+        return w.errors;
+    }
     if (d.name && d.name[0])
         w.label = d.name;
     if (!pf_is_identifier(d.name))
@@ -598,8 +614,25 @@ static void check_stage_list(walk *w, const pf_plugin_desc *pd)
 {
     char field[48];
     for (int i = 0; i < pd->n_stages; i++) {
-        const pf_stage_desc *s = pd->stages[i];
         snprintf(field, sizeof field, "stages[%d]", i);
+        /* n_stages larger than the array reads past it: garbage, often unmapped */
+        const pf_stage_desc *s = NULL;
+        int ok = pf_readable(&pd->stages[i], sizeof *pd->stages);
+        if (ok && (s = pd->stages[i]) != NULL)
+            ok = pf_readable(s, sizeof s->size) &&
+                 pf_readable(s, s->size < sizeof *s ? s->size : sizeof *s) &&
+                 (s->size < offsetof(pf_stage_desc, cost) || !s->name ||
+                  pf_readable_str(s->name, 4096));
+        if (!ok) {
+            note(w, PF_CHECK_ERROR, field,
+                 "list only defined stages, and set n_stages to their number (PF_DEFINE_PLUGIN "
+                 "does)",
+                 "stages[%d] of %d is memory this process cannot read (is n_stages more than "
+                 "the stages listed?)",
+                 i, pd->n_stages);
+            w->stop = 1;
+            return;
+        }
         if (!s) {
             note(w, PF_CHECK_ERROR, field, "list only defined stages", "stages[%d] of %d is NULL",
                  i, pd->n_stages);
@@ -621,6 +654,12 @@ PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn 
 {
     walk w = {NULL, 0, "(unnamed)", fn, user, 0, 0, 0};
     *readable = 0;
+    if (pd && !pf_readable(pd, offsetof(pf_plugin_desc, n_stages) + sizeof(int))) {
+        note(&w, PF_CHECK_ERROR, PF_PLUGIN_ENTRY_NAME,
+             "return the address of a static pf_plugin_desc (PF_DEFINE_PLUGIN does)",
+             "%s returned memory this process cannot read", PF_PLUGIN_ENTRY_NAME);
+        return w.errors;
+    }
     if (!pd) {
         note(&w, PF_CHECK_ERROR, PF_PLUGIN_ENTRY_NAME,
              "return the address of a static pf_plugin_desc (PF_DEFINE_PLUGIN does)",
@@ -645,6 +684,11 @@ PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn 
     }
     static const char fix_define[] =
         "PF_DEFINE_PLUGIN(name, version, doc, stages) with a name and a non-empty array of stages";
+    if (pd->name && !pf_readable_str(pd->name, 4096)) {
+        note(&w, PF_CHECK_ERROR, "name", fix_define,
+             "the plugin's name is memory this process cannot read, or no string");
+        return w.errors;
+    }
     if (!pd->name || !pd->name[0])
         note(&w, pd->name ? PF_CHECK_FAULT : PF_CHECK_ERROR, "name", fix_define,
              "the plugin descriptor has no name");
@@ -660,6 +704,13 @@ PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn 
     *readable = 1;
     if (pd->n_stages == 0)
         note(&w, PF_CHECK_FAULT, "n_stages", fix_define, "the plugin descriptor has no stages");
+    if ((pd->version && !pf_readable_str(pd->version, 4096)) ||
+        (pd->doc && !pf_readable_str(pd->doc, 1 << 20))) {
+        note(&w, PF_CHECK_ERROR, pd->doc && !pf_readable_str(pd->doc, 1 << 20) ? "doc" : "version",
+             fix_define,
+             "the plugin's version or doc is memory this process cannot read, or no string");
+        return w.errors;
+    }
     if (!pd->version || !pd->version[0])
         note(&w, PF_CHECK_WARNING, "version", "give PF_DEFINE_PLUGIN a version string",
              "the plugin has no version string");

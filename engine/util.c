@@ -1,7 +1,12 @@
 /* engine/util.c: status names, versions, error formatting, name suggestions. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -142,4 +147,62 @@ const char *pf_closest(const char *name, const char *const *cands, int n)
     if (best && (best_d <= limit || (len >= 3 && (strstr(best, name) || strstr(name, best)))))
         return best;
     return NULL;
+}
+
+/* A plugin's pointers are read only after these say the memory is there: write() copies
+   from the caller's memory and fails with EFAULT where it cannot be read, where a load
+   would be a SIGSEGV. A pipe takes the bytes and is emptied; at most one page goes in at
+   a time, less than a pipe holds. */
+static int probe(int fd[2], const void *p, size_t n)
+{
+    char sink[4096];
+    while (n) {
+        size_t k = n < sizeof sink ? n : sizeof sink;
+        ssize_t w = write(fd[1], p, k);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return 0;
+        if (read(fd[0], sink, (size_t)w) != w)
+            return 0;
+        p = (const char *)p + w;
+        n -= (size_t)w;
+    }
+    return 1;
+}
+
+int pf_readable(const void *p, size_t n)
+{
+    int fd[2];
+    if (!p)
+        return 0;
+    if (pipe(fd) != 0)
+        return 1; /* no pipe to probe with: as before, trust the plugin */
+    int ok = probe(fd, p, n);
+    close(fd[0]);
+    close(fd[1]);
+    return ok;
+}
+
+int pf_readable_str(const char *s, size_t max)
+{
+    int fd[2];
+    if (!s)
+        return 0;
+    if (pipe(fd) != 0)
+        return 1;
+    /* One byte probed on each page the string reaches (pages are readable whole); no byte
+       past its end is read, which a sanitizer would call an overflow. */
+    int ok = 0;
+    for (size_t at = 0; at < max; at++) {
+        if ((at == 0 || ((uintptr_t)(s + at) & 4095) == 0) && !probe(fd, s + at, 1))
+            break;
+        if (s[at] == 0) {
+            ok = 1;
+            break;
+        }
+    }
+    close(fd[0]);
+    close(fd[1]);
+    return ok;
 }

@@ -182,6 +182,19 @@ static void test_refused(void)
 
     d = case_dir("tiny");
     expect_refused("tiny", d, file_in(d, "tiny.so"), "too small", NULL);
+
+    /* n_stages more than the list holds: the slot past it, or a stage pointer, in memory
+       the process cannot read is said, not read */
+    d = case_dir("lying");
+    expect_refused("lying", d, file_in(d, "lying.so"),
+                   "stages[1] of 2 is memory this process "
+                   "cannot read",
+                   "n_stages", NULL);
+    d = case_dir("lying_ptr");
+    expect_refused("lying_ptr", d, file_in(d, "lying_ptr.so"),
+                   "stages[1] of 3 is memory this "
+                   "process cannot read",
+                   NULL);
 }
 
 /* Plugins, or directories of them, that other users may write to are not loaded. */

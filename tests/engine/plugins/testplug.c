@@ -2,9 +2,12 @@
  * per case with -DTP_CASE=<case> (see tests/engine/CMakeLists.txt). Each bad case gets
  * exactly one thing wrong, so a refusal can only be for that reason.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Each case uses only some of the pieces below. */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -38,6 +41,9 @@
     22            /* stages asking for absurd scratch or partials, and tables whose
                               columns or row names fall short */
 #define TP_LOG 23 /* logs through host->log at its entry and from every band it runs */
+#define TP_LYING                                                                                   \
+    24 /* n_stages 2 for one stage whose pointer ends a page that the next does not follow;
+          with TP_BAD_PTR, n_stages 3 and the second pointer into that unmapped page */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -442,6 +448,10 @@ static const pf_stage_desc tp_stage = {
     TP_POINT(offsetof(pf_stage_desc, params), "tp_tiny", 1, tp_gain_row)};
 static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 
+#elif TP_CASE == TP_LYING
+static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, "tp_lying", 1, tp_gain_row),
+                                       .doc = "a stage of a plugin that miscounts them"};
+
 #else
 #error "unknown TP_CASE"
 #endif
@@ -460,6 +470,39 @@ static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 #endif
 
 PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);
+#if TP_CASE == TP_LYING
+/* The stage list is the last words of a page whose next page is unmapped: what reading
+   past a short array meets at worst. */
+PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
+{
+    static pf_plugin_desc d;
+    (void)host;
+    long pg = sysconf(_SC_PAGESIZE);
+    char *m =
+        mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || munmap(m + pg, (size_t)pg) != 0)
+        return NULL;
+#ifdef TP_BAD_PTR
+    const pf_stage_desc **slots = (const pf_stage_desc **)(m + pg) - 3;
+    slots[0] = &tp_stage;
+    slots[1] = (const pf_stage_desc *)(m + pg); /* a stage in the unmapped page */
+    slots[2] = &tp_stage;
+    int n = 3;
+#else
+    const pf_stage_desc **slots = (const pf_stage_desc **)(m + pg) - 1;
+    slots[0] = &tp_stage;
+    int n = 2; /* one more than the list holds */
+#endif
+    d = (pf_plugin_desc){sizeof(pf_plugin_desc),
+                         TP_ABI,
+                         TP_PLUGIN_NAME,
+                         "0.0.1",
+                         "test plugin",
+                         (const pf_stage_desc *const *)slots,
+                         n};
+    return &d;
+}
+#else
 PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
 {
     static const pf_plugin_desc d = {
@@ -472,5 +515,6 @@ PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
 #endif
     return &d;
 }
+#endif
 
 #endif
