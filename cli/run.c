@@ -1068,9 +1068,17 @@ static int start_worker(sup *s)
         return -1;
     }
     if (pid == 0) {
-        /* Ctrl-C and SIGTERM reach the whole process group (a terminal, timeout(1),
-           kill %1); the supervisor decides, so the worker ignores both (the ignoring
-           survives execv) and is ended only by SIGKILL or the supervisor's death. */
+        /* The worker leads a process group of its own, so that what its stages fork
+           ends with it (end_worker_group). Ctrl-C and SIGTERM reach the supervisor's
+           group (a terminal, timeout(1), kill %1); the supervisor decides, so the
+           worker ignores both anyway (the ignoring survives execv) and is ended only by
+           SIGKILL or the supervisor's death. */
+        setpgid(0, 0);
+        if (isatty(0)) { /* a background group reading the terminal would be stopped */
+            int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (nul >= 0 && dup2(nul, 0) == 0)
+                close(nul);
+        }
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN); /* a hangup too (the terminal closed) */
@@ -1091,6 +1099,7 @@ static int start_worker(sup *s)
             close(at + k);
         worker_main(s->o, jp[0], rp[1], s->dirfd);
     }
+    setpgid(pid, pid); /* as the child does: whichever runs first */
     close(jp[0]);
     close(rp[1]);
     close(cp[0]);
@@ -1259,6 +1268,15 @@ static void describe_status(int status, char *buf, size_t n)
     }
 }
 
+/* What a worker's stages forked and left running (a child sleeping on the worker's
+   pipes, a daemon that did not leave the group) ends with the worker: its process
+   group is killed once the worker is gone or killed. */
+static void end_worker_group(pid_t pid)
+{
+    if (pid > 0)
+        kill(-pid, SIGKILL);
+}
+
 /* Whether the worker process has ended (it is then reaped). Its report pipe says less:
    a child a stage forked holds the pipe open after the worker is gone. */
 static int worker_gone(sup *s)
@@ -1293,6 +1311,7 @@ static void worker_died(sup *s, int timed_out)
             ;
         w->reaped = 1;
     }
+    end_worker_group(w->pid);
     close(w->job_fd);
     close(w->rep_fd);
     char how[160];
@@ -1421,6 +1440,7 @@ static int start_and_greet(sup *s)
             int status;
             kill(s->w.pid, SIGKILL);
             waitpid(s->w.pid, &status, 0);
+            end_worker_group(s->w.pid);
             close(s->w.job_fd);
             close(s->w.rep_fd);
             s->w.pid = 0;
@@ -1775,6 +1795,7 @@ static int supervise(sup *s)
         }
         while (!s->w.reaped && waitpid(s->w.pid, &s->w.status, 0) < 0 && errno == EINTR)
             ;
+        end_worker_group(s->w.pid);
         close(s->w.rep_fd);
         s->w.pid = 0;
     }
@@ -1928,6 +1949,7 @@ int cli_run(int argc, char **argv, const cli_common *c)
         if (s.w.pid) {
             kill(s.w.pid, SIGKILL);
             waitpid(s.w.pid, NULL, 0);
+            end_worker_group(s.w.pid);
         }
     }
     close_joblog(&s);

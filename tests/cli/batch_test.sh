@@ -280,8 +280,9 @@ EOF
         11) what="changed the working directory" ;;
         esac
         t0=$SECONDS
-        pf run u.json in -o "out$m" --set bad.mode=$m --set bad.width=17 --backend cpu \
-            --joblog "log$m.tsv"
+        rm -f "$W/pids$m"
+        UNRULY_PIDS="$W/pids$m" pf run u.json in -o "out$m" --set bad.mode=$m --set bad.width=17 \
+            --backend cpu --joblog "log$m.tsv"
         took=$((SECONDS - t0))
         [ $took -lt 10 ] || fail "mode $m: the batch took $took s (waited for a stage's child?)"
         bad=3
@@ -302,6 +303,22 @@ EOF
         says "$W/stderr" "$((20 - bad)) of 20 input(s) done" "mode $m summary"
         no_temps "out$m" "mode $m"
         for k in 000 001 002 003 005 008; do whole_png "out$m/f$k.png"; done
+        if [ $m = 9 ]; then # the stage's sleeping children end with the batch
+            [ -s "$W/pids9" ] || fail "mode 9: no child wrote its pid"
+            local pid left
+            for pid in $(cat "$W/pids9" 2>/dev/null); do
+                left=1
+                for _ in $(seq 30); do # a zombie not yet reaped by its new parent is gone
+                    if ! kill -0 "$pid" 2>/dev/null ||
+                        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ]; then
+                        left=0
+                        break
+                    fi
+                    sleep 0.1
+                done
+                [ $left = 0 ] || fail "mode 9: the stage's child $pid outlived the batch"
+            done
+        fi
     done
     # a retry of the failed files with a well-behaved stage converges
     pf run u.json -o out1 --retry-failed log1.tsv --joblog log1.tsv --backend cpu

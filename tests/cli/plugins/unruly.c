@@ -10,7 +10,8 @@
  *   6 allocates 64 MB blocks until malloc fails, then returns an error
  *   7 closes descriptors 0, 1 and 2
  *   8 closes every descriptor from 3 to 4095 (the daemon's idiom)
- *   9 forks a child that sleeps 20 s holding every inherited descriptor
+ *   9 forks a child that sleeps 20 s holding every inherited descriptor (its pid appended
+ *     to the file $UNRULY_PIDS names, where set)
  *  10 forks a child that calls exit(0) (atexit handlers run in the child)
  *  11 changes the working directory to /
  *  12 alarm(1) (SIGALRM's default action ends the process)
@@ -18,6 +19,7 @@
  *  14 forks a child that crashes (SIGSEGV), then copies
  * Modes 9, 10 and 14 copy correctly in the parent: their file is no fault. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +28,26 @@
 #include <unistd.h>
 
 #include "pipefuse/plugin.h"
+
+/* In a forked child of a threaded process: its pid as a line appended to $UNRULY_PIDS,
+   with no stdio or allocation (another thread may have held their locks at the fork). */
+static void pid_file(void)
+{
+    const char *path = getenv("UNRULY_PIDS");
+    if (!path)
+        return;
+    char line[24];
+    int n = sizeof line;
+    line[--n] = '\n';
+    for (long v = (long)getpid(); v > 0 && n > 0; v /= 10)
+        line[--n] = (char)('0' + v % 10);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd >= 0) {
+        if (write(fd, line + n, sizeof line - (size_t)n) < 0)
+            n = 0;
+        close(fd);
+    }
+}
 
 typedef struct unruly_params {
     int mode;
@@ -111,6 +133,7 @@ static int misbehave(const pf_stage_args *a, int mode)
         break;
     case 9:
         if (fork() == 0) {
+            pid_file();
             sleep(20);
             _exit(0);
         }
