@@ -1051,6 +1051,27 @@ static void requeue(sup *s, int i, int suspect)
 
 /* ---- The worker process ---------------------------------------------------------------------------- */
 
+/* What a worker's stages forked and left running (a child sleeping on the worker's
+   pipes, a daemon that did not leave the group) ends with the worker: its process
+   group is killed, the worker with it, while the worker is not yet reaped (its pid,
+   the group's id, cannot be another's until then). */
+static void end_worker_group(pid_t pid)
+{
+    if (pid > 0)
+        kill(-pid, SIGKILL);
+}
+
+/* Waits for the worker to end, kills its group, reaps it. */
+static void reap_worker(pid_t pid, int *status)
+{
+    siginfo_t si;
+    while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    end_worker_group(pid);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 /* Forks and executes this program again as a worker (see worker.c's worker_entry): a
    fresh process, so CUDA starts clean in it whatever this one did. Where the program
    cannot be executed again, the forked copy works on its own. */
@@ -1082,6 +1103,10 @@ static int start_worker(sup *s)
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN); /* a hangup too (the terminal closed) */
+        /* a background group writing to a terminal set `stty tostop` would be stopped,
+           and nothing would continue it: the write goes ahead instead */
+        signal(SIGTTOU, SIG_IGN);
+        signal(SIGTTIN, SIG_IGN);
         signal(SIGPIPE, SIG_DFL);
         cli_guard_off(); /* a worker's crash is its supervisor's to report */
         /* fixed descriptors above any the program opens, without close-on-exec */
@@ -1106,8 +1131,8 @@ static int start_worker(sup *s)
     int wrc = run_config_write(cp[1], s->o); /* a worker that did not exec ignores it */
     close(cp[1]);
     if (wrc != 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        end_worker_group(pid); /* the worker with its group */
+        reap_worker(pid, NULL);
         close(jp[1]);
         close(rp[0]);
         fprintf(stderr, "pipefuse run: cannot start a worker: %s\n", strerror(errno));
@@ -1268,22 +1293,18 @@ static void describe_status(int status, char *buf, size_t n)
     }
 }
 
-/* What a worker's stages forked and left running (a child sleeping on the worker's
-   pipes, a daemon that did not leave the group) ends with the worker: its process
-   group is killed once the worker is gone or killed. */
-static void end_worker_group(pid_t pid)
-{
-    if (pid > 0)
-        kill(-pid, SIGKILL);
-}
-
 /* Whether the worker process has ended (it is then reaped). Its report pipe says less:
    a child a stage forked holds the pipe open after the worker is gone. */
 static int worker_gone(sup *s)
 {
     worker *w = &s->w;
-    if (!w->reaped && w->pid > 0 && waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+    siginfo_t si;
+    si.si_pid = 0;
+    if (!w->reaped && w->pid > 0 &&
+        waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->pid) {
+        reap_worker(w->pid, &w->status);
         w->reaped = 1;
+    }
     return w->reaped;
 }
 
@@ -1306,12 +1327,10 @@ static void worker_died(sup *s, int timed_out)
         poll(NULL, 0, 10);
     if (!w->reaped) {
         alive = 1;
-        kill(w->pid, SIGKILL);
-        while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
-            ;
+        end_worker_group(w->pid); /* the worker with its group */
+        reap_worker(w->pid, &w->status);
         w->reaped = 1;
     }
-    end_worker_group(w->pid);
     close(w->job_fd);
     close(w->rep_fd);
     char how[160];
@@ -1438,9 +1457,8 @@ static int start_and_greet(sup *s)
         int r = interrupted ? 2 : pr > 0 ? read_reports(s) : 0;
         if (r != 0) {
             int status;
-            kill(s->w.pid, SIGKILL);
-            waitpid(s->w.pid, &status, 0);
-            end_worker_group(s->w.pid);
+            end_worker_group(s->w.pid); /* the worker with its group */
+            reap_worker(s->w.pid, &status);
             close(s->w.job_fd);
             close(s->w.rep_fd);
             s->w.pid = 0;
@@ -1793,9 +1811,8 @@ static int supervise(sup *s)
                 break;
             }
         }
-        while (!s->w.reaped && waitpid(s->w.pid, &s->w.status, 0) < 0 && errno == EINTR)
-            ;
-        end_worker_group(s->w.pid);
+        if (!s->w.reaped)
+            reap_worker(s->w.pid, &s->w.status);
         close(s->w.rep_fd);
         s->w.pid = 0;
     }
@@ -1946,10 +1963,9 @@ int cli_run(int argc, char **argv, const cli_common *c)
             if (status == PF_EXIT_OK)
                 status = interrupted ? 130 : s.n_failed ? PF_EXIT_FAILED : PF_EXIT_OK;
         }
-        if (s.w.pid) {
-            kill(s.w.pid, SIGKILL);
-            waitpid(s.w.pid, NULL, 0);
-            end_worker_group(s.w.pid);
+        if (s.w.pid && !s.w.reaped) {
+            end_worker_group(s.w.pid); /* the worker with its group */
+            reap_worker(s.w.pid, NULL);
         }
     }
     close_joblog(&s);

@@ -249,12 +249,14 @@ static int row_names_ok(const pf_pipeline *p, int i, const void *params, char *e
 {
     const pf_node *n = &p->nodes[i];
     const pf_stage_desc *d = n->desc;
-    if (!p->plan || d->kind != PF_STAGE_REDUCE || !d->row_name || !d->shape)
-        return PF_OK;
+    if (!p->plan || p->plan->unit_of[i] < 0 || d->kind != PF_STAGE_REDUCE || !d->row_name ||
+        !d->shape)
+        return PF_OK; /* unplanned, or a stage no output needs: planning checks */
     pf_shape t;
     char why[256];
-    if (d->shape(params, &p->plan->shapes[n->in[0]], &t, why, sizeof why) != 0)
-        return PF_OK; /* planning again says why */
+    if (d->shape(params, &p->plan->shapes[n->in[0]], &t, why, sizeof why) != 0 || t.width <= 0 ||
+        t.height <= 0 || (long long)t.width * t.height > INT_MAX)
+        return PF_OK; /* planning again refuses it, and says why */
     for (int r = 0; r < t.height; r++)
         if (!d->row_name(params, r)) {
             snprintf(err, err_size,

@@ -610,7 +610,9 @@ PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check
 /* ---- The plugin descriptor ------------------------------------------------------------------ */
 
 /* Its stages: each there, each named apart from the others. */
-static void check_stage_list(walk *w, const pf_plugin_desc *pd)
+/* Returns 0 where a stage pointer, or what it points at, cannot be read: the caller must
+   not walk the list then. */
+static int check_stage_list(walk *w, const pf_plugin_desc *pd)
 {
     char field[48];
     for (int i = 0; i < pd->n_stages; i++) {
@@ -631,7 +633,7 @@ static void check_stage_list(walk *w, const pf_plugin_desc *pd)
                  "the stages listed?)",
                  i, pd->n_stages);
             w->stop = 1;
-            return;
+            return 0;
         }
         if (!s) {
             note(w, PF_CHECK_ERROR, field, "list only defined stages", "stages[%d] of %d is NULL",
@@ -648,6 +650,7 @@ static void check_stage_list(walk *w, const pf_plugin_desc *pd)
             }
         }
     }
+    return 1;
 }
 
 PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn fn, void *user)
@@ -701,7 +704,6 @@ PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn 
              pd->stages ? "set" : "NULL");
         return w.errors;
     }
-    *readable = 1;
     if (pd->n_stages == 0)
         note(&w, PF_CHECK_FAULT, "n_stages", fix_define, "the plugin descriptor has no stages");
     if ((pd->version && !pf_readable_str(pd->version, 4096)) ||
@@ -717,6 +719,7 @@ PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn 
     if (!pd->doc || !pd->doc[0])
         note(&w, PF_CHECK_WARNING, "doc", "give PF_DEFINE_PLUGIN a doc string",
              "the plugin has no doc string (`pipefuse info` shows it)");
-    check_stage_list(&w, pd);
+    /* the caller may walk the list and print the strings only once all could be read */
+    *readable = check_stage_list(&w, pd);
     return w.errors;
 }

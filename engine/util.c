@@ -1,4 +1,7 @@
 /* engine/util.c: status names, versions, error formatting, name suggestions. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2 */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -176,7 +179,7 @@ int pf_readable(const void *p, size_t n)
     int fd[2];
     if (!p)
         return 0;
-    if (pipe(fd) != 0)
+    if (pipe2(fd, O_CLOEXEC) != 0)
         return 1; /* no pipe to probe with: as before, trust the plugin */
     int ok = probe(fd, p, n);
     close(fd[0]);
@@ -189,7 +192,7 @@ int pf_readable_str(const char *s, size_t max)
     int fd[2];
     if (!s)
         return 0;
-    if (pipe(fd) != 0)
+    if (pipe2(fd, O_CLOEXEC) != 0)
         return 1;
     /* One byte probed on each page the string reaches (pages are readable whole); no byte
        past its end is read, which a sanitizer would call an overflow. */

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pipefuse/stage_check.h"
 #include "testutil.h"
 
 /* ---- Setting up a case --------------------------------------------------------------- */
@@ -92,6 +94,12 @@ static int create(const char *path, int no_builtin, pf_engine **e)
    the directory) loaded, a warning that holds `names`, "skipped" and each of the
    NULL-terminated words, and the same reason in the message of a pipeline that names an
    op nothing defines. */
+static int count_finding(void *user, const pf_check_finding *f)
+{
+    (void)user, (void)f;
+    return 0;
+}
+
 static void expect_refused(const char *what, const char *dir, const char *names, ...)
 {
     pf_engine *e = NULL;
@@ -187,14 +195,26 @@ static void test_refused(void)
        the process cannot read is said, not read */
     d = case_dir("lying");
     expect_refused("lying", d, file_in(d, "lying.so"),
-                   "stages[1] of 2 is memory this process "
-                   "cannot read",
-                   "n_stages", NULL);
+                   "stages[1] of 2 is memory this process cannot read", "n_stages", NULL);
     d = case_dir("lying_ptr");
     expect_refused("lying_ptr", d, file_in(d, "lying_ptr.so"),
-                   "stages[1] of 3 is memory this "
-                   "process cannot read",
-                   NULL);
+                   "stages[1] of 3 is memory this process cannot read", NULL);
+    /* the validator (`pipefuse plugin check` walks the list when it may): not readable */
+    static const char *const lying[] = {"lying", "lying.so", "lying_ptr", "lying_ptr.so"};
+    for (int k = 0; k < 4; k += 2) {
+        d = case_dir(lying[k]);
+        void *h = dlopen(file_in(d, lying[k + 1]), RTLD_NOW | RTLD_LOCAL);
+        CHECKF(h != NULL, "%s: %s", lying[k], dlerror());
+        if (!h)
+            continue;
+        const pf_plugin_desc *(*entry)(const pf_host_api *);
+        *(void **)&entry = dlsym(h, PF_PLUGIN_ENTRY_NAME);
+        int readable = 1;
+        int errors = entry ? pf_plugin_check(entry(NULL), &readable, count_finding, NULL) : -1;
+        CHECKF(entry && errors > 0 && !readable, "%s: %d errors, readable %d", lying[k], errors,
+               readable);
+        dlclose(h);
+    }
 }
 
 /* Plugins, or directories of them, that other users may write to are not loaded. */

@@ -40,7 +40,9 @@ int pf_stage_check(const pf_stage_desc *d, unsigned abi_minor, pf_check_fn fn, v
 /* Checks a plugin descriptor as pf_plugin_entry returned it (NULL included): its size,
    ABI version, name and stage list, and that its stages are there and named apart; not
    the stages themselves (pf_stage_check each, with the plugin's ABI minor). *readable
-   is set to whether pd->stages[0 .. n_stages) may be read. Returns the number of
+   is set to whether pd->stages[0 .. n_stages), the stages they point at and the
+   descriptor's strings may be read (each is probed first: a plugin whose n_stages runs
+   past its list is refused, not read). Returns the number of
    PF_CHECK_ERROR findings, as pf_stage_check. */
 int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn fn, void *user);
 
