@@ -366,6 +366,7 @@ static void test_set_param(pf_engine *e)
         double x;
         const char *text;
     } same[] = {
+        {"unused_blur.sigma", -0.0, "-0.0"},
         {"unused_blur.sigma", 3.25, "3.25"},
         {"unused_blur.sigma", -2, "-2.0"},
         {"unused_blur.sigma", 1e300, "1e300"},
@@ -376,6 +377,7 @@ static void test_set_param(pf_engine *e)
         {"neg.alpha", 1, "1.0"},
         {"small.mode", 1, "1.0"},
         {"tint.offset", 0.5, "0.5"},
+        {"boxed.radius", 2147483648.0, "2147483648.0"},
         {"unused_blur.nosuch", 1, "1.0"},
         {"src.sigma", 1, "1.0"},
     };
