@@ -135,8 +135,9 @@ struct json_t;
 int pf_param_set_json(const pf_param_desc *pd, const struct json_t *v, void *params, char *err,
                       size_t err_size);
 /* The same for a number x, as pf_param_set_json with a JSON real x would set it (the same
-   checks and messages), with no JSON value made: pf_pipeline_set_float's path, which a
-   frame loop takes. */
+   checks and messages), with no JSON value made for a float or int row (a number for
+   another kind goes through pf_param_set_json to be refused): pf_pipeline_set_float's
+   path, which a frame loop takes. */
 int pf_param_set_real(const pf_param_desc *pd, double x, void *params, char *err, size_t err_size);
 /* Formats a param's current value as JSON text (for plan prints and `stages`). */
 void pf_param_format(const pf_param_desc *pd, const void *params, char *buf, size_t size);

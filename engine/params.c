@@ -194,32 +194,34 @@ static int int_value(const pf_param_desc *pd, double x, int *out, char *err, siz
     return PF_OK;
 }
 
+/* A real for an int row: integral (2.0, 1e3 are integers, as in JSON Schema; 2.5 is not). */
+static int real_int(const pf_param_desc *pd, double x, int *out, char *err, size_t err_size)
+{
+    if (!isfinite(x) || x != floor(x)) {
+        char got[64];
+        describe_real(x, got, sizeof got);
+        return errv(err, err_size, "expected an integer, got %s", got);
+    }
+    return int_value(pd, x, out, err, err_size);
+}
+
 static int get_int(const pf_param_desc *pd, const json_t *v, int *out, char *err, size_t err_size)
 {
-    char got[64];
-    double x;
-    /* An integral real (2.0, 1e3) is an integer, as in JSON Schema; 2.5 is not. */
-    if (json_is_integer(v))
-        x = (double)json_integer_value(v);
-    else if (json_is_real(v) && isfinite(json_real_value(v)) &&
-             json_real_value(v) == floor(json_real_value(v)))
-        x = json_real_value(v);
-    else {
+    if (json_is_real(v))
+        return real_int(pd, json_real_value(v), out, err, err_size);
+    if (!json_is_integer(v)) {
+        char got[64];
         describe(v, got, sizeof got);
         return errv(err, err_size, "expected an integer, got %s", got);
     }
-    if (!json_is_integer(v))
-        return int_value(pd, x, out, err, err_size);
-    if (bounded(pd) && (x < pd->min || x > pd->max)) { /* a JSON integer as written */
+    json_int_t n = json_integer_value(v);
+    if (bounded(pd) && (n < pd->min || n > pd->max)) { /* a JSON integer as written */
         char lo[32], hi[32];
-        return errv(err, err_size, "%" JSON_INTEGER_FORMAT " is out of range [%s, %s]",
-                    json_integer_value(v), pf_number_text(pd->min, 0, lo, sizeof lo),
+        return errv(err, err_size, "%" JSON_INTEGER_FORMAT " is out of range [%s, %s]", n,
+                    pf_number_text(pd->min, 0, lo, sizeof lo),
                     pf_number_text(pd->max, 0, hi, sizeof hi));
     }
-    if (x < INT_MIN || x > INT_MAX)
-        return errv(err, err_size, "%.0f does not fit in a 32-bit int", x);
-    *out = (int)x;
-    return PF_OK;
+    return int_value(pd, (double)n, out, err, err_size);
 }
 
 int pf_param_enum_count(const pf_param_desc *pd)
@@ -335,10 +337,8 @@ int pf_param_set_json(const pf_param_desc *pd, const json_t *v, void *params, ch
 
 int pf_param_set_real(const pf_param_desc *pd, double x, void *params, char *err, size_t err_size)
 {
-    char got[64], names[1024];
     if (!pd || !params)
         return errv(err, err_size, "no value");
-    describe_real(x, got, sizeof got);
     switch (pd->type) {
     case PF_PARAM_FLOAT: {
         float f;
@@ -349,22 +349,20 @@ int pf_param_set_real(const pf_param_desc *pd, double x, void *params, char *err
     }
     case PF_PARAM_INT: {
         int i = 0;
-        if (!isfinite(x) || x != floor(x))
-            return errv(err, err_size, "expected an integer, got %s", got);
-        int st = int_value(pd, x, &i, err, err_size);
+        int st = real_int(pd, x, &i, err, err_size);
         if (st == PF_OK)
             *FIELD(params, pd, int) = i;
         return st;
     }
-    case PF_PARAM_ENUM:
-        enum_list(pd, names, sizeof names);
-        return errv(err, err_size, "expected a string, one of %s; got the number %s", names, got);
-    case PF_PARAM_BOOL:
-        return errv(err, err_size, "expected true or false, got %s", got);
-    case PF_PARAM_FLOAT_ARRAY:
-        return errv(err, err_size, "expected an array of %d numbers, got %s", pd->count, got);
+    default: { /* a number where another kind is wanted: the JSON path's refusal, as it words it */
+        json_t *v = json_real(x);
+        if (!v)
+            return errv(err, err_size, "expected a finite number");
+        int st = pf_param_set_json(pd, v, params, err, err_size);
+        json_decref(v);
+        return st;
     }
-    return errv(err, err_size, "parameter of unknown type %d", (int)pd->type);
+    }
 }
 
 /* ---- Formatting ------------------------------------------------------------------------ */

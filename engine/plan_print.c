@@ -115,6 +115,13 @@ static void print_stages(const pf_pipeline *p, FILE *f)
     }
 }
 
+/* Unit u's stage ids joined by " + ", the first after lead. */
+static void print_ids(FILE *f, const char *lead, const pf_unit *u)
+{
+    for (int a = 0; a < u->n_nodes; a++)
+        fprintf(f, "%s%s", a ? " + " : lead, u->ids[a]);
+}
+
 /* " with <the absorbed unit's stages>" of a reduce or stencil kernel, ", then <its
    epilogue's>" of a stencil's, and on the next line what it loads. */
 static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io)
@@ -122,8 +129,7 @@ static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io
     if (io->src_unit >= 0) {
         const pf_unit *src = &p->plan->units[io->src_unit];
         fprintf(f, " with");
-        for (int a = 0; a < src->n_nodes; a++)
-            fprintf(f, "%s%s", a ? " + " : " ", src->ids[a]);
+        print_ids(f, " ", src);
         if (io->stencil)
             fprintf(f, io->stencil == PF_FUSE_STENCIL_SEPARABLE ? " on the rows it stages"
                                                                 : " on its tile");
@@ -131,14 +137,12 @@ static void print_absorbed(const pf_pipeline *p, FILE *f, const pf_fuse_unit *io
     if (io->epi_unit >= 0) {
         const pf_unit *e = &p->plan->units[io->epi_unit];
         fprintf(f, ", then");
-        for (int a = 0; a < e->n_nodes; a++)
-            fprintf(f, "%s%s", a ? " + " : " ", e->ids[a]);
+        print_ids(f, " ", e);
         fprintf(f, " on its result");
         if (io->rec_unit >= 0) {
             const pf_unit *r = &p->plan->units[io->rec_unit];
             fprintf(f, ", recomputing");
-            for (int a = 0; a < r->n_nodes; a++)
-                fprintf(f, "%s%s", a ? " + " : " ", r->ids[a]);
+            print_ids(f, " ", r);
             fprintf(f, " there");
         }
     }
@@ -257,8 +261,7 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
         if (u->kind != PF_UNIT_POINT)
             continue;
         fprintf(f, "  G%d: ", g++);
-        for (int a = 0; a < u->n_nodes; a++)
-            fprintf(f, "%s%s", a ? " + " : "", u->ids[a]);
+        print_ids(f, "", u);
         if (v.fused[ui] == PF_FUSE_EPILOGUE) {
             const pf_node *sn = &p->nodes[plan->units[epilogue_host(p, ui)].nodes[0]];
             fprintf(f,

@@ -706,10 +706,10 @@ PF_API int pf_plugin_check(const pf_plugin_desc *pd, int *readable, pf_check_fn 
     }
     if (pd->n_stages == 0)
         note(&w, PF_CHECK_FAULT, "n_stages", fix_define, "the plugin descriptor has no stages");
-    if ((pd->version && !pf_readable_str(pd->version, 4096)) ||
-        (pd->doc && !pf_readable_str(pd->doc, 1 << 20))) {
-        note(&w, PF_CHECK_ERROR, pd->doc && !pf_readable_str(pd->doc, 1 << 20) ? "doc" : "version",
-             fix_define,
+    int bad_version = pd->version && !pf_readable_str(pd->version, 4096);
+    int bad_doc = pd->doc && !pf_readable_str(pd->doc, 1 << 20);
+    if (bad_version || bad_doc) {
+        note(&w, PF_CHECK_ERROR, bad_doc ? "doc" : "version", fix_define,
              "the plugin's version or doc is memory this process cannot read, or no string");
         return w.errors;
     }
