@@ -1701,6 +1701,23 @@ unsigned long long worker_estimate_bytes(const char *path, int n_image_outputs,
    (setup), the file is not interlaced, it is taller than a band, and --band-rows asks
    for bands or (auto) its whole-frame run would hold over BAND_AUTO_BYTES, or over
    --max-memory when that is less (where it would fail whole, bands fit). */
+/* What a band of `rows` output rows of an image w x h holds: its share of the file's
+   frames (est counts the whole image) and the pipeline's buffers for the band's shape,
+   from the probe as a lane will count them (0: the engine cannot say). */
+static unsigned long long band_need(unsigned long long est, unsigned long long h, int w, int rows)
+{
+    pf_shape s = {w, rows + 2 * W.halo};
+    pf_shape shapes[RUN_MAX_IO];
+    for (int i = 0; i < W.n_in; i++)
+        shapes[i] = W.unused[i] ? (pf_shape){W.bound[i].width, W.bound[i].height} : s;
+    pf_memory m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    if (pf_pipeline_memory(W.probe, shapes, W.n_in, &m) != PF_OK)
+        return 0;
+    return est / h * (unsigned long long)s.height + 1 + m.host_bytes + m.pinned_bytes;
+}
+
 static void plan_job(job *j)
 {
     j->est = worker_estimate_bytes(j->path, W.n_images, &j->pixels);
@@ -1742,6 +1759,15 @@ static void plan_job(job *j)
             rows = fit < rows ? fit : rows;
         }
         rows = rows < min_rows ? min_rows : rows;
+        /* The proportion above leaves out what does not shrink with the rows (scratch per
+           engine thread, slots, tables): check the band's own need and shrink the band
+           until it fits, so that only a budget below the smallest band fails the file. */
+        while (budget && rows > min_rows && rows + 2ll * W.halo < (long long)h) {
+            unsigned long long band = band_need(j->est, h, (int)w, (int)rows);
+            if (band && band <= budget)
+                break;
+            rows = rows * 3 / 4 > min_rows ? rows * 3 / 4 : min_rows;
+        }
     }
     if (rows + 2ll * W.halo >= (long long)h)
         return;

@@ -564,19 +564,28 @@ section_stdio() {
     grep -q "1 skipped" "$W/stderr" && fail "stdin skipped: $(cat "$W/stderr")"
     # Ctrl-C or SIGTERM while stdin (or a piped pipeline) is still being read: status 130,
     # nothing run, the private temporary folder removed
-    local sig pid what
+    # (stdin is a FIFO whose writer stays open: the signal is sent once the spool file
+    # exists, so pipefuse is reading, whatever the machine's speed or load)
+    local sig pid what tries
+    rm -f "$W/feed" && mkfifo "$W/feed" || fail "mkfifo"
     for sig in INT TERM; do
         for what in stdin pipeline; do
             if [ $what = stdin ]; then
-                sleep 3 | (trap - INT; exec "$PF" run "$P/demo.json" - -o "$W/cut" 2>"$W/stderr") &
+                (trap - INT; exec "$PF" run "$P/demo.json" - -o "$W/cut" <"$W/feed" 2>"$W/stderr") &
             else
-                sleep 3 | (trap - INT; exec "$PF" run /dev/stdin "$W/gen/rgb8.png" -o "$W/cut" 2>"$W/stderr") &
+                (trap - INT; exec "$PF" run /dev/stdin "$W/gen/rgb8.png" -o "$W/cut" <"$W/feed" 2>"$W/stderr") &
             fi
             pid=$!
-            sleep 0.5
+            exec 7>"$W/feed"
+            tries=0
+            while [ -z "$(find "$W/tmp" -type f 2>/dev/null)" ] && [ $tries -lt 3000 ]; do
+                sleep 0.02
+                tries=$((tries + 1))
+            done
             kill -$sig $pid
             wait $pid
             rc=$?
+            exec 7>&-
             expect 130 "SIG$sig while reading the $what"
             says "$W/stderr" "interrupted while reading" "SIG$sig while reading the $what: said"
             [ -z "$(ls -A "$W/tmp")" ] || fail "SIG$sig while reading the $what left: $(ls -A "$W/tmp")"

@@ -5,7 +5,11 @@
  * exit(0), 5 never returns, 6 returns an error, 7 calls _exit(1) (no handler runs, so
  * nothing names the file), 8 writes a line to stdout and copies (a chatty plugin, which
  * must not reach `run -o -`'s image). faulty_slow copies after sleeping
- * `ms` milliseconds, so a batch can be interrupted while files are in flight. */
+ * `ms` milliseconds, so a batch can be interrupted while files are in flight. With
+ * PF_TEST_GATE=FILE in the environment, a faulty_slow frame first waits while FILE
+ * exists: a test closes the gate once the batch has got as far as it needs, so the
+ * frames in flight when it signals or kills the run do not depend on the machine's speed
+ * or load. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,10 +87,20 @@ static int faulty_cpu(const pf_stage_args *a)
     return 0;
 }
 
+/* Waits while the file PF_TEST_GATE names exists (no variable: at once). */
+static void wait_gate(void)
+{
+    const char *gate = getenv("PF_TEST_GATE");
+    struct timespec t = {0, 2000000};
+    while (gate && *gate && access(gate, F_OK) == 0)
+        nanosleep(&t, NULL);
+}
+
 static int slow_cpu(const pf_stage_args *a)
 {
     const slow_params *p = a->params;
     if (a->region.y0 == 0) {
+        wait_gate();
         struct timespec t = {p->ms / 1000, (long)(p->ms % 1000) * 1000000L};
         nanosleep(&t, NULL);
     }

@@ -10,7 +10,7 @@
  *   6 allocates 64 MB blocks until malloc fails, then returns an error
  *   7 closes descriptors 0, 1 and 2
  *   8 closes every descriptor from 3 to 4095 (the daemon's idiom)
- *   9 forks a child that sleeps 20 s holding every inherited descriptor (its pid appended
+ *   9 forks a child that sleeps 600 s holding every inherited descriptor (its pid appended
  *     to the file $UNRULY_PIDS names, where set)
  *  10 forks a child that calls exit(0) (atexit handlers run in the child)
  *  11 changes the working directory to /
@@ -134,7 +134,7 @@ static int misbehave(const pf_stage_args *a, int mode)
     case 9:
         if (fork() == 0) {
             pid_file();
-            sleep(20);
+            sleep(600);
             _exit(0);
         }
         break;
