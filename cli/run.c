@@ -18,6 +18,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <link.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1072,23 +1075,88 @@ static void reap_worker(pid_t pid, int *status)
         ;
 }
 
+/* This program, opened once when the batch starts (see self_exe): the worker is
+   started by executing it again. -1: it cannot be (no /proc and no usable path), and
+   the forked copy works on its own. */
+static int exe_fd = -1;
+
+/* Whether fd is the file of this program: its program headers are the ones the kernel
+   mapped (AT_PHDR). Run through the dynamic loader (`ld.so pipefuse ...`),
+   /proc/self/exe and AT_EXECFN are the loader, which would not start a worker. */
+static int is_self(int fd)
+{
+    ElfW(Ehdr) eh;
+    const void *ph = (const void *)getauxval(AT_PHDR);
+    size_t phnum = getauxval(AT_PHNUM), size = phnum * sizeof(ElfW(Phdr));
+    if (!ph || !phnum || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_phnum != phnum ||
+        eh.e_phentsize != sizeof(ElfW(Phdr)))
+        return 0;
+    void *buf = malloc(size);
+    int same = buf && pread(fd, buf, size, (off_t)eh.e_phoff) == (ssize_t)size &&
+               memcmp(buf, ph, size) == 0;
+    free(buf);
+    return same;
+}
+
+/* Opens this program's file for executing it again: /proc/self/exe, else the path the
+   kernel executed it by (AT_EXECFN; the working directory has not changed since). */
+static void self_exe(void)
+{
+    if (exe_fd >= 0)
+        return;
+    const char *tries[2] = {"/proc/self/exe", (const char *)getauxval(AT_EXECFN)};
+    for (int k = 0; k < 2 && exe_fd < 0; k++) {
+        struct stat st;
+        if (!tries[k] || (exe_fd = open(tries[k], O_RDONLY | O_CLOEXEC)) < 0)
+            continue;
+        if (fstat(exe_fd, &st) != 0 || !S_ISREG(st.st_mode) || !is_self(exe_fd)) {
+            close(exe_fd);
+            exe_fd = -1;
+        }
+    }
+}
+
 /* Forks and executes this program again as a worker (see worker.c's worker_entry): a
    fresh process, so CUDA starts clean in it whatever this one did. Where the program
-   cannot be executed again, the forked copy works on its own. */
+   cannot be executed again, the forked copy works on its own. Either way the worker
+   holds only its own ends of the pipes: one holding the job pipe's write end would
+   never see it end, and the batch would never finish. */
 static int start_worker(sup *s)
 {
-    int jp[2], rp[2], cp[2];
+    int jp[2] = {-1, -1}, rp[2] = {-1, -1}, cp[2] = {-1, -1};
     if (pipe2(jp, O_CLOEXEC) != 0 || pipe2(rp, O_CLOEXEC) != 0 || pipe2(cp, O_CLOEXEC) != 0) {
-        fprintf(stderr, "pipefuse run: pipe: %s\n", strerror(errno));
+        int e = errno;
+        struct rlimit rl;
+        if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+            fprintf(stderr,
+                    "pipefuse run: cannot start the worker: no descriptor left for its pipes "
+                    "(ulimit -n is %llu); raise the limit\n",
+                    (unsigned long long)rl.rlim_cur);
+        else
+            fprintf(stderr, "pipefuse run: pipe: %s\n", strerror(e));
+        for (int k = 0; k < 2; k++) {
+            if (jp[k] >= 0)
+                close(jp[k]);
+            if (rp[k] >= 0)
+                close(rp[k]);
+            if (cp[k] >= 0)
+                close(cp[k]);
+        }
         return -1;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "pipefuse run: fork: %s\n", strerror(errno));
+        close(jp[0]), close(jp[1]), close(rp[0]), close(rp[1]), close(cp[0]), close(cp[1]);
         return -1;
     }
     if (pid == 0) {
+        /* the supervisor's ends first: the worker must see the job pipe end */
+        close(jp[1]);
+        close(rp[0]);
+        close(cp[1]);
         /* The worker leads a process group of its own, so that what its stages fork
            ends with it (end_worker_group). Ctrl-C and SIGTERM reach the supervisor's
            group (a terminal, timeout(1), kill %1); the supervisor decides, so the
@@ -1109,19 +1177,18 @@ static int start_worker(sup *s)
         signal(SIGTTIN, SIG_IGN);
         signal(SIGPIPE, SIG_DFL);
         cli_guard_off(); /* a worker's crash is its supervisor's to report */
-        /* fixed descriptors above any the program opens, without close-on-exec */
-        int fds[4] = {cp[0], jp[0], rp[1], s->dirfd}, at = 1000;
-        char env[64];
-        int ok = 1;
+        /* the worker's descriptors keep their numbers (no fixed numbers, which a low
+           ulimit -n would refuse) and lose close-on-exec in this process only */
+        int fds[4] = {cp[0], jp[0], rp[1], s->dirfd}, ok = exe_fd >= 0;
         for (int k = 0; k < 4 && ok; k++)
-            ok = dup2(fds[k], at + k) == at + k;
-        snprintf(env, sizeof env, "PIPEFUSE_RUN_WORKER=%d,%d,%d,%d", at, at + 1, at + 2, at + 3);
+            ok = fcntl(fds[k], F_SETFD, 0) == 0;
+        char env[96];
+        snprintf(env, sizeof env, "PIPEFUSE_RUN_WORKER=%d,%d,%d,%d", cp[0], jp[0], rp[1], s->dirfd);
         if (ok && putenv(env) == 0) {
             char *argv[] = {"pipefuse", "run-worker", NULL};
-            execv("/proc/self/exe", argv);
+            fexecve(exe_fd, argv, environ);
         }
-        for (int k = 0; k < 4; k++)
-            close(at + k);
+        close(cp[0]);
         worker_main(s->o, jp[0], rp[1], s->dirfd);
     }
     setpgid(pid, pid); /* as the child does: whichever runs first */
@@ -1944,6 +2011,7 @@ int cli_run(int argc, char **argv, const cli_common *c)
         signal(SIGXFSZ, SIG_IGN);
         s.progress = o.progress == 1 || (o.progress < 0 && !o.quiet && isatty(2));
         s.t0 = now_ms();
+        self_exe();
         int started = start_and_greet(&s);
         if (started == -2) {
             summary(&s, 1);

@@ -15,7 +15,8 @@
 # exceeded named),
 # shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
 # a directory without PNGs), names (long input names and output directories), gpu
-# (the batch on the GPU, a kernel that traps; exit 77 without a GPU).
+# (the batch on the GPU, a kernel that traps; exit 77 without a GPU), start (the worker
+# starts under a low descriptor limit, without /proc, through the dynamic loader).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -992,8 +993,40 @@ EOF
     expect 0 "spin_fault without trap"
 }
 
+# ---- start: the worker starts under a low descriptor limit, without /proc, through the
+# dynamic loader (where it cannot be executed again and runs as the forked copy), and the
+# batch ends; a limit too low for its pipes is refused at once, named -------------------
+section_start() {
+    many "$W/in" 6
+    local o
+    o=$( (ulimit -n 48 && timeout 120 "$PF" --plugin-path "$PLUG" run "$P/demo.json" "$W/in" \
+        -o "$W/low" -q 2>&1); echo "rc=$?")
+    case $o in *rc=0) ;; *) fail "ulimit -n 48: $o" ;; esac
+    [ "$(ls "$W/low" | wc -l)" = 12 ] || fail "ulimit -n 48: $(ls "$W/low" | wc -l) outputs, expected 12"
+    o=$( (ulimit -n 5 && timeout 120 "$PF" --plugin-path "$PLUG" run "$P/demo.json" "$W/in" \
+        -o "$W/tiny" 2>&1); echo "rc=$?")
+    case $o in *"ulimit -n is 5"*rc=2) ;; *) fail "ulimit -n 5: $o" ;; esac
+    # through the loader, /proc/self/exe and the executed path are the loader: the
+    # worker is the forked copy, which must not hold its own job pipe's write end
+    local ld
+    ld=$(readelf -l "$PF" 2>/dev/null | sed -n 's/.*interpreter: \(.*\)]$/\1/p')
+    if [ -n "$ld" ] && [ -x "$ld" ]; then
+        o=$(timeout 120 "$ld" "$PF" --plugin-path "$PLUG" run "$P/demo.json" "$W/in" \
+            -o "$W/ldso" -q 2>&1; echo "rc=$?")
+        case $o in *rc=0) ;; *) fail "run through $ld: $o" ;; esac
+        [ "$(ls "$W/ldso" | wc -l)" = 12 ] || fail "through the loader: $(ls "$W/ldso" | wc -l) outputs"
+    fi
+    # without /proc (a private mount namespace, where unprivileged ones are allowed)
+    if unshare -r -m true 2>/dev/null; then
+        o=$(timeout 120 unshare -r -m sh -c 'mount -t tmpfs none /proc && exec "$@"' sh "$PF" \
+            --plugin-path "$PLUG" run "$P/demo.json" "$W/in" -o "$W/noproc" -q 2>&1; echo "rc=$?")
+        case $o in *rc=0) ;; *) fail "without /proc: $o" ;; esac
+        [ "$(ls "$W/noproc" | wc -l)" = 12 ] || fail "without /proc: $(ls "$W/noproc" | wc -l) outputs"
+    fi
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
