@@ -51,7 +51,11 @@ static const cli_opt run_opts[] = {
      "take PNG files in subfolders of directory inputs too; outputs keep the tree below DIR"},
     {"--no-fuse", 0, NULL, "run every point stage on its own"},
     {"--max-launch-ms", 0, "MS", "split launches to stay under MS (GPU watchdog)"},
-    {"--profile", 0, NULL, "time every launch and print the times per stage"},
+    {"--profile", 0, NULL,
+     "time every launch and print the times per stage, with what --verbose adds"},
+    {"--verbose", 'v', NULL,
+     "after the summary, the plans built, the files run in bands and the time per file in "
+     "decode, engine and encode"},
     {"--dump-kernels", 0, "DIR",
      "write the source of every fused kernel generated into DIR, an existing writable folder"},
     {"--set", 0, "ID.PARAM=JSON",

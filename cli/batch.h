@@ -25,6 +25,7 @@ typedef struct run_opts {
     const char *joblog;
     const char *retry_failed;
     int profile;
+    int verbose; /* -v: the run's diagnostics after the summary (also with --profile) */
     int no_fuse;
     int quiet;
     int progress; /* -1 auto (a terminal), 0 off, 1 on */

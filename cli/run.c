@@ -610,6 +610,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->max_launch_ms = argv[++i];
         } else if (strcmp(a, "--profile") == 0) {
             o->profile = 1;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            o->verbose = 1;
         } else if (strcmp(a, "--dump-kernels") == 0 && v) {
             o->dump_kernels = argv[++i];
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -1728,15 +1730,19 @@ static void summary(sup *s, int was_interrupted)
     run_opts *o = s->o;
     clear_status(s);
     int n = o->n_inputs;
-    fprintf(stderr, "pipefuse: %d of %d input(s) done in %.2f s, %d failed", s->n_ok + s->n_skipped,
-            n, (now_ms() - s->t0) / 1e3, s->n_failed);
-    if (s->n_skipped)
+    /* -q: nothing on success; the diagnostics of a run only with -v or --profile */
+    int said = !o->quiet || s->n_failed || was_interrupted || s->joblog_err;
+    int diag = o->verbose || o->profile;
+    if (said)
+        fprintf(stderr, "pipefuse: %d of %d input(s) done in %.2f s, %d failed",
+                s->n_ok + s->n_skipped, n, (now_ms() - s->t0) / 1e3, s->n_failed);
+    if (said && s->n_skipped)
         fprintf(stderr, ", %d skipped (outputs exist)", s->n_skipped);
-    if (was_interrupted)
+    if (said && was_interrupted)
         fprintf(stderr, ", %d not run (interrupted)", n - s->n_ok - s->n_failed - s->n_skipped);
-    if (o->stdout_dir)
+    if (said && o->stdout_dir)
         fprintf(stderr, "; output to stdout\n");
-    else
+    else if (said)
         fprintf(stderr, "; outputs in %s\n", o->outdir);
     if (s->n_failed) {
         static const char *const kinds[] = {"failed", "crashed", "timed out", "name clash",
@@ -1762,14 +1768,14 @@ static void summary(sup *s, int was_interrupted)
                 "pipefuse: the joblog %s is incomplete (cannot write: %s): exit status 1 at "
                 "best, since a resume from it would be wrong\n",
                 o->joblog, strerror(s->joblog_err));
-    if (s->restarts)
+    if (s->restarts && (said || diag))
         fprintf(stderr, "pipefuse: the worker process was restarted %d time(s)\n", s->restarts);
-    if (!o->quiet)
+    if (diag)
         fprintf(stderr, "pipefuse: %llu plan(s) built\n", s->plans);
-    if (!o->quiet && s->n_banded)
+    if (diag && s->n_banded)
         fprintf(stderr, "pipefuse: %d file(s) run in bands of rows, decode to encode\n",
                 s->n_banded);
-    if (!o->quiet && s->n_timed)
+    if (diag && s->n_timed)
         fprintf(stderr,
                 "pipefuse: per file, on average: decode %.1f ms, engine %.1f ms (submit to "
                 "done), encode and write %.1f ms; each on its own thread, overlapping\n",

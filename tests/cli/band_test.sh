@@ -166,11 +166,11 @@ EOF
         fail "no plugin folder given: the position tests did not run"
     fi
     for p in point stencil multi resize vignette; do
-        pf run "$W/$p.json" "$W/in" -o "$W/$p.off" --band-rows off
+        pf run "$W/$p.json" "$W/in" -o "$W/$p.off" --band-rows off -v
         expect 0 "$p, whole frames"
         grep -q "in bands of rows" "$W/stderr" && fail "$p, --band-rows off: files run in bands"
         for rows in 1 5 16; do
-            pf run "$W/$p.json" "$W/in" -o "$W/$p.$rows" --band-rows "$rows"
+            pf run "$W/$p.json" "$W/in" -o "$W/$p.$rows" --band-rows "$rows" -v
             expect 0 "$p, --band-rows $rows"
             case $p in
             resize | vignette)
@@ -198,7 +198,7 @@ EOF
     expect 0 "two inputs, whole"
     for rows in 1 7; do
         pf run "$W/two.json" "$W/in/rgb8.png" --input "b=$W/second/rgb8.png" -o "$W/two.$rows" \
-            --band-rows "$rows"
+            --band-rows "$rows" -v
         expect 0 "two inputs, --band-rows $rows"
         says "$W/stderr" "run in bands of rows" "two inputs, --band-rows $rows"
         same "$W/two.off" "$W/two.$rows" "two inputs, --band-rows $rows"
@@ -217,7 +217,7 @@ EOF
     # --strip, the environment variable, and one lane per file
     pf run "$W/stencil.json" "$W/in" -o "$W/strip.off" --band-rows off --strip
     expect 0 "--strip, whole"
-    PIPEFUSE_BAND_ROWS=3 "$PF" run "$W/stencil.json" "$W/in" -o "$W/strip.3" --strip --jobs 2 \
+    PIPEFUSE_BAND_ROWS=3 "$PF" run "$W/stencil.json" "$W/in" -o "$W/strip.3" --strip --jobs 2 -v \
         --backend "$BACKEND" >"$W/stdout" 2>"$W/stderr"
     rc=$?
     expect 0 "PIPEFUSE_BAND_ROWS=3 --strip --jobs 2"
@@ -280,7 +280,7 @@ EOF
     "$HELPER" image "$W/mem/sq.png" 512 512 3 8 || fail "cli_helper image"
     pf run "$SRC/pipelines/sharpen.json" "$W/mem/sq.png" -o "$W/mem/sq_whole" --band-rows off
     expect 0 "sharpen, whole, no budget"
-    pf run "$SRC/pipelines/sharpen.json" "$W/mem/sq.png" -o "$W/mem/sq_auto" --max-memory 10M
+    pf run "$SRC/pipelines/sharpen.json" "$W/mem/sq.png" -o "$W/mem/sq_auto" --max-memory 10M -v
     expect 0 "sharpen, auto, --max-memory 10M"
     says "$W/stderr" "run in bands of rows" "sharpen, auto, --max-memory 10M"
     same "$W/mem/sq_whole" "$W/mem/sq_auto" "sharpen in bands under --max-memory 10M"

@@ -360,7 +360,7 @@ section_parallel() {
     "$HELPER" truncate "$W/in/f002.png" "$W/in/f007.png"
     echo "hello" >"$W/in/f013.png"
     : >"$W/in/f021.png"
-    pf run "$P/demo.json" "$W/in" -o "$W/par" --backend cpu --jobs 2
+    pf run "$P/demo.json" "$W/in" -o "$W/par" --backend cpu --jobs 2 -v
     expect 1 "a parallel batch with bad files"
     for bad in f007 f013 f021; do
         grep -F "$bad.png" "$W/stderr" | grep -q FAILED || fail "$bad.png not reported as failed"

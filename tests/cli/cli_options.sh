@@ -110,6 +110,23 @@ EOF
     grep -q '^\[' "$W/stderr" && fail "-q after run still prints progress"
     pf -q run "$P/demo.json" "$in" -o "$W/q" --backend cpu
     grep -q '^\[' "$W/stderr" && fail "-q before run still prints progress"
+    # -q prints nothing at all on success; the run's diagnostics only with -v or --profile
+    [ -s "$W/stderr" ] && fail "-q printed on success: $(cat "$W/stderr")"
+    pf run "$P/demo.json" "$in" -o "$W/q" --backend cpu
+    says "$W/stderr" "input(s) done" "the summary without -q"
+    grep -Eq "plan\(s\) built|per file, on average" "$W/stderr" &&
+        fail "diagnostics without -v: $(cat "$W/stderr")"
+    for v in -v --verbose --profile; do
+        pf run "$P/demo.json" "$in" -o "$W/q" --backend cpu -q "$v"
+        expect 0 "-q $v"
+        says "$W/stderr" "plan(s) built" "$v: the plans built"
+        says "$W/stderr" "per file, on average: decode" "$v: the time per file"
+    done
+    printf 'not a png' >"$W/bad.png"
+    pf run "$P/demo.json" "$in" "$W/bad.png" -o "$W/q" --backend cpu -q
+    expect 1 "-q with a failed input"
+    says "$W/stderr" "bad.png: FAILED" "-q: the failure"
+    says "$W/stderr" "1 of 2 input(s) done" "-q: the summary of a run that failed"
 
     # --threads after the command reaches the engine
     pf info --threads 3
