@@ -118,33 +118,41 @@ static int run_mapped(const pf_stage_args *a, map_fn map, pf_float4 fill)
 
 static const char *const gravities[] = {PF_GRAVITY_NAMES, NULL};
 
+static int pad_map(const void *params, int w, int h, int x, int y, int *sx, int *sy);
+
+static const char *const crop_outside[] = {"error", "clamp", "pad", NULL};
+
 static int crop_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                       size_t err_size)
 {
     const pf_crop_params *p = (const pf_crop_params *)params;
     long long x, y, w, h;
-    pf_crop_rect(p, in->width, in->height, &x, &y, &w, &h);
-    if (x < 0 || y < 0 || w < 1 || h < 1 || x + w > in->width || y + h > in->height)
+    if (pf_crop_size(p, in->width, in->height, &x, &y, &w, &h) != 0)
         return shape_error(err, err_size,
                            "crop: the %lldx%lld rectangle at %lld,%lld (x %d, y %d, width %d, "
                            "height %d, width_pct %g, height_pct %g, gravity %s) is outside the "
-                           "%dx%d input",
+                           "%dx%d input%s",
                            w, h, x, y, p->x, p->y, p->width, p->height, p->width_pct, p->height_pct,
-                           gravities[p->gravity], in->width, in->height);
-    out->width = (int)w;
-    out->height = (int)h;
-    return 0;
+                           gravities[p->gravity], in->width, in->height,
+                           p->outside == PF_CROP_CLAMP
+                               ? " and no part of it is left (outside clamp)"
+                               : "; \"outside\": \"clamp\" cuts it to the input, \"pad\" fills "
+                                 "the rest");
+    return set_shape("crop", in, (double)w, (double)h, out, err, err_size);
 }
 
-static int crop_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
+/* crop is pad's map from its corner: output (x, y) is input (x + x0, y + y0), or the
+   fill outside the input (outside pad only: the other rules keep the rectangle in). */
+static int crop_run(const pf_stage_args *a)
 {
-    long long x0, y0, cw, ch;
-    pf_crop_rect((const pf_crop_params *)params, w, h, &x0, &y0, &cw, &ch);
-    *sx = (int)(x + x0);
-    *sy = (int)(y + y0);
-    return 1;
+    const pf_crop_params *p = (const pf_crop_params *)a->params;
+    long long x0, y0;
+    pf_crop_origin(p, a->in[0].width, a->in[0].height, a->out.width, a->out.height, &x0, &y0);
+    pf_pad_params m = {.left = (int)-x0, .top = (int)-y0};
+    pf_stage_args shifted = *a;
+    shifted.params = &m;
+    return run_mapped(&shifted, pad_map, pf_f4(p->color[0], p->color[1], p->color[2], p->color[3]));
 }
-MAPPED_RUN(crop)
 
 static int flip_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
 {
@@ -257,6 +265,12 @@ static int pad_run(const pf_stage_args *a)
 
 /* ---- resize -------------------------------------------------------------------------------- */
 
+/* round_half_up(num / den) for num >= 0, den > 0, in integers. */
+static double div_round(long long num, long long den)
+{
+    return (double)((2 * num + den) / (2 * den));
+}
+
 static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                         size_t err_size)
 {
@@ -268,25 +282,25 @@ static int resize_shape(const void *params, const pf_shape *in, pf_shape *out, c
            it is exactly the box's; the other is derived as a width or height alone
            derives it, one product and one division, so an exact half stays a half and
            rounds up (in width * (height / in height) rounded twice: 11x22 into 100x15
-           made 7.4999999, 7 wide where "height": 15 makes 8). */
+           made 7.4999999, 7 wide where "height": 15 makes 8); in integers, exactly. */
         const long long bx = (long long)p->width * in->height,
                         by = (long long)p->height * in->width;
         const int by_width = p->fit == PF_FIT_INSIDE ? bx <= by : bx >= by;
         if (by_width)
-            w = p->width, h = (double)in->height * p->width / in->width;
+            w = p->width, h = div_round((long long)in->height * p->width, in->width);
         else
-            w = (double)in->width * p->height / in->height, h = p->height;
+            w = div_round((long long)in->width * p->height, in->height), h = p->height;
         if (p->shrink_only && (by_width ? p->width > in->width : p->height > in->height))
             w = in->width, h = in->height; /* a factor above 1: kept at 1 */
         return set_shape("resize", in, w, h, out, err, err_size);
     }
     if (p->width > 0 && p->height <= 0)
-        h = (double)in->height * p->width / in->width;
+        h = div_round((long long)in->height * p->width, in->width);
     else if (p->height > 0 && p->width <= 0)
-        w = (double)in->width * p->height / in->height;
+        w = div_round((long long)in->width * p->height, in->height);
     else if (p->width <= 0 && p->height <= 0) {
-        w = pf_round_param_size((double)in->width * p->scale);
-        h = pf_round_param_size((double)in->height * p->scale);
+        w = pf_decimal_size(in->width, p->scale, 0);
+        h = pf_decimal_size(in->height, p->scale, 0);
     }
     if (p->shrink_only && (w > in->width || h > in->height)) { /* both grow together */
         w = fmin(w, in->width);
@@ -466,6 +480,14 @@ static const pf_param_desc crop_params[] = {
                    "width kept in percent of the input's, when width is 0 (0: unused)"),
     PF_FLOAT_PARAM(pf_crop_params, height_pct, 0, 0, 100,
                    "height kept in percent of the input's, when height is 0 (0: unused)"),
+    ENUM_ROW(pf_crop_params, outside,
+             "a rectangle reaching outside the input: error, clamp (cut to the room the "
+             "input has at its place, so a thumbnail box larger than its input keeps the "
+             "input) or pad (the output is the whole rectangle, color outside the input)",
+             crop_outside),
+    {"color", "with outside pad: RGBA of the pixels outside the input",
+     PF_OFFSET(pf_crop_params, color), PF_PARAM_FLOAT_ARRAY, .min = PF_NO_MIN, .max = PF_NO_MAX,
+     .count = 4, .def_array = pad_color_def},
 };
 static const pf_param_desc flip_params[] = {
     ENUM_ROW(pf_flip_params, axis, "horizontal (mirror left-right), vertical (upside down) or both",
@@ -524,7 +546,7 @@ RESAMPLE(resize,
          resize_shape, 4);
 RESAMPLE(crop,
          "Keep a rectangle of the input, in pixels or percent, at a position or a gravity; "
-         "fails when it reaches outside",
+         "one reaching outside fails, or is cut to the input, or padded",
          crop_shape, 1);
 RESAMPLE(flip, "Mirror horizontally, vertically or both", same_shape, 1);
 RESAMPLE(rotate,

@@ -166,40 +166,47 @@ PF_GEOM_HD long long pf_gravity_y(int g, long long n, long long h, long long off
     return off;
 }
 
+/* What crop does with a rectangle that reaches outside the input: fail (the default),
+   cut it to what the input holds at its place, or fill what lies outside with color. */
+enum { PF_CROP_ERROR, PF_CROP_CLAMP, PF_CROP_PAD };
+
 typedef struct pf_crop_params {
     int x, y;          /* top left corner in the input; with a gravity, the offset inward */
     int width, height; /* 0: up to the right (bottom) edge, or from the percentages */
     int gravity;       /* PF_GRAVITY_* */
     float width_pct;   /* percent of the input's width, when width is 0; 0: unused */
     float height_pct;  /* percent of the input's height, when height is 0; 0: unused */
+    int outside;       /* PF_CROP_*: a rectangle reaching outside the input */
+    float color[4];    /* PF_CROP_PAD: RGBA of the pixels outside the input */
 } pf_crop_params;
 
-/* round_half_up(x) for a size computed from a float parameter (a scale, a percent):
-   a value within the parameter's float rounding below a half counts as the half (2^-23
-   of x, twice the rounding of a float), so 5 at scale 0.7, whose float is 0.69999999,
-   makes 4 pixels as the decimal written means, not 3. */
-PF_GEOM_HD double pf_round_param_size(double x)
+/* The top left corner, in the input, of crop's ow x oh output (its planned size) in a
+   w x h input: where the gravity puts a rectangle of that size. The host works the size
+   out (pf_crop_size); kernels take it from the output they write, so they need no
+   decimal arithmetic. */
+PF_GEOM_HD void pf_crop_origin(const pf_crop_params *p, int w, int h, int ow, int oh, long long *x,
+                               long long *y)
 {
-    return floor(x + 0.5 + fabs(x) * 1.1920928955078125e-7);
+    *x = pf_gravity_x(p->gravity, w, ow, p->x);
+    *y = pf_gravity_y(p->gravity, h, oh, p->y);
 }
 
-/* The kept rectangle in a w x h input (not checked against it). */
-PF_GEOM_HD void pf_crop_rect(const pf_crop_params *p, int w, int h, long long *x, long long *y,
-                             long long *cw, long long *ch)
-{
-    *cw = p->width > 0       ? p->width
-          : p->width_pct > 0 ? (long long)pf_round_param_size((double)w * p->width_pct / 100.0)
-          : p->gravity == PF_GRAVITY_NONE ? (long long)w - p->x
-                                          : (long long)w;
-    *ch = p->height > 0       ? p->height
-          : p->height_pct > 0 ? (long long)pf_round_param_size((double)h * p->height_pct / 100.0)
-          : p->gravity == PF_GRAVITY_NONE ? (long long)h - p->y
-                                          : (long long)h;
-    *cw = *cw < 1 && p->width <= 0 && p->width_pct > 0 ? 1 : *cw; /* a percent: 1 at least */
-    *ch = *ch < 1 && p->height <= 0 && p->height_pct > 0 ? 1 : *ch;
-    *x = pf_gravity_x(p->gravity, w, *cw, p->x);
-    *y = pf_gravity_y(p->gravity, h, *ch, p->y);
-}
+#ifndef __CUDACC__
+/* geometry_size.c, host only. round_half_up(n * f), f taken as the decimal written:
+   the shortest decimal that reads back as the float f (2.867, not 2.86700010...), the
+   product computed exactly in integers; percent divides it by 100 first, exactly too.
+   So 2297 x 2.867 = 6585.499 gives 6585 and 5 x 0.7 = 3.5 gives 4. A result beyond
+   2^53 is returned as a double that large (the caller refuses it). */
+double pf_decimal_size(long long n, float f, int percent);
+
+/* crop's output size for a w x h input by the params (pixels, percents rounded by
+   pf_decimal_size, at least 1), after p->outside's rule, and its top left corner in the
+   input (pf_crop_origin). 0, or -1 when the rectangle is not fully inside the input and
+   outside is PF_CROP_ERROR, or when PF_CROP_CLAMP leaves nothing: *cw, *ch, *x and *y
+   are then the rectangle asked for. */
+int pf_crop_size(const pf_crop_params *p, int w, int h, long long *x, long long *y, long long *cw,
+                 long long *ch);
+#endif
 
 enum { PF_FLIP_HORIZONTAL, PF_FLIP_VERTICAL, PF_FLIP_BOTH };
 typedef struct pf_flip_params {
@@ -266,15 +273,24 @@ PF_GEOM_HD void pf_rotate_source(double s, double c, int ow, int oh, int iw, int
     *fx = PF_GA(sx, -lx), *fy = PF_GA(sy, -ly);
 }
 
-/* The output size of a turn by deg of a w x h input: the bounding box, rounded. */
+/* The output size of a turn by deg of a w x h input: the bounding box, each side grown
+   to the next integer of the parity that keeps the pixel grid (centres on centres near
+   the centre): the input's width for the output's width while the turn is nearer a
+   half turn than a quarter (|cos| >= |sin|), its height nearer a quarter turn, and the
+   other way for the height. A one-pixel margin on one side only would shift every
+   pixel by half a pixel and make each a 2x2 mean. */
 PF_GEOM_HD void pf_rotated_size(double deg, int w, int h, double *ow, double *oh)
 {
     double s, c;
     pf_sincos_deg(deg, &s, &c);
     s = fabs(s), c = fabs(c);
+    const int quarter = s > c; /* the output's x runs along the input's y */
+    const double pw = quarter ? h : w, ph = quarter ? w : h;
     /* a box edge within 1e-9 of an integer is that integer (no sliver from rounding) */
-    *ow = ceil((double)w * c + (double)h * s - 1e-9);
-    *oh = ceil((double)w * s + (double)h * c - 1e-9);
+    double bw = ceil((double)w * c + (double)h * s - 1e-9);
+    double bh = ceil((double)w * s + (double)h * c - 1e-9);
+    *ow = bw + (fmod(bw + pw, 2.0) != 0);
+    *oh = bh + (fmod(bh + ph, 2.0) != 0);
 }
 
 /* A weighted sum of pixels in double, for resize and rotate by any angle, shared by the

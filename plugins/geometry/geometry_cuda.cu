@@ -49,11 +49,15 @@ __global__ void __launch_bounds__(M_X *M_Y)
     int sx, sy;
     float4 v;
     if (MAP == MAP_CROP) {
-        long long x0, y0, cw, ch; /* geometry.h: pixels or percent, at a gravity */
-        pf_crop_rect((const pf_crop_params *)params, w, h, &x0, &y0, &cw, &ch);
+        const pf_crop_params *p = (const pf_crop_params *)params;
+        long long x0, y0; /* geometry.h: where the gravity puts the planned size */
+        pf_crop_origin(p, w, h, out.width, out.height, &x0, &y0);
         sx = x + (int)x0;
         sy = y + (int)y0;
-        v = pf_at_clamped_d(in, sx, sy);
+        if (sx >= 0 && sx < w && sy >= 0 && sy < h)
+            v = pf_row_d(in, sy)[sx];
+        else /* outside pad */
+            v = make_float4(p->color[0], p->color[1], p->color[2], p->color[3]);
     } else if (MAP == MAP_FLIP) {
         const int axis = ((const pf_flip_params *)params)->axis;
         sx = axis == PF_FLIP_VERTICAL ? x : w - 1 - x;

@@ -171,8 +171,9 @@ static int run_lines(const pf_native_args *a, row_line (*line)(const pf_native_a
 
 static row_line crop_line(const pf_native_args *a, int y)
 {
-    long long x0, y0, cw, ch;
-    pf_crop_rect((const pf_crop_params *)a->params, a->in_width, a->in_height, &x0, &y0, &cw, &ch);
+    long long x0, y0;
+    pf_crop_origin((const pf_crop_params *)a->params, a->in_width, a->in_height, a->out_width,
+                   a->out_height, &x0, &y0);
     return (row_line){x0, y0 + y, 1, 0};
 }
 
@@ -211,7 +212,10 @@ int crop_native_ok(const void *params)
 
 int crop_native(const pf_native_args *a)
 {
-    return run_lines(a, crop_line, zero_px);
+    const float *c = ((const pf_crop_params *)a->params)->color; /* outside pad */
+    unsigned char fill[4 * sizeof(float)];
+    a->from_float4(a, pf_f4(c[0], c[1], c[2], c[3]), fill);
+    return run_lines(a, crop_line, fill);
 }
 
 int flip_native_ok(const void *params)

@@ -237,7 +237,7 @@ static void test_decimal_sizes(pf_rng *r)
                "%dx%d at scale %g: %dx%d, not %dx%d", rc[i].w, rc[i].h, rc[i].scale, out.width,
                out.height, rc[i].ow, rc[i].oh);
     }
-    pf_crop_params c = {0, 0, 0, 0, PF_GRAVITY_CENTER, 0.7f, 50};
+    pf_crop_params c = {0, 0, 0, 0, PF_GRAVITY_CENTER, 0.7f, 50, 0, {0, 0, 0, 0}};
     pf_shape in = {500, 7}, out = {0, 0};
     CHECK(cr->shape(&c, &in, &out, err, sizeof err) == 0);
     CHECKF(out.width == 4 && out.height == 4, "crop 0.7%% x 50%% of 500x7: %dx%d, not 4x4",
@@ -443,12 +443,20 @@ static void test_crop(pf_rng *r)
         pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
         int x = pf_rng_range(r, 0, w - 1), y = pf_rng_range(r, 0, h - 1);
         pf_crop_params cases[] = {
-            {0, 0, 0, 0, 0, 0, 0}, /* all */
-            {0, 0, w, h, 0, 0, 0}, /* all */
-            {x, y, 1, 1, 0, 0, 0}, /* a pixel */
-            {x, y, 0, 0, 0, 0, 0}, /* to the edges */
-            {x, y, pf_rng_range(r, 1, w - x), pf_rng_range(r, 1, h - y), 0, 0, 0}, /* random */
-            {w - 1, h - 1, 1, 1, 0, 0, 0},                                         /* last pixel */
+            {0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}}, /* all */
+            {0, 0, w, h, 0, 0, 0, 0, {0, 0, 0, 0}}, /* all */
+            {x, y, 1, 1, 0, 0, 0, 0, {0, 0, 0, 0}}, /* a pixel */
+            {x, y, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}}, /* to the edges */
+            {x,
+             y,
+             pf_rng_range(r, 1, w - x),
+             pf_rng_range(r, 1, h - y),
+             0,
+             0,
+             0,
+             0,
+             {0, 0, 0, 0}},                                 /* random */
+            {w - 1, h - 1, 1, 1, 0, 0, 0, 0, {0, 0, 0, 0}}, /* last pixel */
         };
         for (int c = 0; c < PF_COUNTOF(cases); c++) {
             const pf_crop_params *p = &cases[c];
@@ -467,9 +475,13 @@ static void test_crop(pf_rng *r)
         }
         /* Outside the input: an error that names both sizes. */
         pf_crop_params bad[] = {
-            {w, 0, 0, 0, 0, 0, 0},         {0, h, 0, 0, 0, 0, 0}, {0, 0, w + 1, h, 0, 0, 0},
-            {0, 0, w, h + 1, 0, 0, 0},     {1, 0, w, h, 0, 0, 0}, {0, h - 1, 1, 2, 0, 0, 0},
-            {x, y, w - x + 1, 1, 0, 0, 0},
+            {w, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}},
+            {0, h, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}},
+            {0, 0, w + 1, h, 0, 0, 0, 0, {0, 0, 0, 0}},
+            {0, 0, w, h + 1, 0, 0, 0, 0, {0, 0, 0, 0}},
+            {1, 0, w, h, 0, 0, 0, 0, {0, 0, 0, 0}},
+            {0, h - 1, 1, 2, 0, 0, 0, 0, {0, 0, 0, 0}},
+            {x, y, w - x + 1, 1, 0, 0, 0, 0, {0, 0, 0, 0}},
         };
         for (int c = 0; c < PF_COUNTOF(bad); c++) {
             char err[256], insize[32], req[64];

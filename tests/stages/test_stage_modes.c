@@ -229,8 +229,12 @@ static img ref_rotate(const img *in, double deg, int expand, const float fill[4]
         s = round(s), c = round(c);
     int ow = in->w, oh = in->h;
     if (expand) {
+        /* the box, grown to the parity of the input side it runs along (docs/stages.md) */
+        const int q = fabs(s) > fabs(c);
         ow = (int)ceil(in->w * fabs(c) + in->h * fabs(s) - 1e-9);
         oh = (int)ceil(in->w * fabs(s) + in->h * fabs(c) - 1e-9);
+        ow += (ow - (q ? in->h : in->w)) & 1;
+        oh += (oh - (q ? in->w : in->h)) & 1;
     }
     img out = {ow, oh, malloc(sizeof(float) * 4 * (size_t)ow * oh)};
     for (int y = 0; y < oh; y++)
