@@ -121,8 +121,9 @@ void cli_names_free(void);
    refused after -o DIR was made leaves no folder behind. */
 int cli_make_outdir(const char *dir, int *made, char *err, size_t errn);
 void cli_unmake_outdir(const char *dir, int made);
-/* Creates the folders below outdir that name needs. */
-int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t errn);
+/* Creates the folders below the output folder (dirfd; outdir for messages) that name
+   needs, never through a symbolic link (refused, named). */
+int cli_names_mkdirs(int dirfd, const char *outdir, const char *name, char *err, size_t errn);
 /* `pipefuse plugin check LIB.so` (plugin_check.c); argv[0] is the subcommand. */
 int cli_plugin(int argc, char **argv, const cli_common *c);
 int cli_bench(int argc, char **argv, const cli_common *c);

@@ -41,6 +41,15 @@ typedef struct run_args {
     int n_files;
     struct stat out_st; /* -o DIR when it exists */
     int out_exists;
+    /* --recursive: the folders listed so far, by device and inode (open addressing), so
+       that links to a folder above (or two links to one folder) list it once */
+    struct folder_id {
+        dev_t dev;
+        ino_t ino;
+        int used;
+    } * seen;
+    size_t seen_cap, n_seen;
+    int n_looped; /* folders reached again and not listed */
 } run_args;
 
 static int grow(void **v, int n, size_t size)
@@ -94,8 +103,42 @@ static int add_file(run_args *r, const char *path, const char *dir, int listed)
     return 0;
 }
 
+static volatile sig_atomic_t stop_signal;
+
+/* Marks folder st listed: 1 when it was already (a link led to it again), 0 when new,
+   -1 without memory. */
+static int seen_folder(run_args *r, const struct stat *st)
+{
+    if (2 * (r->n_seen + 1) > r->seen_cap) { /* grown at half full, everything re-placed */
+        size_t cap = r->seen_cap ? 2 * r->seen_cap : 64;
+        struct folder_id *n = calloc(cap, sizeof *n);
+        if (!n)
+            return -1;
+        for (size_t k = 0; k < r->seen_cap; k++) {
+            if (!r->seen[k].used)
+                continue;
+            size_t h = ((size_t)r->seen[k].dev * 31u + (size_t)r->seen[k].ino) & (cap - 1);
+            while (n[h].used)
+                h = (h + 1) & (cap - 1);
+            n[h] = r->seen[k];
+        }
+        free(r->seen);
+        r->seen = n;
+        r->seen_cap = cap;
+    }
+    size_t h = ((size_t)st->st_dev * 31u + (size_t)st->st_ino) & (r->seen_cap - 1);
+    for (; r->seen[h].used; h = (h + 1) & (r->seen_cap - 1))
+        if (r->seen[h].dev == st->st_dev && r->seen[h].ino == st->st_ino)
+            return 1;
+    r->seen[h] = (struct folder_id){st->st_dev, st->st_ino, 1};
+    r->n_seen++;
+    return 0;
+}
+
 /* The *.png files of root/rel (sorted), and with --recursive its subfolders' (sorted,
-   after the files), never the output folder itself when it lies inside. */
+   after the files), never the output folder itself when it lies inside, and each folder
+   once (by identity: a link to a folder above would list the tree again and again).
+   -2 when a signal stopped it (Ctrl-C or SIGTERM while a large tree is listed). */
 static int list_dir(run_args *r, const char *root, const char *rel, int depth)
 {
     char path[4096];
@@ -105,14 +148,36 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
         fprintf(stderr, "pipefuse run: %s%s: the path is too long\n", root, rel);
         return -1;
     }
+    if (stop_signal)
+        return -2;
     DIR *d = opendir(path);
+    struct stat dst;
     if (!d) {
         fprintf(stderr, "pipefuse run: %s: %s\n", path, strerror(errno));
         return -1;
     }
+    int again = fstat(dirfd(d), &dst) == 0 ? seen_folder(r, &dst) : 0;
+    if (again != 0) {
+        closedir(d);
+        if (again < 0) {
+            fprintf(stderr, "pipefuse run: out of memory listing %s\n", path);
+            return -1;
+        }
+        if (!r->quiet && r->n_looped < 3)
+            fprintf(stderr,
+                    "pipefuse run: %s: this folder is listed already (reached again through "
+                    "a link); not listed twice\n",
+                    path);
+        r->n_looped++;
+        return 0;
+    }
     char **files = NULL, **dirs = NULL;
     int nf = 0, nd = 0, rc = 0;
     for (struct dirent *de; rc == 0 && (de = readdir(d));) {
+        if (stop_signal) {
+            rc = -2;
+            break;
+        }
         if (de->d_name[0] == '.')
             continue;
         char *full = NULL;
@@ -138,7 +203,7 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
         }
     }
     closedir(d);
-    if (rc != 0)
+    if (rc == -1)
         fprintf(stderr, "pipefuse run: out of memory listing %s\n", path);
     if (nf)
         qsort(files, (size_t)nf, sizeof *files, cmp_str);
@@ -206,8 +271,7 @@ static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r
 
 /* Ctrl-C or SIGTERM before the batch starts (run.c has its own handler from then
    on): a read of stdin or of a piped pipeline stops, so that the private temporary
-   folder is removed instead of left behind. */
-static volatile sig_atomic_t stop_signal;
+   folder is removed instead of left behind, and so does the listing of the inputs. */
 static void on_stop(int sig)
 {
     stop_signal = sig;
@@ -530,6 +594,7 @@ static void free_args(run_args *r)
         free(r->files[i].dir);
     }
     free(r->files);
+    free(r->seen);
     free(r->pass);
     free(r->positional);
 }
@@ -716,12 +781,27 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         const char *a = spooled ? spool_path : r.positional[i];
         struct stat st;
         int is_dir = stat(a, &st) == 0 && S_ISDIR(st.st_mode), before = r.n_files;
-        if ((is_dir ? list_dir(&r, a, "", 0) : add_file(&r, a, "", 0)) != 0)
+        /* folders once per argument: the same folder under two arguments ("-r tree
+           tree/a") is the same files given twice, which take_once names */
+        memset(r.seen, 0, sizeof *r.seen * r.seen_cap);
+        r.n_seen = 0;
+        int got = is_dir ? list_dir(&r, a, "", 0) : add_file(&r, a, "", 0);
+        if (got == -2 || (got == 0 && stop_signal)) {
+            fprintf(stderr, "pipefuse run: interrupted while listing the inputs; nothing run\n");
+            status = 130;
+            goto done;
+        }
+        if (got != 0)
             goto done;
         if (is_dir && r.n_files == before)
             fprintf(stderr, "pipefuse run: %s: no .png files in this directory%s\n", a,
                     r.recursive ? " or below" : "");
     }
+    if (!r.quiet && r.n_looped > 3)
+        fprintf(stderr,
+                "pipefuse run: %d more folders reached again through links; not listed "
+                "twice\n",
+                r.n_looped - 3);
     if (take_once(&r) != 0)
         goto oom;
     for (int i = 0; i < r.n_files; i++)

@@ -12,6 +12,7 @@
  * (cli_output_key) and gives a retried input the ones it had (cli_names_fix).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,24 +485,55 @@ void cli_unmake_outdir(const char *dir, int made)
     free(tmp);
 }
 
-/* Creates every folder below outdir that the name of an output needs. */
-int cli_names_mkdirs(const char *outdir, const char *name, char *err, size_t errn)
+/* Creates every folder below the output folder (dirfd, shown as outdir) that the name
+   of an output needs, a component at a time relative to the one above, never through a
+   link: a link planted where a folder of the name goes (by another user of a shared
+   folder) is refused, not followed, as outfile.c's open_parent refuses it. */
+int cli_names_mkdirs(int dirfd, const char *outdir, const char *name, char *err, size_t errn)
 {
-    char path[4096];
-    for (const char *s = strchr(name, '/'); s; s = strchr(s + 1, '/')) {
-        int n = snprintf(path, sizeof path, "%s/%.*s", outdir, (int)(s - name), name);
-        if (n < 0 || (size_t)n >= sizeof path) {
-            snprintf(err, errn, "%s/%s: the name is too long", outdir, name);
-            return -1;
+    int fd = dirfd, rc = 0;
+    for (const char *c = name, *s; rc == 0 && (s = strchr(c, '/')); c = s + 1) {
+        char part[NAME_MAX + 1];
+        size_t len = (size_t)(s - c);
+        if (len > NAME_MAX) {
+            snprintf(err, errn, "%s/%.*s...: a folder name over %d bytes", outdir,
+                     (int)(s - name > 200 ? 200 : s - name), name, NAME_MAX);
+            rc = -1;
+            break;
         }
-        if (make_folder(path) < 0) {
-            if (errno == ENOTDIR)
-                snprintf(err, errn, "cannot create the folder %s: it exists and is not a folder",
-                         path);
+        memcpy(part, c, len);
+        part[len] = 0;
+        if (mkdirat(fd, part, 0777) != 0 && errno != EEXIST) {
+            snprintf(err, errn, "cannot create the folder %s/%.*s: %s", outdir, (int)(s - name),
+                     name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        int next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            int e = errno;
+            struct stat st;
+            int link = fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+            if (link || e == ELOOP)
+                snprintf(err, errn,
+                         "%s/%.*s is a symbolic link: folders of output names are not made or "
+                         "entered through links",
+                         outdir, (int)(s - name), name);
+            else if (e == ENOTDIR)
+                snprintf(err, errn,
+                         "cannot create the folder %s/%.*s: it exists and is not a folder", outdir,
+                         (int)(s - name), name);
             else
-                snprintf(err, errn, "cannot create %s: %s", path, strerror(errno));
-            return -1;
+                snprintf(err, errn, "cannot open the folder %s/%.*s: %s", outdir, (int)(s - name),
+                         name, strerror(e));
+            rc = -1;
+            break;
         }
+        if (fd != dirfd)
+            close(fd);
+        fd = next;
     }
-    return 0;
+    if (fd != dirfd)
+        close(fd);
+    return rc;
 }

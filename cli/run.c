@@ -1663,7 +1663,8 @@ static void precheck(sup *s)
                              "output %.1024s was written for %.1024s (joblog %.1024s): not "
                              "replaced; give the original run's directory arguments",
                              f, o->claimed_by[c], o->retry_failed);
-            if (!msg[0] && strchr(f, '/') && cli_names_mkdirs(o->outdir, f, why, sizeof why) != 0)
+            if (!msg[0] && strchr(f, '/') &&
+                cli_names_mkdirs(s->dirfd, o->outdir, f, why, sizeof why) != 0)
                 snprintf(msg, sizeof msg, "%s", why);
             if (msg[0]) {
                 free(f);

@@ -16,7 +16,8 @@
 # shards (N processes, every output once), interrupt (Ctrl-C), limits (--max-memory,
 # a directory without PNGs), names (long input names and output directories), gpu
 # (the batch on the GPU, a kernel that traps; exit 77 without a GPU), start (the worker
-# starts under a low descriptor limit, without /proc, through the dynamic loader).
+# starts under a low descriptor limit, without /proc, through the dynamic loader), links
+# (-r over links to a folder above, --name folders through a planted link).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -1025,8 +1026,41 @@ section_start() {
     fi
 }
 
+# ---- links: -r lists a folder once however many links lead to it; folders of --name
+# are never made or entered through a planted link ----------------------------------------
+section_links() {
+    mkdir -p "$W/tree/a" "$W/victim" "$W/out" "$W/gen"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    cp "$W/gen/rgb8.png" "$W/tree/top.png"
+    cp "$W/gen/rgba8.png" "$W/tree/a/low.png"
+    ln -s .. "$W/tree/a/up1"
+    ln -s .. "$W/tree/a/up2"
+    ln -s ../../tree "$W/tree/a/again"
+    timeout 120 "$PF" --plugin-path "$PLUG" run "$P/demo.json" -r "$W/tree" -o "$W/rec" \
+        >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 0 "-r over links to a folder above"
+    says "$W/stderr" "listed already" "the folder reached again said"
+    says "$W/stderr" "2 of 2 input(s) done" "each file once"
+    [ "$(ls -R "$W/rec" | grep -c '\.png$')" = 2 ] || fail "-r over links: $(ls -R "$W/rec")"
+    # a link where a folder of a --name template goes: the input fails, nothing is
+    # written through it
+    ln -s "$W/victim" "$W/out/thumbs"
+    pf run "$P/demo.json" "$W/tree/top.png" -o "$W/out" --name 'thumbs/{stem}.{output}.{ext}'
+    expect 1 "--name through a planted link"
+    says "$W/stderr" "is a symbolic link" "the link named"
+    [ -z "$(ls -A "$W/victim")" ] || fail "written through the link: $(ls -A "$W/victim")"
+    ln -s "$W/victim" "$W/out/deep"
+    pf run "$P/demo.json" "$W/tree/top.png" -o "$W/out" --name 'deep/x/{stem}.{output}.{ext}'
+    expect 1 "--name through a planted link, a folder below it"
+    [ -z "$(ls -A "$W/victim")" ] || fail "a folder made through the link: $(ls -A "$W/victim")"
+    pf run "$P/demo.json" "$W/tree/top.png" -o "$W/out" --name 'real/x/{stem}.{output}.{ext}'
+    expect 0 "--name with folders of its own"
+    exists "$W/out/real/x/top.result.png"
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
