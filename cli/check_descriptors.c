@@ -75,15 +75,19 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index)
     const char *label = d.name && d.name[0] ? d.name : "(unnamed)";
     char callee[64];
     int line = 0;
-    if (d.kind == PF_STAGE_POINT && d.point_source &&
-        pc_forbidden_call(d.point_source, callee, sizeof callee, &line))
+    /* every header the engine compiles into kernels: a point op's, a stencil's functions */
+    const char *form = d.kind == PF_STAGE_POINT                       ? "the op header"
+                       : d.kind == PF_STAGE_STENCIL && d.stencil_fn   ? "stencil_fn's header"
+                       : d.kind == PF_STAGE_STENCIL && d.separable_fn ? "separable_fn's header"
+                                                                      : NULL;
+    if (form && d.point_source && pc_forbidden_call(d.point_source, callee, sizeof callee, &line))
         fail(c,
-             "a point op may call only its own PF_POINT_FN functions, the pf_* helpers and "
-             "PF_* macros of pipefuse/point.h, and the maths functions docs/plugins.md "
-             "lists (no I/O, memory or process functions: the op runs once per pixel, on "
-             "the GPU too)",
-             "%s: the op header calls %s() (line %d), which a point op may not use", label, callee,
-             line);
+             "a fused function (point op, stencil_fn, separable_fn) may call only its "
+             "header's own PF_POINT_FN functions, the pf_* helpers and PF_* macros of "
+             "pipefuse/point.h, and the maths functions docs/plugins.md lists (no I/O, memory "
+             "or process functions: it runs once per pixel, on the GPU too)",
+             "%s: %s (point_source) calls %s() (line %d), which a fused function may not use",
+             label, form, callee, line);
     if (c->failed == failed && d.n_params == 0)
         pass(c, "%s: %s, %d input%s, no parameters", label, pc_kind_names[d.kind], d.n_inputs,
              d.n_inputs > 1 ? "s" : "");

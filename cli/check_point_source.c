@@ -5,14 +5,19 @@
 
 /* ---- What a point op may call ---------------------------------------------------------------- */
 
-/* The maths functions an op may call besides the pf_* helpers and PF_* macros of point.h:
-   the C99 float functions that CUDA provides under the same names (docs/plugins.md lists
-   them with how closely CPU and GPU agree). */
+/* The maths functions a fused function (point op, stencil_fn, separable_fn) may call
+   besides the pf_* helpers and PF_* macros of point.h: the C99 float and double functions
+   that CUDA provides under the same names (docs/plugins.md lists them with how closely
+   CPU and GPU agree). */
 static const char *const op_maths[] = {
-    "sqrtf",  "cbrtf", "powf",      "expf",   "exp2f",  "expm1f", "logf",  "log2f",  "log10f",
-    "log1pf", "sinf",  "cosf",      "tanf",   "asinf",  "acosf",  "atanf", "atan2f", "sinhf",
-    "coshf",  "tanhf", "floorf",    "ceilf",  "roundf", "truncf", "rintf", "fabsf",  "fminf",
-    "fmaxf",  "fmodf", "copysignf", "hypotf", "fmaf",   NULL};
+    "sqrtf", "cbrtf", "powf", "expf", "exp2f", "expm1f", "logf", "log2f", "log10f", "log1pf",
+    "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "atan2f", "sinhf", "coshf", "tanhf",
+    "floorf", "ceilf", "roundf", "truncf", "rintf", "fabsf", "fminf", "fmaxf", "fmodf", "copysignf",
+    "hypotf", "fmaf",
+    /* their double versions, which CUDA provides too: a separable_fn's taps are doubles */
+    "sqrt", "cbrt", "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "round",
+    "trunc", "rint", "fabs", "fmin", "fmax", "fmod", "copysign", "hypot", "fma", NULL};
 
 /* Words followed by '(' that are not calls. */
 static const char *const op_keywords[] = {"if",      "for", "while", "switch",   "return", "sizeof",

@@ -335,6 +335,88 @@ void pc_check_determinism(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *
     pass(c, "deterministic: a second run, a fresh pipeline and one thread give the same bits");
 }
 
+/* The plan's line about stage s: "S: s (...)" or "R: s (...)" where it runs as a
+   generated kernel, else the "s (name) declares ..., not fused: why" line. 1 when it
+   fuses, 0 when not (line holds the reason), -1 when the plan cannot be printed. */
+static int fused_line(const pc_run *r, char *line, size_t size)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return -1;
+    int rc = pf_pipeline_print_plan(r->p, f);
+    if (fclose(f) != 0 || rc != PF_OK) {
+        free(text);
+        return -1;
+    }
+    int found = -1;
+    line[0] = 0;
+    for (char *l = text; l && *l && found < 0;) {
+        char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        while (n && *l == ' ')
+            l++, n--;
+        if ((strncmp(l, "S: s (", 6) == 0 || strncmp(l, "R: s (", 6) == 0))
+            found = 1;
+        else if (strncmp(l, "s (", 3) == 0 && strstr(l, "not fused"))
+            found = 0;
+        if (found >= 0)
+            snprintf(line, size, "%.*s", (int)n, l);
+        l = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    return found < 0 ? 0 : found;
+}
+
+/* A stencil or reduce declaring a generated kernel (stencil_fn, separable_fn,
+   reduce_sum): the plan runs it so, and NVRTC compiles that kernel. */
+static void check_fused_kernel(pc *c, const pf_stage_desc *d, pc_run *chain, const char *label)
+{
+    const char *field = d->kind == PF_STAGE_REDUCE && d->reduce_sum      ? "reduce_sum"
+                        : d->kind == PF_STAGE_STENCIL && d->stencil_fn   ? "stencil_fn"
+                        : d->kind == PF_STAGE_STENCIL && d->separable_fn ? "separable_fn"
+                                                                         : NULL;
+    if (!field)
+        return;
+    char line[1024];
+    int fused = fused_line(chain, line, sizeof line);
+    if (fused < 0) {
+        fail(c, NULL, "fusion: the plan of %s cannot be printed", label);
+        return;
+    }
+    if (!fused) {
+        warn(c,
+             "fusion: %s declares %s, but the engine does not run it as a generated kernel in "
+             "%s: %s",
+             d->name, field, label, line[0] ? line : "(no reason given)");
+        return;
+    }
+    pass(c, "fusion: in %s the GPU runs %s as the engine's kernel: %s", label, d->name, line);
+    int n = 0;
+    pc_doing("stage %s: NVRTC compile of %s", d->name, label);
+    int rc = pf_pipeline_build_kernels(chain->p, c->o.arch, c->o.dump_dir, &n);
+    if (rc == PF_OK)
+        pass(c, "NVRTC compiles the generated kernels of %s for sm_%d (%d)%s%s", label, c->o.arch,
+             n, c->o.dump_dir ? "; source in " : "", c->o.dump_dir ? c->o.dump_dir : "");
+    else if (rc == PF_UNSUPPORTED)
+        skip(c, "NVRTC compile: skipped (%s)", pf_pipeline_errmsg(chain->p));
+    else
+        fail(c,
+             d->kind == PF_STAGE_REDUCE
+                 ? "report this to the pipefuse developers with the plugin: a summing reduce's "
+                   "kernel is the engine's own"
+                 : "the header point_source holds must compile as CUDA C++ after "
+                   "pipefuse/point.h alone, define the function the descriptor names with "
+                   "PF_POINT_FN and the signature docs/plugins.md gives, and params_type must "
+                   "name its params struct (rerun with --dump-kernels DIR to see the generated "
+                   "source)",
+             "%s: NVRTC cannot compile the generated kernel of %s (%s %s): %s", d->name, label,
+             field,
+             d->kind == PF_STAGE_REDUCE ? "" : (d->stencil_fn ? d->stencil_fn : d->separable_fn),
+             pf_pipeline_errmsg(chain->p));
+}
+
 /* Between built-in stages: fused and unfused CPU runs, fusion, NVRTC. Leaves the chain's
    CPU run (fused) in *chain for the GPU checks; returns 0 when there is one. */
 int pc_check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in, char *json,
@@ -375,8 +457,10 @@ int pc_check_chain(pc *c, const pf_stage_desc *d, pc_params *ps, pc_img *in, cha
              "fused against unfused on the CPU (%s): %s", label, why);
     else
         pass(c, "fused against unfused on the CPU (%s): the same bits", label);
-    if (d->kind != PF_STAGE_POINT)
+    if (d->kind != PF_STAGE_POINT) {
+        check_fused_kernel(c, d, chain, label);
         return 0;
+    }
 
     pf_unit_info u;
     if (pc_unit_of_s(chain, &u) < 0) {

@@ -1,6 +1,7 @@
 /* cli/check_stage.c: `pipefuse plugin check`, the checks of one loaded stage in order:
    its parameter sets, CPU runs, determinism, regions (or point rows and a per-channel
-   claim, or banded partials), the radius, the chain with built-in stages, then the GPU. */
+   claim, or banded partials), the radius, the fused forms it declares run on the CPU, the
+   chain with built-in stages, then the GPU. */
 #include "plugin_check.h"
 
 void pc_check_stage(pc *c, const pf_stage_desc *d)
@@ -51,6 +52,7 @@ void pc_check_stage(pc *c, const pf_stage_desc *d)
         if (d->kind == PF_STAGE_POINT && (d->flags & PF_STAGE_PER_CHANNEL))
             pc_check_per_channel(c, d, &sets[s], set_names[s], n_in);
     }
+    pc_check_fused_forms(c, d, sets, 2, set_names, in, cpu);
     int have_chain = pc_check_chain(c, d, &sets[0], in, chain_json, sizeof chain_json, &chain) == 0;
     pc_check_gpu(c, d, sets, 2, set_names, in, cpu, have_chain ? chain_json : NULL, &chain);
 out:

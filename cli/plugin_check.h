@@ -183,6 +183,13 @@ void pc_check_gpu(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets,
                   const char *const *set_names, pc_img *in, pc_run *cpu, const char *chain_json,
                   pc_run *chain);
 
+/* ---- check_fused.c ---------------------------------------------------------------------- */
+
+/* The fused forms d declares (point op, stencil_fn, separable_fn, reduce_sum) compiled for
+   the host and run against the stage's own CPU runs cpu[s]. */
+void pc_check_fused_forms(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets,
+                          const char *const *set_names, pc_img *in, pc_run *cpu);
+
 /* ---- check_descriptors.c ---------------------------------------------------------------- */
 
 void *pc_check_descriptor(pc *c, const pf_plugin_desc **pdo);

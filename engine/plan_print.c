@@ -216,6 +216,79 @@ static void print_fused_stencils(const pf_pipeline *p, FILE *f, const pf_fusion_
     }
 }
 
+/* The field by which stage d declares a generated kernel of its own (a stencil's
+   stencil_fn or separable_fn, a reduce's reduce_sum), or NULL. */
+static const char *declared_form(const pf_stage_desc *d)
+{
+    if (d->kind == PF_STAGE_REDUCE && d->reduce_sum)
+        return "reduce_sum";
+    if (d->kind == PF_STAGE_STENCIL && d->stencil_fn)
+        return "stencil_fn";
+    if (d->kind == PF_STAGE_STENCIL && d->separable_fn)
+        return "separable_fn";
+    return NULL;
+}
+
+/* Stencils and reduces that declare a generated kernel the plan does not run, and why:
+   on the GPU they run their own run_cuda. */
+static void print_not_fused(const pf_pipeline *p, FILE *f, const pf_fusion_view *v)
+{
+    const pf_plan *plan = p->plan;
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if ((u->kind != PF_UNIT_STENCIL && u->kind != PF_UNIT_REDUCE) ||
+            v->fused[ui] == PF_FUSE_KERNEL || u->n_nodes != 1)
+            continue;
+        const pf_node *sn = &p->nodes[u->nodes[0]];
+        const char *form = declared_form(sn->desc);
+        if (!form)
+            continue;
+        char why[512] = "";
+        int possible = u->kind == PF_UNIT_REDUCE ? pf_fuse_reduce_possible(p, ui, why, sizeof why)
+                                                 : pf_fuse_stencil_possible(p, ui, why, sizeof why);
+        if (sn->n_in != 1)
+            snprintf(why, sizeof why, "it takes %d inputs; the engine's kernels take one",
+                     sn->n_in);
+        else if (possible || !why[0])
+            snprintf(why, sizeof why, "its kernel would have more than %d loads or stores",
+                     PF_MAX_FUSED_IO);
+        fprintf(f, "  %s (%s): declares %s, not fused: %s; its own run_cuda runs\n", sn->id,
+                sn->desc->name, form, why);
+    }
+}
+
+/* The kernels one frame launches on the GPU: per band, a generated kernel for each unit
+   that fuses (two for a separable stencil's passes), none for a point unit whose ops run
+   in another unit's kernel, each stage's own for a unit that does not fuse (what a
+   stage's run_cuda launches counted as one); plus the conversions of pipeline inputs
+   that a unit reads as float RGBA and of outputs no generated kernel stores. */
+static int gpu_launches(const pf_pipeline *p, const pf_fusion_view *v)
+{
+    const pf_plan *plan = p->plan;
+    int n = 0;
+    for (int i = 0; i < p->n_inputs; i++)
+        n += v->f4[i] != 0;
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (v->fused[ui] == PF_FUSE_ABSORBED || v->fused[ui] == PF_FUSE_EPILOGUE)
+            continue;
+        int per_band = u->n_nodes;
+        if (v->fused[ui] == PF_FUSE_KERNEL)
+            per_band = u->kind == PF_UNIT_STENCIL &&
+                               pf_fuse_stencil_possible(p, ui, NULL, 0) == PF_FUSE_STENCIL_SEPARABLE
+                           ? 2
+                           : 1;
+        n += per_band * u->bands;
+    }
+    for (int o = 0; o < p->n_outputs; o++) {
+        int node = p->outputs[o].node;
+        if (is_table_node(p, node))
+            continue;
+        n += node < p->n_inputs || v->fused[plan->unit_of[node]] == PF_FUSE_NONE;
+    }
+    return n;
+}
+
 /* The stencil unit whose kernel runs point unit ui's ops on its result (an epilogue). */
 static int epilogue_host(const pf_pipeline *p, int ui)
 {
@@ -318,6 +391,16 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
     }
     print_fused_reduces(p, f, &v);
     print_fused_stencils(p, f, &v);
+    int declared = 0;
+    for (int ui = 0; ui < plan->n_units; ui++)
+        declared +=
+            (plan->units[ui].kind == PF_UNIT_STENCIL || plan->units[ui].kind == PF_UNIT_REDUCE) &&
+            plan->units[ui].n_nodes == 1 && v.fused[ui] != PF_FUSE_KERNEL &&
+            declared_form(p->nodes[plan->units[ui].nodes[0]].desc);
+    if (declared) {
+        fprintf(f, "declared but not fused (%d):\n", declared);
+        print_not_fused(p, f, &v);
+    }
     pf_fusion_view_free(&v);
     return PF_OK;
 }
@@ -333,8 +416,10 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
     pf_fusion_view v;
     if (pf_fusion_view_make(p, &v) != PF_OK)
         return PF_NO_MEMORY;
-    fprintf(f, "launch units per frame: %d (%d without fusion), streams: %d\n", plan->n_units,
-            plan->n_unfused_units, plan->n_streams);
+    fprintf(f,
+            "launch units per frame: %d (%d without fusion), GPU kernel launches per frame: %d, "
+            "streams: %d\n",
+            plan->n_units, plan->n_unfused_units, gpu_launches(p, &v), plan->n_streams);
     if (plan->budget_ms > 0)
         fprintf(f, "watchdog budget: %.1f ms per launch; cost model at %.0f GB/s (%s)\n",
                 plan->budget_ms, plan->bandwidth / 1e9,

@@ -73,7 +73,7 @@ n=$(sed -n '/^descriptor$/,/^engine$/p' "$W/many_faults.out" | grep -c "^       
 [ "$n" -ge 5 ] || fail "many_faults: $n fix lines for five faults"
 broken dotted_name "FAIL  plugin name 'dotted.name' has a '.' (pipelines write plugin.stage)" \
     "FAIL  the engine refuses it: $DIR/dotted_name.so: plugin name 'dotted.name' has a '.'"
-broken prints "FAIL  sdk_prints: the op header calls printf() (line 15), which a point op may not use"
+broken prints "FAIL  sdk_prints: the op header (point_source) calls printf() (line 15), which a fused function may not use"
 broken calls_exit "FAIL  the plugin called exit() during: stage sdk_calls_exit"
 broken crasher "FAIL  the plugin crashed (SIGSEGV) during: stage sdk_crasher"
 
