@@ -54,6 +54,14 @@ static void leave(const pf_pipeline *p)
             return PF_BUSY;                                                                        \
     } while (0)
 
+/* GUARD, then lets a frame queued by pf_pipeline_submit_async complete: it reads the
+   parameters, options and plan that the call may change or read. */
+#define GUARD_SETTLED(p)                                                                           \
+    do {                                                                                           \
+        GUARD(p);                                                                                  \
+        pf_pipeline_settle(p);                                                                     \
+    } while (0)
+
 /* The engine's message is written under this lock, so that it is never torn. */
 static pthread_mutex_t engine_msg_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -128,6 +136,7 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
     p->errmsg[0] = 0;
     atomic_init(&p->units_now, 0);
     atomic_init(&p->slots_now, p->opts.slots ? p->opts.slots : 3);
+    atomic_init(&p->cancels, 0u);
     *out = p;
     return PF_OK;
 }
@@ -350,7 +359,7 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v, dou
 
 PF_API int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *json_value)
 {
-    GUARD(p);
+    GUARD_SETTLED(p);
     json_error_t jerr;
     json_t *v = json_value ? json_loads(json_value, JSON_DECODE_ANY, &jerr) : NULL;
     if (!v) {
@@ -367,7 +376,7 @@ PF_API int pf_pipeline_set_param(pf_pipeline *p, const char *key, const char *js
 
 PF_API int pf_pipeline_set_float(pf_pipeline *p, const char *key, double value)
 {
-    GUARD(p);
+    GUARD_SETTLED(p);
     if (!isfinite(value)) {
         pf_errf(p->errmsg, "%s: %s: %g is not a finite number", p->source, key ? key : "", value);
         leave(p);
@@ -490,7 +499,7 @@ static int set_option(pf_pipeline *p, const char *name, const char *value)
 
 PF_API int pf_pipeline_set_option(pf_pipeline *p, const char *name, const char *value)
 {
-    GUARD(p);
+    GUARD_SETTLED(p);
     int rc = set_option(p, name, value);
     leave(p);
     return rc;
@@ -513,7 +522,7 @@ static int plan_shapes(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 
 PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
 {
-    GUARD(p);
+    GUARD_SETTLED(p);
     int rc = plan_shapes(p, inputs, n_inputs);
     leave(p);
     return rc;
@@ -521,7 +530,7 @@ PF_API int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs
 
 PF_API int pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_memory *m)
 {
-    GUARD(p);
+    GUARD_SETTLED(p);
     int rc = pf_plan_memory(p, inputs, n_inputs, m);
     leave(p);
     return rc;
@@ -696,8 +705,9 @@ int pf_ticket_issued(const pf_pipeline *p, int ticket)
            (p->tickets_wrapped || seq <= p->last_ticket);
 }
 
+/* async: pf_pipeline_submit_async (a CPU frame is queued). */
 static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs, int n_out,
-                  int device, void *stream, int *ticket)
+                  int device, int async, void *stream, int *ticket)
 {
     if (!ticket) {
         pf_errf(p->errmsg, "%s: submit: NULL ticket pointer", p->source);
@@ -716,7 +726,9 @@ static int submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *ou
     }
     if (rc == PF_OK)
         rc = check_overlaps(p, outs);
-    if (rc == PF_OK)
+    if (rc == PF_OK && async && p->exec == &pf_executor_cpu)
+        rc = pf_cpu_queue(p, p->exec_state, inputs, outs, ticket);
+    else if (rc == PF_OK)
         rc = p->exec->submit(p, p->exec_state, inputs, outs, device, stream, ticket);
     if (rc == PF_OK)
         frame_end(p, a0, s0);
@@ -727,7 +739,16 @@ PF_API int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, 
                               int n_out, int *ticket)
 {
     GUARD(p);
-    int rc = submit(p, inputs, n_in, outputs, n_out, 0, NULL, ticket);
+    int rc = submit(p, inputs, n_in, outputs, n_out, 0, 0, NULL, ticket);
+    leave(p);
+    return rc;
+}
+
+PF_API int pf_pipeline_submit_async(pf_pipeline *p, const pf_frame *inputs, int n_in,
+                                    pf_frame *outputs, int n_out, int *ticket)
+{
+    GUARD(p);
+    int rc = submit(p, inputs, n_in, outputs, n_out, 0, 1, NULL, ticket);
     leave(p);
     return rc;
 }
@@ -736,7 +757,7 @@ PF_API int pf_pipeline_submit_device(pf_pipeline *p, const pf_frame *inputs, int
                                      pf_frame *outputs, int n_out, void *stream, int *ticket)
 {
     GUARD(p);
-    int rc = submit(p, inputs, n_in, outputs, n_out, 1, stream, ticket);
+    int rc = submit(p, inputs, n_in, outputs, n_out, 1, 0, stream, ticket);
     leave(p);
     return rc;
 }
@@ -781,11 +802,21 @@ PF_API int pf_pipeline_run(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_
 {
     GUARD(p);
     int ticket = 0;
-    int rc = submit(p, inputs, n_in, outputs, n_out, 0, NULL, &ticket);
+    int rc = submit(p, inputs, n_in, outputs, n_out, 0, 0, NULL, &ticket);
     if (rc == PF_OK)
         rc = complete(p, ticket, -1);
     leave(p);
     return rc;
+}
+
+/* No guard: any thread, any time, a signal handler too (an atomic increment). The
+   CPU executor's cancel points compare the count with the one their frame started with. */
+PF_API int pf_pipeline_cancel(pf_pipeline *p)
+{
+    if (!p)
+        return PF_INVALID_ARGUMENT;
+    atomic_fetch_add(&p->cancels, 1u);
+    return PF_OK;
 }
 
 /* These two read a copy kept for them, so that any thread may ask at any time (the plan
@@ -885,6 +916,7 @@ PF_API int pf_pipeline_unit(const pf_pipeline *p, int i, pf_unit_info *info)
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
+    pf_pipeline_settle((pf_pipeline *)p); /* its measured times */
     if (!info || !p->plan || i < 0 || i >= p->plan->n_units) {
         if (info && !p->plan)
             pf_errf(((pf_pipeline *)p)->errmsg,
@@ -983,6 +1015,7 @@ PF_API int pf_pipeline_build_kernels_for(pf_pipeline *p, int arch, const char *d
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
+    pf_pipeline_settle(p);
     int rc = build_kernels(p, arch, dump_dir, samples, channels, n_formats, n_kernels);
     leave(p);
     return rc;
@@ -1003,6 +1036,7 @@ static int guarded_print(const pf_pipeline *p, FILE *f, int (*print)(const pf_pi
         return PF_INVALID_ARGUMENT;
     if (!enter(p))
         return PF_BUSY;
+    pf_pipeline_settle((pf_pipeline *)p);   /* the frame's unit times */
     char *msg = ((pf_pipeline *)p)->errmsg; /* ours while inside */
     int rc = f ? print(p, f) : PF_INVALID_ARGUMENT;
     if (!f)

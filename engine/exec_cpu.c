@@ -23,6 +23,7 @@
  *   (histogram) read an integer caller frame as it is.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,8 @@ typedef struct cpu_job {
     const pf_frame *lut_in2;     /* ... and the second, or NULL */
     const pf_frame *lut_out;     /* ... and the frame the unit stores */
     int lut_node;                /* ... the node whose values they hold */
+    pf_task_fn fn;               /* the task run_job hands the pool, behind the cancel point */
+    const pf_cpu_run *run;       /* the frame's cancel count */
     pthread_mutex_t mu;
     char err[PF_ERRMSG_MAX];
 } cpu_job;
@@ -497,14 +500,49 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
     }
 }
 
+/* The cancel point: a task that starts after pf_pipeline_cancel (on any thread) stops
+   its job, which hands out no further tasks; the tasks running finish their bands. */
+static int cancelled(const cpu_job *j)
+{
+    return atomic_load_explicit(&j->p->cancels, memory_order_relaxed) != j->run->cancel0;
+}
+
+static int cancellable_task(void *ctx, int index, int worker)
+{
+    cpu_job *j = ctx;
+    return cancelled(j) ? PF_CANCELLED : j->fn(ctx, index, worker);
+}
+
 static int run_job(cpu_job *j, int n, pf_task_fn fn)
 {
     j->err[0] = 0;
-    return pf_threadpool_run(j->p->eng->pool, n, j->p->opts.threads, fn, j);
+    j->fn = fn;
+    return pf_threadpool_run(j->p->eng->pool, n, j->p->opts.threads, cancellable_task, j);
 }
 
 int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
                       pf_frame *const *outputs)
+{
+    pf_cpu_run run = {.err = p->errmsg, .cancel0 = atomic_load(&p->cancels), .tables = 1};
+    return pf_exec_cpu_run(p, st, inputs, outputs, &run);
+}
+
+void pf_exec_cpu_tables(pf_pipeline *p, pf_cpu_state *st)
+{
+    const pf_plan *plan = p->plan;
+    for (int ui = 0; ui < plan->n_units; ui++) {
+        const pf_unit *u = &plan->units[ui];
+        if (u->kind != PF_UNIT_REDUCE)
+            continue;
+        int id = u->nodes[0];
+        const pf_node *node = &p->nodes[id];
+        node->desc->combine(node->params, &u->shape, st->partials[id],
+                            band_count(u->shape.height, u->cpu_band_rows), p->tables[id].data);
+    }
+}
+
+int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
+                    pf_frame *const *outputs, const pf_cpu_run *run)
 {
     pf_plan *plan = p->plan;
     cpu_job j;
@@ -512,8 +550,9 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
     j.p = p;
     j.plan = plan;
     j.st = st;
+    j.run = run;
     if (pthread_mutex_init(&j.mu, NULL) != 0) {
-        pf_errf(p->errmsg, "%s: cannot create a mutex", p->source);
+        pf_errf(run->err, "%s: cannot create a mutex", p->source);
         return PF_INTERNAL;
     }
     int rc = PF_OK;
@@ -534,6 +573,10 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         const pf_unit *u = &plan->units[ui];
         j.u = u;
         j.unit = ui;
+        if (cancelled(&j)) {
+            rc = PF_CANCELLED;
+            break;
+        }
         int rows = u->kind == PF_UNIT_POINT || u->kind == PF_UNIT_REDUCE
                        ? u->shape.height
                        : plan->shapes[u->nodes[0]].height;
@@ -552,7 +595,10 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
             rc = run_job(&j, bands, fn);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-        pf_watchdog_unit_ran(p, ui, ms, ms);
+        if (run->unit_ms)
+            run->unit_ms[ui] = ms;
+        else
+            pf_watchdog_unit_ran(p, ui, ms, ms);
     }
     for (int o = 0; o < p->n_outputs && rc == PF_OK; o++) {
         const pf_frame *f = outputs[o];
@@ -564,17 +610,13 @@ int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
     }
     /* Tables last, from the partials the reduce units left: a frame that fails leaves the
        last completed frame's tables as they were (pf_pipeline_table). */
-    for (int ui = 0; ui < plan->n_units && rc == PF_OK; ui++) {
-        const pf_unit *u = &plan->units[ui];
-        if (u->kind != PF_UNIT_REDUCE)
-            continue;
-        int id = u->nodes[0];
-        const pf_node *node = &p->nodes[id];
-        node->desc->combine(node->params, &u->shape, st->partials[id],
-                            band_count(u->shape.height, u->cpu_band_rows), p->tables[id].data);
-    }
-    if (rc != PF_OK)
-        pf_errf(p->errmsg, "%s", j.err[0] ? j.err : "a CPU task failed");
+    if (rc == PF_OK && run->tables)
+        pf_exec_cpu_tables(p, st);
+    if (rc == PF_CANCELLED)
+        pf_errf(run->err, "%s: frame cancelled (pf_pipeline_cancel); its outputs are incomplete",
+                p->source);
+    else if (rc != PF_OK)
+        pf_errf(run->err, "%s", j.err[0] ? j.err : "a CPU task failed");
     pthread_mutex_destroy(&j.mu);
     return rc;
 }

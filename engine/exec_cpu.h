@@ -39,4 +39,21 @@ void pf_cpu_state_free(pf_cpu_state *st);
 int pf_exec_cpu_frame(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
                       pf_frame *const *outputs);
 
+/* How a frame runs: pf_exec_cpu_frame runs one with err = p->errmsg, the cancel count
+   p->cancels had at its start, unit_ms NULL and tables 1. A frame queued by
+   pf_pipeline_submit_async runs on another thread than the pipeline's caller, so it
+   writes only its outputs, the plan's buffers, err and unit_ms; its caller completes it
+   (pf_exec_cpu_tables, the watchdog's times). */
+typedef struct pf_cpu_run {
+    char *err;        /* PF_ERRMSG_MAX bytes: the message of a failed frame */
+    unsigned cancel0; /* p->cancels when the frame was submitted: a frame stops (PF_CANCELLED)
+                        at its next cancel point once it differs */
+    double *unit_ms;  /* per unit: the measured times; NULL: pf_watchdog_unit_ran at once */
+    int tables;       /* combine the reduce units' partials into p->tables */
+} pf_cpu_run;
+int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
+                    pf_frame *const *outputs, const pf_cpu_run *run);
+/* Combines the reduce units' partials of the frame that ran last into p->tables. */
+void pf_exec_cpu_tables(pf_pipeline *p, pf_cpu_state *st);
+
 #endif

@@ -1,14 +1,17 @@
 /* engine/executor.c: the executors behind one interface (executor.h), the choice of
  * one for each plan, and the life of a plan with its executor state and result tables.
  * Nothing else in the engine knows which executor runs a pipeline. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec_cpu.h"
 #include "exec_cuda.h"
 #include "executor.h"
+#include "threadpool.h"
 #include "watchdog.h"
 
 /* ---- The CPU executor ---------------------------------------------------------------------- */
@@ -67,19 +70,71 @@ static int cpu_sizes_fit(pf_pipeline *p)
     return PF_OK;
 }
 
+/* The CPU executor's state: the plan's buffers (pf_cpu_state) and the queue of
+   pf_pipeline_submit_async. A queued frame runs on the plan's runner thread (started by
+   the first such frame), which drives the engine's pool as pf_pipeline_run's caller
+   would; the thread that called submit goes on. One frame is queued or running at a
+   time. The runner writes only the frame's outputs, the plan's buffers, err and
+   unit_ms; the pipeline's own thread completes the frame (cpu_finish: its tables, unit
+   times and message become the pipeline's) in the wait, or in the next call that reads
+   or changes what a frame reads (pf_pipeline_settle). state moves IDLE -> QUEUED on the
+   pipeline's thread, QUEUED -> RUNNING -> DONE on the runner, DONE -> IDLE on the
+   pipeline's thread, always under mu. */
+enum { CPU_IDLE, CPU_QUEUED, CPU_RUNNING, CPU_DONE };
+
+typedef struct cpu_exec {
+    pf_pipeline *p;
+    pf_cpu_state *st;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC: state changed, or stop */
+    int sync_ready;    /* mu and cv initialised */
+    pthread_t runner;
+    int started, stop;
+    int state, ticket, status; /* the queued frame's */
+    pf_cpu_run run;
+    pf_frame in[PF_MAX_FRAMES], out[PF_MAX_FRAMES];
+    pf_frame *outp[PF_MAX_FRAMES];
+    double *unit_ms;
+    char err[PF_ERRMSG_MAX];
+    int last_ticket, last_status; /* the last queued frame completed, for a later wait */
+    char last_err[PF_ERRMSG_MAX];
+} cpu_exec;
+
 static int cpu_plan(pf_pipeline *p, void **state)
 {
     *state = NULL;
     int rc = cpu_sizes_fit(p);
     if (rc != PF_OK)
         return rc;
-    pf_cpu_state *st;
-    rc = pf_cpu_state_make(p, &st);
-    *state = st;
-    if (st) {
-        p->plan_host_bytes += st->bytes;
+    cpu_exec *c = calloc(1, sizeof *c);
+    double *unit_ms = calloc((size_t)p->plan->n_units + 1, sizeof(double));
+    if (!c || !unit_ms) {
+        free(c);
+        free(unit_ms);
+        pf_errf(p->errmsg, "%s: out of memory planning for %dx%d", p->source,
+                p->plan->in_shapes[0].width, p->plan->in_shapes[0].height);
+        return PF_NO_MEMORY;
+    }
+    c->p = p;
+    c->unit_ms = unit_ms;
+    *state = c;
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) == 0) {
+        if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+            pthread_mutex_init(&c->mu, NULL) == 0) {
+            if (pthread_cond_init(&c->cv, &attr) == 0)
+                c->sync_ready = 1;
+            else
+                pthread_mutex_destroy(&c->mu);
+        }
+        pthread_condattr_destroy(&attr);
+    }
+    p->stats.allocations += 2;
+    rc = pf_cpu_state_make(p, &c->st);
+    if (c->st) {
+        p->plan_host_bytes += c->st->bytes;
         if (rc == PF_OK)
-            p->stats.allocations += st->allocations;
+            p->stats.allocations += c->st->allocations;
     }
     if (rc == PF_NO_MEMORY)
         pf_errf(p->errmsg, "%s: out of memory planning for %dx%d (%zu bytes allocated)", p->source,
@@ -87,11 +142,109 @@ static int cpu_plan(pf_pipeline *p, void **state)
     return rc;
 }
 
+static void *cpu_runner(void *arg)
+{
+    cpu_exec *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->stop && c->state != CPU_QUEUED)
+            pthread_cond_wait(&c->cv, &c->mu);
+        if (c->stop)
+            break;
+        c->state = CPU_RUNNING;
+        pthread_mutex_unlock(&c->mu);
+        pf_thread_context = c->p->eng; /* plugin code logs to the pipeline's engine */
+        int rc = pf_exec_cpu_run(c->p, c->st, c->in, c->outp, &c->run);
+        pf_thread_context = NULL;
+        pthread_mutex_lock(&c->mu);
+        c->status = rc;
+        c->state = CPU_DONE;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* The queued frame's state, read under mu. */
+static int cpu_state_of(cpu_exec *c)
+{
+    if (!c || !c->sync_ready)
+        return CPU_IDLE;
+    pthread_mutex_lock(&c->mu);
+    int s = c->state;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+/* Waits for the queued frame to be DONE: timeout_ms < 0 as long as it takes, 0 not at
+   all, > 0 at most that long. 1 when it is. */
+static int cpu_wait_done(cpu_exec *c, int timeout_ms)
+{
+    struct timespec until;
+    if (timeout_ms > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    while (c->state != CPU_DONE && timeout_ms != 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&c->cv, &c->mu);
+        else if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
+            break; /* ETIMEDOUT (the state is read once more below) */
+    }
+    int done = c->state == CPU_DONE;
+    pthread_mutex_unlock(&c->mu);
+    return done;
+}
+
+/* Completes the queued frame, which is DONE, on the pipeline's thread: what it made
+   becomes the pipeline's, as for a frame run in submit. Its status. */
+static int cpu_finish(pf_pipeline *p, cpu_exec *c)
+{
+    int rc = c->status;
+    for (int u = 0; u < p->plan->n_units; u++)
+        pf_watchdog_unit_ran(p, u, c->unit_ms[u], c->unit_ms[u]);
+    if (rc == PF_OK) {
+        pf_exec_cpu_tables(p, c->st);
+        pf_pipeline_tables_done(p);
+    } else {
+        memcpy(p->errmsg, c->err, sizeof c->err);
+        memcpy(c->last_err, c->err, sizeof c->err);
+    }
+    c->last_ticket = c->ticket;
+    c->last_status = rc;
+    pthread_mutex_lock(&c->mu);
+    c->state = CPU_IDLE;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static void cpu_settle(pf_pipeline *p, cpu_exec *c)
+{
+    if (cpu_state_of(c) != CPU_IDLE) {
+        cpu_wait_done(c, -1);
+        cpu_finish(p, c);
+    }
+}
+
+void pf_pipeline_settle(pf_pipeline *p)
+{
+    if (p->exec == &pf_executor_cpu)
+        cpu_settle(p, p->exec_state);
+}
+
 static int cpu_submit(pf_pipeline *p, void *state, const pf_frame *in, pf_frame *const *out,
                       int device, void *stream, int *ticket)
 {
     (void)device, (void)stream; /* api.c sends device frames to device executors only */
-    int rc = pf_exec_cpu_frame(p, state, in, out);
+    cpu_exec *c = state;
+    cpu_settle(p, c);
+    int rc = pf_exec_cpu_frame(p, c->st, in, out);
     if (rc == PF_OK) {
         pf_pipeline_tables_done(p);
         *ticket = pf_issue_ticket(p);
@@ -99,25 +252,62 @@ static int cpu_submit(pf_pipeline *p, void *state, const pf_frame *in, pf_frame 
     return rc;
 }
 
+int pf_cpu_queue(pf_pipeline *p, void *state, const pf_frame *in, pf_frame *const *out, int *ticket)
+{
+    cpu_exec *c = state;
+    cpu_settle(p, c);
+    if (!c->started && c->sync_ready && pthread_create(&c->runner, NULL, cpu_runner, c) == 0)
+        c->started = 1;
+    if (!c->started) /* no thread to be had: the frame runs here, as submit runs it */
+        return cpu_submit(p, state, in, out, 0, NULL, ticket);
+    memcpy(c->in, in, sizeof *in * (size_t)p->n_inputs);
+    for (int o = 0; o < p->n_outputs; o++) {
+        if (out[o])
+            c->out[o] = *out[o];
+        c->outp[o] = out[o] ? &c->out[o] : NULL;
+    }
+    c->run.err = c->err;
+    c->run.cancel0 = atomic_load(&p->cancels);
+    c->run.unit_ms = c->unit_ms;
+    c->run.tables = 0;
+    c->err[0] = 0;
+    c->ticket = *ticket = pf_issue_ticket(p);
+    pthread_mutex_lock(&c->mu);
+    c->state = CPU_QUEUED;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return PF_OK;
+}
+
 static int cpu_wait(pf_pipeline *p, void *state, int ticket, int timeout_ms)
 {
-    (void)state, (void)timeout_ms;
+    cpu_exec *c = state;
+    if (cpu_state_of(c) != CPU_IDLE && ticket == c->ticket) {
+        if (!cpu_wait_done(c, timeout_ms))
+            return PF_NOT_READY;
+        return cpu_finish(p, c);
+    }
+    if (ticket == c->last_ticket && c->last_status != PF_OK) {
+        memcpy(p->errmsg, c->last_err, sizeof c->last_err);
+        return c->last_status; /* a queued frame that failed, completed before */
+    }
     if (pf_ticket_issued(p, ticket))
-        return PF_OK; /* the CPU ran the frame in submit */
+        return PF_OK; /* the CPU ran the frame in submit, or it completed before */
     pf_errf(p->errmsg, "%s: ticket %d was never issued by this pipeline", p->source, ticket);
     return PF_INVALID_ARGUMENT;
 }
 
+/* A queued frame's failure stays with its ticket (a later wait on the new plan cannot
+   see it, as none can see a frame of a dropped plan): draining never fails a re-plan. */
 static int cpu_drain(pf_pipeline *p, void *state)
 {
-    (void)p, (void)state;
+    cpu_settle(p, state);
     return PF_OK;
 }
 
 static int cpu_busy(const void *state)
 {
-    (void)state;
-    return 0;
+    return cpu_state_of((cpu_exec *)state) != CPU_IDLE;
 }
 
 static int cpu_launches(const pf_pipeline *p, const void *state)
@@ -134,8 +324,25 @@ static int cpu_params_fit(const pf_pipeline *p, const void *state, int u)
 
 static void cpu_release(pf_pipeline *p, void *state)
 {
-    (void)p;
-    pf_cpu_state_free(state);
+    cpu_exec *c = state;
+    if (!c)
+        return;
+    if (p->plan)
+        cpu_settle(p, c);
+    if (c->started) {
+        pthread_mutex_lock(&c->mu);
+        c->stop = 1;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        pthread_join(c->runner, NULL);
+    }
+    if (c->sync_ready) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+    }
+    pf_cpu_state_free(c->st);
+    free(c->unit_ms);
+    free(c);
 }
 
 const pf_executor pf_executor_cpu = {

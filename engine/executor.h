@@ -38,6 +38,14 @@ typedef struct pf_executor {
 } pf_executor;
 
 extern const pf_executor pf_executor_cpu;
+
+/* The CPU executor's queue (pf_pipeline_submit_async): runs the frame on the plan's own
+   thread and returns; its wait completes it. Frames checked as for submit. */
+int pf_cpu_queue(pf_pipeline *p, void *state, const pf_frame *in, pf_frame *const *out,
+                 int *ticket);
+/* Lets a queued CPU frame complete (its status kept for its wait), so that the calling
+   thread may change or read what the frame reads; nothing for other executors. */
+void pf_pipeline_settle(pf_pipeline *p);
 extern const pf_executor pf_executor_cuda;
 
 /* Plans p for these input shapes on the executor its options and the machine call for

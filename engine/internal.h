@@ -236,6 +236,7 @@ struct pf_pipeline {
     const void *context_before;     /* that thread's pf_thread_context before the call */
     _Atomic int units_now;          /* the plan's units, 0 with no plan: unit_count() */
     _Atomic int slots_now;          /* frames in flight by the options: slots() */
+    _Atomic unsigned cancels;       /* pf_pipeline_cancel calls: frames submitted before one stop */
     int ticket_tag;                 /* its tickets' high bits, 1 to 1023 (PF_TICKET_SEQ_BITS) */
     int last_ticket;                /* the sequence number of the last ticket issued */
     int tickets_wrapped;            /* the sequence went past its last and started again */

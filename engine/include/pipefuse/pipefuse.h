@@ -77,7 +77,8 @@ const char *pf_version_string(void);
     X(CUDA, 15, "CUDA error")                                                                      \
     X(INTERNAL, 16, "internal error")                                                              \
     X(BUSY, 17, "pipeline in use by another thread")                                               \
-    X(NOT_READY, 18, "frame still in flight")
+    X(NOT_READY, 18, "frame still in flight")                                                     \
+    X(CANCELLED, 19, "frame cancelled")
 
 typedef enum pf_status {
 #define PF_STATUS_ENUM_(name, number, text) PF_##name = number,
@@ -287,7 +288,7 @@ int pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_
    pf_pipeline_slots() frames are in flight: the upload, compute and download of
    consecutive frames overlap. Nothing is allocated and nothing synchronises the whole
    device after the first frame of a size. With the CPU backend, submit runs the frame
-   at once and wait returns at once. */
+   at once and wait returns at once; pf_pipeline_submit_async queues it instead. */
 
 /* Host frames. Two kinds (docs/realtime.md):
    - pinned: frames from pf_frame_alloc_host, or inside memory registered with
@@ -302,6 +303,20 @@ int pf_pipeline_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, pf_
    PF_UNSUPPORTED when every slot holds a frame not yet waited for. */
 int pf_pipeline_submit(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
                        int n_out, int *ticket);
+
+/* pf_pipeline_submit, except that on the CPU backend the frame is queued and submit
+   returns at once: a thread of the pipeline's own drives the engine's worker threads
+   through it, as pf_pipeline_run would, while the caller goes on. Inputs are read and
+   outputs written while the frame runs, so leave the inputs unchanged and the outputs
+   unread until it completes (pf_pipeline_wait, or pf_pipeline_poll returning PF_OK),
+   as for pinned frames; its errors (a stage failed, PF_CANCELLED) come from that wait.
+   One CPU frame is in flight at a time: a second submit first completes the one before
+   (its wait then returns its status at once). A call that changes or reads the plan
+   (set_param, set_float, set_option, plan, memory, unit, the prints, build_kernels)
+   first lets the frame in flight complete, since it reads the parameters and the plan
+   as it runs. With the CUDA backend, the same as pf_pipeline_submit. */
+int pf_pipeline_submit_async(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                             int n_out, int *ticket);
 
 /* Device frames (data are device pointers) on the application's CUDA stream (a
    cudaStream_t; NULL: the legacy default stream). The frame's work is ordered on that
@@ -328,6 +343,19 @@ int pf_pipeline_poll(pf_pipeline *p, int ticket);
 /* pf_pipeline_wait for at most timeout_ms milliseconds: PF_NOT_READY when the frame is
    still in flight then. 0 polls; a negative timeout waits as long as it takes. */
 int pf_pipeline_wait_timeout(pf_pipeline *p, int ticket, int timeout_ms);
+
+/* Asks every frame submitted to p before this call, and not yet complete, to stop: a CPU
+   frame stops at its next cancel point (between row bands and between launch units), and
+   its wait (or pf_pipeline_run, on the thread running it) returns PF_CANCELLED; its image
+   outputs are then partly written, its tables are not made (pf_pipeline_table keeps the
+   last completed frame's), and the pipeline takes the next frame as usual. A frame that
+   completes before its next cancel point completes as usual, and frames submitted after
+   the call are not touched. With the CUDA backend, work already on the device runs to its
+   end (launches stay within the watchdog budget) and completes as usual.
+   Unlike every other call on a pipeline it may be made at any time, from any thread, while
+   another thread is inside a call on p (a wait, a run), and from a signal handler: it
+   only increments an atomic counter. PF_OK, or PF_INVALID_ARGUMENT for a NULL p. */
+int pf_pipeline_cancel(pf_pipeline *p);
 
 /* Frames that can be in flight at once (CUDA: the "slots" option, default 3). Like
    pf_pipeline_unit_count, a count any thread may read at any time, never PF_BUSY. */
@@ -370,6 +398,10 @@ int pf_engine_register_host(pf_engine *e, void *ptr, size_t bytes);
    PF_INVALID_ARGUMENT naming the range. The engine's destruction unregisters and frees
    what is left of its own. */
 int pf_engine_unregister_host(pf_engine *e, void *ptr);
+/* The free and total memory of e's CUDA device now (cudaMemGetInfo), for a caller
+   budgeting frames in flight on it; PF_NO_DEVICE (both 0) without a usable device. */
+int pf_engine_device_memory(pf_engine *e, unsigned long long *free_bytes,
+                            unsigned long long *total_bytes);
 
 /* ---- Statistics -------------------------------------------------------------------------- */
 
