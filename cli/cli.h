@@ -111,6 +111,24 @@ int cli_names_fix(const char *input, const char *key);
 /* 0 when a rendered output name is relative, stays below -o DIR and is not a temporary's
    name; else -1 with why in err. */
 int cli_name_check(const char *name, char *err, size_t errn);
+/* What an output name's extension says (cli_format_of_name, the one place it is read,
+   case-insensitive): NONE for no extension or one that names no format ("x.result"). */
+typedef enum cli_format {
+    CLI_FMT_NONE,
+    CLI_FMT_PNG,
+    CLI_FMT_JPEG, /* .jpg, .jpeg */
+    CLI_FMT_CSV,
+    CLI_FMT_JSON,
+    CLI_FMT_OTHER /* .tif, .webp, ...: a format this program does not write */
+} cli_format;
+/* The format name's extension says; *ext (may be NULL) gets the extension or NULL. */
+cli_format cli_format_of_name(const char *name, const char **ext);
+/* 0 when name (rendered, or a template rendered with a sample stem) suits output, whose
+   own format is out_ext ("png", "csv", "json"): an image's format follows its name where
+   the name says a format written here, a table's name agrees with its format; else -1
+   with why (naming the name, the output and what to write) in err. */
+int cli_format_check(const char *name, const char *output, const char *out_ext, char *err,
+                     size_t errn);
 /* Temporary files of runs in OUTDIR start with this (outfile.c); no output may. */
 #define OUT_TMP_PREFIX ".pftmp-"
 int cli_names_finish(int quiet);

@@ -156,6 +156,92 @@ int cli_output_path(const char *outdir, const char *input, const char *output, c
     return n < 0 || (size_t)n >= size || t < 0 || (size_t)t >= size ? -1 : 0;
 }
 
+/* ---- Formats by name ------------------------------------------------------------------------------ */
+
+/* The one table of the extensions an output name may end with, and what each says.
+   JPEG output, when it can be written, becomes writable here (and the worker asks
+   cli_format_of_name which encoder an image output gets). */
+static const struct {
+    const char *ext;
+    cli_format fmt;
+} known_exts[] = {
+    {"png", CLI_FMT_PNG},    {"jpg", CLI_FMT_JPEG},   {"jpeg", CLI_FMT_JPEG},
+    {"csv", CLI_FMT_CSV},    {"json", CLI_FMT_JSON},  {"tif", CLI_FMT_OTHER},
+    {"tiff", CLI_FMT_OTHER}, {"webp", CLI_FMT_OTHER}, {"gif", CLI_FMT_OTHER},
+    {"bmp", CLI_FMT_OTHER},  {"avif", CLI_FMT_OTHER}, {"heic", CLI_FMT_OTHER},
+    {"jxl", CLI_FMT_OTHER},  {"ppm", CLI_FMT_OTHER},  {"txt", CLI_FMT_OTHER},
+    {"tsv", CLI_FMT_OTHER},
+};
+
+cli_format cli_format_of_name(const char *name, const char **ext)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strrchr(base, '.');
+    if (ext)
+        *ext = dot && dot != base ? dot + 1 : NULL;
+    if (!dot || dot == base) /* ".hidden": a name, not an extension */
+        return CLI_FMT_NONE;
+    for (size_t k = 0; k < sizeof known_exts / sizeof *known_exts; k++)
+        if (strcasecmp(dot + 1, known_exts[k].ext) == 0)
+            return known_exts[k].fmt;
+    return CLI_FMT_NONE;
+}
+
+/* Which formats this program writes images in. */
+static int image_writable(cli_format f)
+{
+    return f == CLI_FMT_PNG;
+}
+
+static const char *format_word(cli_format f)
+{
+    switch (f) {
+    case CLI_FMT_PNG:
+        return "PNG";
+    case CLI_FMT_JPEG:
+        return "JPEG";
+    case CLI_FMT_CSV:
+        return "a CSV table";
+    case CLI_FMT_JSON:
+        return "a JSON table";
+    default:
+        return "another format";
+    }
+}
+
+int cli_format_check(const char *name, const char *output, const char *out_ext, char *err,
+                     size_t errn)
+{
+    const char *ext;
+    cli_format said = cli_format_of_name(name, &ext), is = CLI_FMT_NONE;
+    for (size_t k = 0; k < sizeof known_exts / sizeof *known_exts; k++)
+        if (strcmp(out_ext, known_exts[k].ext) == 0)
+            is = known_exts[k].fmt;
+    int image = is == CLI_FMT_PNG || is == CLI_FMT_JPEG;
+    if (said == CLI_FMT_NONE || said == is)
+        return 0;
+    if (image && image_writable(said)) /* an image's format follows its name */
+        return 0;
+    if (image && (said == CLI_FMT_JPEG || said == CLI_FMT_OTHER))
+        snprintf(err, errn,
+                 "output name '%s': .%s says %s, but output '%s' is an image, and images are "
+                 "written as PNG only%s; name it .png",
+                 name, ext, said == CLI_FMT_JPEG ? "JPEG" : "a format pipefuse does not write",
+                 output, said == CLI_FMT_JPEG ? " (JPEG output is not supported yet)" : "");
+    else if (image)
+        snprintf(err, errn,
+                 "output name '%s': .%s says %s, but output '%s' is an image; name it .png "
+                 "(or write {ext})",
+                 name, ext, format_word(said), output);
+    else
+        snprintf(err, errn,
+                 "output name '%s': .%s says %s, but output '%s' is %s (--table-format or the "
+                 "pipeline's format); name it .%s (or write {ext})",
+                 name, ext, format_word(said), output, format_word(is), out_ext);
+    return -1;
+}
+
 /* ---- Setting up the table (inputs.c) ----------------------------------------------------------- */
 
 /* A name relative to -o DIR, as a template or rendered: what refuses it, or NULL. */
@@ -205,9 +291,10 @@ int cli_names_check(const char *tmpl, const char *const *outputs, const char *co
     int rc = 0;
     for (int k = 0; k < n && k < 64 && rc == 0; k++) {
         r[k] = render(tmpl, "", "x", outputs[k], exts[k], err, errn);
-        if (!r[k]) {
-            char what[256];
-            snprintf(what, sizeof what, "%s", err);
+        char what[512];
+        if (!r[k] || cli_format_check(r[k], outputs[k], exts[k], what, sizeof what) != 0) {
+            if (!r[k])
+                snprintf(what, sizeof what, "%s", err);
             snprintf(err, errn, "--name '%s': %s", tmpl, what);
             rc = -1;
         }

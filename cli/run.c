@@ -747,10 +747,16 @@ typedef struct sup {
     int n_notices;
 } sup;
 
+/* The extension of output k's own format (its {ext}). */
+static const char *out_ext(const sup *s, int k)
+{
+    return s->out_kind[k] == 'i' ? "png" : s->out_json[k] ? "json" : "csv";
+}
+
 /* The name of output k of input i (inside OUTDIR), malloc'd. */
 static char *final_name(const sup *s, int i, int k)
 {
-    const char *ext = s->out_kind[k] == 'i' ? "png" : s->out_json[k] ? "json" : "csv";
+    const char *ext = out_ext(s, k);
     /* names.c: --name templates, folders of --recursive, inputs of the same name */
     return cli_output_name(s->o->inputs[i], s->out_name[k], ext,
                            s->out_kind[k] == 'i' && s->n_images == 1);
@@ -1650,7 +1656,8 @@ static void precheck(sup *s)
             /* a rendered name passes the template's checks: {stem} or {dir} may hold what
                the template does not ("..", ".pftmp-") */
             char why[1200];
-            if (cli_name_check(f, why, sizeof why) != 0) {
+            if (cli_name_check(f, why, sizeof why) != 0 ||
+                cli_format_check(f, s->out_name[k], out_ext(s, k), why, sizeof why) != 0) {
                 snprintf(msg, sizeof msg, "%s", why);
                 free(f);
                 break;

@@ -272,6 +272,41 @@ section_names() {
     pf run "$P/edges.json" "$W/tree/a/x.png" -o "$W/one" -q
     cmp -s "$W/one/x.edges.png" "$W/rec/a/x.edges.png" || fail "--recursive changed a file's output"
 
+    # names and formats agree: an image's name says PNG or no format, a table's its own
+    # format; a contradiction is refused before any work, naming what to write
+    local t
+    for t in '{stem}.jpg' '{stem}.JPEG' '{stem}.webp' '{stem}.csv'; do
+        pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt" --name "$t"
+        expect 2 "--name $t for an image output"
+        says "$W/stderr" "name it .png" "--name $t: what to write"
+        absent "$W/fmt"
+    done
+    says "$W/stderr" ".csv says a CSV table" "--name {stem}.csv: the contradiction named"
+    pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt" --name '{stem}.jpg'
+    says "$W/stderr" "JPEG output is not supported yet" "--name {stem}.jpg"
+    pf run "$P/demo.json" "$W/tree/top.png" -o "$W/fmt" --name '{stem}.{output}.png'
+    expect 2 "--name {stem}.{output}.png with a table output"
+    says "$W/stderr" "output 'histogram' is a CSV table" "a table named .png"
+    pf run "$P/demo.json" "$W/tree/top.png" -o "$W/fmt" --name '{stem}.{output}.{ext}' \
+        --table-format json
+    expect 0 "{ext} follows --table-format"
+    exists "$W/fmt/top.histogram.json"
+    pf run "$P/analysis.json" "$W/tree/top.png" -o "$W/fmt" --name '{stem}.{output}.csv' \
+        --table-format json
+    expect 2 "a table named .csv under --table-format json"
+    says "$W/stderr" "is a JSON table" "the table's format named"
+    pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt2" --name '{stem}.PNG'
+    expect 0 "--name {stem}.PNG"
+    exists "$W/fmt2/top.PNG"
+    pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt2" --name '{stem}_small'
+    expect 0 "a name without an extension"
+    "$HELPER" png "$W/fmt2/top_small" >/dev/null 2>&1 || fail "{stem}_small is not a PNG"
+    # a rendered name the template did not foresee (the stem holds .jpg) fails its input
+    cp "$W/gen/rgb8.png" "$W/photo.jpg.png"
+    pf run "$P/thumbnail.json" "$W/photo.jpg.png" -o "$W/fmt3" --name 'small/{stem}'
+    expect 1 "a stem that says JPEG"
+    says "$W/stderr" "small/photo.jpg': .jpg says JPEG" "the rendered name named"
+
     # a template with a subfolder; {dir} comes first unless placed
     pf run "$P/thumbnail.json" --recursive "$W/tree" -o "$W/tpl" -q --name 'thumbs/{stem}_thumb.png'
     expect 0 "--name with a subfolder"
