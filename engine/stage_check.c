@@ -477,6 +477,30 @@ static void check_sum_shape(walk *w, const void *params)
              rows, 4 * rows);
 }
 
+/* A stencil_fn or separable_fn the engine would not use with the default params: a
+   stencil_fn needs radius 1, a separable_fn a radius of at most separable_max. */
+static void check_ignored_fn(walk *w, const void *params)
+{
+    const pf_stage_desc *d = w->d;
+    int r = d->radius ? d->radius(params) : 0;
+    if (d->stencil_fn && !d->separable_fn && r != 1)
+        note(w, PF_CHECK_WARNING, "stencil_fn",
+             "declare stencil_fn only on a 3x3 stencil (radius 1 for the params pipelines use), "
+             "or use separable_fn for a separable kernel",
+             "%s: declares stencil_fn, but with its default params radius() returns %d: the "
+             "engine runs stencil_fn only where the radius is 1, and the stage's own run_cuda "
+             "otherwise",
+             w->label, r);
+    else if (d->separable_fn && !d->stencil_fn && d->separable_max >= 1 &&
+             d->separable_max <= PF_SEPARABLE_MAX && r > d->separable_max)
+        note(w, PF_CHECK_WARNING, "separable_max",
+             "raise separable_max to the largest radius the params allow (at most "
+             "PF_SEPARABLE_MAX)",
+             "%s: declares separable_fn, but with its default params radius() returns %d, past "
+             "separable_max %d: the engine runs the stage's own run_cuda there",
+             w->label, r, d->separable_max);
+}
+
 /* A reduce stage's table of a sample input with its default params: a name for each
    column (when it lists any) and a label for each row (when it labels them), as
    pf_table readers assume. The engine refuses to plan a table without them. */
@@ -527,6 +551,8 @@ static int check_defaults(walk *w)
              "%s: with its default params: %s", w->label, why);
     else if (d->kind == PF_STAGE_REDUCE && d->reduce_sum)
         check_sum_shape(w, defaults);
+    else if (d->kind == PF_STAGE_STENCIL && (d->stencil_fn || d->separable_fn))
+        check_ignored_fn(w, defaults);
     if (!bad && d->kind == PF_STAGE_REDUCE)
         check_table_names(w, defaults);
     free(defaults);

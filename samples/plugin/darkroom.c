@@ -9,6 +9,13 @@
  *   zones      a REDUCE stage: a table of the pixel count and mean luma of each luma
  *              zone (shadows to highlights), written as CSV or JSON.
  *
+ *   soften     a separable STENCIL stage: a tent blur, whose taps the engine runs in
+ *              two generated passes on the GPU (separable_fn).
+ *   profile    a summing REDUCE stage: the sums of R, G, B and A along every row, which
+ *              the engine computes itself on the GPU (reduce_sum).
+ * emboss declares its per-pixel function (stencil_fn): on the GPU it fuses with the
+ * point stages around it.
+ *
  * A plugin is a shared library exporting exactly one symbol, pf_plugin_entry, that
  * returns a descriptor listing its stages. The plugin never links against the engine
  * and calls nothing in it: everything is declared in static tables below, and the engine
@@ -19,7 +26,10 @@
  */
 #include "pipefuse/plugin.h"
 
+#include <stdio.h> /* snprintf, for messages in a->err */
+
 #include "emboss.h"
+#include "soften.h"
 #include "spotlight_ops.h"
 #include "zones.h"
 
@@ -105,8 +115,6 @@ static int emboss_run(const pf_stage_args *a)
 {
     const emboss_params *p = (const emboss_params *)a->params;
     const pf_image *in = &a->in[0];
-    float dx, dy;
-    emboss_direction(p, &dx, &dy);
     pf_float4 n[9];
     for (int y = a->region.y0; y < a->region.y1; y++) {
         pf_float4 *out = pf_image_row(&a->out, y);
@@ -114,7 +122,7 @@ static int emboss_run(const pf_stage_args *a)
             for (int j = 0; j < 3; j++)
                 for (int i = 0; i < 3; i++)
                     n[j * 3 + i] = pf_image_at_clamped(in, x + i - 1, y + j - 1);
-            out[x] = emboss_pixel(p, n, dx, dy);
+            out[x] = emboss_fused(p, n); /* the stencil_fn: what the fused kernel runs */
         }
     }
     return 0;
@@ -123,6 +131,9 @@ static int emboss_run(const pf_stage_args *a)
 /* The CUDA version, in darkroom_cuda.cu: the same contract, on device memory, launched
    on a->stream (and nothing else: no synchronisation, no allocation). */
 int emboss_cuda(const pf_stage_args *a);
+
+/* emboss.h's text (POINT_OPS emboss.h), for the engine's fused 3x3 kernel. */
+extern const char pf_src_emboss[];
 
 static const pf_param_desc emboss_table[] = {
     {"angle", "direction the light comes from, degrees counter-clockwise from the +x axis",
@@ -147,6 +158,137 @@ static const pf_stage_desc emboss_desc = {
     .run_cpu = emboss_run,
     .run_cuda = PF_CUDA(emboss_cuda),
     /* No scratch_bytes: the stage needs no scratch memory. */
+    /* Fusion (a 3x3 stencil): the per-pixel function in the point source, and the name
+       of its params struct there. The engine then runs the stage on the GPU in a kernel
+       of its own, with the point stages around it (`pipefuse check darkroom.json` shows
+       it under "fused stencils"); run_cpu and run_cuda must compute what it computes. */
+    .point_source = pf_src_emboss,
+    .params_type = "emboss_params",
+    .stencil_fn = "emboss_fused",
+};
+
+/* ======================================================================================
+ * soften: a separable stencil stage
+ * ====================================================================================== */
+
+/* soften.h's text (POINT_OPS soften.h): the taps function the engine's passes call. */
+extern const char pf_src_soften[];
+int soften_cuda(const pf_stage_args *a);
+
+static int soften_radius(const void *params)
+{
+    double tap;
+    int pm;
+    return soften_taps((const soften_params *)params, -1, &tap, &pm);
+}
+
+/* The normalised taps, as the engine's passes make them: each unnormalised tap divided by
+   their sum (tap 0 once, the others twice), the sum in double in that order. */
+static int soften_weights(const soften_params *p, float *w)
+{
+    double t[SOFTEN_MAX_RADIUS + 1], sum = 0;
+    int pm;
+    const int r = soften_taps(p, -1, &t[0], &pm);
+    for (int i = 0; i <= r; i++) {
+        soften_taps(p, i, &t[i], &pm);
+        sum += i ? 2 * t[i] : t[i];
+    }
+    for (int i = 0; i <= r; i++)
+        w[i] = (float)(t[i] / sum);
+    return r;
+}
+
+/* Host scratch: the horizontal sums of the band's rows and the halo above and below. */
+static size_t soften_scratch(const void *params, int width, int rows)
+{
+    const int r = soften_radius(params);
+    return (size_t)width * (size_t)(rows + 2 * r) * sizeof(pf_float4);
+}
+
+/* o + w * (a + b), channel by channel: each float operation rounded on its own, as the
+   engine's kernels do (pipefuse_add_plugin compiles C11, which contracts nothing into an
+   FMA). */
+static pf_float4 soften_pair(pf_float4 o, float w, pf_float4 a, pf_float4 b)
+{
+    return pf_f4(o.x + w * (a.x + b.x), o.y + w * (a.y + b.y), o.z + w * (a.z + b.z),
+                 o.w + w * (a.w + b.w));
+}
+
+static pf_float4 soften_scale(pf_float4 a, float w)
+{
+    return pf_f4(a.x * w, a.y * w, a.z * w, a.w * w);
+}
+
+/* The engine's two passes, for the rows of the region: horizontal sums of source rows
+   [y0 - r, y1 + r) (clamped to the image) into scratch, then vertical sums of those, then
+   every channel divided by the weights' float sum taken as the passes sum ones. */
+static int soften_run(const pf_stage_args *a)
+{
+    const pf_image *in = &a->in[0];
+    const int w = in->width, h = in->height, y0 = a->region.y0, y1 = a->region.y1;
+    float k[SOFTEN_MAX_RADIUS + 1];
+    const int r = soften_weights((const soften_params *)a->params, k);
+    const int s0 = y0 - r < 0 ? 0 : y0 - r, s1 = y1 + r > h ? h : y1 + r;
+    pf_float4 *tmp = (pf_float4 *)a->scratch;
+    if (y0 >= y1)
+        return 0;
+    if (!tmp || a->scratch_size < (size_t)w * (size_t)(s1 - s0) * sizeof(pf_float4)) {
+        snprintf(a->err, a->err_size, "soften: scratch too small");
+        return 1;
+    }
+    for (int y = s0; y < s1; y++)
+        for (int x = 0; x < w; x++) {
+            pf_float4 o = soften_scale(pf_image_at_clamped(in, x, y), k[0]);
+            for (int i = 1; i <= r; i++)
+                o = soften_pair(o, k[i], pf_image_at_clamped(in, x - i, y),
+                                pf_image_at_clamped(in, x + i, y));
+            tmp[(size_t)(y - s0) * (size_t)w + (size_t)x] = o;
+        }
+    float hs = 1.0f * k[0], wsum; /* the weights' sum, as the passes sum ones */
+    for (int i = 1; i <= r; i++)
+        hs = hs + k[i] * (1.0f + 1.0f);
+    wsum = hs * k[0];
+    for (int i = 1; i <= r; i++)
+        wsum = wsum + k[i] * (hs + hs);
+    for (int y = y0; y < y1; y++) {
+        pf_float4 *out = pf_image_row(&a->out, y);
+        for (int x = 0; x < w; x++) {
+#define SOFTEN_AT(yy)                                                                              \
+    tmp[(size_t)(((yy) < 0 ? 0 : (yy) >= h ? h - 1 : (yy)) - s0) * (size_t)w + (size_t)x]
+            pf_float4 o = soften_scale(SOFTEN_AT(y), k[0]);
+            for (int i = 1; i <= r; i++)
+                o = soften_pair(o, k[i], SOFTEN_AT(y - i), SOFTEN_AT(y + i));
+#undef SOFTEN_AT
+            out[x] = wsum != 1.0f ? pf_f4(o.x / wsum, o.y / wsum, o.z / wsum, o.w / wsum) : o;
+        }
+    }
+    return 0;
+}
+
+static const pf_param_desc soften_table[] = {
+    PF_INT_PARAM(soften_params, radius, 2, 0, SOFTEN_MAX_RADIUS,
+                 "the farthest pixel weighted, in pixels (0: a copy)"),
+};
+
+static const pf_stage_desc soften_desc = {
+    .size = PF_STAGE_DESC_SIZE,
+    .name = "soften",
+    .doc = "A tent blur of every channel, separable: weights radius + 1 - |i| across and down",
+    .kind = PF_STAGE_STENCIL,
+    .n_inputs = 1,
+    .params_size = sizeof(soften_params),
+    PF_PARAMS(soften_table),
+    .cost = 2,
+    .radius = soften_radius,
+    .scratch_bytes = soften_scratch,
+    .run_cpu = soften_run,
+    /* Where fusion is off or NVRTC is missing, the GPU runs the stage's own kernel
+       (darkroom_cuda.cu: simple, the same arithmetic); otherwise the engine's passes. */
+    .run_cuda = PF_CUDA(soften_cuda),
+    .point_source = pf_src_soften,
+    .params_type = "soften_params",
+    .separable_fn = "soften_taps",
+    .separable_max = SOFTEN_MAX_RADIUS,
 };
 
 /* ======================================================================================
@@ -259,14 +401,90 @@ static const pf_stage_desc zones_desc = {
 };
 
 /* ======================================================================================
+ * profile: a summing reduce stage
+ * ====================================================================================== */
+
+/* The table: one row per image row, the sums of its R, G, B and A. A table that is a
+   plain sum of the input's pixels says so with reduce_sum (PF_REDUCE_SUM_ROWS here):
+   on the GPU the engine then computes it itself, in a kernel that runs the point stages
+   producing the input on the way in (so their image is never written) and adds the
+   partial tables on the device. Its shape, partial, run_cpu, combine and run_cuda must
+   give the same sums. A mean (zones) is not a plain sum: it declares nothing. */
+
+static const char *const profile_columns[] = {"r", "g", "b", "a", NULL};
+
+static int profile_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
+                         size_t err_size)
+{
+    (void)params, (void)err, (void)err_size;
+    out->width = 4;           /* columns r, g, b, a */
+    out->height = in->height; /* a row per image row */
+    return 0;
+}
+
+static size_t profile_partial_len(const void *params, const pf_shape *in)
+{
+    (void)params;
+    return 4 * (size_t)in->height;
+}
+
+/* The sums of the band's rows; the partial's other rows stay 0 (the engine zeroed it). */
+static int profile_run(const pf_stage_args *a)
+{
+    for (int y = a->region.y0; y < a->region.y1; y++) {
+        const pf_float4 *row = pf_image_row(&a->in[0], y);
+        double *t = a->partial + 4 * (size_t)y;
+        for (int x = 0; x < a->in[0].width; x++) {
+            t[0] += row[x].x;
+            t[1] += row[x].y;
+            t[2] += row[x].z;
+            t[3] += row[x].w;
+        }
+    }
+    return 0;
+}
+
+/* The partials added, in band order: every band's rows are its own, the rest 0. */
+static void profile_combine(const void *params, const pf_shape *in, const double *partials, int n,
+                            double *result)
+{
+    (void)params;
+    const size_t len = 4 * (size_t)in->height;
+    for (size_t i = 0; i < len; i++) {
+        double v = 0;
+        for (int b = 0; b < n; b++)
+            v += partials[(size_t)b * len + i];
+        result[i] = v;
+    }
+}
+
+int profile_cuda(const pf_stage_args *a);
+
+static const pf_stage_desc profile_desc = {
+    .size = PF_STAGE_DESC_SIZE,
+    .name = "profile",
+    .doc = "The sums of R, G, B and A along every row: a table of a row per image row",
+    .kind = PF_STAGE_REDUCE,
+    .n_inputs = 1,
+    .shape = profile_shape,
+    .partial_len = profile_partial_len,
+    .run_cpu = profile_run,
+    .combine = profile_combine,
+    .columns = profile_columns,
+    .run_cuda = PF_CUDA(profile_cuda),
+    .reduce_sum = PF_REDUCE_SUM_ROWS,
+};
+
+/* ======================================================================================
  * The plugin
  * ====================================================================================== */
 
-static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_desc, &zones_desc};
+static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_desc, &soften_desc,
+                                                       &zones_desc, &profile_desc};
 
 /* Defines pf_plugin_entry, returning the plugin's name, version, doc and stages, stamped
    with the PF_ABI_VERSION of the headers it was built with. */
 PF_DEFINE_PLUGIN("darkroom", "1.0.0",
-                 "Sample plugin: a spotlight (point), an emboss (stencil) and luma zones "
-                 "(reduce)",
+                 "Sample plugin: a spotlight (point), an emboss (3x3 stencil), a soften "
+                 "(separable stencil), luma zones (reduce) and row sums (summing reduce)",
                  darkroom_stages)

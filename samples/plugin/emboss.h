@@ -1,11 +1,16 @@
 /* samples/plugin/emboss.h: the `emboss` stencil stage's params and per-pixel maths,
  * shared by the CPU code (darkroom.c) and the CUDA kernel (darkroom_cuda.cu).
  *
- * A stencil is not fused, so nothing here goes to NVRTC; but writing the per-pixel
- * maths once, as a PF_POINT_FN function of the 3x3 neighbourhood, keeps the CPU and
- * GPU results equal by construction (PF_POINT_FN is `static inline` in C and
- * `__device__` in CUDA, see pipefuse/point.h). Only the loops that walk the image
- * differ between the two.
+ * It is also the stage's point source (pipefuse_add_plugin(... POINT_OPS emboss.h)), and
+ * emboss_fused, the output pixel from its 3x3 neighbourhood, is its stencil_fn: on the
+ * GPU the engine runs it in a kernel of its own that stages the tile in shared memory,
+ * runs the point stages producing the stencil's input on the tile and those reading its
+ * result before it stores, so neither image is written. So this header follows the rules
+ * of a point-op header: it includes only pipefuse/point.h, every function is PF_POINT_FN
+ * (`static inline` in C, `__device__` in CUDA), and it calls only the maths functions
+ * docs/plugins.md lists. run_cpu and the CUDA kernel call emboss_fused too: the CPU, the
+ * stage's own kernel and the engine's fused kernel compute the same thing by
+ * construction, which `pipefuse plugin check` verifies on the CPU.
  */
 #ifndef DARKROOM_EMBOSS_H
 #define DARKROOM_EMBOSS_H
@@ -52,6 +57,15 @@ PF_POINT_FN pf_float4 emboss_pixel(const emboss_params *p, const pf_float4 *n, f
         return pf_f4(l, l, l, n[4].w);
     }
     return pf_f4(0.5f + p->strength * sr, 0.5f + p->strength * sg, 0.5f + p->strength * sb, n[4].w);
+}
+
+/* The stencil_fn: `pf_float4 fn(const T *params, const pf_float4 *n)`, n[0..8] the 3x3
+   input pixels row-major from the top left (n[4] the centre), clamped at the edges. */
+PF_POINT_FN pf_float4 emboss_fused(const emboss_params *p, const pf_float4 *n)
+{
+    float dx, dy;
+    emboss_direction(p, &dx, &dy);
+    return emboss_pixel(p, n, dx, dy);
 }
 
 #endif /* DARKROOM_EMBOSS_H */

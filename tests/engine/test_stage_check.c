@@ -477,8 +477,69 @@ static void test_table_names(void)
           count_level(&fd, PF_CHECK_FAULT) == 0);
 }
 
+typedef struct t_radius {
+    int r;
+} t_radius;
+
+static int radius_of(const void *params)
+{
+    return *(const int *)params;
+}
+
+/* A stencil_fn on params of another radius than 1, a separable_fn past its separable_max:
+   declarations the engine ignores there, so warnings, each naming the radius. */
+static void test_ignored_fn(void)
+{
+    static const char src[] = "typedef struct t_p { int r; } t_p;\n"
+                              "PF_POINT_FN pf_float4 t_px(const t_p *p, const pf_float4 *n) "
+                              "{ return n[4]; }\n";
+    static const pf_param_desc rows[] = {PF_INT_PARAM(t_radius, r, 2, 0, 8, "radius")};
+    pf_stage_desc d = {.size = PF_STAGE_DESC_SIZE,
+                       .name = "t_st",
+                       .doc = "a stencil",
+                       .kind = PF_STAGE_STENCIL,
+                       .n_inputs = 1,
+                       .params_size = sizeof(t_radius),
+                       .params = rows,
+                       .n_params = 1,
+                       .radius = radius_of,
+                       .run_cpu = run,
+                       .run_cuda = run,
+                       .point_source = src,
+                       .params_type = "t_p",
+                       .stencil_fn = "t_px"};
+    found fd = {0};
+    int errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+    int at = find(&fd, "stencil_fn", PF_CHECK_WARNING);
+    CHECKF(errors == 0 && at >= 0 && strstr(fd.message[at], "radius() returns 2"),
+           "errors %d, at %d", errors, at);
+    if (errors || at < 0)
+        dump("stencil_fn on radius 2", &fd);
+    /* radius 1: nothing to say */
+    static const pf_param_desc one[] = {PF_INT_PARAM(t_radius, r, 1, 0, 8, "radius")};
+    d.params = one;
+    memset(&fd, 0, sizeof fd);
+    errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+    CHECKF(errors == 0 && find(&fd, "stencil_fn", PF_CHECK_WARNING) < 0, "errors %d", errors);
+    /* a separable_fn whose default radius 2 is past separable_max 1 */
+    static const char sep[] = "typedef struct t_p { int r; } t_p;\n"
+                              "PF_POINT_FN int t_sep(const t_p *p, int i, double *t, int *pm) "
+                              "{ *t = 1; *pm = 0; return p->r; }\n";
+    d.params = rows;
+    d.stencil_fn = NULL;
+    d.point_source = sep;
+    d.separable_fn = "t_sep";
+    d.separable_max = 1;
+    memset(&fd, 0, sizeof fd);
+    errors = pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+    at = find(&fd, "separable_max", PF_CHECK_WARNING);
+    CHECKF(errors == 0 && at >= 0 && strstr(fd.message[at], "past separable_max 1"),
+           "errors %d, at %d", errors, at);
+}
+
 int main(void)
 {
+    test_ignored_fn();
     test_plugin();
     test_sound();
     test_many_faults();
