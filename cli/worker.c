@@ -58,6 +58,7 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include <limits.h>
 
 #include "batch.h"
 #include "pipefuse/bands.h"
@@ -104,7 +105,7 @@ typedef struct cached {
     pf_shape shape;
     int banded; /* planned for bands: every input has the band's shape */
     unsigned long long use;
-    unsigned long long bytes;
+    unsigned long long bytes, dev_bytes;
 } cached;
 
 typedef struct lane {
@@ -131,6 +132,11 @@ static struct {
     int decoding, in_engine, encoding; /* jobs held by threads */
     unsigned long long bytes_in_flight;
     int lanes, codecs;
+    /* The backend the lanes' plans get (setup's trial plan): on the GPU a plan's host
+       memory is its pinned staging, and its device memory counts against dev_budget
+       (taken from the device's free memory at setup), not against --max-memory. */
+    int gpu;
+    unsigned long long dev_budget;
     atomic_ullong plans;
     void *lane0;      /* the lane whose pipeline --profile prints */
     int lane_threads; /* engine threads of each lane */
@@ -140,7 +146,7 @@ static struct {
     int bandable, halo;
     pf_pipeline *probe;
     pf_shape probe_shape;
-    unsigned long long probe_bytes;
+    unsigned long long probe_bytes, probe_dev;
     pthread_mutex_t wmu;
     /* What a stage must leave as it found it (process_intact): this process (a child a
        stage forks reports nothing), its descriptors and its working directory. */
@@ -192,6 +198,13 @@ static size_text size_str(unsigned long long b)
     else
         snprintf(t.s, sizeof t.s, "%llu byte%s", b, b == 1 ? "" : "s");
     return t;
+}
+
+/* The host memory a plan holds on the lanes' backend: the CPU executor's buffers, or the
+   CUDA executor's pinned staging (its images live on the device). */
+static unsigned long long plan_host_bytes(const pf_memory *m)
+{
+    return W.gpu ? m->pinned_bytes : m->host_bytes;
 }
 
 /* ---- Reports ------------------------------------------------------------------------------------- */
@@ -771,6 +784,23 @@ static int setup(char *err, size_t errn)
         W.lanes = MAX_LANES;
     W.codecs = (int)cores;
     W.lane_threads = (int)(cores / W.lanes > 0 ? cores / W.lanes : 1);
+    /* On the GPU: a share of the device's free memory for each lane's plans (the rest
+       for other work on the device), and bands only for frames that do not fit it. */
+    W.gpu = !cpu;
+    if (W.gpu) {
+        unsigned long long dev_free = 0, dev_total = 0;
+        if (pf_engine_device_memory(W.e, &dev_free, &dev_total) == PF_OK)
+            W.dev_budget = dev_free / 10 * 7 / (unsigned)W.lanes;
+        if (!o->quiet) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "on the GPU: %d lane%s, up to %d frames in flight each, %d codec threads; "
+                     "%s of device memory for the plans, whole frames unless one does not fit",
+                     W.lanes, W.lanes == 1 ? "" : "s", W.has_tables ? 1 : 3, W.codecs,
+                     size_str(W.dev_budget * (unsigned)W.lanes).s);
+            notice(0, msg);
+        }
+    }
     pf_pipeline_destroy(p);
     build_attribution();
     return 0;
@@ -822,7 +852,17 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
         pf_pipeline_destroy(p);
         return NULL;
     }
-    unsigned long long pb = m.host_bytes + m.pinned_bytes;
+    unsigned long long pb = plan_host_bytes(&m);
+    if (W.gpu && W.dev_budget && m.device_bytes > W.dev_budget) {
+        snprintf(j->err, sizeof j->err,
+                 "needs %s of GPU memory for a %dx%d frame (the largest buffer, %s, %s), over "
+                 "the %s this batch may take of the device",
+                 size_str(m.device_bytes).s, s.width, s.height,
+                 m.largest_stage ? m.largest_stage : "?", size_str(m.largest_bytes).s,
+                 size_str(W.dev_budget).s);
+        pf_pipeline_destroy(p);
+        return NULL;
+    }
     if (W.o->max_memory && pb + j->est > W.o->max_memory) {
         snprintf(j->err, sizeof j->err,
                  "needs %s: its frames %s and the pipeline's buffers %s (the largest, %s, %s), "
@@ -849,7 +889,12 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
             if (L->c[i].p && &L->c[i] != victim && (!lru || L->c[i].use < lru->use))
                 lru = &L->c[i];
         }
-        if (!lru || !W.o->max_memory || held + pb <= W.o->max_memory / 4 / (unsigned)W.lanes)
+        unsigned long long held_dev = 0;
+        for (int i = 0; i < PLAN_CACHE; i++)
+            held_dev += L->c[i].dev_bytes;
+        int host_ok = !W.o->max_memory || held + pb <= W.o->max_memory / 4 / (unsigned)W.lanes;
+        int dev_ok = !W.gpu || !W.dev_budget || held_dev + m.device_bytes <= W.dev_budget;
+        if (!lru || (host_ok && dev_ok))
             break;
         drop(lru);
     }
@@ -858,6 +903,7 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
     victim->banded = banded;
     victim->use = ++L->clock;
     victim->bytes = pb;
+    victim->dev_bytes = m.device_bytes;
     return p;
 }
 
@@ -1715,7 +1761,9 @@ static unsigned long long band_need(unsigned long long est, unsigned long long h
     m.size = sizeof m;
     if (pf_pipeline_memory(W.probe, shapes, W.n_in, &m) != PF_OK)
         return 0;
-    return est / h * (unsigned long long)s.height + 1 + m.host_bytes + m.pinned_bytes;
+    if (W.gpu && W.dev_budget && m.device_bytes > W.dev_budget)
+        return ULLONG_MAX;
+    return est / h * (unsigned long long)s.height + 1 + plan_host_bytes(&m);
 }
 
 static void plan_job(job *j)
@@ -1746,12 +1794,18 @@ static void plan_job(job *j)
             if (pf_pipeline_memory(W.probe, shapes, W.n_in, &m) != PF_OK)
                 return; /* the lane says why, on the whole frame */
             W.probe_shape = s;
-            W.probe_bytes = m.host_bytes + m.pinned_bytes;
+            W.probe_bytes = plan_host_bytes(&m);
+            W.probe_dev = m.device_bytes;
         }
         const unsigned long long need = j->est + W.probe_bytes, budget = W.o->max_memory;
-        if (need <= (budget && budget < BAND_AUTO_BYTES ? budget : BAND_AUTO_BYTES))
+        /* On the CPU, bands above BAND_AUTO_BYTES: a band in the cache beats a frame out of
+           it, and memory stays small. On the GPU bands only when the frame does not fit:
+           host memory under --max-memory, device memory under its budget. */
+        if (W.gpu ? (!budget || need <= budget) && (!W.dev_budget || W.probe_dev <= W.dev_budget)
+                  : need <= (budget && budget < BAND_AUTO_BYTES ? budget : BAND_AUTO_BYTES))
             return;
-        rows = (long long)(BAND_BYTES / (16 * w));
+        /* the GPU wants few large bands: from half the image down, until one fits */
+        rows = W.gpu ? ((long long)h - 2ll * W.halo) / 2 : (long long)(BAND_BYTES / (16 * w));
         /* under --max-memory, bands that take at most half of it, in proportion */
         if (budget && need > budget / 2) {
             long long fit =
@@ -1762,9 +1816,9 @@ static void plan_job(job *j)
         /* The proportion above leaves out what does not shrink with the rows (scratch per
            engine thread, slots, tables): check the band's own need and shrink the band
            until it fits, so that only a budget below the smallest band fails the file. */
-        while (budget && rows > min_rows && rows + 2ll * W.halo < (long long)h) {
+        while ((budget || W.gpu) && rows > min_rows && rows + 2ll * W.halo < (long long)h) {
             unsigned long long band = band_need(j->est, h, (int)w, (int)rows);
-            if (band && band <= budget)
+            if (band && band != ULLONG_MAX && (!budget || band <= budget))
                 break;
             rows = rows * 3 / 4 > min_rows ? rows * 3 / 4 : min_rows;
         }

@@ -419,3 +419,31 @@ PF_API int pf_engine_unregister_host(pf_engine *e, void *ptr)
                        ptr);
     return PF_INVALID_ARGUMENT;
 }
+
+/* ---- Device memory --------------------------------------------------------------------------------- */
+
+PF_API int pf_engine_device_memory(pf_engine *e, unsigned long long *free_bytes,
+                                   unsigned long long *total_bytes)
+{
+    if (!e || !free_bytes || !total_bytes)
+        return PF_INVALID_ARGUMENT;
+    *free_bytes = *total_bytes = 0;
+    char why[512] = "";
+#ifdef PF_HAVE_CUDA
+    if (pf_cuda_available(e, why, sizeof why)) {
+        size_t f = 0, t = 0;
+        cudaError_t err = cudaMemGetInfo(&f, &t);
+        if (err != cudaSuccess) {
+            cudaGetLastError();
+            pf_engine_errf(e, "pf_engine_device_memory: cudaMemGetInfo: %s",
+                           cudaGetErrorString(err));
+            return PF_CUDA;
+        }
+        *free_bytes = f;
+        *total_bytes = t;
+        return PF_OK;
+    }
+#endif
+    pf_engine_errf(e, "pf_engine_device_memory: %s", why[0] ? why : "built without CUDA");
+    return PF_NO_DEVICE;
+}
