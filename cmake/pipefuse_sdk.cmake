@@ -57,3 +57,17 @@ install(FILES ${PROJECT_BINARY_DIR}/sdk/pipefuse.pc DESTINATION ${CMAKE_INSTALL_
 # docs/plugins.md, is installed with the other docs (cli/CMakeLists.txt).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/samples/plugin DESTINATION ${CMAKE_INSTALL_DOCDIR}/samples
         DIRECTORY_PERMISSIONS ${PF_INSTALL_DIR_PERMISSIONS})
+
+# The headers a generated kernel includes (a kernel kept with --dump-kernels compiles with
+# nvcc -I<includedir> from the SDK alone) and that a stage's declared contract names: the
+# separable passes' alpha rules (premultiply.h), installed beside the public headers as
+# pipefuse/NAME.h, the names the kernels use; and the built-in op headers, the examples of
+# point ops, stencil_fn and separable_fn that docs/plugins.md cites, as pipefuse/ops/NAME.h.
+install(FILES ${PROJECT_SOURCE_DIR}/kernels/fused_rt.h ${PROJECT_SOURCE_DIR}/kernels/frame_desc.h
+              ${PROJECT_SOURCE_DIR}/kernels/edge.h ${PROJECT_SOURCE_DIR}/kernels/separable_rt.h
+              ${PROJECT_SOURCE_DIR}/plugins/premultiply.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipefuse)
+install(FILES ${PROJECT_SOURCE_DIR}/kernels/point/color_ops.h
+              ${PROJECT_SOURCE_DIR}/kernels/point/composite_ops.h
+              ${PROJECT_SOURCE_DIR}/kernels/point/filter3x3_ops.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipefuse/ops)
