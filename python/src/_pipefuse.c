@@ -22,8 +22,7 @@
  * ended by a new plan. The pipeline keeps its unfinished tickets, so dropping one
  * never frees memory under the GPU.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include <limits.h>
 #include <math.h>
@@ -32,14 +31,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipefuse/pipefuse.h"
-
 #define MAX_FRAMES 64 /* inputs or outputs per frame; the engine's own limit is lower */
 
 /* ---- Errors ----------------------------------------------------------------------------- */
 
 static PyObject *Error;                           /* pipefuse.Error */
 static PyObject *status_errors[PF_STATUS_COUNT_]; /* one subclass per status */
+
+/* The built-in exception a status' class also is: bad values are ValueErrors, a file that
+   cannot be read an OSError, a timeout a TimeoutError, memory a MemoryError, what fails
+   while running a RuntimeError. */
+static PyObject *builtin_base(int s)
+{
+    switch (s) {
+    case PF_INVALID_ARGUMENT:
+    case PF_PARSE:
+    case PF_PIPELINE:
+    case PF_PARAM:
+    case PF_IMAGE:
+    case PF_TOO_LARGE:
+    case PF_SHAPE:
+        return PyExc_ValueError;
+    case PF_IO:
+        return PyExc_OSError;
+    case PF_NO_MEMORY:
+        return PyExc_MemoryError;
+    case PF_NOT_READY:
+        return PyExc_TimeoutError;
+    case PF_UNSUPPORTED:
+        return PyExc_NotImplementedError;
+    default: /* plugin, not planned, stage, no device, CUDA, internal, busy, cancelled */
+        return PyExc_RuntimeError;
+    }
+}
 
 /* "INVALID_ARGUMENT" -> "InvalidArgumentError" */
 static void class_name(const char *status, char *buf, size_t size)
@@ -58,6 +82,12 @@ static void class_name(const char *status, char *buf, size_t size)
 }
 
 /* Raises the error class of status with msg (the status' own text when msg is empty). */
+static PyObject *raise_status(int status, const char *msg);
+PyObject *pf_py_raise_status(int status, const char *msg)
+{
+    return raise_status(status, msg);
+}
+
 static PyObject *raise_status(int status, const char *msg)
 {
     PyObject *cls = status > 0 && status < PF_STATUS_COUNT_ ? status_errors[status] : Error;
@@ -118,23 +148,18 @@ static int is_torch_tensor(PyObject *obj)
 
 /* ---- Array layouts -> pf_frame ------------------------------------------------------------ */
 
-/* A layout as every protocol describes it: dims, strides in bytes, sample type. */
-typedef struct layout {
-    char *data;
-    int ndim;
-    Py_ssize_t shape[3];
-    Py_ssize_t strides[3];
-    pf_sample sample;
-} layout;
-
 static size_t sample_bytes(pf_sample s)
 {
     return s == PF_U8 ? 1 : s == PF_U16 ? 2 : 4;
 }
 
 /* Checks a layout against what pf_frame can describe and fills f. what/name label the
-   message: "input 'photo'". Raises ValueError and returns -1 when it cannot. */
-static int frame_from_layout(const layout *l, const char *what, const char *name, pf_frame *f)
+   message: "input 'photo'". Raises ValueError and returns -1 when it cannot. With copy
+   (host arrays), a layout of a valid image that a pf_frame cannot describe (strides,
+   channels apart, misaligned) is no error: *copy is set and f describes the packed copy
+   (data NULL, pitch width * pixel bytes), which the caller stages. */
+static int frame_from_layout(const layout *l, const char *what, const char *name, pf_frame *f,
+                             int *copy)
 {
     if (l->ndim != 2 && l->ndim != 3) {
         PyErr_Format(PyExc_ValueError,
@@ -157,19 +182,35 @@ static int frame_from_layout(const layout *l, const char *what, const char *name
     }
     Py_ssize_t item = (Py_ssize_t)sample_bytes(l->sample);
     Py_ssize_t px = item * c;
+    if (copy) {
+        Py_ssize_t pitch = h > 1 ? l->strides[0] : px * w;
+        *copy = (l->ndim == 3 && c > 1 && l->strides[2] != item) ||
+                (w > 1 && l->strides[1] != px) || pitch < px * w || pitch % item != 0 ||
+                (uintptr_t)l->data % (uintptr_t)item != 0;
+        if (*copy) {
+            f->data = NULL;
+            f->width = (int)w;
+            f->height = (int)h;
+            f->pitch = (size_t)(px * w);
+            f->sample = l->sample;
+            f->channels = (int)c;
+            return 0;
+        }
+    }
     /* A dimension of extent 1 has no meaningful stride (NumPy and PyTorch may report any). */
     if (l->ndim == 3 && c > 1 && l->strides[2] != item) {
         PyErr_Format(PyExc_ValueError,
-                     "%s '%s': the channels of a pixel must be adjacent (channel stride %zd bytes, "
-                     "expected %zd); make it contiguous first",
+                     "%s '%s': the channels of a pixel must be adjacent in device memory (channel "
+                     "stride %zd bytes, expected %zd); make it contiguous first (.contiguous())",
                      what, name, l->strides[2], item);
         return -1;
     }
     if (w > 1 && l->strides[1] != px) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s '%s': the pixels of a row must be packed (pixel stride %zd bytes, "
-                     "expected %zd); make it contiguous first",
-                     what, name, l->strides[1], px);
+        PyErr_Format(
+            PyExc_ValueError,
+            "%s '%s': the pixels of a row must be packed in device memory (pixel stride %zd "
+            "bytes, expected %zd); make it contiguous first (.contiguous())",
+            what, name, l->strides[1], px);
         return -1;
     }
     Py_ssize_t row = px * w;
@@ -202,9 +243,9 @@ static int dtype_error(const char *what, const char *name, const char *got)
     return -1;
 }
 
-/* Host frame through the buffer protocol. On success the caller owns *view. */
-static int frame_from_buffer(PyObject *obj, int writable, const char *what, const char *name,
-                             pf_frame *f, Py_buffer *view)
+/* Host array through the buffer protocol: its layout. On success the caller owns *view. */
+int pf_py_buffer_layout(PyObject *obj, int writable, const char *what, const char *name,
+                        Py_buffer *view, layout *out)
 {
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) != 0) {
@@ -284,7 +325,18 @@ static int frame_from_buffer(PyObject *obj, int writable, const char *what, cons
             s *= view->shape[i];
         }
     }
-    if (frame_from_layout(&l, what, name, f) != 0) {
+    *out = l;
+    return 0;
+}
+
+/* Host frame through the buffer protocol: f describes it, or with *copy set, the packed
+   copy to stage (l is then the array's layout). On success the caller owns *view. */
+static int frame_from_buffer(PyObject *obj, int writable, const char *what, const char *name,
+                             pf_frame *f, Py_buffer *view, layout *l, int *copy)
+{
+    if (pf_py_buffer_layout(obj, writable, what, name, view, l) != 0)
+        return -1;
+    if (frame_from_layout(l, what, name, f, copy) != 0) {
         PyBuffer_Release(view);
         return -1;
     }
@@ -410,7 +462,7 @@ static int frame_from_torch(PyObject *t, int writable, const char *what, const c
         for (int i = 0; i < 3; i++)
             l.strides[i] *= item;
         l.data = (char *)PyLong_AsVoidPtr(ptr);
-        rc = PyErr_Occurred() ? -1 : frame_from_layout(&l, what, name, f);
+        rc = PyErr_Occurred() ? -1 : frame_from_layout(&l, what, name, f, NULL);
     }
     Py_XDECREF(shape);
     Py_XDECREF(strides);
@@ -478,7 +530,7 @@ static int frame_from_dlpack(PyObject *obj, Py_ssize_t stream, const char *what,
     Py_ssize_t item = (Py_ssize_t)sample_bytes(l.sample);
     l.ndim = t->ndim;
     if (t->ndim < 2 || t->ndim > 3)
-        return frame_from_layout(&l, what, name, f); /* says what is wrong */
+        return frame_from_layout(&l, what, name, f, NULL); /* says what is wrong */
     Py_ssize_t s = item;
     for (int i = t->ndim - 1; i >= 0; i--) {
         l.shape[i] = (Py_ssize_t)t->shape[i];
@@ -486,7 +538,7 @@ static int frame_from_dlpack(PyObject *obj, Py_ssize_t stream, const char *what,
         s *= l.shape[i];
     }
     l.data = (char *)t->data + t->byte_offset;
-    return frame_from_layout(&l, what, name, f);
+    return frame_from_layout(&l, what, name, f, NULL);
 }
 
 /* __cuda_array_interface__ (v2/v3). A producer's stream other than ours is refused:
@@ -568,7 +620,7 @@ static int frame_from_cai(PyObject *obj, int writable, Py_ssize_t stream, const 
     l.data = (char *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
     if (PyErr_Occurred())
         goto done;
-    rc = frame_from_layout(&l, what, name, f);
+    rc = frame_from_layout(&l, what, name, f, NULL);
 done:
     Py_DECREF(d);
     return rc;
@@ -843,9 +895,9 @@ static PyObject *capture_text(int (*print)(const void *, FILE *), const void *h)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return PyErr_NoMemory();
-    int rc = print(h, f);
-    if (fclose(f) != 0 && rc == PF_OK)
-        rc = PF_NO_MEMORY;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = print(h, f);
+    Py_END_ALLOW_THREADS if (fclose(f) != 0 && rc == PF_OK) rc = PF_NO_MEMORY;
     PyObject *r = rc == PF_OK ? PyUnicode_DecodeUTF8(buf ? buf : "", (Py_ssize_t)len, "replace")
                               : raise_status(rc, NULL);
     free(buf);
@@ -876,7 +928,17 @@ typedef struct {
     unsigned long held_thread; /* the thread making them */
     int n_tables;              /* table outputs */
     unsigned long long serial; /* this pipeline's number, which its tickets carry */
+    PyObject *pool;            /* staging buffers (staging.c) */
 } PipelineObject;
+
+/* A host array copied for the engine: an input packed into buf before the frame, or an
+   output the frame writes into buf, unpacked into the array once complete. */
+typedef struct staged {
+    void *buf;
+    size_t size;
+    int out;
+    layout array; /* the array's own layout (its memory held by the ticket's views) */
+} staged;
 
 typedef struct {
     PyObject_HEAD int id;     /* the engine's ticket */
@@ -888,8 +950,14 @@ typedef struct {
     PyObject *outputs; /* what the caller passed as outputs (tuple), kept for wait */
     PyObject *tables;  /* dict name -> (columns, row names, bytes) after completion */
     PyObject *keep;    /* list of objects the engine may still use */
-    Py_buffer *views;  /* held output buffers (host frames) */
+    Py_buffer *views;  /* held buffers of host frames: outputs, and inputs (a queued CPU
+                          frame reads them as it runs) */
     int n_views;
+    PyObject *pool; /* the pool the staged buffers go back to */
+    staged *staged; /* host arrays copied for the engine */
+    int n_staged;
+    int status;      /* once done: the frame's status (PF_OK, or the error wait raises) */
+    PyObject *error; /* ... and its message */
 } TicketObject;
 
 static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
@@ -912,6 +980,7 @@ static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
     Py_INCREF(self);
     po->engine = self;
     po->n_tables = 0;
+    po->pool = NULL;
     PyObject_GC_Track(po);
     po->inflight = PyList_New(0);
     /* The list is the pipeline's alone: the collector must never clear it on its own, which
@@ -924,7 +993,8 @@ static PyObject *load_result(EngineObject *self, int rc, pf_pipeline *p)
         if (pf_pipeline_output_info(p, i, &oi) == PF_OK && oi.kind == PF_OUTPUT_TABLE)
             po->n_tables++;
     }
-    if (!po->inflight) {
+    po->pool = po->inflight ? pf_staging_pool_new() : NULL;
+    if (!po->inflight || !po->pool) {
         Py_DECREF(po);
         return NULL;
     }
@@ -1062,6 +1132,12 @@ static PyTypeObject EngineType = {
 
 static void ticket_release(TicketObject *t)
 {
+    for (int i = 0; i < t->n_staged; i++)
+        pf_staging_give(t->pool, t->staged[i].buf, t->staged[i].size);
+    PyMem_Free(t->staged);
+    t->staged = NULL;
+    t->n_staged = 0;
+    Py_CLEAR(t->pool);
     for (int i = 0; i < t->n_views; i++)
         PyBuffer_Release(&t->views[i]);
     PyMem_Free(t->views);
@@ -1098,6 +1174,7 @@ static void Ticket_dealloc(TicketObject *t)
     ticket_release(t); /* only reached once the frame is complete: see pipeline_sync */
     Py_XDECREF(t->outputs);
     Py_XDECREF(t->tables);
+    Py_XDECREF(t->error);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -1162,12 +1239,18 @@ static PyTypeObject TicketType = {
    The engine is then only ever called by the claiming thread. A second caller gets
    BusyError (a RuntimeError) and its message says whether it came from another thread
    or from inside the running call (a log callback, say). */
+static PyObject *ClosedError; /* pipefuse.ClosedError */
+
+static int closed_error(void)
+{
+    PyErr_SetString(ClosedError, "the pipeline is closed (load it again for another one)");
+    return -1;
+}
+
 static int pipeline_claim(PipelineObject *self)
 {
-    if (!self->p) {
-        PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
-        return -1;
-    }
+    if (!self->p)
+        return closed_error();
     unsigned long me = PyThread_get_thread_ident();
     if (self->busy || (self->held && self->held_thread != me)) {
         if (in_log_callback || (self->busy && self->busy_thread == me))
@@ -1276,12 +1359,28 @@ static PyObject *read_tables(PipelineObject *self)
     return d;
 }
 
-/* Marks t complete, with the tables the engine holds now when with_tables. */
-static int ticket_complete(PipelineObject *self, TicketObject *t, int with_tables)
+/* Marks t complete with the frame's status: PF_OK (its staged outputs are copied into
+   their arrays, and the tables the engine holds now are read), an error (kept for wait
+   to raise, with the pipeline's message), or -1 (its plan went: nothing to deliver). */
+static int ticket_complete(PipelineObject *self, TicketObject *t, int status)
 {
     t->done = 1;
+    t->status = status < 0 ? PF_OK : status;
+    if (status == PF_OK && t->n_staged) {
+        staged *st = t->staged;
+        int n = t->n_staged;
+        Py_BEGIN_ALLOW_THREADS for (int i = 0; i < n; i++) if (st[i].out)
+            pf_staging_unpack(st[i].buf, &st[i].array);
+        Py_END_ALLOW_THREADS
+    }
     ticket_release(t);
-    if (with_tables && self->n_tables && !t->tables) {
+    if (status > 0 && !t->error) {
+        const char *msg = self->p ? pf_pipeline_errmsg(self->p) : "";
+        t->error = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+        if (!t->error)
+            return -1;
+    }
+    if (status == PF_OK && self->n_tables && !t->tables) {
         t->tables = read_tables(self);
         if (!t->tables)
             return -1;
@@ -1289,13 +1388,24 @@ static int ticket_complete(PipelineObject *self, TicketObject *t, int with_table
     return 0;
 }
 
+/* Raises the error a complete ticket's frame ended with. */
+static PyObject *ticket_error(TicketObject *t)
+{
+    const char *msg = t->error ? PyUnicode_AsUTF8(t->error) : NULL;
+    if (t->error && !msg)
+        return NULL;
+    return raise_status(t->status, msg);
+}
+
 /* After a call that may have planned: drops the tickets the engine has finished with on
-   its own, and says whether the CPU runs the current plan (a frame then ran inside
-   submit). A new plan, or none after a failed one, ended every frame of the old plan
-   (freeing a plan waits for its frames; host outputs then were never copied out: lost).
-   A device submit of ticket `id` retired the frame whose slot it reused: tickets are
-   consecutive within a plan and slots taken in turn, so that is ticket id - slots. The
-   tickets remember the plan generation (pf_stats.plans) they ran under. */
+   its own, and says whether the CPU runs the current plan. A new plan, or none after a
+   failed one, ended every frame of the old plan (freeing a plan waits for its frames;
+   host outputs then were never copied out: lost). A device submit of ticket `id`
+   retired the frame whose slot it reused: tickets are consecutive within a plan and
+   slots taken in turn, so that is ticket id - slots. On the CPU a submit completes the
+   frame queued before it (pf_pipeline_submit_async): its status is asked for at once,
+   while the engine still has it (and its tables). The tickets remember the plan
+   generation (pf_stats.plans) they ran under. */
 static int pipeline_sync(PipelineObject *self, int id, int device, unsigned long long *gen,
                          int *on_cpu)
 {
@@ -1311,11 +1421,19 @@ static int pipeline_sync(PipelineObject *self, int id, int device, unsigned long
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
         TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
         int old = !planned || t->plan != st.plans;
-        int reused = !old && device && id > 0 && t->id == id - slots;
+        int reused =
+            !old && id > 0 && t->id != id && (device ? t->id == id - slots : *on_cpu && !t->device);
         if (!old && !reused)
             continue;
         t->lost = old && !t->device;
-        if (ticket_complete(self, t, reused) != 0)
+        int status = old ? -1 : PF_OK;
+        if (reused && !device) {
+            pf_pipeline *p = self->p;
+            int tid = t->id;
+            Py_BEGIN_ALLOW_THREADS status = pf_pipeline_poll(p, tid);
+            Py_END_ALLOW_THREADS
+        }
+        if (ticket_complete(self, t, status) != 0)
             return -1;
         if (PyList_SetSlice(self->inflight, i, i + 1, NULL) != 0)
             return -1;
@@ -1352,6 +1470,34 @@ static int parse_stream(PyObject *obj, Py_ssize_t *stream)
     return 0;
 }
 
+/* A host array for the frame: its view held by the ticket until the frame is complete,
+   and, when a pf_frame cannot describe it, a staging buffer in its place (an input is
+   packed into it by the caller, with the GIL released; an output unpacked once complete). */
+static int host_frame(PipelineObject *self, TicketObject *t, PyObject *a, int is_out,
+                      const char *what, const char *name, pf_frame *f)
+{
+    layout l;
+    int copy = 0;
+    if (frame_from_buffer(a, is_out, what, name, f, &t->views[t->n_views], &l, &copy) != 0)
+        return -1;
+    t->n_views++;
+    if (!copy)
+        return 0;
+    staged *st = &t->staged[t->n_staged];
+    st->buf = pf_staging_take(self->pool, f->pitch * (size_t)f->height, &st->size);
+    if (!st->buf)
+        return -1;
+    st->out = is_out;
+    st->array = l;
+    t->n_staged++;
+    if (!t->pool) {
+        Py_INCREF(self->pool);
+        t->pool = self->pool;
+    }
+    f->data = st->buf;
+    return 0;
+}
+
 /* Pipeline.submit(inputs, outputs=None, stream=None) -> Ticket */
 static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw)
 {
@@ -1374,8 +1520,6 @@ static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw
     Py_ssize_t n_in = PySequence_Fast_GET_SIZE(ins), n_out = PyTuple_GET_SIZE(outs);
     int want_in = pf_pipeline_input_count(self->p), have_out = pf_pipeline_output_count(self->p);
     TicketObject *t = NULL;
-    Py_buffer in_views[MAX_FRAMES];
-    int n_in_views = 0;
     pf_frame fin[MAX_FRAMES], fout[MAX_FRAMES];
     memset(fin, 0, sizeof fin);
     memset(fout, 0, sizeof fout);
@@ -1412,6 +1556,11 @@ static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw
     t->n_views = 0;
     t->keep = NULL;
     t->device = 0;
+    t->pool = NULL;
+    t->staged = NULL;
+    t->n_staged = 0;
+    t->status = PF_OK;
+    t->error = NULL;
     PyObject_GC_Track(t);
     t->keep = PyList_New(0);
     if (!t->keep)
@@ -1421,9 +1570,10 @@ static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw
     if (device < 0)
         goto fail;
     t->device = device;
-    if (!device && n_out) {
-        t->views = PyMem_Calloc((size_t)n_out, sizeof(Py_buffer));
-        if (!t->views) {
+    if (!device && n_in + n_out) {
+        t->views = PyMem_Calloc((size_t)(n_in + n_out), sizeof(Py_buffer));
+        t->staged = PyMem_Calloc((size_t)(n_in + n_out), sizeof(staged));
+        if (!t->views || !t->staged) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -1490,73 +1640,55 @@ static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw
             Py_XDECREF(keep);
             if (rc != 0)
                 goto fail;
-        } else if (is_out) {
-            if (PyObject_CheckBuffer(a) == 0 && is_torch_tensor(a)) {
-                PyObject *np = PyObject_CallMethod(a, "numpy", NULL); /* shares memory */
-                if (!np)
-                    goto fail;
-                int rc = frame_from_buffer(np, 1, what, name, f, &t->views[t->n_views]);
-                Py_DECREF(np);
-                if (rc != 0)
-                    goto fail;
-            } else if (frame_from_buffer(a, 1, what, name, f, &t->views[t->n_views]) != 0) {
-                goto fail;
-            }
-            t->n_views++;
-        } else {
-            PyObject *src = a;
-            Py_INCREF(src);
-            if (!PyObject_CheckBuffer(a)) { /* torch CPU tensors, __array_interface__, ... */
-                int torch = is_torch_tensor(a);
-                /* NumPy makes a 0-d array of anything (a generator, a number): only what
-                   says it is an array goes through it. */
-                if (!torch && !PyObject_HasAttrString(a, "__array_interface__") &&
-                    !PyObject_HasAttrString(a, "__array__") &&
-                    !PyObject_HasAttrString(a, "__array_struct__")) {
-                    if (!PyErr_Occurred())
-                        PyErr_Format(PyExc_TypeError,
-                                     "input '%s': expected an array (NumPy, a buffer, Pillow, "
-                                     "PyTorch, anything with __array_interface__ or __array__), "
-                                     "not %.200s",
-                                     name, Py_TYPE(a)->tp_name);
-                    Py_DECREF(src);
-                    goto fail;
-                }
-                PyObject *conv = torch        ? PyObject_CallMethod(a, "numpy", NULL)
-                                 : np_asarray ? PyObject_CallOneArg(np_asarray, a)
-                                              : NULL;
-                Py_DECREF(src);
-                if (!conv) {
-                    if (!PyErr_Occurred())
-                        PyErr_Format(PyExc_TypeError, "input '%s': %.200s is not an array", name,
-                                     Py_TYPE(a)->tp_name);
-                    goto fail;
-                }
-                src = conv;
-            }
-            int rc = frame_from_buffer(src, 0, what, name, f, &in_views[n_in_views]);
-            /* Pinned inputs are read by DMA while the frame runs: keep them alive. */
-            if (rc == 0 && PyList_Append(t->keep, src) != 0) {
-                PyBuffer_Release(&in_views[n_in_views]);
-                rc = -1;
-            }
-            Py_DECREF(src);
-            if (rc != 0)
-                goto fail;
-            n_in_views++;
+            continue;
         }
+        PyObject *src = a;
+        Py_INCREF(src);
+        if (PyObject_CheckBuffer(a) == 0 && is_torch_tensor(a)) {
+            Py_SETREF(src, PyObject_CallMethod(a, "numpy", NULL)); /* shares memory */
+        } else if (!is_out && !PyObject_CheckBuffer(a)) {
+            /* __array_interface__, ...: NumPy makes a 0-d array of anything (a generator, a
+               number): only what says it is an array goes through it. */
+            if (!PyObject_HasAttrString(a, "__array_interface__") &&
+                !PyObject_HasAttrString(a, "__array__") &&
+                !PyObject_HasAttrString(a, "__array_struct__")) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_TypeError,
+                                 "input '%s': expected an array (NumPy, a buffer, Pillow, "
+                                 "PyTorch, anything with __array_interface__ or __array__), "
+                                 "not %.200s",
+                                 name, Py_TYPE(a)->tp_name);
+                Py_DECREF(src);
+                goto fail;
+            }
+            Py_SETREF(src, np_asarray ? PyObject_CallOneArg(np_asarray, a) : NULL);
+            if (!src && !PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "input '%s': %.200s is not an array", name,
+                             Py_TYPE(a)->tp_name);
+        }
+        if (!src)
+            goto fail;
+        int rc = host_frame(self, t, src, is_out, what, name, f);
+        /* The frame reads inputs (pinned ones by DMA, queued CPU frames as they run) and
+           writes outputs until it is complete: keep what exports them alive. */
+        if (rc == 0 && PyList_Append(t->keep, src) != 0)
+            rc = -1;
+        Py_DECREF(src);
+        if (rc != 0)
+            goto fail;
     }
 
     int id = 0, rc;
     pf_pipeline *p = self->p;
-    Py_BEGIN_ALLOW_THREADS if (device) rc =
-        pf_pipeline_submit_device(p, fin, (int)n_in, fout, (int)n_out, (void *)stream, &id);
-    else rc = pf_pipeline_submit(p, fin, (int)n_in, fout, (int)n_out, &id);
-    Py_END_ALLOW_THREADS
-        /* Host inputs are copied before submit returns. */
-        for (int i = 0; i < n_in_views; i++) PyBuffer_Release(&in_views[i]);
-    n_in_views = 0;
-    int on_cpu;
+    staged *st = t->staged;
+    int n_staged = t->n_staged;
+    Py_BEGIN_ALLOW_THREADS for (int i = 0; i < n_staged; i++) if (!st[i].out)
+        pf_staging_pack(&st[i].array, st[i].buf);
+    if (device)
+        rc = pf_pipeline_submit_device(p, fin, (int)n_in, fout, (int)n_out, (void *)stream, &id);
+    else
+        rc = pf_pipeline_submit_async(p, fin, (int)n_in, fout, (int)n_out, &id);
+    Py_END_ALLOW_THREADS int on_cpu;
     if (rc != PF_OK) {
         pipeline_failed(self, rc);
         goto fail;
@@ -1564,21 +1696,16 @@ static PyObject *submit_frame(PipelineObject *self, PyObject *args, PyObject *kw
     t->id = id;
     if (pipeline_sync(self, id, device, &t->plan, &on_cpu) != 0)
         goto fail_submitted;
-    if (on_cpu) { /* the frame ran in submit: its tables are the engine's now */
-        if (ticket_complete(self, t, 1) != 0)
-            goto fail_submitted;
-    } else if (PyList_Append(self->inflight, (PyObject *)t) != 0) {
+    if (PyList_Append(self->inflight, (PyObject *)t) != 0)
         goto fail_submitted;
-    }
     Py_DECREF(ins);
     Py_DECREF(outs);
     return (PyObject *)t;
 
 fail_submitted:
-    /* The frame is in the engine: it must not lose what it writes into. Wait for it. */
+    /* The frame is in the engine: it must not lose what it reads and writes. Wait for it. */
     Py_BEGIN_ALLOW_THREADS pf_pipeline_wait(p, id);
-    Py_END_ALLOW_THREADS fail : for (int i = 0; i < n_in_views; i++) PyBuffer_Release(&in_views[i]);
-    Py_XDECREF((PyObject *)t);
+    Py_END_ALLOW_THREADS fail : Py_XDECREF((PyObject *)t);
     Py_DECREF(ins);
     Py_DECREF(outs);
     return NULL;
@@ -1627,21 +1754,44 @@ static int parse_timeout(PyObject *obj, int *ms)
     return 0;
 }
 
-/* Waits for t, with the pipeline claimed. */
+/* How long a wait blocks in the engine before it looks at Python's signals. */
+#define WAIT_SLICE_MS 50
+
+/* Waits for t, with the pipeline claimed. The wait is cut into slices, between which the
+   main thread runs Python's signal handlers: a handler that raises (KeyboardInterrupt on
+   Ctrl-C) cancels the frame (pf_pipeline_cancel: a CPU frame stops at its next band),
+   which then completes as cancelled, and the exception propagates; the pipeline takes
+   the next frame as usual. */
 static PyObject *wait_frame(PipelineObject *self, PyObject *ticket, PyObject *timeout)
 {
     TicketObject *t = (TicketObject *)ticket;
     int timeout_ms = (int)PyLong_AsLong(timeout), rc;
     pf_pipeline *p = self->p;
     int id = t->id;
-    /* A poll that sees the frame complete copies its host outputs: no GIL either. */
-    Py_BEGIN_ALLOW_THREADS rc = timeout_ms == 0  ? pf_pipeline_poll(p, id)
-                                : timeout_ms > 0 ? pf_pipeline_wait_timeout(p, id, timeout_ms)
-                                                 : pf_pipeline_wait(p, id);
-    Py_END_ALLOW_THREADS if (rc ==
-                             PF_NOT_READY) return raise_status(rc, "the frame is still in flight");
+    int left = timeout_ms; /* < 0: no limit */
+    for (;;) {
+        int slice = left < 0 || left > WAIT_SLICE_MS ? WAIT_SLICE_MS : left;
+        /* A poll that sees the frame complete copies its host outputs: no GIL either. */
+        Py_BEGIN_ALLOW_THREADS rc =
+            slice == 0 ? pf_pipeline_poll(p, id) : pf_pipeline_wait_timeout(p, id, slice);
+        Py_END_ALLOW_THREADS if (rc != PF_NOT_READY || left == 0) break;
+        if (left > 0)
+            left -= slice;
+        if (PyErr_CheckSignals() != 0) {
+            PyObject *et, *ev, *etb;
+            PyErr_Fetch(&et, &ev, &etb);
+            pf_pipeline_cancel(p);
+            Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_wait(p, id);
+            Py_END_ALLOW_THREADS if (ticket_complete(self, t, rc) != 0 ||
+                                     inflight_remove(self, t) != 0) PyErr_Clear();
+            PyErr_Restore(et, ev, etb);
+            return NULL;
+        }
+    }
+    if (rc == PF_NOT_READY)
+        return raise_status(rc, "the frame is still in flight");
     /* Complete either way: a failed wait leaves the frame out of the engine too. */
-    int trc = ticket_complete(self, t, rc == PF_OK);
+    int trc = ticket_complete(self, t, rc);
     if (inflight_remove(self, t) != 0 || trc != 0)
         return NULL;
     if (rc != PF_OK)
@@ -1652,7 +1802,7 @@ static PyObject *wait_frame(PipelineObject *self, PyObject *ticket, PyObject *ti
 /* Pipeline.wait(ticket, timeout_ms=None): the frame is complete when it returns; with a
    timeout (0 polls), NotReadyError when it is still in flight then. A ticket is waited
    for on the pipeline that submitted it; once complete, again and again (after close
-   too). */
+   too), raising the error its frame ended with, if any. */
 static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
 {
     PyObject *arg, *timeout = Py_None;
@@ -1675,11 +1825,23 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
         if (!r)
             return NULL;
         Py_DECREF(r);
+    } else if (t->status != PF_OK) {
+        return ticket_error(t);
     }
     if (t->lost)
         return raise_status(PF_NOT_PLANNED,
                             "the frame's plan was replaced (a new input size or a re-planning "
                             "option) before it was waited for; its outputs were not written");
+    Py_RETURN_NONE;
+}
+
+/* Pipeline.cancel(): pf_pipeline_cancel. Any thread, at any time, without the claim: the
+   frames submitted before it stop at their next cancel point. */
+static PyObject *Pipeline_cancel(PipelineObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->p)
+        pf_pipeline_cancel(self->p);
     Py_RETURN_NONE;
 }
 
@@ -1696,7 +1858,9 @@ static PyObject *set_impl(PipelineObject *self, PyObject *args, PyObject *kw)
         double v = PyFloat_AsDouble(value);
         if (v == -1.0 && PyErr_Occurred())
             return NULL;
-        rc = pf_pipeline_set_float(self->p, key, v);
+        pf_pipeline *p = self->p;
+        Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_set_float(p, key, v);
+        Py_END_ALLOW_THREADS
     } else {
         if (!json_dumps) {
             PyObject *json = PyImport_ImportModule("json");
@@ -1709,7 +1873,12 @@ static PyObject *set_impl(PipelineObject *self, PyObject *args, PyObject *kw)
         if (!text)
             return NULL;
         const char *s = PyUnicode_AsUTF8(text);
-        rc = s ? pf_pipeline_set_param(self->p, key, s) : PF_OK;
+        pf_pipeline *p = self->p;
+        rc = PF_OK;
+        if (s) {
+            Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_set_param(p, key, s);
+            Py_END_ALLOW_THREADS
+        }
         Py_DECREF(text);
         if (!s)
             return NULL;
@@ -1725,9 +1894,10 @@ static PyObject *set_json_impl(PipelineObject *self, PyObject *args, PyObject *k
     const char *key, *text;
     if (!PyArg_ParseTuple(args, "ss:set_json", &key, &text))
         return NULL;
-    int rc = pf_pipeline_set_param(self->p, key, text);
-    if (rc != PF_OK)
-        return pipeline_error(self, rc);
+    int rc;
+    pf_pipeline *p = self->p;
+    Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_set_param(p, key, text);
+    Py_END_ALLOW_THREADS if (rc != PF_OK) return pipeline_error(self, rc);
     Py_RETURN_NONE;
 }
 
@@ -1761,8 +1931,10 @@ static PyObject *set_option_impl(PipelineObject *self, PyObject *args, PyObject 
         Py_DECREF(text);
         return NULL;
     }
-    int rc = pf_pipeline_set_option(self->p, name, s);
-    Py_DECREF(text);
+    int rc;
+    pf_pipeline *p = self->p;
+    Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_set_option(p, name, s);
+    Py_END_ALLOW_THREADS Py_DECREF(text);
     if (rc != PF_OK)
         return pipeline_error(self, rc);
     Py_RETURN_NONE;
@@ -1884,8 +2056,11 @@ static PyObject *units_impl(PipelineObject *self, PyObject *unused, PyObject *kw
     PyObject *list = PyList_New(0);
     for (int i = 0; list && i < n; i++) {
         pf_unit_info u;
-        int rc = pf_pipeline_unit(self->p, i, &u);
-        if (rc != PF_OK) {
+        int rc;
+        pf_pipeline *p = self->p;
+        Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_unit(p, i, &u);
+        Py_END_ALLOW_THREADS if (rc != PF_OK)
+        {
             Py_DECREF(list);
             return pipeline_error(self, rc);
         }
@@ -1977,7 +2152,7 @@ static PyObject *Pipeline_output_channels(PipelineObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "ii", &i, &in_ch))
         return NULL;
     if (!self->p) {
-        PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
+        closed_error();
         return NULL;
     }
     return PyLong_FromLong(pf_pipeline_output_channels(self->p, i, in_ch));
@@ -2027,13 +2202,14 @@ static void pipeline_close(PipelineObject *self)
     Py_ssize_t n = self->inflight ? PyList_GET_SIZE(self->inflight) : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
-        int id = t->id;
-        Py_BEGIN_ALLOW_THREADS pf_pipeline_wait(p, id);
-        Py_END_ALLOW_THREADS t->done = 1;
-        ticket_release(t);
+        int id = t->id, rc;
+        Py_BEGIN_ALLOW_THREADS rc = pf_pipeline_wait(p, id);
+        Py_END_ALLOW_THREADS if (ticket_complete(self, t, rc) != 0) PyErr_Clear();
     }
     if (self->inflight)
         PyList_SetSlice(self->inflight, 0, n, NULL);
+    if (self->pool)
+        pf_staging_trim(self->pool);
     self->p = NULL;
     Py_BEGIN_ALLOW_THREADS pf_pipeline_destroy(p);
     Py_END_ALLOW_THREADS
@@ -2064,6 +2240,7 @@ static int Pipeline_traverse(PipelineObject *self, visitproc visit, void *arg)
 static int Pipeline_clear(PipelineObject *self)
 {
     pipeline_close(self);
+    Py_CLEAR(self->pool);
     Py_CLEAR(self->inflight);
     Py_CLEAR(self->engine);
     return 0;
@@ -2073,6 +2250,7 @@ static void Pipeline_dealloc(PipelineObject *self)
 {
     PyObject_GC_UnTrack(self);
     pipeline_close(self);
+    Py_CLEAR(self->pool);
     Py_CLEAR(self->inflight);
     Py_CLEAR(self->engine);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -2100,6 +2278,8 @@ static PyMethodDef Pipeline_methods[] = {
     {"build_kernels", (PyCFunction)Pipeline_build_kernels, METH_VARARGS,
      "build_kernels(arch, dump_dir=None) -> number of fused kernels compiled"},
     {"close", (PyCFunction)Pipeline_close, METH_NOARGS, "wait for frames in flight, free"},
+    {"cancel", (PyCFunction)Pipeline_cancel, METH_NOARGS,
+     "cancel(): frames submitted so far stop at their next cancel point (any thread)"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Pipeline_getset[] = {
@@ -2129,7 +2309,11 @@ static PyObject *mod_version(PyObject *m, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
-    {"version", mod_version, METH_NOARGS, "the library's version string"}, {NULL, NULL, 0, NULL}};
+    {"version", mod_version, METH_NOARGS, "the library's version string"},
+    {"read_png", pf_py_read_png, METH_VARARGS,
+     "read_png(path, max_pixels) -> (buffer, height, width, channels, bits, pitch)"},
+    {"write_png", pf_py_write_png, METH_VARARGS, "write_png(path, array, level)"},
+    {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
                                         "_pipefuse",
@@ -2150,17 +2334,30 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
         return NULL;
     }
     if (PyType_Ready(&EngineType) < 0 || PyType_Ready(&PipelineType) < 0 ||
-        PyType_Ready(&TicketType) < 0 || PyType_Ready(&HostBufferType) < 0)
+        PyType_Ready(&TicketType) < 0 || PyType_Ready(&HostBufferType) < 0 ||
+        PyType_Ready(&StagingPoolType) < 0 || PyType_Ready(&FrameBufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    Error = PyErr_NewExceptionWithDoc(
-        "pipefuse.Error",
-        "A pipefuse call failed: .status (int), .status_name ('PF_PARSE') and the message "
-        "the engine gave.",
-        NULL, NULL);
+    PyObject *edict = Py_BuildValue("{s:O,s:O}", "status", Py_None, "status_name", Py_None);
+    Error = edict ? PyErr_NewExceptionWithDoc(
+                        "pipefuse.Error",
+                        "A pipefuse call failed: .status (int), .status_name ('PF_PARSE') and "
+                        "the message the engine gave.",
+                        NULL, edict)
+                  : NULL;
+    Py_XDECREF(edict);
     if (!Error || PyModule_AddObjectRef(m, "Error", Error) < 0)
+        goto fail;
+    PyObject *cbases = PyTuple_Pack(2, Error, PyExc_RuntimeError);
+    ClosedError =
+        cbases ? PyErr_NewExceptionWithDoc(
+                     "pipefuse.ClosedError",
+                     "The pipeline is closed (a RuntimeError, as before there was this class).", cbases, NULL)
+               : NULL;
+    Py_XDECREF(cbases);
+    if (!ClosedError || PyModule_AddObjectRef(m, "ClosedError", ClosedError) < 0)
         goto fail;
     PyObject *statuses = PyDict_New();
     if (!statuses || PyModule_AddObject(m, "STATUS", statuses) < 0) {
@@ -2173,11 +2370,9 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
         class_name(id && strncmp(id, "PF_", 3) == 0 ? id + 3 : "UNKNOWN", name, sizeof name);
         snprintf(qual, sizeof qual, "pipefuse.%s", name);
         PyObject *dict = Py_BuildValue("{s:i,s:s}", "status", s, "status_name", pf_status_name(s));
-        /* Where docs/python.md promises a built-in exception, the class is one too: a
-           wrong shape is a ValueError, a pipeline in use a RuntimeError. */
-        PyObject *also = s == PF_SHAPE  ? PyExc_ValueError
-                         : s == PF_BUSY ? PyExc_RuntimeError
-                                        : NULL;
+        /* Each class is also the built-in exception a Python program already catches for
+           such a failure (docs/python.md, Errors). */
+        PyObject *also = builtin_base(s);
         PyObject *bases = also ? PyTuple_Pack(2, Error, also) : (Py_INCREF(Error), Error);
         status_errors[s] =
             dict && bases ? PyErr_NewExceptionWithDoc(qual, pf_status_str(s), bases, dict) : NULL;

@@ -267,7 +267,13 @@ def test_wait_accepts_any_non_negative_timeout(engine):
     p = cpu(engine, PIPELINES / "demo.json")
     x = np.zeros((4, 4, 3), np.uint8)
     for timeout in (0, 0.0004, 2.5, 1e9, 1e300, math.inf, np.float32(1)):
-        assert "result" in p.wait(p.submit(x), timeout=timeout)
+        t = p.submit(x)
+        try:
+            out = p.wait(t, timeout=timeout)
+        except pipefuse.NotReadyError:  # a CPU frame runs on the engine's threads
+            assert timeout < 1
+            out = p.wait(t)
+        assert "result" in out
     t = p.submit(x)
     p._c.wait(t, 1e15)
     for bad in (-1, -1e-9, math.nan):

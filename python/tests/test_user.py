@@ -163,7 +163,9 @@ def test_reprs_and_the_poll_message(engine):
     p = cpu(engine, PIPELINES / "demo.json")
     assert repr(p) == "<pipefuse.Pipeline inputs=['photo'] outputs=['result', 'histogram']>"
     t = p.submit(np.zeros((4, 4, 3), np.uint8))
-    assert repr(t).startswith("<pipefuse.Ticket ") and "host frame, complete" in repr(t)
+    assert repr(t).startswith("<pipefuse.Ticket ") and "host frame, " in repr(t)
+    p.wait(t)
+    assert "host frame, complete" in repr(t)
     q = cpu(engine, PIPELINES / "demo.json")
     with pytest.raises(ValueError, match="another pipeline") as ei:
         q.poll(t)
