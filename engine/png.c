@@ -18,6 +18,7 @@
 #include <png.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include "pipefuse/bands.h"
 #include "pipefuse/png.h"
 #include "png_deflate.h"
+#include "png_form.h"
 
 #define PF_API __attribute__((visibility("default")))
 
@@ -52,6 +54,8 @@ struct pf_png_meta {
     int width, height, bit_depth, color_type; /* the source's IHDR */
     int n;
     png_unknown_chunk *chunks; /* name, data (our copy), size, location as read */
+    int n_palette, n_trans;    /* a palette source's PLTE and tRNS, for png_form.c */
+    unsigned char palette[256 * 3], trans[256];
 };
 
 /* The chunks kept: five bytes each (name and NUL), as png_set_keep_unknown_chunks wants. */
@@ -572,6 +576,21 @@ static int collect_meta(reader *r)
     m->height = r->hdr.height;
     m->bit_depth = r->hdr.bit_depth;
     m->color_type = r->hdr.color_type;
+    png_colorp pal = NULL;
+    png_bytep trans = NULL;
+    int n_pal = 0, n_trans = 0;
+    if (m->color_type == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(r->png, r->info, &pal, &n_pal)) {
+        m->n_palette = n_pal < 0 ? 0 : n_pal > 256 ? 256 : n_pal;
+        for (int i = 0; i < m->n_palette; i++) {
+            m->palette[3 * i] = pal[i].red;
+            m->palette[3 * i + 1] = pal[i].green;
+            m->palette[3 * i + 2] = pal[i].blue;
+        }
+        if (png_get_valid(r->png, r->info, PNG_INFO_tRNS) &&
+            png_get_tRNS(r->png, r->info, &trans, &n_trans, NULL) && trans)
+            m->n_trans = n_trans < 0 ? 0 : n_trans > m->n_palette ? m->n_palette : n_trans;
+        memcpy(m->trans, trans ? trans : m->trans, (size_t)m->n_trans);
+    }
     for (int i = 0; i < n; i++) {
         png_unknown_chunk *c = &m->chunks[m->n];
         memcpy(c->name, unk[i].name, sizeof c->name);
@@ -693,6 +712,17 @@ PF_API int pf_png_read_meta(const char *path, unsigned long long max_pixels, pf_
         return PF_INVALID_ARGUMENT;
     }
     return read_file("pf_png_read_meta", path, max_pixels, out, info, meta, err, err_size);
+}
+
+void pf_png_meta_source(const pf_png_meta *m, pf_png_source *src)
+{
+    memset(src, 0, sizeof *src);
+    src->width = m->width, src->height = m->height;
+    src->bit_depth = m->bit_depth, src->color_type = m->color_type;
+    for (int i = 0; i < m->n; i++)
+        src->has_iccp |= !memcmp(m->chunks[i].name, "iCCP", 4);
+    src->n_palette = m->n_palette, src->n_trans = m->n_trans;
+    src->palette = m->palette, src->trans = m->trans;
 }
 
 PF_API int pf_png_meta_count(const pf_png_meta *m)
@@ -986,27 +1016,30 @@ typedef struct writer {
     int level;
     png_unknown_chunk *keep; /* the metadata chunks written (into the source's array) */
     int n_keep;
-    int threads;       /* deflating the image data: 0 one per core (png_deflate.c) */
-    pf_pngz_opts idat; /* and how, when it is worth the threads */
+    const pf_png_write_options *opts; /* the form and geometry asked for */
+    pf_png_packed packed;             /* the frame in the form written (png_form.c) */
+    unsigned char phys[9];            /* the pHYs written, by the geometry */
+    int threads;                      /* deflating the image data: 0 one per core (png_deflate.c) */
+    pf_pngz_opts idat;                /* and how, when it is worth the threads */
 } writer;
 
-/* Whether chunk c of the source still describes frame f. gAMA, cHRM and sRGB say how
-   the stored values encode colour, which stages keep (they work on stored values), and
-   text is about the picture: kept. An ICC profile is for gray or for colour data (kept
-   while the output is of the same kind), sBIT for the source's colour type and depth
-   (kept when both are the same), pHYs for its pixel size (kept when the size is). */
-static int meta_applies(const pf_png_meta *m, const png_unknown_chunk *c, const pf_frame *f)
+/* Whether chunk c of the source still describes the image w writes. gAMA, cHRM and
+   sRGB say how the stored values encode colour, which stages keep (they work on stored
+   values), and text is about the picture: kept. An ICC profile is for gray or for colour
+   data (kept while the image written is of the same kind; a palette is colour), sBIT
+   for the source's colour type and depth (kept when those written are the same), pHYs
+   for its pixel grid (pf_png_meta_phys: kept at the same size, or through a geometry). */
+static int meta_applies(const pf_png_meta *m, const png_unknown_chunk *c, writer *w)
 {
-    static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
-                                 PNG_COLOR_TYPE_RGB_ALPHA};
-    int in_gray = !(m->color_type & PNG_COLOR_MASK_COLOR), out_gray = f->channels <= 2;
+    const pf_png_packed *p = &w->packed;
+    int in_gray = !(m->color_type & PNG_COLOR_MASK_COLOR);
+    int out_gray = !(p->color_type & PNG_COLOR_MASK_COLOR);
     if (!memcmp(c->name, "iCCP", 4))
         return in_gray == out_gray;
     if (!memcmp(c->name, "sBIT", 4))
-        return m->color_type == ctypes[f->channels - 1] &&
-               m->bit_depth == (f->sample == PF_U16 ? 16 : 8);
+        return m->color_type == p->color_type && m->bit_depth == p->bit_depth;
     if (!memcmp(c->name, "pHYs", 4))
-        return m->width == f->width && m->height == f->height;
+        return pf_png_meta_phys(m, w->opts->geometry, p->width, p->height, w->phys);
     return 1;
 }
 
@@ -1021,10 +1054,12 @@ static int select_meta(writer *w, const pf_png_meta *meta)
         return PF_NO_MEMORY;
     for (int i = 0; i < meta->n; i++) {
         const png_unknown_chunk *c = &meta->chunks[i];
-        if (!meta_applies(meta, c, w->frame))
+        if (!meta_applies(meta, c, w))
             continue;
         png_unknown_chunk *k = &w->keep[w->n_keep++];
         *k = *c; /* data shared with meta, which outlives the write */
+        if (!memcmp(c->name, "pHYs", 4))
+            k->data = w->phys, k->size = sizeof w->phys; /* scaled or swapped */
         int text = c->name[0] == 't' || c->name[0] == 'z' || c->name[0] == 'i';
         text = text && memcmp(c->name, "iCCP", 4) != 0;
         k->location = text && (c->location & PNG_AFTER_IDAT) ? PNG_AFTER_IDAT : PNG_HAVE_IHDR;
@@ -1113,16 +1148,24 @@ static int write_image(writer *w)
     if (setjmp(png_jmpbuf(png)))
         return w->io.status != PF_OK ? w->io.status : PF_IO;
 
-    static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
-                                 PNG_COLOR_TYPE_RGB_ALPHA};
+    const pf_png_packed *pk = &w->packed;
     png_set_write_fn(png, w, write_callback, flush_callback);
     /* libpng's default write limit is 1000000 per side; frames may be wider. */
     png_set_user_limits(png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
     if (w->level >= 0)
         png_set_compression_level(png, w->level);
-    png_set_IHDR(png, info, (png_uint_32)f->width, (png_uint_32)f->height,
-                 f->sample == PF_U16 ? 16 : 8, ctypes[f->channels - 1], PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_IHDR(png, info, (png_uint_32)f->width, (png_uint_32)f->height, pk->bit_depth,
+                 pk->color_type, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    if (pk->n_palette) { /* libpng copies both */
+        png_color pal[256];
+        for (int i = 0; i < pk->n_palette; i++)
+            pal[i] =
+                (png_color){pk->palette[3 * i], pk->palette[3 * i + 1], pk->palette[3 * i + 2]};
+        png_set_PLTE(png, info, pal, pk->n_palette);
+        if (pk->n_trans)
+            png_set_tRNS(png, info, pk->trans, pk->n_trans, NULL);
+    }
     if (w->n_keep) {
         /* gAMA and the others are critical-to-copy names: written only when asked for */
         png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, meta_names, PF_PNG_META_NAMES);
@@ -1132,10 +1175,11 @@ static int write_image(writer *w)
     if (idat_threaded(w))
         return write_idat_threaded(w);
     /* libpng swaps a copy of each row, never the caller's frame. */
-    if (f->sample == PF_U16 && host_is_little_endian())
+    if (pk->bit_depth == 16 && host_is_little_endian())
         png_set_swap(png);
-    for (int y = 0; y < f->height; y++)
-        png_write_row(png, (png_const_bytep)f->data + (size_t)y * f->pitch);
+    for (int y = 0; y < f->height; y++) /* the packed rows, or the frame's own */
+        png_write_row(png, pk->rows ? pk->rows + (size_t)y * pk->pitch
+                                    : (png_const_bytep)f->data + (size_t)y * f->pitch);
     png_write_end(png, info); /* the text chunks that came after the image data */
     return PF_OK;
 }
@@ -1201,9 +1245,11 @@ static int check_write(const char *path, const pf_frame *f, int zlib_level, char
     return PF_OK;
 }
 
-static int write_file(const char *path, const pf_frame *f, int zlib_level, const pf_png_meta *meta,
-                      char *err, size_t err_size)
+static int write_file(const char *path, const pf_frame *f, const pf_png_write_options *o, char *err,
+                      size_t err_size)
 {
+    const int zlib_level = o->zlib_level;
+    const pf_png_meta *meta = o->meta;
     int st = check_write(path, f, zlib_level, err, err_size);
     if (st != PF_OK)
         return st;
@@ -1244,9 +1290,15 @@ static int write_file(const char *path, const pf_frame *f, int zlib_level, const
     w.io.what = "cannot write PNG";
     w.frame = f;
     w.level = zlib_level;
+    w.opts = o;
 
-    st = select_meta(&w, meta);
+    /* the form first: the chunks that apply depend on it */
+    char perr[256] = "";
+    st = pf_png_pack(f, o->form, meta, &w.packed, perr, sizeof perr);
     if (st != PF_OK) {
+        fail(&w.io, st, "%s: cannot write PNG: %s", path, perr);
+        close(fd);
+    } else if ((st = select_meta(&w, meta)) != PF_OK) {
         fail(&w.io, st, "%s: out of memory for its metadata", path);
         close(fd);
     } else if (fchmod(fd, 0644 & ~current_umask()) != 0) {
@@ -1287,17 +1339,53 @@ static int write_file(const char *path, const pf_frame *f, int zlib_level, const
         unlink(tmp);
     free(tmp);
     free(w.keep);
+    pf_png_packed_free(&w.packed);
     return st;
+}
+
+PF_API void pf_png_write_options_init(pf_png_write_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->zlib_level = -1;
 }
 
 PF_API int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
                         size_t err_size)
 {
-    return write_file(path, f, zlib_level, NULL, err, err_size);
+    pf_png_write_options o;
+    pf_png_write_options_init(&o);
+    o.zlib_level = zlib_level;
+    return write_file(path, f, &o, err, err_size);
 }
 
 PF_API int pf_png_write_meta(const char *path, const pf_frame *f, int zlib_level,
                              const pf_png_meta *meta, char *err, size_t err_size)
 {
-    return write_file(path, f, zlib_level, meta, err, err_size);
+    pf_png_write_options o;
+    pf_png_write_options_init(&o);
+    o.zlib_level = zlib_level;
+    o.meta = meta;
+    return write_file(path, f, &o, err, err_size);
+}
+
+PF_API int pf_png_write_opts(const char *path, const pf_frame *f, const pf_png_write_options *o,
+                             char *err, size_t err_size)
+{
+    /* an older, smaller struct: the fields it has, defaults for the rest */
+    pf_png_write_options full;
+    pf_png_write_options_init(&full);
+    if (!o || o->size < offsetof(pf_png_write_options, form)) {
+        set_err(err, err_size, "pf_png_write_opts: %s",
+                o ? "options too small (set size)" : "options are NULL");
+        return PF_INVALID_ARGUMENT;
+    }
+    memcpy(&full, o, o->size < sizeof full ? o->size : sizeof full);
+    full.size = sizeof full;
+    if ((int)full.form < PF_PNG_FORM_FRAME || full.form > PF_PNG_FORM_GRAY4) {
+        set_err(err, err_size, "%s: unknown PNG form %d", path ? path : "pf_png_write_opts",
+                (int)full.form);
+        return PF_INVALID_ARGUMENT;
+    }
+    return write_file(path, f, &full, err, err_size);
 }

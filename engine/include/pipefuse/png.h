@@ -74,8 +74,10 @@ int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err,
  * the frame written: gAMA, cHRM, sRGB and the text always (stages work on the stored,
  * encoded values, so the encoding still holds); iCCP while the frame is gray for a gray
  * source or colour for a colour source (an ICC profile is for one or the other); sBIT
- * when the colour type and bit depth are the source's; pHYs when the size is. meta
- * NULL writes none. *meta is NULL on failure; free it with pf_png_meta_free (NULL: no
+ * when the colour type and bit depth written are the source's; pHYs when the size is
+ * (pf_png_write_opts with a geometry: scaled and swapped, below). The source's palette
+ * (PLTE, tRNS) is kept too, for PF_PNG_FORM_PALETTE and AUTO to reuse. meta NULL writes
+ * none. *meta is NULL on failure; free it with pf_png_meta_free (NULL: no
  * effect). A meta is read-only once made: several writes may share it. */
 typedef struct pf_png_meta pf_png_meta;
 int pf_png_read_meta(const char *path, unsigned long long max_pixels, pf_frame *out,
@@ -87,6 +89,98 @@ void pf_png_meta_free(pf_png_meta *m);
    data and size (either may be NULL). */
 int pf_png_meta_count(const pf_png_meta *m);
 const char *pf_png_meta_chunk(const pf_png_meta *m, int i, const void **data, size_t *size);
+
+/* ---- Density through geometry: pHYs for an output of another size or orientation ----
+ *
+ * pf_png_geometry says how an output's pixel grid relates to its source's: swap when
+ * the output's x axis runs along the source's y (a quarter turn), and how many output
+ * pixels stand for one source pixel along the output's x and y (resize: out width / in
+ * width; crop, pad, flip, a half turn: 1). With it, the source's pHYs is written as
+ * the density of the output's pixels: pixels per unit along x = the source's along x
+ * (y when swapped) times scale_x, rounded to the nearest integer, likewise y, the unit
+ * kept; a density that rounds to 0 or past 2^31 - 1 is dropped. Without it (NULL) pHYs
+ * is kept when the size is the source's and dropped otherwise. */
+typedef struct pf_png_geometry {
+    uint32_t size;           /* sizeof(pf_png_geometry) */
+    int swap;                /* the output's x runs along the source's y */
+    double scale_x, scale_y; /* output pixels per source pixel, along the output's x, y */
+} pf_png_geometry;
+
+/* The identity: size set, no swap, scales 1. */
+void pf_png_geometry_init(pf_png_geometry *g);
+/* *g followed by next (next's source is g's output): swaps and scales composed. */
+void pf_png_geometry_then(pf_png_geometry *g, const pf_png_geometry *next);
+/* The 9 bytes of the pHYs chunk meta's source density takes in a w x h output by g
+   (NULL: the size rule above): 1 and data filled, or 0 when no pHYs is written. */
+int pf_png_meta_phys(const pf_png_meta *meta, const pf_png_geometry *g, int w, int h,
+                     unsigned char data[9]);
+
+/* ---- Output forms: palette and low-bit gray --------------------------------------------
+ *
+ * PF_PNG_FORM_FRAME writes the frame's own colour type and depth. PF_PNG_FORM_AUTO
+ * writes the smallest lossless form: the same pixels as the frame when read back
+ * (pf_png_read gives the same samples, in as many channels as the form keeps): alpha
+ * dropped where every pixel is opaque, colour where every pixel is gray, 16 bits to 8
+ * where every sample is a multiple of 257, gray to 1, 2 or 4 bits where every sample is
+ * a level of that depth (k * 255 / (2^bits - 1)), or a palette of 1, 2, 4 or 8 bits
+ * where the frame has at most 256 distinct pixels (the source's palette, in its order,
+ * where the meta holds one and every pixel is in it); of these, the fewest bytes of
+ * image data before compression (rows with their filter byte, plus PLTE and tRNS),
+ * ties going to the form that is not a palette. Colour and gray do not trade places
+ * where the meta carries an ICC profile (iCCP is for one or the other).
+ * PF_PNG_FORM_PALETTE writes a palette of 8-bit pixels: the source's palette where
+ * every pixel is in it, else an exact one where there are at most 256 distinct pixels,
+ * else 256 colours by median cut (lossy: each pixel the nearest entry); the palette is
+ * as short as the pixels need and its depth 1, 2, 4 or 8 bits. PF_PNG_FORM_GRAY1, 2
+ * and 4 write a gray frame (1 channel) with 1, 2 or 4 bits a sample, each sample
+ * rounded half up to the nearest level (exact for samples already on a level: a
+ * thresholded page). A form that does not fit the frame (gray bits on colour, a palette
+ * of 16-bit samples that are not 8-bit values) is PF_INVALID_ARGUMENT, naming both. */
+typedef enum pf_png_form {
+    PF_PNG_FORM_FRAME = 0,
+    PF_PNG_FORM_AUTO = 1,
+    PF_PNG_FORM_PALETTE = 2,
+    PF_PNG_FORM_GRAY1 = 3,
+    PF_PNG_FORM_GRAY2 = 4,
+    PF_PNG_FORM_GRAY4 = 5
+} pf_png_form;
+
+/* The form's name as pipeline files write it ("palette", "gray1", ...; "auto" for AUTO,
+   "" for FRAME), and back (-1: none). */
+const char *pf_png_form_name(pf_png_form form);
+int pf_png_form_from_name(const char *name);
+
+/* A frame in the form it is written: IHDR's bit depth and colour type, the palette and
+   tRNS, and the rows as PNG stores them (packed below 8 bits; 16-bit samples in host
+   byte order), row y at rows + y * pitch, row_bytes each. */
+typedef struct pf_png_packed {
+    int width, height, bit_depth, color_type;
+    int n_palette, n_trans;
+    unsigned char palette[256 * 3], trans[256];
+    unsigned char *rows; /* NULL: the frame's own rows are written as they are */
+    size_t pitch, row_bytes;
+} pf_png_packed;
+
+/* Converts f to form for writing (meta: the source's palette and iCCP, may be NULL);
+   free with pf_png_packed_free. PF_OK, PF_INVALID_ARGUMENT (a form that does not fit,
+   message in err) or PF_NO_MEMORY. For PF_PNG_FORM_FRAME, and for AUTO where the frame's
+   own form is the smallest, rows is NULL. */
+int pf_png_pack(const pf_frame *f, pf_png_form form, const pf_png_meta *meta, pf_png_packed *out,
+                char *err, size_t err_size);
+void pf_png_packed_free(pf_png_packed *p);
+
+/* Writing with options: pf_png_write_meta's file handling and chunk rules, with a form
+   and a geometry. Initialise with pf_png_write_options_init, then set what differs. */
+typedef struct pf_png_write_options {
+    uint32_t size;                   /* sizeof(pf_png_write_options) */
+    int zlib_level;                  /* 0-9, -1 libpng's default (the default) */
+    pf_png_form form;                /* PF_PNG_FORM_FRAME by default */
+    const pf_png_meta *meta;         /* chunks to carry from the source; NULL none */
+    const pf_png_geometry *geometry; /* for pHYs; NULL: the size rule */
+} pf_png_write_options;
+void pf_png_write_options_init(pf_png_write_options *o);
+int pf_png_write_opts(const char *path, const pf_frame *f, const pf_png_write_options *o, char *err,
+                      size_t err_size);
 
 /* Allocates a frame (rows 16-byte aligned, pitch a multiple of 16); free with
    pf_frame_free. Returns PF_OK, PF_INVALID_ARGUMENT or PF_NO_MEMORY. */
