@@ -52,6 +52,8 @@ static const bench_case
              "s"},
             {"add", 2, S2("s", "add", "\"scale\": 1"), "s"},
             {"blend", 2, S2("s", "blend", "\"opacity\": 0.3"), "s"},
+            {"difference", 2, S2("s", "difference", ""), "s"},
+            {"multiply", 2, S2("s", "multiply", ""), "s"},
             {"chain8", 1,
              S1("c1", "brightness", "\"amount\": 0.05") ", " S1("c2", "contrast", "\"amount\": 1.2") ", " S1("c3", "gamma", "\"gamma\": 1.1") ", " S1(
                  "c4", "saturation",
@@ -73,6 +75,8 @@ static const bench_case
             {"gamma_gaussian", 1,
              S1("g", "gamma", "\"gamma\": 2.2") ", " S1("s", "gaussian", "\"sigma\": 2"), "s"},
             {"box", 1, S1("s", "box", "\"radius\": 1"), "s"},
+            {"box2", 1, S1("s", "box", "\"radius\": 2"), "s"},
+            {"unsharp", 1, S1("s", "unsharp", "\"sigma\": 1, \"amount\": 0.8"), "s"},
             {"sobel", 1, S1("s", "sobel", ""), "s"},
             {"median3", 1, S1("s", "median3", ""), "s"},
             {"resize_nearest", 1, S1("s", "resize", "\"scale\": 0.5, \"mode\": \"nearest\""), "s"},
@@ -87,6 +91,9 @@ static const bench_case
             {"pad", 1, S1("s", "pad", "\"left\": 16, \"right\": 16, \"top\": 16, \"bottom\": 16"),
              "s"},
             {"histogram", 1, S1("s", "histogram", "\"bins\": 256"), "s"},
+            {"colsum", 1, S1("s", "colsum", ""), "s"},
+            {"rowsum", 1, S1("s", "rowsum", ""), "s"},
+            {"stats", 1, S1("s", "stats", ""), "s"},
 };
 
 static double clock_ms(clockid_t id)

@@ -21,10 +21,11 @@
 #include "pipefuse/plugin.h"
 
 #include "filter.h"
+#include "filter_rows.h"
 
 extern const char pf_src_filter3x3_ops[]; /* kernels/point/filter3x3_ops.h, for NVRTC */
 
-#define MAX_TAPS_RADIUS 192 /* ceil(3 * PF_GAUSSIAN_MAX_SIGMA) */
+#define MAX_TAPS_RADIUS FILTER_MAX_TAPS_RADIUS
 
 /* ---- Small helpers --------------------------------------------------------------- */
 
@@ -54,12 +55,6 @@ static int scratch_fail(const pf_stage_args *a, const char *msg, size_t need)
 }
 
 /* ---- Separable symmetric convolution ------------------------------------------------ */
-
-/* A normalised symmetric kernel: w[k] is the weight at offsets +k and -k. */
-typedef struct kernel1d {
-    int r;
-    float w[MAX_TAPS_RADIUS + 1];
-} kernel1d;
 
 /* A kernel from a stage's taps function (gaussian_sep, box_sep: the stages'
    separable_fn): returns its radius and, unless k is NULL, fills k with the taps
@@ -128,83 +123,16 @@ static size_t separable_scratch(int r, int width, int rows)
     return (size_t)width * (size_t)(rows + 2 * r + 1) * sizeof(pf_float4);
 }
 
-/* Whether every alpha of the row is 1: a reduction without an early exit, which the
-   compiler vectorises. */
-static int row_opaque(const pf_float4 *src, int w)
-{
-    int all = 1;
-    for (int x = 0; x < w; x++)
-        all &= src[x].w == 1.0f;
-    return all;
-}
-
 /* Row src premultiplied into pm, or src itself when every alpha in it is 1 (where the
-   premultiplied values are the same); *mixed is set when it was not. */
+   premultiplied values are the same); *mixed is set when it was not. The row loops, this
+   one's and the passes', are filter_rows.c's. */
 static const pf_float4 *premultiplied_row(const pf_float4 *src, pf_float4 *pm, int w, int *mixed)
 {
-    if (row_opaque(src, w))
+    if (filter_row_opaque(src, w))
         return src;
     *mixed = 1;
-    for (int x = 0; x < w; x++) {
-        const pf_float4 v = src[x];
-        const float a = pf_pm_alpha(v.w);
-        pm[x] = pf_f4(pf_pm_mul(v.x, a), pf_pm_mul(v.y, a), pf_pm_mul(v.z, a), a);
-    }
+    filter_premultiply_row(src, pm, w);
     return pm;
-}
-
-/* A row of sums normalised (premultiply.h's pf_norm_colour): pm, premultiplied colours
-   back to straight, else every channel divided by wsum; alpha divided by wsum. */
-static void normalise_row(pf_float4 *o, int w, float wsum, int pm)
-{
-    for (int x = 0; x < w; x++) {
-        const float a = o[x].w;
-        o[x] = pf_f4(pf_norm_colour(o[x].x, a, wsum, pm), pf_norm_colour(o[x].y, a, wsum, pm),
-                     pf_norm_colour(o[x].z, a, wsum, pm), a / wsum);
-    }
-}
-
-/* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
-   with ifunc), the row loops below are also built for AVX2 and the CPU picks; not under
-   the sanitizers (see frame.c). */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&                                \
-    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define FILTER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define FILTER_VECTOR_CLONES
-#endif
-
-/* The row loops of the separable pass, over floats (4 a pixel): o[i] = k0 * c[i], then
-   for each tap t in order o[i] += kt * (a_t[i] + b_t[i]), which is f4_scale and f4_pair
-   of the per-pixel form in the same order, element by element: the same values, in a
-   loop the compiler vectorises. Horizontally a_t and b_t are the row itself shifted by
-   -t and +t pixels (pixels whose taps stay inside the row); vertically, the rows t
-   above and below. */
-FILTER_VECTOR_CLONES static void sep_row_h(const float *restrict src, float *restrict o, int lo,
-                                           int hi, const kernel1d *k)
-{
-    for (int i = lo; i < hi; i++)
-        o[i] = src[i] * k->w[0];
-    for (int t = 1; t <= k->r; t++) {
-        const float kt = k->w[t];
-        for (int i = lo; i < hi; i++)
-            o[i] = o[i] + kt * (src[i - 4 * t] + src[i + 4 * t]);
-    }
-}
-
-FILTER_VECTOR_CLONES static void sep_row_v(const pf_float4 *tmp, size_t w, int y, int s0, int h,
-                                           float *restrict o, const kernel1d *k)
-{
-    const float *c = (const float *)(tmp + (size_t)(y - s0) * w);
-    for (size_t i = 0; i < 4 * w; i++)
-        o[i] = c[i] * k->w[0];
-    for (int t = 1; t <= k->r; t++) {
-        const float kt = k->w[t];
-        const float *up = (const float *)(tmp + (size_t)(clampi(y - t, 0, h - 1) - s0) * w);
-        const float *dn = (const float *)(tmp + (size_t)(clampi(y + t, 0, h - 1) - s0) * w);
-        for (size_t i = 0; i < 4 * w; i++)
-            o[i] = o[i] + kt * (up[i] + dn[i]);
-    }
 }
 
 /* Convolves input 0 with k horizontally then vertically, into the region's rows, with
@@ -232,7 +160,7 @@ static int separable(const pf_stage_args *a, const kernel1d *k, int alpha)
         pf_float4 *t = tmp + (size_t)(y - s0) * (size_t)w;
         /* pixels r .. w-r-1 read no clamped tap: the vector loop; the rest per pixel */
         if (w > 2 * r)
-            sep_row_h((const float *)src, (float *)t, 4 * r, 4 * (w - r), k);
+            filter_sep_row_h((const float *)src, (float *)t, 4 * r, 4 * (w - r), k);
         for (int x = 0; x < w; x++) {
             if (w > 2 * r && x == r) { /* done above: on to pixel w - r */
                 x = w - r - 1;
@@ -249,10 +177,18 @@ static int separable(const pf_stage_args *a, const kernel1d *k, int alpha)
        c / wsum: the straight normalisation gives the same bits. A weight sum of 1 (a
        radius of 0) divides by 1: nothing to do. */
     const float wsum = weight_sum(k);
+    const int norm = pm && mixed    ? FILTER_NORM_PM
+                     : wsum != 1.0f ? FILTER_NORM_STRAIGHT
+                                    : FILTER_NORM_NONE;
+    const float *rows[2 * MAX_TAPS_RADIUS + 1]; /* the row, then above and below per tap */
     for (int y = y0; y < y1; y++) {
-        sep_row_v(tmp, (size_t)w, y, s0, h, (float *)pf_image_row(&a->out, y), k);
-        if (wsum != 1.0f || (pm && mixed))
-            normalise_row(pf_image_row(&a->out, y), w, wsum, pm && mixed);
+        rows[0] = (const float *)(tmp + (size_t)(y - s0) * (size_t)w);
+        for (int t = 1; t <= r; t++) {
+            rows[2 * t - 1] =
+                (const float *)(tmp + (size_t)(clampi(y - t, 0, h - 1) - s0) * (size_t)w);
+            rows[2 * t] = (const float *)(tmp + (size_t)(clampi(y + t, 0, h - 1) - s0) * (size_t)w);
+        }
+        filter_sep_row_v(rows, (float *)pf_image_row(&a->out, y), 4 * (size_t)w, k, norm, wsum);
     }
     return 0;
 }
@@ -284,12 +220,6 @@ SEPARABLE(box)
 _Static_assert(offsetof(pf_unsharp_params, sigma) == offsetof(pf_gaussian_params, sigma),
                "unsharp and gaussian share the sigma field");
 
-static float sharpen(float v, float blurred, float amount, float threshold)
-{
-    float d = v - blurred;
-    return PF_FABSF(d) > threshold ? v + amount * d : v;
-}
-
 static int unsharp_run(const pf_stage_args *a)
 {
     const pf_unsharp_params *p = (const pf_unsharp_params *)a->params;
@@ -297,16 +227,9 @@ static int unsharp_run(const pf_stage_args *a)
     gaussian_kernel(a->params, &k);
     if (separable(a, &k, p->alpha) != 0)
         return -1;
-    for (int y = a->region.y0; y < a->region.y1; y++) {
-        const pf_float4 *src = pf_image_row(&a->in[0], y);
-        pf_float4 *dst = pf_image_row(&a->out, y);
-        for (int x = 0; x < a->out.width; x++) {
-            pf_float4 s = src[x], b = dst[x];
-            dst[x] = pf_f4(sharpen(s.x, b.x, p->amount, p->threshold),
-                           sharpen(s.y, b.y, p->amount, p->threshold),
-                           sharpen(s.z, b.z, p->amount, p->threshold), s.w);
-        }
-    }
+    for (int y = a->region.y0; y < a->region.y1; y++)
+        filter_sharpen_row(pf_image_row(&a->in[0], y), pf_image_row(&a->out, y), a->out.width,
+                           p->amount, p->threshold);
     return 0;
 }
 
@@ -325,20 +248,6 @@ static void gather3x3(const pf_image *in, int x, int y, pf_float4 n[9])
             n[j * 3 + i] = pf_image_at_clamped(in, x + i - 1, y + j - 1);
 }
 
-/* Calls px(params, neighbourhood, centre) for every pixel of the region. */
-static int run3x3(const pf_stage_args *a, pf_float4 (*px)(const void *, const pf_float4 *))
-{
-    pf_float4 n[9];
-    for (int y = a->region.y0; y < a->region.y1; y++) {
-        pf_float4 *dst = pf_image_row(&a->out, y);
-        for (int x = 0; x < a->out.width; x++) {
-            gather3x3(&a->in[0], x, y, n);
-            dst[x] = px(a->params, n);
-        }
-    }
-    return 0;
-}
-
 /* run3x3's form of the per-pixel functions of filter3x3_ops.h */
 static pf_float4 sobel_at(const void *params, const pf_float4 *n)
 {
@@ -350,23 +259,16 @@ static pf_float4 median3_at(const void *params, const pf_float4 *n)
     return median3_px((const pf_median3_params *)params, n);
 }
 
-static int sobel_run(const pf_stage_args *a)
-{
-    return run3x3(a, sobel_at);
-}
+/* A 3x3 stage over the region: the pixels 1 .. w-2 of a row, whose neighbours need no
+   clamping in x, by its row loop (filter_rows.c: the samples of a row are floats 4 apart
+   per pixel, so each output float is a function of the same float index -4, 0, +4 in the
+   rows above, at and below, an elementwise loop); the first and last pixels by px on
+   their clamped neighbourhood. */
+typedef void (*inner3x3_fn)(const void *params, const float *u, const float *m, const float *d,
+                            float *o, int n);
 
-/* The pixels 1 .. w-2 of a row, whose neighbours need no clamping in x: the samples of
-   a row are floats 4 apart per pixel, so each output float is the median of the same
-   float index -4, 0, +4 in the rows above, at and below, an elementwise loop. */
-FILTER_VECTOR_CLONES static void median3_inner(const float *restrict u, const float *restrict m,
-                                               const float *restrict d, float *restrict o, int n)
-{
-    for (int k = 4; k < n - 4; k++)
-        o[k] =
-            median9(u[k - 4], u[k], u[k + 4], m[k - 4], m[k], m[k + 4], d[k - 4], d[k], d[k + 4]);
-}
-
-static int median3_run(const pf_stage_args *a)
+static int run3x3(const pf_stage_args *a, inner3x3_fn inner,
+                  pf_float4 (*px)(const void *, const pf_float4 *))
 {
     const pf_image *in = &a->in[0];
     int w = a->out.width, h = in->height;
@@ -376,13 +278,35 @@ static int median3_run(const pf_stage_args *a)
         const float *u = (const float *)pf_image_row(in, y > 0 ? y - 1 : 0);
         const float *m = (const float *)pf_image_row(in, y);
         const float *d = (const float *)pf_image_row(in, y + 1 < h ? y + 1 : h - 1);
-        median3_inner(u, m, d, (float *)dst, 4 * w);
-        for (int x = 0; x<w; x += w - 1> 0 ? w - 1 : 1) { /* the first and last pixels */
+        inner(a->params, u, m, d, (float *)dst, 4 * w);
+        for (int x = 0; x<w; x += w - 1> 0 ? w - 1 : 1) {
             gather3x3(in, x, y, n);
-            dst[x] = median3_at(a->params, n);
+            dst[x] = px(a->params, n);
         }
     }
     return 0;
+}
+
+static void sobel_inner(const void *params, const float *u, const float *m, const float *d,
+                        float *o, int n)
+{
+    filter_sobel_inner(u, m, d, o, n, ((const pf_sobel_params *)params)->scale);
+}
+
+static void median3_inner(const void *params, const float *u, const float *m, const float *d,
+                          float *o, int n)
+{
+    filter_median3_inner(u, m, d, o, n);
+}
+
+static int sobel_run(const pf_stage_args *a)
+{
+    return run3x3(a, sobel_inner, sobel_at);
+}
+
+static int median3_run(const pf_stage_args *a)
+{
+    return run3x3(a, median3_inner, median3_at);
 }
 
 /* ---- Descriptors ----------------------------------------------------------------------- */

@@ -1,0 +1,264 @@
+/* plugins/filter/filter_rows.c: the filter family's row loops on the CPU (filter_rows.h).
+ *
+ * Built with -fno-math-errno (plugins/filter/CMakeLists.txt), which lets sqrtf become the
+ * vector square root: errno is all it changes, and the square root is IEEE's, rounded
+ * once, in either form.
+ */
+#include <math.h>
+
+#include "filter.h"
+#include "filter_rows.h"
+
+/* Where the compiler does not vectorise a loop by itself (a pixel's four floats treated
+   apart, a compare-exchange's two selects), it is written with SSE2, which every x86-64
+   has; the plain C form is the one for other machines, and the definition. Each SSE2
+   form computes the plain form's operations and selects: _mm_min_ps(x, y) is x < y ? x :
+   y and _mm_max_ps(x, y) is x > y ? x : y, the second operand where either is NaN. */
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define FILTER_SSE2 1
+#else
+#define FILTER_SSE2 0
+#endif
+/* And with AVX2 where the compiler builds a function for it and the CPU has it (not under
+   the sanitizers, as FILTER_VECTOR_CLONES). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) &&                  \
+    !defined(__SANITIZE_THREAD__)
+#include <immintrin.h>
+#define FILTER_AVX2 1
+#else
+#define FILTER_AVX2 0
+#endif
+
+/* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
+   with ifunc), the loops are also built for AVX2 and the CPU picks; not under the
+   sanitizers (see frame.c). AVX2 has no FMA, and -ffp-contract=off forbids one anyway. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&                                \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define FILTER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FILTER_VECTOR_CLONES
+#endif
+
+/* Floats a pass computes at a time: the sums of a chunk stay in L1 across the taps. A
+   multiple of 4 (whole pixels). */
+#define FILTER_CHUNK 1024
+
+/* ---- Separable passes -------------------------------------------------------------------- */
+
+/* o[i] += kt (a[i] + b[i]): one tap of a pass over a chunk, a loop of its own so that
+   the compiler vectorises it whole (inside the loop over taps it unrolled the taps
+   instead and left the floats scalar). */
+static inline void add_pair(float *restrict o, float kt, const float *restrict a,
+                            const float *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        o[i] = o[i] + kt * (a[i] + b[i]);
+}
+
+FILTER_VECTOR_CLONES void filter_sep_row_h(const float *restrict src, float *restrict o, int lo,
+                                           int hi, const kernel1d *k)
+{
+    for (int c0 = lo; c0 < hi; c0 += FILTER_CHUNK) {
+        const int c1 = hi - c0 > FILTER_CHUNK ? c0 + FILTER_CHUNK : hi;
+        const float k0 = k->w[0];
+        for (int i = c0; i < c1; i++)
+            o[i] = src[i] * k0;
+        for (int t = 1; t <= k->r; t++)
+            add_pair(o + c0, k->w[t], src + c0 - 4 * t, src + c0 + 4 * t, (size_t)(c1 - c0));
+    }
+}
+
+/* A chunk of sums back to normalised values: premultiply.h's pf_norm_colour, its
+   branches as selects (the division of the unused side is computed and dropped). */
+static inline void norm_chunk(float *restrict o, size_t n, int norm, float wsum)
+{
+    if (norm == FILTER_NORM_STRAIGHT) {
+        for (size_t i = 0; i < n; i++)
+            o[i] = o[i] / wsum;
+    } else if (norm == FILTER_NORM_PM) {
+#if FILTER_SSE2
+        /* a pixel at a time: its colours divided by its alpha, its alpha by wsum */
+        const __m128 lane3 = _mm_castsi128_ps(_mm_set_epi32(-1, 0, 0, 0));
+        const __m128 ws = _mm_set1_ps(wsum), zero = _mm_setzero_ps();
+        for (size_t i = 0; i < n; i += 4) {
+            const __m128 v = _mm_loadu_ps(o + i);
+            const __m128 a = _mm_shuffle_ps(v, v, _MM_SHUFFLE(3, 3, 3, 3));
+            const __m128 den = _mm_or_ps(_mm_andnot_ps(lane3, a), _mm_and_ps(lane3, ws));
+            const __m128 keep = _mm_or_ps(_mm_cmpneq_ps(a, zero), lane3);
+            _mm_storeu_ps(o + i, _mm_and_ps(keep, _mm_div_ps(v, den)));
+        }
+#else
+        for (size_t i = 0; i < n; i += 4) {
+            const float a = o[i + 3];
+            for (int c = 0; c < 3; c++) {
+                const float q = o[i + c] / a;
+                o[i + c] = a != 0 ? q : 0.0f;
+            }
+            o[i + 3] = a / wsum;
+        }
+#endif
+    }
+}
+
+FILTER_VECTOR_CLONES void filter_sep_row_v(const float *const *rows, float *restrict o, size_t n,
+                                           const kernel1d *k, int norm, float wsum)
+{
+    for (size_t c0 = 0; c0 < n; c0 += FILTER_CHUNK) {
+        const size_t c1 = n - c0 > FILTER_CHUNK ? c0 + FILTER_CHUNK : n;
+        const float *restrict c = rows[0];
+        const float k0 = k->w[0];
+        for (size_t i = c0; i < c1; i++)
+            o[i] = c[i] * k0;
+        for (int t = 1; t <= k->r; t++)
+            add_pair(o + c0, k->w[t], rows[2 * t - 1] + c0, rows[2 * t] + c0, c1 - c0);
+        norm_chunk(o + c0, c1 - c0, norm, wsum);
+    }
+}
+
+/* ---- Premultiplying ---------------------------------------------------------------------- */
+
+void filter_premultiply_row(const pf_float4 *restrict src, pf_float4 *restrict pm, int w)
+{
+    const float *restrict s = (const float *)src;
+    float *restrict o = (float *)pm;
+#if FILTER_SSE2
+    /* pf_pm_alpha: a > 0 ? (a < 1 ? a : 1) : 0; colours pf_pm_mul (c a, 0 where a is 0),
+       alpha that a (1 a, and 0 where a is 0, are a) */
+    const __m128 one3 = _mm_set_ps(1.0f, 0.0f, 0.0f, 0.0f), one = _mm_set1_ps(1.0f);
+    const __m128 colour = _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1)), zero = _mm_setzero_ps();
+    for (int x = 0; x < w; x++) {
+        const __m128 v = _mm_loadu_ps(s + 4 * x);
+        const __m128 raw = _mm_shuffle_ps(v, v, _MM_SHUFFLE(3, 3, 3, 3));
+        const __m128 a = _mm_and_ps(_mm_cmpgt_ps(raw, zero), _mm_min_ps(raw, one));
+        const __m128 m = _mm_or_ps(_mm_and_ps(colour, v), one3);
+        _mm_storeu_ps(o + 4 * x, _mm_andnot_ps(_mm_cmpeq_ps(a, zero), _mm_mul_ps(m, a)));
+    }
+#else
+    for (int x = 0; x < w; x++) {
+        const float a = pf_pm_alpha(s[4 * x + 3]);
+        for (int c = 0; c < 3; c++)
+            o[4 * x + c] = pf_pm_mul(s[4 * x + c], a);
+        o[4 * x + 3] = a;
+    }
+#endif
+}
+
+FILTER_VECTOR_CLONES int filter_row_opaque(const pf_float4 *src, int w)
+{
+    const float *s = (const float *)src;
+    int all = 1;
+    for (int x = 0; x < w; x++)
+        all &= s[4 * x + 3] == 1.0f;
+    return all;
+}
+
+/* ---- 3x3 stencils -------------------------------------------------------------------------- */
+
+#if FILTER_SSE2
+/* filter3x3_ops.h's compare-exchange (p<i> gets p<i> > p<j> ? p<j> : p<i>, p<j> the
+   other) on four floats: the same comparison on both sides, as _mm_min_ps(p<j>, p<i>)
+   and _mm_max_ps(p<i>, p<j>) are defined, so the same selection for every input, NaNs
+   and signed zeros included. */
+#define FILTER_SSE_SORT2(i, j)                                                                     \
+    do {                                                                                           \
+        const __m128 a_ = p##i, b_ = p##j;                                                         \
+        p##i = _mm_min_ps(b_, a_);                                                                 \
+        p##j = _mm_max_ps(a_, b_);                                                                 \
+    } while (0)
+
+static inline __m128 median9_sse(__m128 p0, __m128 p1, __m128 p2, __m128 p3, __m128 p4, __m128 p5,
+                                 __m128 p6, __m128 p7, __m128 p8)
+{
+    FILTER_MEDIAN9_NETWORK(FILTER_SSE_SORT2);
+    return p4;
+}
+#endif
+
+#if FILTER_AVX2
+#define FILTER_AVX_SORT2(i, j)                                                                     \
+    do {                                                                                           \
+        const __m256 a_ = p##i, b_ = p##j;                                                         \
+        p##i = _mm256_min_ps(b_, a_);                                                              \
+        p##j = _mm256_max_ps(a_, b_);                                                              \
+    } while (0)
+
+/* The same network on eight floats (_mm256_min_ps and _mm256_max_ps are defined as the
+   SSE forms), for machines with AVX2. */
+__attribute__((target("avx2"))) static int median3_avx2(const float *u, const float *m,
+                                                        const float *d, float *o, int n)
+{
+    int k = 4;
+    for (; k + 8 <= n - 4; k += 8) {
+        __m256 p0 = _mm256_loadu_ps(u + k - 4), p1 = _mm256_loadu_ps(u + k),
+               p2 = _mm256_loadu_ps(u + k + 4), p3 = _mm256_loadu_ps(m + k - 4),
+               p4 = _mm256_loadu_ps(m + k), p5 = _mm256_loadu_ps(m + k + 4),
+               p6 = _mm256_loadu_ps(d + k - 4), p7 = _mm256_loadu_ps(d + k),
+               p8 = _mm256_loadu_ps(d + k + 4);
+        FILTER_MEDIAN9_NETWORK(FILTER_AVX_SORT2);
+        _mm256_storeu_ps(o + k, p4);
+    }
+    return k;
+}
+#endif
+
+void filter_median3_inner(const float *restrict u, const float *restrict m, const float *restrict d,
+                          float *restrict o, int n)
+{
+    int k = 4;
+#if FILTER_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        k = median3_avx2(u, m, d, o, n);
+#endif
+#if FILTER_SSE2
+    for (; k + 4 <= n - 4; k += 4)
+        _mm_storeu_ps(o + k, median9_sse(_mm_loadu_ps(u + k - 4), _mm_loadu_ps(u + k),
+                                         _mm_loadu_ps(u + k + 4), _mm_loadu_ps(m + k - 4),
+                                         _mm_loadu_ps(m + k), _mm_loadu_ps(m + k + 4),
+                                         _mm_loadu_ps(d + k - 4), _mm_loadu_ps(d + k),
+                                         _mm_loadu_ps(d + k + 4)));
+#endif
+    for (; k < n - 4; k++)
+        o[k] =
+            median9(u[k - 4], u[k], u[k + 4], m[k - 4], m[k], m[k + 4], d[k - 4], d[k], d[k + 4]);
+}
+
+FILTER_VECTOR_CLONES void filter_sobel_inner(const float *restrict u, const float *restrict m,
+                                             const float *restrict d, float *restrict o, int n,
+                                             float scale)
+{
+    /* every float, alpha's included (computed and then replaced: no trap is enabled) */
+    for (int k = 4; k < n - 4; k++)
+        o[k] =
+            sobel1(scale, u[k - 4], u[k], u[k + 4], m[k - 4], m[k + 4], d[k - 4], d[k], d[k + 4]);
+    for (int k = 7; k < n - 4; k += 4)
+        o[k] = m[k];
+}
+
+/* ---- unsharp ------------------------------------------------------------------------------- */
+
+void filter_sharpen_row(const pf_float4 *restrict src, pf_float4 *restrict dst, int w, float amount,
+                        float threshold)
+{
+    const float *restrict s = (const float *)src;
+    float *restrict o = (float *)dst;
+#if FILTER_SSE2
+    /* colours where |d| > threshold (fabsf: the sign bit cleared), alpha v's */
+    const __m128 colour = _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1));
+    const __m128 sign = _mm_set1_ps(-0.0f), am = _mm_set1_ps(amount), th = _mm_set1_ps(threshold);
+    for (int x = 0; x < w; x++) {
+        const __m128 v = _mm_loadu_ps(s + 4 * x), d = _mm_sub_ps(v, _mm_loadu_ps(o + 4 * x));
+        const __m128 q = _mm_add_ps(v, _mm_mul_ps(am, d));
+        const __m128 take = _mm_and_ps(colour, _mm_cmpgt_ps(_mm_andnot_ps(sign, d), th));
+        _mm_storeu_ps(o + 4 * x, _mm_or_ps(_mm_and_ps(take, q), _mm_andnot_ps(take, v)));
+    }
+#else
+    for (int x = 0; x < w; x++) {
+        for (int c = 0; c < 3; c++) {
+            const float v = s[4 * x + c], d = v - o[4 * x + c];
+            o[4 * x + c] = PF_FABSF(d) > threshold ? v + amount * d : v;
+        }
+        o[4 * x + 3] = s[4 * x + 3];
+    }
+#endif
+}
