@@ -101,8 +101,8 @@ static void compiler_errors(const char *dir, char *why, size_t size)
     int n = 0;
     why[0] = 0;
     while (f && n < 3 && fgets(line, sizeof line, f)) {
-        if (!strstr(line, "error"))
-            continue;
+        if (!strstr(line, "error") || strncmp(line, "cc1", 3) == 0)
+            continue; /* "cc1: some warnings being treated as errors" says nothing */
         line[strcspn(line, "\n")] = 0;
         const char *l = strncmp(line, dir, dl) == 0 && line[dl] == '/' ? line + dl + 1 : line;
         int k = snprintf(why + o, size - o, "%s%s", n++ ? "; " : "", l);
