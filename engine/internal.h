@@ -165,6 +165,7 @@ typedef struct pf_output_decl {
     int bits;                     /* PF_BITS_LIKE_INPUT, 8, 16, or 32 (float) */
     pf_table_format table_format; /* tables: PF_TABLE_ANY is the caller's choice */
     char *path;                   /* JSON path: "outputs.result" */
+    int png_form;                 /* images: pf_png_form (pipefuse/png.h), how a PNG stores it */
 } pf_output_decl;
 
 typedef enum pf_backend { PF_BACKEND_AUTO = 0, PF_BACKEND_CPU, PF_BACKEND_CUDA } pf_backend;

@@ -18,6 +18,7 @@
 
 #include "graph.h"
 #include "internal.h"
+#include "pipefuse/png.h"
 #include "pipefuse/tools.h"
 
 #define PATH_SIZE 320
@@ -49,6 +50,7 @@ typedef struct out_in {
     int ref;
     int channels, bits;
     pf_table_format table_format;
+    int png_form; /* pf_png_form */
 } out_in;
 
 typedef struct loader {
@@ -771,20 +773,25 @@ typedef struct out_format {
     out_kind kind;
     int channels, bits; /* 0, PF_BITS_LIKE_INPUT: like the primary input */
     pf_table_format table_format;
+    int png_form; /* pf_png_form: auto the smallest lossless, palette, 1/2/4-bit gray */
 } out_format;
 
 static const out_format formats[] = {
-    {"auto", OUT_EITHER, 0, PF_BITS_LIKE_INPUT, PF_TABLE_ANY},
-    {"gray8", OUT_IMAGE, 1, 8, PF_TABLE_ANY},
-    {"graya8", OUT_IMAGE, 2, 8, PF_TABLE_ANY},
-    {"rgb8", OUT_IMAGE, 3, 8, PF_TABLE_ANY},
-    {"rgba8", OUT_IMAGE, 4, 8, PF_TABLE_ANY},
-    {"gray16", OUT_IMAGE, 1, 16, PF_TABLE_ANY},
-    {"graya16", OUT_IMAGE, 2, 16, PF_TABLE_ANY},
-    {"rgb16", OUT_IMAGE, 3, 16, PF_TABLE_ANY},
-    {"rgba16", OUT_IMAGE, 4, 16, PF_TABLE_ANY},
-    {"csv", OUT_TABLE, 0, PF_BITS_LIKE_INPUT, PF_TABLE_CSV},
-    {"json", OUT_TABLE, 0, PF_BITS_LIKE_INPUT, PF_TABLE_JSON},
+    {"auto", OUT_EITHER, 0, PF_BITS_LIKE_INPUT, PF_TABLE_ANY, PF_PNG_FORM_AUTO},
+    {"gray8", OUT_IMAGE, 1, 8, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"graya8", OUT_IMAGE, 2, 8, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"rgb8", OUT_IMAGE, 3, 8, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"rgba8", OUT_IMAGE, 4, 8, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"gray16", OUT_IMAGE, 1, 16, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"graya16", OUT_IMAGE, 2, 16, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"rgb16", OUT_IMAGE, 3, 16, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"rgba16", OUT_IMAGE, 4, 16, PF_TABLE_ANY, PF_PNG_FORM_FRAME},
+    {"palette", OUT_IMAGE, 0, 8, PF_TABLE_ANY, PF_PNG_FORM_PALETTE},
+    {"gray1", OUT_IMAGE, 1, 8, PF_TABLE_ANY, PF_PNG_FORM_GRAY1},
+    {"gray2", OUT_IMAGE, 1, 8, PF_TABLE_ANY, PF_PNG_FORM_GRAY2},
+    {"gray4", OUT_IMAGE, 1, 8, PF_TABLE_ANY, PF_PNG_FORM_GRAY4},
+    {"csv", OUT_TABLE, 0, PF_BITS_LIKE_INPUT, PF_TABLE_CSV, PF_PNG_FORM_FRAME},
+    {"json", OUT_TABLE, 0, PF_BITS_LIKE_INPUT, PF_TABLE_JSON, PF_PNG_FORM_FRAME},
 };
 #define N_FORMATS ((int)(sizeof formats / sizeof formats[0]))
 
@@ -805,7 +812,7 @@ static int output_format(loader *L, const char *path, json_t *v, int ref, out_in
         char sug[128];
         return fail(L, PF_PIPELINE, path,
                     "unknown format '%s' (images: auto, gray8, graya8, rgb8, rgba8, gray16, "
-                    "graya16, rgb16, rgba16; tables: csv, json)%s",
+                    "graya16, rgb16, rgba16, palette, gray1, gray2, gray4; tables: csv, json)%s",
                     f, suggest(sug, sizeof sug, pf_closest(f, names, N_FORMATS)));
     }
     const pf_stage_desc *d = ref_desc(L, ref);
@@ -825,6 +832,7 @@ static int output_format(loader *L, const char *path, json_t *v, int ref, out_in
     o->channels = fmt->channels;
     o->bits = fmt->bits;
     o->table_format = fmt->table_format;
+    o->png_form = fmt->png_form;
     return PF_OK;
 }
 
@@ -843,6 +851,7 @@ static int walk_output(loader *L, const char *name, json_t *v, name_index *names
                     "collide on a case-insensitive file system",
                     name, L->outs[q].name);
     o->name = name;
+    o->png_form = PF_PNG_FORM_AUTO; /* "auto" where no format is named */
     json_t *from = v, *format = NULL;
     const char *from_path = path;
     if (json_is_object(v)) {
@@ -1097,6 +1106,7 @@ static int build(loader *L)
         o->channels = L->outs[i].channels;
         o->bits = L->outs[i].bits;
         o->table_format = L->outs[i].table_format;
+        o->png_form = L->outs[i].png_form;
         if (!o->name || !o->path)
             return nomem(L);
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "fuse.h"
+#include "pipefuse/png.h"
 #include "plan.h"
 #include "watchdog.h"
 
@@ -464,7 +465,9 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
                                                        : "auto");
         } else {
             char fb[16] = "auto";
-            if (d->channels > 0 && d->bits != PF_BITS_LIKE_INPUT)
+            if (d->png_form > PF_PNG_FORM_AUTO) /* palette, gray1... */
+                snprintf(fb, sizeof fb, "%s", pf_png_form_name(d->png_form));
+            else if (d->channels > 0 && d->bits != PF_BITS_LIKE_INPUT)
                 format_name(d->bits == 8    ? PF_U8
                             : d->bits == 16 ? PF_U16
                                             : PF_F32,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "pipefuse/png.h"
 #include "png_form.h"
 
@@ -51,6 +52,15 @@ PF_API int pf_png_form_from_name(const char *name)
         if (strcmp(name, form_names[i]) == 0)
             return i;
     return -1;
+}
+
+PF_API int pf_pipeline_output_png_form(const pf_pipeline *p, int i)
+{
+    if (!p || i < 0 || i >= p->n_outputs)
+        return -1;
+    const pf_output_decl *d = &p->outputs[i];
+    const pf_stage_desc *desc = p->nodes[d->node].desc;
+    return desc && desc->kind == PF_STAGE_REDUCE ? -1 : d->png_form;
 }
 
 /* ---- Geometry and pHYs ------------------------------------------------------------------ */

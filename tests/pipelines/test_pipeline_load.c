@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "internal.h"
+#include "pipefuse/png.h"
 #include "testutil.h"
 
 #define GOOD_DIR PF_SOURCE_DIR "/tests/pipelines/good"
@@ -411,7 +412,7 @@ static void test_schema_and_examples(pf_engine *e)
     json_t *defs = json_object_get(schema, "$defs");
     json_t *img = json_object_get(json_object_get(defs, "image_format"), "enum");
     json_t *tab = json_object_get(json_object_get(defs, "table_format"), "enum");
-    CHECK(json_array_size(img) == 9 && json_array_size(tab) == 2);
+    CHECK(json_array_size(img) == 13 && json_array_size(tab) == 2);
     for (int table = 0; table < 2; table++) {
         size_t i;
         json_t *f;
@@ -426,6 +427,14 @@ static void test_schema_and_examples(pf_engine *e)
             pf_pipeline *p = NULL;
             CHECKF(pf_pipeline_load_string(e, text, "schema", &p) == PF_OK, "%s",
                    pf_engine_errmsg(e));
+            /* the PNG form a writer is asked for: the named one, auto, or the frame's */
+            const char *name = json_string_value(f);
+            int want = table                             ? -1
+                       : !strcmp(name, "auto")           ? PF_PNG_FORM_AUTO
+                       : pf_png_form_from_name(name) > 0 ? pf_png_form_from_name(name)
+                                                         : PF_PNG_FORM_FRAME;
+            CHECKF(!p || pf_pipeline_output_png_form(p, 0) == want, "format %s: form %d, not %d",
+                   name, p ? pf_pipeline_output_png_form(p, 0) : -2, want);
             pf_pipeline_destroy(p);
         }
     }

@@ -150,6 +150,11 @@ typedef enum pf_png_form {
 const char *pf_png_form_name(pf_png_form form);
 int pf_png_form_from_name(const char *name);
 
+/* The form a pipeline's image output i asks for (its "format" in the pipeline file:
+   PF_PNG_FORM_AUTO for "auto" or none, PALETTE, GRAY1/2/4, FRAME for the formats that
+   name channels and depth: gray8... rgba16); -1 for a bad index or a table. */
+int pf_pipeline_output_png_form(const pf_pipeline *p, int i);
+
 /* A frame in the form it is written: IHDR's bit depth and colour type, the palette and
    tRNS, and the rows as PNG stores them (packed below 8 bits; 16-bit samples in host
    byte order), row y at rows + y * pitch, row_bytes each. */
