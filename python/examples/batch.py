@@ -9,10 +9,10 @@ becomes OUT_DIR/photo.png; otherwise OUT_DIR/photo.NAME.png for each image outpu
 OUT_DIR/photo.NAME.csv for each table. A file that fails is reported and the batch goes
 on; the exit status is 1 when any failed.
 
-Files are decoded and encoded on a thread pool (Pillow releases the GIL while it works,
-and so does pipefuse), while the pipeline runs the frames in order on the main thread.
-Needs Pillow; the progress bar is tqdm's when tqdm is installed, a plain counter
-otherwise.
+Files are decoded and encoded on a thread pool with pipefuse.read_png and write_png
+(libpng, at the file's own bit depth: a 16-bit PNG is written back as 16-bit; both
+release the GIL), while the pipeline runs the frames in order on the main thread. The
+progress bar is tqdm's when tqdm is installed, a plain counter otherwise.
 """
 import argparse
 import csv
@@ -23,8 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
-
 import pipefuse
 
 try:
@@ -48,31 +46,15 @@ except ImportError:  # a plain fallback with the same interface as far as used h
 
 
 def decode(path):
-    im = Image.open(path)
-    if im.mode == "P":
-        im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-    elif im.mode not in ("L", "LA", "RGB", "RGBA", "I;16"):
-        im = im.convert("RGBA")
-    a = np.asarray(im)
-    return a.astype(np.uint16) if im.mode == "I;16" else a
+    # The file's own samples: 8- or 16-bit, gray, gray+alpha, RGB or RGBA.
+    return pipefuse.read_png(path)
 
 
 def encode_image(a, path):
-    if a.ndim == 3 and a.shape[2] == 1:
-        a = a[..., 0]
     if a.dtype == np.float32:  # PNG has no float samples
         a = (np.clip(a, 0, 1) * 255 + 0.5).astype(np.uint8)
-    if a.dtype == np.uint16 and a.ndim == 2:
-        # Pillow reads a 2-D uint16 array as mode I;16 by itself (fromarray's mode=
-        # argument is deprecated and refused by current Pillow).
-        im = Image.fromarray(np.ascontiguousarray(a, dtype="<u2"))
-    else:
-        if a.dtype == np.uint16:  # Pillow writes 8 bits per channel for colour
-            a = (a >> 8).astype(np.uint8)
-        im = Image.fromarray(a)
-    tmp = path.with_name("." + path.name + ".tmp")
-    im.save(tmp, format="PNG")
-    os.replace(tmp, path)  # complete files only
+    # 16-bit stays 16-bit; written under a temporary name and renamed (complete files only)
+    pipefuse.write_png(path, a)
 
 
 def write_table(t, path):

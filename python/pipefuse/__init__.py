@@ -8,14 +8,18 @@
     out["histogram"]   # a NumPy structured array: row, then one float64 field per column
 
 Images are NumPy-shaped: HxW (gray) or HxWxC (C = 1..4) of uint8, uint16 or float32.
-Host arrays (NumPy, anything with the buffer protocol, PyTorch CPU tensors) and CUDA
-arrays (PyTorch, CuPy, DLPack, __cuda_array_interface__) are read and written where they
-are; device frames run on the caller's CUDA stream. docs/python.md is the guide.
+Host arrays (NumPy, anything with the buffer protocol, PyTorch CPU tensors) are read and
+written where they are, or copied once through a pooled buffer when a pf_frame cannot
+describe their layout (a[::-1], bgr[..., ::-1]); CUDA arrays (PyTorch, CuPy, DLPack,
+__cuda_array_interface__) run on the caller's CUDA stream. read_png and write_png move
+PNG files to and from arrays at full bit depth. Engine notices go to the logging module
+(logger "pipefuse"). docs/python.md is the reference.
 """
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import operator
 import os
@@ -25,19 +29,103 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _pipefuse as _c
-from ._pipefuse import STATUS, Error, Ticket
+from ._cli import main
+from ._pipefuse import STATUS, ClosedError, Error, Ticket
 
 __version__ = _c.__version__
 __all__ = ["Engine", "Pipeline", "Stage", "Param", "OutputInfo", "Ticket", "Error", "STATUS",
-           "version"]
+           "ClosedError", "UnknownNameError", "version", "read_png", "write_png", "main"]
 
 # One exception class per status (ParseError, ParamError, ShapeError, ...), all
-# subclasses of Error; ShapeError is also a ValueError and BusyError a RuntimeError.
+# subclasses of Error and of the built-in a program already catches for such a failure:
+# ValueError (bad values: InvalidArgument, Parse, Pipeline, Param, Image, TooLarge,
+# Shape), OSError (IoError), MemoryError (NoMemoryError), TimeoutError (NotReadyError),
+# NotImplementedError (UnsupportedError), RuntimeError (the rest: Busy, Stage, Cancelled,
+# ...). ClosedError (a closed pipeline) is an Error and a RuntimeError.
 for _name in dir(_c):
-    if _name.endswith("Error") and _name != "Error":
+    if _name.endswith("Error") and _name not in ("Error", "ClosedError"):
         globals()[_name] = getattr(_c, _name)
         __all__.append(_name)
 del _name
+
+
+class UnknownNameError(KeyError):
+    """A name that is not there: set()'s 'stage.param' (no such stage or parameter), an
+    option's name. Raised as a subclass of the status' own class too (ParamError,
+    InvalidArgumentError), so it is a KeyError and that class at once."""
+
+    def __str__(self) -> str:  # the engine's message, not KeyError's repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownParamError(ParamError, UnknownNameError):  # type: ignore[name-defined]  # noqa: F821
+    """set(), set_json(): the key names no stage, or the stage has no such parameter."""
+
+
+class UnknownOptionError(InvalidArgumentError, UnknownNameError):  # type: ignore[name-defined]  # noqa: F821,E501
+    """load(**options), configure(): no option of that name."""
+
+
+__all__ += ["UnknownParamError", "UnknownOptionError"]
+
+# What the engine says when a name is not found (api.c set_param_value, options.c).
+_UNKNOWN_MARKS = (": no stage '", "has no parameter '", "is not of the form stage_id.param",
+                  "is a pipeline input, not a stage", "unknown key '")
+
+
+def _unknown_name(e: Error) -> Error:
+    """e as UnknownParamError or UnknownOptionError (KeyErrors, and still e's class) when
+    it says that a name is unknown."""
+    if not any(m in str(e) for m in _UNKNOWN_MARKS):
+        return e
+    sub = UnknownParamError if isinstance(e, ParamError) else \
+        UnknownOptionError if isinstance(e, InvalidArgumentError) else None  # noqa: F821
+    if sub is None:
+        return e
+    new = sub(*e.args)
+    new.status, new.status_name = e.status, e.status_name
+    return new
+
+
+# ---- Notices through logging -------------------------------------------------------------
+
+logger = logging.getLogger("pipefuse")
+_LEVELS = (logging.INFO, logging.WARNING, logging.ERROR)
+
+
+def _log_notice(level: int, message: str) -> None:
+    """The engine's notices (0), warnings (1) and errors (2) as records of the "pipefuse"
+    logger: INFO, WARNING, ERROR. Unconfigured, Python shows warnings and errors on
+    sys.stderr and drops the notices; logging.basicConfig(level=logging.INFO) shows all."""
+    logger.log(_LEVELS[level] if 0 <= level < len(_LEVELS) else logging.WARNING, "%s", message)
+
+
+# ---- PNG files ----------------------------------------------------------------------------
+
+def read_png(path: Union[str, bytes, os.PathLike], *, max_pixels: int = 0) -> np.ndarray:
+    """A PNG file as an array at its own bit depth: uint8 or uint16 (16-bit stays 16-bit),
+    HxW for gray, HxWx2 gray+alpha, HxWx3 RGB, HxWx4 RGBA (palette images become RGB or
+    RGBA). max_pixels bounds width * height (0: 256 Mi pixels). Gamma and colour chunks
+    are not applied. IoError (an OSError) when the file cannot be read, ImageError (a
+    ValueError) when it is not a valid PNG, TooLargeError over max_pixels."""
+    buf, h, w, c, bits, pitch = _c.read_png(path, int(max_pixels))
+    dt = np.dtype(np.uint16 if bits == 16 else np.uint8)
+    shape = (h, w) if c == 1 else (h, w, c)
+    strides = (pitch, dt.itemsize) if c == 1 else (pitch, dt.itemsize * c, dt.itemsize)
+    return np.ndarray(shape, dtype=dt, buffer=buf, strides=strides)
+
+
+def write_png(path: Union[str, bytes, os.PathLike], image: Any, *, level: int = -1) -> None:
+    """Writes a uint8 or uint16 image (HxW, HxWx1..4: gray, gray+alpha, RGB, RGBA; any
+    layout NumPy describes) as a PNG of that bit depth. level: zlib 0-9, -1 libpng's
+    default. The file is written under a temporary name and renamed: a file at path is
+    always complete, and on failure (IoError) the old one is untouched."""
+    a = image if isinstance(image, np.ndarray) else np.asarray(image)
+    if a.dtype.kind not in "u" or a.dtype.itemsize not in (1, 2):
+        raise TypeError(f"write_png: the image must be uint8 or uint16, not {a.dtype}")
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    _c.write_png(path, a, int(level))
 
 _DTYPES = {8: np.uint8, 16: np.uint16, 32: np.float32}
 _NotReady = getattr(_c, "NotReadyError", ())  # PF_NOT_READY: libraries since 0.2
@@ -94,7 +182,7 @@ class Engine:
     plugin_path: extra plugin directories (a ':'-separated str or a list of paths);
     use_env_path: also search PIPEFUSE_PLUGIN_PATH; builtin: load the built-in stages;
     threads: CPU worker threads (0: one per core); log: callable(level, message) for the
-    engine's notices (0 info, 1 warning, 2 error; None: stderr).
+    engine's notices (0 info, 1 warning, 2 error; None: the "pipefuse" logger).
     """
 
     def __init__(self, plugin_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]],
@@ -109,7 +197,8 @@ class Engine:
             except TypeError:
                 raise TypeError(f"plugin_path: a path (str, bytes, os.PathLike), a ':'-separated "
                                 f"str or a list of paths, not {plugin_path!r:.80}") from None
-        self._c = _c.Engine(plugin_path, use_env_path, builtin, threads, log)
+        self._c = _c.Engine(plugin_path, use_env_path, builtin, threads,
+                            _log_notice if log is None else log)
 
     def stages(self) -> List[Stage]:
         """Every registered stage with its parameters, in plugin load order."""
@@ -120,11 +209,11 @@ class Engine:
         return out
 
     def stage(self, name: str) -> Stage:
-        """One stage by name (KeyError when no plugin registers it)."""
+        """One stage by name (UnknownNameError, a KeyError, when no plugin registers it)."""
         for s in self.stages():
             if s.name == name:
                 return s
-        raise KeyError(f"no stage named {name!r}")
+        raise UnknownNameError(f"no stage named {name!r}")
 
     def load(self, source: Union[str, os.PathLike, Mapping[str, Any]], *,
              name: Optional[str] = None, **options: Any) -> "Pipeline":
@@ -477,7 +566,8 @@ def _table(cols: Tuple[str, ...], rows: Optional[Tuple[str, ...]], data: bytes) 
 
 class Pipeline:
     """A loaded pipeline. One thread at a time (a second thread calling in while a
-    frame runs gets RuntimeError); load one pipeline per thread."""
+    frame runs gets BusyError, a RuntimeError); load one pipeline per thread. cancel()
+    is the exception: any thread, any time."""
 
     __slots__ = ("_c", "engine", "_names", "_kinds", "_inputs", "__weakref__")
 
@@ -526,20 +616,30 @@ class Pipeline:
             raise TypeError(f"set: the key is a str, 'stage_id.param', not "
                             f"{type(key).__name__}")
         v = _param_json(key, value)
-        if isinstance(v, str):
-            self._c.set_json(key, v)
-        else:
-            self._c.set(key, v)
+        try:
+            if isinstance(v, str):
+                self._c.set_json(key, v)
+            else:
+                self._c.set(key, v)
+        except Error as e:
+            raise _unknown_name(e) from None
 
     def set_json(self, key: str, text: str) -> None:
         """Sets 'stage_id.param' from JSON text, as `pipefuse run --set` takes it."""
-        self._c.set_json(key, text)
+        try:
+            self._c.set_json(key, text)
+        except Error as e:
+            raise _unknown_name(e) from None
 
     def configure(self, **options: Any) -> None:
         """Sets options: backend="auto"|"cpu"|"cuda", fusion, graph, streams, threads,
-        slots, max_launch_ms, profile, dump_kernels."""
+        slots, max_launch_ms, profile, dump_kernels. An unknown name is an
+        UnknownNameError (a KeyError)."""
         for k, v in options.items():
-            self._c.set_option(k, _option_value(v))
+            try:
+                self._c.set_option(k, _option_value(v))
+            except Error as e:
+                raise _unknown_name(e) from None
 
     # ---- planning ----
     def plan(self, shapes: Any) -> None:
@@ -695,7 +795,12 @@ class Pipeline:
         returns; outputs are written by wait. Device frames (PyTorch, CuPy, DLPack,
         __cuda_array_interface__) run on `stream` (an int cudaStream_t, a torch or cupy
         stream; None: the arrays' framework's current stream) and are written in place,
-        ordered on that stream."""
+        ordered on that stream.
+
+        On the CPU backend the frame is queued on the engine's threads and submit returns
+        at once: the frame reads the inputs and writes the outputs while it runs, so leave
+        them unchanged until wait() (the ticket keeps them alive). A second submit first
+        completes the frame before it."""
         ins = inputs if type(inputs) in (list, tuple) else self._in_list(inputs)
         for i, a in enumerate(ins):
             if type(a) is not np.ndarray and _framework(a) == "PIL":
@@ -764,8 +869,18 @@ class Pipeline:
 
     __call__ = run
 
+    def cancel(self) -> None:
+        """Asks the frames submitted so far to stop: a CPU frame stops at its next band or
+        launch unit and its wait() raises CancelledError (a RuntimeError); its image
+        outputs are then incomplete and its tables not made. Any thread may call it at any
+        time, even while another thread waits on the pipeline; frames submitted later run
+        as usual. GPU work already launched runs to its end. (Ctrl-C in wait() or run()
+        does this, then raises KeyboardInterrupt.)"""
+        self._c.cancel()
+
     def close(self) -> None:
-        """Waits for frames in flight and frees the pipeline (also done when collected)."""
+        """Waits for frames in flight and frees the pipeline (also done when collected).
+        Calls on a closed pipeline raise ClosedError (a RuntimeError)."""
         self._c.close()
 
     def __enter__(self) -> "Pipeline":

@@ -288,8 +288,7 @@ def test_wait_accepts_any_non_negative_timeout(engine):
 def _errors_example():
     text = (ROOT / "docs" / "python.md").read_text()
     section = text.split("## Errors", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"^((?:    .*\n)(?:    .*\n|\n)*)", section, re.M).group(1)
-    return "\n".join(line[4:] for line in block.splitlines())
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def test_docs_error_example_catches_what_load_raises(engine, tmp_path, monkeypatch, capsys):
