@@ -389,6 +389,37 @@ static void print_param(const pf_param_desc *pd)
            pd->doc ? pd->doc : "");
 }
 
+/* How the GPU runs a stage: fused into the engine's generated kernels (by what its
+   descriptor declares), or in kernels of its own. */
+static void print_fusion(const pf_stage_desc *d)
+{
+    const int sep = d->separable_fn && !d->stencil_fn;
+    if (d->kind == PF_STAGE_POINT && d->point_source)
+        printf("    fusion: fuses with the point stages beside it into one kernel (point op %s)\n",
+               d->point_fn ? d->point_fn : "?");
+    else if (d->kind == PF_STAGE_POINT)
+        printf("    fusion: none (no point source): a kernel and a trip through memory of its "
+               "own\n");
+    else if (d->kind == PF_STAGE_STENCIL && d->point_source && d->n_inputs == 1 && sep)
+        printf("    fusion: two generated passes (separable_fn %s, radius up to %d) that run the "
+               "point stages producing its input as they stage the rows\n",
+               d->separable_fn, d->separable_max);
+    else if (d->kind == PF_STAGE_STENCIL && d->point_source && d->n_inputs == 1 && d->stencil_fn)
+        printf("    fusion: a generated 3x3 kernel (stencil_fn %s, where the radius is 1) that "
+               "runs the point stages producing its input on its tile and those reading its "
+               "result before it stores\n",
+               d->stencil_fn);
+    else if (d->kind == PF_STAGE_REDUCE && d->reduce_sum && d->n_inputs == 1)
+        printf("    fusion: a generated sum by %s that runs the point stages producing its input "
+               "on the way in; partial tables added on the device\n",
+               d->reduce_sum == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows");
+    else if (d->run_cuda)
+        printf("    fusion: none: its own kernels (run_cuda)\n");
+    else
+        printf("    fusion: none, and no CUDA implementation: pipelines using it run on the "
+               "CPU\n");
+}
+
 static int cmd_stages(int argc, char **argv, const cli_common *c)
 {
     /* "--" ends options: `stages -- NAME` and `stages NAME --` name NAME; before it, an
@@ -424,6 +455,7 @@ static int cmd_stages(int argc, char **argv, const cli_common *c)
                plugin, file);
         if (d->doc)
             printf("    %s\n", d->doc);
+        print_fusion(d);
         for (int k = 0; k < d->n_params; k++)
             print_param(&d->params[k]);
     }

@@ -107,6 +107,7 @@ struct pf_engine {
     struct pf_threadpool *pool;
     struct pf_cuda_dev *cuda; /* device state, created on first use (exec_cuda.c) */
     char *skipped;            /* plugins and directories not loaded: "path: why" lines */
+    char *refused;            /* their stages, where known: "stage\tplugin\tpath: why" lines */
     unsigned long serial;     /* unique to this engine in the process (pf_engine_errmsg) */
     char errmsg[PF_ERRMSG_MAX];
 };

@@ -208,6 +208,52 @@ static int skip(pf_engine *e)
     return PF_OK;
 }
 
+/* The stages of a plugin refused after its descriptor could be read, with the reason
+   (e->errmsg), so that a pipeline naming one is told why it is missing rather than
+   pointed at a loaded stage of a similar name. Best effort: nothing is noted without
+   memory. */
+static void note_refused(pf_engine *e, const pf_plugin_desc *pd)
+{
+    const char *pname = pd->name && pd->name[0] ? pd->name : "(unnamed)";
+    for (int i = 0; i < pd->n_stages; i++) {
+        const pf_stage_desc *s = pd->stages[i];
+        if (!s || s->size < offsetof(pf_stage_desc, cost) || !s->name || !s->name[0] ||
+            strpbrk(s->name, "\t\n") || strpbrk(pname, "\t\n"))
+            continue;
+        size_t old = e->refused ? strlen(e->refused) : 0,
+               add = strlen(s->name) + strlen(pname) + strlen(e->errmsg) + 3;
+        char *grown = realloc(e->refused, old + add + 1);
+        if (!grown)
+            return;
+        snprintf(grown + old, add + 1, "%s\t%s\t%s\n", s->name, pname, e->errmsg);
+        e->refused = grown;
+    }
+}
+
+/* The refusal of a stage named op ("stage" or "plugin.stage") of a refused plugin, in err:
+   1 when there is one. */
+static int refused_stage(const pf_engine *e, const char *op, char *err, size_t err_size)
+{
+    for (const char *l = e->refused; l && *l;) {
+        const char *t1 = strchr(l, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        const char *nl = t2 ? strchr(t2 + 1, '\n') : NULL;
+        if (!nl)
+            return 0;
+        size_t nlen = (size_t)(t1 - l), plen = (size_t)(t2 - t1 - 1);
+        int bare = strlen(op) == nlen && strncmp(op, l, nlen) == 0;
+        int dotted = strlen(op) == plen + 1 + nlen && strncmp(op, t1 + 1, plen) == 0 &&
+                     op[plen] == '.' && strncmp(op + plen + 1, l, nlen) == 0;
+        if (bare || dotted) {
+            snprintf(err, err_size,
+                     "unknown op '%s': it is a stage of plugin '%.*s', which was not loaded: %.*s",
+                     op, (int)plen, t1 + 1, (int)(nl - t2 - 1), t2 + 1);
+            return 1;
+        }
+        l = nl + 1;
+    }
+    return 0;
+}
+
 static const char *plugin_name_of(const pf_engine *e, int i)
 {
     return e->plugins[e->stages[i].plugin].desc->name;
@@ -294,6 +340,8 @@ static int load_plugin(pf_engine *e, const char *path)
     if (pl)
         e->plugins = pl;
     if (!copy) {
+        if (rc == PF_PLUGIN && readable)
+            note_refused(e, pd);
         dlclose(h);
         return rc == PF_OK ? PF_NO_MEMORY : rc;
     }
@@ -302,6 +350,8 @@ static int load_plugin(pf_engine *e, const char *path)
     for (int i = 0; i < pd->n_stages && rc == PF_OK; i++)
         rc = add_stage(e, path, index, i, pd->stages[i]);
     if (rc != PF_OK) { /* none of its stages stay */
+        if (rc == PF_PLUGIN)
+            note_refused(e, pd);
         while (e->n_stages > first)
             free((void *)e->stages[--e->n_stages].desc);
         e->n_plugins--;
@@ -529,6 +579,7 @@ PF_API void pf_engine_destroy(pf_engine *e)
     }
     free(e->plugins);
     free(e->skipped);
+    free(e->refused);
     free(e);
 }
 
@@ -574,6 +625,10 @@ int pf_engine_lookup_stage(const pf_engine *e, const char *op, char *err, size_t
     for (int i = 0; i < e->n_stages; i++)
         if (stage_is(e, i, op))
             return i;
+    /* A stage of a plugin that was refused: that first, with why, and no near name (a
+       loaded stage of a similar name is not the one meant). */
+    if (refused_stage(e, op, err, err_size))
+        return -1;
     /* Candidates: the names, and "plugin.name" when op is qualified. */
     int qualified = strchr(op, '.') != NULL, n = e->n_stages;
     char **q = qualified ? calloc((size_t)(n ? n : 1), sizeof *q) : NULL;

@@ -121,6 +121,19 @@ check good "$W/open/good.so"
 expect good 0
 says good "result: PASS"
 
+# A pipeline naming a stage of a refused plugin hears that, with the refusal, and is not
+# pointed at a loaded stage of a similar name.
+mkdir -p "$W/refused" && chmod 755 "$W/refused" && cp "$DIR/bad_default.so" "$W/refused/" &&
+    chmod 755 "$W/refused/bad_default.so" || fail "cannot set up $W/refused"
+for op in sdk_bad_default bad_default.sdk_bad_default; do
+    printf '{"pipefuse": 1, "inputs": ["x"], "stages": [{"id": "a", "op": "%s", "inputs": ["x"]}], "outputs": {"o": "a"}}\n' \
+        "$op" >"$W/refused_$op.json"
+    run "refused_$op" "$PF" --plugin-path "$W/refused" check "$W/refused_$op.json"
+    expect "refused_$op" 2
+    says "refused_$op" "unknown op '$op': it is a stage of plugin 'bad_default', which was not loaded: $W/refused/bad_default.so: sdk_bad_default.gain: default 25 is outside its range [0, 10]"
+    grep -q "did you mean" "$W/refused_$op.out" && fail "refused_$op: a suggestion for a stage of a refused plugin"
+done
+
 # The command line.
 check missing "$W/nonexistent.so"
 expect missing 2

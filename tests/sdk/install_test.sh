@@ -97,6 +97,12 @@ if grep -q "CUDA" "$W/sample_build.out"; then echo "sample: CUDA parts built"; e
 step stages "$PF" --plugin-path "$PLUG" stages
 says stages "spotlight  (point, 1 input, fusable)  from darkroom: $PLUG/darkroom.so"
 says stages "emboss  (stencil, 1 input)  from darkroom: $PLUG/darkroom.so"
+# how each of the sample's stages fuses
+says stages "fusion: fuses with the point stages beside it into one kernel (point op spotlight)"
+says stages "fusion: a generated 3x3 kernel (stencil_fn emboss_fused, where the radius is 1)"
+says stages "fusion: two generated passes (separable_fn soften_taps, radius up to 16)"
+says stages "fusion: a generated sum by rows that runs the point stages producing its input"
+says stages "fusion: none: its own kernels (run_cuda)"
 
 step plugin_check "$PF" plugin check "$PLUG/darkroom.so"
 says plugin_check "result: PASS"
@@ -105,7 +111,10 @@ step sample_ctest "$CMAKE" -E chdir "$W/darkroom" ctest --output-on-failure
 says sample_ctest "darkroom_plugin_check"
 
 step check "$PF" --plugin-path "$PLUG" check "$SAMPLE/darkroom.json" --size 64x48
-says check "G0: lift + spot + punch   (3 point stages, one kernel)"
+# the sample's point stages and its emboss (stencil_fn) in the emboss's one kernel
+says check "G0: lift + spot + punch   (3 point stages, fused into stencil relief (emboss)"
+says check "S: relief (emboss, 3x3 emboss_fused) in one kernel with lift + spot + punch on its tile, then mix on its result"
+says check "GPU kernel launches per frame: 1,"
 
 for backend in cpu auto; do
     step "run_$backend" "$PF" --plugin-path "$PLUG" run "$SAMPLE/darkroom.json" "$SRC/samples/images" \
