@@ -91,6 +91,24 @@ if build good; then
     grep -q "FAIL" "$W/good.out" && fail "the installed sample fails a check"
 fi
 
+# ---- what pipefuse check prints of them ------------------------------------------------------
+# brightness -> soften -> profile, and an emboss of the input: the brightness runs in the
+# separable's row pass, the profile in a generated sum of its result, the emboss in its
+# 3x3 kernel: four GPU launches (two passes, a sum, a stencil) for four launch units; with
+# a stencil_fn of radius 2 the emboss is listed as not fused, with why, and runs its own
+# kernel between the conversions of its input and output.
+printf '{"pipefuse": 1, "inputs": ["x"], "stages": [{"id": "b", "op": "brightness", "inputs": ["x"]},
+ {"id": "s", "op": "soften", "inputs": ["b"]}, {"id": "p", "op": "profile", "inputs": ["s"]},
+ {"id": "e", "op": "emboss", "inputs": ["x"]}], "outputs": {"o": "s", "t": "p", "r": "e"}}\n' >"$W/plan.json"
+if [ -f "$W/good/plugins/darkroom.so" ]; then
+    run plan "$PF" --plugin-path "$W/good/plugins" check "$W/plan.json" --size 64x48
+    expect plan 0
+    says plan "S: s (soften, separable soften_taps) in two kernels (rows, then columns) with b on the rows it stages"
+    says plan "R: p (profile, sum by rows) in one kernel"
+    says plan "S: e (emboss, 3x3 emboss_fused) in one kernel"
+    says plan "launch units per frame: 4 (4 without fusion), GPU kernel launches per frame: 4,"
+fi
+
 # check NAME STAGE STATUS TEXT...: plugin check of $W/NAME's plugin, stage STAGE only,
 # exits with STATUS and says every TEXT.
 check() {
@@ -139,6 +157,9 @@ build taps 's/soften_taps(p, i, &t\[i\], &pm);/soften_taps(p, 0, \&t[i], \&pm);/
 # stencil_fn on a stage of radius 2: ignored by the engine, so a warning, and a pass
 build radius2 's/^    return 1;$/    return 2;/' darkroom.c &&
     check radius2 emboss 0 "warn  emboss: declares stencil_fn, but with its default params radius() returns 2" \
-        "declares stencil_fn but has radius 2 (not 1)" "result: PASS"
+        "declares stencil_fn but has radius 2 (not 1)" "result: PASS" &&
+    run plan_radius2 "$PF" --plugin-path "$W/radius2/plugins" check "$W/plan.json" --size 64x48 &&
+    says plan_radius2 "declared but not fused (1):" &&
+    says plan_radius2 "e (emboss): declares stencil_fn, not fused: stage 'e' (emboss) declares stencil_fn but has radius 2 (not 1); its own run_cuda runs"
 
 finish author_test
