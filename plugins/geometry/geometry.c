@@ -4,8 +4,8 @@
  * Each stage declares its output shape (failing with the sizes named when its params
  * do not fit the input) and computes exactly the output rows of its region from the
  * whole input. crop, flip, rotate and pad are pure coordinate maps and share one loop;
- * resize sums per-axis taps (bilinear, antialiased triangle, nearest or area, from
- * geometry.h) in double, in a fixed order, so banded runs are bit-identical. resize and
+ * resize sums per-axis taps (bilinear, nearest, area, or a filter: the antialiased
+ * triangle, Catmull-Rom, Mitchell, Lanczos-3, from geometry.h) in double, in a fixed order, so banded runs are bit-identical. resize and
  * rotate by any angle mix pixels, premultiplied by default (pf_acc4 in geometry.h).
  */
 #include <math.h>
@@ -428,7 +428,8 @@ static int resize_run(const pf_stage_args *a)
     }
 #define SIDE PF_GEOMETRY_MAX_SIDE
 
-static const char *const resize_modes[] = {"bilinear", "nearest", "area", NULL};
+static const char *const resize_modes[] = {"bilinear", "nearest",  "area", "bicubic",
+                                           "mitchell", "lanczos3", NULL};
 static const char *const alpha_modes[] = {PF_ALPHA_NAMES, NULL};
 static const char *const flip_axes[] = {"horizontal", "vertical", "both", NULL};
 static const char *const rotate_angles[] = {"90", "180", "270", NULL};
@@ -446,8 +447,10 @@ static const pf_param_desc resize_params[] = {
     {"scale", "size factor, used when width and height are both 0",
      PF_OFFSET(pf_resize_params, scale), PF_PARAM_FLOAT, .def = 1, .min = 1.0 / 1024, .max = 64},
     ENUM_ROW(pf_resize_params, mode,
-             "bilinear (pixel centres aligned), nearest, or area (exact box average when "
-             "shrinking, bilinear when enlarging)",
+             "bilinear (pixel centres aligned), nearest, area (exact box average when "
+             "shrinking, bilinear when enlarging), bicubic (Catmull-Rom), mitchell "
+             "(Mitchell-Netravali, B = C = 1/3) or lanczos3; the last three widen their kernel "
+             "by the shrink factor (antialiased, as Pillow and vips)",
              resize_modes),
     ENUM_ROW(pf_resize_params, fit,
              "with width and height both given: stretch (exactly that size), inside (the "
@@ -457,7 +460,7 @@ static const pf_param_desc resize_params[] = {
     PF_BOOL_PARAM(pf_resize_params, shrink_only, 0,
                   "never enlarge: an input already within the size keeps its own"),
     PF_ENUM_PARAM(pf_resize_params, alpha, 0, alpha_modes,
-                  "bilinear and area: " PF_ALPHA_DOC "; nearest copies pixels as they are"),
+                  "every mode but nearest: " PF_ALPHA_DOC "; nearest copies pixels as they are"),
     PF_BOOL_PARAM(pf_resize_params, antialias, 0,
                   "bilinear: where an axis shrinks, widen the triangle to the shrink factor "
                   "(Pillow's BILINEAR), so every input pixel counts and thumbnails do not alias"),
@@ -541,8 +544,8 @@ int pad_cuda(const pf_stage_args *a);
 
 RESAMPLE(resize,
          "Resize to a given size, into or over a box keeping the aspect ratio, or by a "
-         "factor, optionally never enlarging: bilinear (antialiased or not), nearest or area; "
-         "premultiplied alpha by default",
+         "factor, optionally never enlarging: bilinear (antialiased or not), nearest, area, "
+         "bicubic, mitchell or lanczos3; premultiplied alpha by default",
          resize_shape, 4);
 RESAMPLE(crop,
          "Keep a rectangle of the input, in pixels or percent, at a position or a gravity; "

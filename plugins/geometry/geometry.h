@@ -27,7 +27,14 @@
 #define PF_GD(a, b) ((a) / (b))
 #endif
 
-enum { PF_RESIZE_BILINEAR, PF_RESIZE_NEAREST, PF_RESIZE_AREA };
+enum {
+    PF_RESIZE_BILINEAR,
+    PF_RESIZE_NEAREST,
+    PF_RESIZE_AREA,
+    PF_RESIZE_BICUBIC,  /* Catmull-Rom (Pillow's BICUBIC, a = -0.5) */
+    PF_RESIZE_MITCHELL, /* Mitchell-Netravali, B = C = 1/3 */
+    PF_RESIZE_LANCZOS3
+};
 enum { PF_FIT_STRETCH, PF_FIT_INSIDE, PF_FIT_COVER };
 typedef struct pf_resize_params {
     int width, height; /* 0: derived from the other keeping the aspect, both 0: scale */
@@ -48,32 +55,81 @@ typedef struct pf_resize_params {
    - nearest: input floor((o + 0.5) * n_in / n_out);
    - area (not enlarging): the input interval [o, o + 1) * n_in / n_out, each pixel
      weighted by its overlap;
-   - triangle (bilinear with antialias, shrinking): Pillow's BILINEAR reduction, a
-     triangle of half-width f = n_in / n_out around the centre c = (o + 0.5) * f, over
-     pixels [(int)(c - f + 0.5), (int)(c + f + 0.5)) cut to the image, pixel i weighted
-     1 - |i + 0.5 - c| / f (0 beyond), the weights divided by their sum. */
-enum { PF_SPAN_LINEAR, PF_SPAN_NEAREST, PF_SPAN_AREA, PF_SPAN_TRIANGLE };
+   - filter (bilinear with antialias when shrinking, and bicubic, mitchell and lanczos3
+     always): Pillow's resampling convolution. With the factor f = n_in / n_out, the
+     stretch g = max(f, 1) and the filter's support r (triangle 1, cubics 2, Lanczos 3),
+     output o is centred at c = (o + 0.5) * f and takes pixels [(int)(c - r g + 0.5),
+     (int)(c + r g + 0.5)) cut to the image, pixel i weighted K((i + 0.5 - c) / g), the
+     weights divided by their sum: the kernel widened by the shrink factor, so every
+     input pixel counts (antialiasing), and the kernel itself when enlarging. */
+enum { PF_SPAN_LINEAR, PF_SPAN_NEAREST, PF_SPAN_AREA, PF_SPAN_FILTER };
+/* The kernels K of PF_SPAN_FILTER */
+enum { PF_FILTER_TRIANGLE, PF_FILTER_CATROM, PF_FILTER_MITCHELL, PF_FILTER_LANCZOS3 };
 typedef struct pf_span {
     int kind, first, count, n;
     double lo, hi, f;    /* area: the interval; linear: the fraction past first */
-    double c, inv, norm; /* triangle: the centre, 1 / f, the weights' sum */
+    double c, inv, norm; /* filter: the centre, 1 / g, the weights' sum */
+    int filter;          /* filter: PF_FILTER_* */
 } pf_span;
 
-PF_GEOM_HD double pf_triangle(double x)
+/* sin(pi x) / (pi x), 1 at 0, with geometry.h's own sine (the same bits on the device). */
+PF_GEOM_HD double pf_sinc(double x);
+
+/* K(x): each operation rounded on its own, in this order, on the host and the device.
+   Catmull-Rom is Pillow's bicubic (a = -0.5); Mitchell-Netravali has B = C = 1/3;
+   Lanczos-3 is sinc(x) sinc(x / 3) on (-3, 3) (Pillow's LANCZOS, vips' lanczos3). */
+PF_GEOM_HD double pf_filter(int filter, double x)
 {
     x = x < 0 ? -x : x;
-    return x < 1 ? PF_GA(1.0, -x) : 0.0;
+    switch (filter) {
+    case PF_FILTER_CATROM: /* ((a + 2) x - (a + 3)) x^2 + 1; ((x - 5) x + 8) x - 4) a */
+        if (x < 1)
+            return PF_GA(PF_GM(PF_GM(PF_GA(PF_GM(1.5, x), -2.5), x), x), 1.0);
+        if (x < 2)
+            return PF_GM(PF_GA(PF_GM(PF_GA(PF_GM(PF_GA(x, -5.0), x), 8.0), x), -4.0), -0.5);
+        return 0.0;
+    case PF_FILTER_MITCHELL: /* ((12 - 9B - 6C) x^3 + (-18 + 12B + 6C) x^2 + (6 - 2B)) / 6 */
+        if (x < 1)
+            return PF_GD(PF_GA(PF_GM(PF_GM(PF_GA(PF_GM(7.0, x), -12.0), x), x), 16.0 / 3.0), 6.0);
+        if (x < 2) /* ((-B - 6C) x^3 + (6B + 30C) x^2 + (-12B - 48C) x + (8B + 24C)) / 6 */
+            return PF_GD(PF_GA(PF_GM(PF_GA(PF_GM(PF_GA(PF_GM(-7.0 / 3.0, x), 12.0), x), -20.0), x),
+                               32.0 / 3.0),
+                         6.0);
+        return 0.0;
+    case PF_FILTER_LANCZOS3:
+        return x < 3 ? PF_GM(pf_sinc(x), pf_sinc(PF_GD(x, 3.0))) : 0.0;
+    default:
+        return x < 1 ? PF_GA(1.0, -x) : 0.0;
+    }
 }
 
-/* Triangle weight of input pixel i before normalising. */
+/* Filter weight of input pixel i before normalising. */
 PF_GEOM_HD double pf_span_tri(const pf_span *s, int i)
 {
-    return pf_triangle(PF_GM(PF_GA(PF_GA((double)i, -s->c), 0.5), s->inv));
+    return pf_filter(s->filter, PF_GM(PF_GA(PF_GA((double)i, -s->c), 0.5), s->inv));
+}
+
+/* The filter a resize mode sums with where it is one (-1: none). */
+PF_GEOM_HD int pf_mode_filter(int mode, int antialias, int n_in, int n_out)
+{
+    switch (mode) {
+    case PF_RESIZE_BICUBIC:
+        return PF_FILTER_CATROM;
+    case PF_RESIZE_MITCHELL:
+        return PF_FILTER_MITCHELL;
+    case PF_RESIZE_LANCZOS3:
+        return PF_FILTER_LANCZOS3;
+    case PF_RESIZE_BILINEAR:
+        return antialias && n_out < n_in ? PF_FILTER_TRIANGLE : -1;
+    default:
+        return -1;
+    }
 }
 
 PF_GEOM_HD pf_span pf_axis_span(int mode, int antialias, int n_in, int n_out, int o)
 {
-    pf_span s = {PF_SPAN_LINEAR, 0, 2, n_in, 0, 0, 0, 0, 0, 0};
+    pf_span s = {PF_SPAN_LINEAR, 0, 2, n_in, 0, 0, 0, 0, 0, 0, 0};
+    const int filter = pf_mode_filter(mode, antialias, n_in, n_out);
     const double din = (double)n_in, dout = (double)n_out;
     if (mode == PF_RESIZE_AREA && n_out <= n_in) {
         s.kind = PF_SPAN_AREA;
@@ -85,12 +141,17 @@ PF_GEOM_HD pf_span pf_axis_span(int mode, int antialias, int n_in, int n_out, in
         s.kind = PF_SPAN_NEAREST;
         s.first = (int)floor(PF_GD(PF_GM(PF_GA((double)o, 0.5), din), dout));
         s.count = 1;
-    } else if (mode == PF_RESIZE_BILINEAR && antialias && n_out < n_in) {
-        s.kind = PF_SPAN_TRIANGLE;
-        const double f = PF_GD(din, dout);
+    } else if (filter >= 0) {
+        s.kind = PF_SPAN_FILTER;
+        s.filter = filter;
+        const double f = PF_GD(din, dout), g = f > 1 ? f : 1.0;
+        const double r = PF_GM(filter == PF_FILTER_TRIANGLE   ? 1.0
+                               : filter == PF_FILTER_LANCZOS3 ? 3.0
+                                                              : 2.0,
+                               g);
         s.c = PF_GM(PF_GA((double)o, 0.5), f);
-        s.inv = PF_GD(1.0, f);
-        int lo = (int)PF_GA(PF_GA(s.c, -f), 0.5), hi = (int)PF_GA(PF_GA(s.c, f), 0.5);
+        s.inv = PF_GD(1.0, g);
+        int lo = (int)PF_GA(PF_GA(s.c, -r), 0.5), hi = (int)PF_GA(PF_GA(s.c, r), 0.5);
         lo = lo < 0 ? 0 : lo;
         hi = hi > n_in ? n_in : hi;
         s.first = lo;
@@ -116,8 +177,8 @@ PF_GEOM_HD double pf_span_weight(const pf_span *s, int k, int *idx)
                      PF_GA(s->hi, -s->lo));
     case PF_SPAN_NEAREST:
         return 1;
-    case PF_SPAN_TRIANGLE:
-        return PF_GD(pf_span_tri(s, i), s->norm);
+    case PF_SPAN_FILTER: /* a zero sum (not reached: the centre tap weighs) gives 0 */
+        return s->norm != 0 ? PF_GD(pf_span_tri(s, i), s->norm) : 0.0;
     default:
         return k ? s->f : PF_GA(1.0, -s->f);
     }
@@ -257,6 +318,15 @@ PF_GEOM_HD void pf_sincos_deg(double deg, double *s, double *c)
         *s = -cs, *c = sn;
         break;
     }
+}
+
+PF_GEOM_HD double pf_sinc(double x)
+{
+    if (x == 0)
+        return 1.0;
+    double s, c;
+    pf_sincos_deg(PF_GM(180.0, x), &s, &c);
+    return PF_GD(s, PF_GM(x, 3.141592653589793));
 }
 
 /* Output pixel (x, y) of an ow x oh turn by (s, c) of an iw x ih input: where its

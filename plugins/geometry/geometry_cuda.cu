@@ -189,6 +189,7 @@ static int launch_rotate(const pf_stage_args *a)
 
 /* One thread per output pixel; its taps summed in double in geometry.c's order (rows of
    taps outer, columns inner), skipping zero weights as there. */
+#define RZ_CACHE 32
 __global__ void __launch_bounds__(M_X *M_Y)
     resize_kernel(const pf_resize_params *__restrict__ p, pf_image in, pf_image out, int y0, int y1)
 {
@@ -200,13 +201,21 @@ __global__ void __launch_bounds__(M_X *M_Y)
     const int pm = p->alpha != PF_ALPHA_STRAIGHT && mode != PF_RESIZE_NEAREST; /* as geometry.c */
     const pf_span sy = pf_axis_span(mode, aa, in.height, out.height, y);
     const pf_span sx = pf_axis_span(mode, aa, in.width, out.width, x);
+    /* the column's taps computed once where they fit (a filter's weight costs a sine
+       for Lanczos), else again for every row of taps: the same doubles either way */
+    double wxs[RZ_CACHE];
+    int ixs[RZ_CACHE];
+    const int cached = sx.count <= RZ_CACHE;
+    for (int i = 0; cached && i < sx.count; i++)
+        wxs[i] = pf_span_weight(&sx, i, &ixs[i]);
     pf_acc4 acc = {{0, 0, 0, 0}, 0};
     for (int j = 0; j < sy.count; j++) {
         int iy, ix;
         const double wy = pf_span_weight(&sy, j, &iy);
         const float4 *src = pf_row_d(in, iy);
         for (int i = 0; i < sx.count; i++) {
-            const double wt = __dmul_rn(wy, pf_span_weight(&sx, i, &ix));
+            const double wx = cached ? (ix = ixs[i], wxs[i]) : pf_span_weight(&sx, i, &ix);
+            const double wt = __dmul_rn(wy, wx);
             if (wt == 0)
                 continue;
             const float4 v = src[ix];

@@ -18,7 +18,9 @@
  * only bands of 7 rows are run.
  *
  * Tolerances (|gpu - cpu| <= tol * max(1, |cpu|)):
- *   bit-identical: crop, flip, rotate, pad, resize (all modes), box, sobel, median3,
+ *   bit-identical: crop, flip, rotate, pad, resize (all modes: bilinear, nearest, area,
+ *                  bicubic, mitchell, lanczos3, whose Lanczos sine is geometry.h's own), box,
+ *                  sobel, median3,
  *                  histogram
  *   gaussian 1e-6, unsharp 1e-6 * (1 + amount): the taps come from the device's exp(),
  *     which may round a tap differently from libm's (none did on an H200)
@@ -545,7 +547,8 @@ static void test_filter(pf_rng *r)
 static void test_geometry(pf_rng *r)
 {
     char label[256];
-    static const char *const modes[] = {"bilinear", "nearest", "area"};
+    static const char *const modes[] = {"bilinear", "nearest",  "area",
+                                        "bicubic",  "mitchell", "lanczos3"};
     for (int si = 0; si < N_SIZES; si++) {
         pf_shape s = sizes[si];
         const int w = s.width, h = s.height;
@@ -561,7 +564,7 @@ static void test_geometry(pf_rng *r)
             {0, 0, 1.0f / 1024, 0, 0, 0, 0, 0},
             {7, 0, 1, 0, 0, 0, 0, 0},
         };
-        for (int mode = 0; mode < 3; mode++)
+        for (int mode = 0; mode < PF_COUNTOF(modes); mode++)
             for (int i = 0; i < PF_COUNTOF(rs); i++) {
                 pf_resize_params p = rs[i];
                 p.mode = mode;
@@ -572,20 +575,34 @@ static void test_geometry(pf_rng *r)
                 check_image("geometry", "resize", &p, &in, 0, NULL, label);
             }
         pf_crop_params cs[] = {
-            {0, 0, 0, 0, 0, 0, 0},         {0, 0, w, h, 0, 0, 0},
-            {w - 1, h - 1, 1, 1, 0, 0, 0}, {w / 3, h / 4, (w + 1) / 2, (h + 1) / 2, 0, 0, 0},
-            {w / 2, 0, 0, 1, 0, 0, 0},
+            {0, 0, 0, 0, 0, 0, 0, 0, {0}},
+            {0, 0, w, h, 0, 0, 0, 0, {0}},
+            {w - 1, h - 1, 1, 1, 0, 0, 0, 0, {0}},
+            {w / 3, h / 4, (w + 1) / 2, (h + 1) / 2, 0, 0, 0, 0, {0}},
+            {w / 2, 0, 0, 1, 0, 0, 0, 0, {0}},
         };
         for (int i = 0; i < PF_COUNTOF(cs); i++) {
             snprintf(label, sizeof label, "crop %d,%d %dx%d on %dx%d", cs[i].x, cs[i].y,
                      cs[i].width, cs[i].height, w, h);
             check_image("geometry", "crop", &cs[i], &in, 0, NULL, label);
         }
-        /* gravities and percentages; any angle, expanded or not, with a fill */
+        /* gravities and percentages, rectangles reaching outside cut or padded; any angle,
+           expanded or not, with a fill */
         pf_crop_params cg[] = {
-            {0, 0, 0, 0, PF_GRAVITY_CENTER, 50, 50},
-            {0, 0, 1, 1, PF_GRAVITY_BOTTOM_RIGHT, 0, 0},
-            {0, 0, 0, 0, PF_GRAVITY_TOP, 100, 60},
+            {0, 0, 0, 0, PF_GRAVITY_CENTER, 50, 50, 0, {0}},
+            {0, 0, 1, 1, PF_GRAVITY_BOTTOM_RIGHT, 0, 0, 0, {0}},
+            {0, 0, 0, 0, PF_GRAVITY_TOP, 100, 60, 0, {0}},
+            {.width = w + 9,
+             .height = h + 4,
+             .gravity = PF_GRAVITY_CENTER,
+             .outside = PF_CROP_CLAMP},
+            {.x = 2,
+             .width = w + 9,
+             .height = h + 4,
+             .gravity = PF_GRAVITY_CENTER,
+             .outside = PF_CROP_PAD,
+             .color = {0.25f, 0.5f, 0.75f, 1}},
+            {.x = -3, .y = h / 2, .width = w, .height = h, .outside = PF_CROP_PAD},
         };
         for (int i = 0; i < PF_COUNTOF(cg); i++) {
             snprintf(label, sizeof label, "crop gravity %d %g%% x %g%% on %dx%d", cg[i].gravity,
@@ -792,8 +809,8 @@ static void test_capture(pf_rng *r)
         "geometry", "resize",
         &(pf_resize_params){.width = 50, .height = 30, .scale = 1, .mode = PF_RESIZE_BILINEAR},
         &(pf_resize_params){.width = 50, .height = 30, .scale = 1, .mode = PF_RESIZE_AREA}, s, r);
-    check_capture("geometry", "crop", &(pf_crop_params){0, 0, 40, 30, 0, 0, 0},
-                  &(pf_crop_params){50, 20, 40, 30, 0, 0, 0}, s, r);
+    check_capture("geometry", "crop", &(pf_crop_params){0, 0, 40, 30, 0, 0, 0, 0, {0}},
+                  &(pf_crop_params){50, 20, 40, 30, 0, 0, 0, 0, {0}}, s, r);
     check_capture("geometry", "flip", &(pf_flip_params){PF_FLIP_HORIZONTAL},
                   &(pf_flip_params){PF_FLIP_BOTH}, s, r);
     check_capture("geometry", "rotate", &(pf_rotate_params){.angle = PF_ROTATE_90},
@@ -819,7 +836,8 @@ static void test_capture(pf_rng *r)
 static void test_alpha(pf_rng *r)
 {
     char label[256];
-    static const char *const modes[] = {"bilinear", "nearest", "area"};
+    static const char *const modes[] = {"bilinear", "nearest",  "area",
+                                        "bicubic",  "mitchell", "lanczos3"};
     for (int si = 0; si < N_SIZES; si++) {
         const int w = sizes[si].width, h = sizes[si].height;
         for (int bits = 0; bits <= 16; bits += 8) {
@@ -850,7 +868,7 @@ static void test_alpha(pf_rng *r)
                             label);
                 int rs[][2] = {
                     {(w + 1) / 2, (h + 1) / 2}, {w / 3 + 1, h + 3}, {2 * w + 1, 3 * h}, {1, 1}};
-                for (int mode = 0; mode < 3; mode++)
+                for (int mode = 0; mode < PF_COUNTOF(modes); mode++)
                     for (int aa = 0; aa < 2; aa++)
                         for (int i = 0; i < PF_COUNTOF(rs); i++) {
                             pf_resize_params p = {.width = rs[i][0],

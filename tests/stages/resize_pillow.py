@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/stages/resize_pillow.py PIPEFUSE: resize with antialias against Pillow.
+"""tests/stages/resize_pillow.py PIPEFUSE: resize's antialiased modes against Pillow.
 
 pipefuse's `resize` with `"antialias": true` is Pillow's BILINEAR reduction (a triangle
 widened by the shrink factor, its weights normalised), and with alpha both premultiply.
@@ -16,6 +16,10 @@ Image.resize(size, Image.BILINEAR):
   8 bits, which scales those 2.5 premultiplied steps by 255 / a; pipefuse keeps floats
   and rounds once.
 - Plain bilinear (no antialias) differs from Pillow when shrinking: that is the point.
+- bicubic and lanczos3 against Pillow's BICUBIC and LANCZOS, shrinking and enlarging,
+  with the same bounds, on images whose values stay in [64, 191]: Pillow clips its 8-bit
+  horizontal pass to [0, 255] before the vertical pass, which a filter's negative lobes
+  would otherwise reach at hard edges; pipefuse sums both axes at once and does not.
 
 Exits 77 (skipped) when Pillow is not installed.
 """
@@ -53,6 +57,23 @@ def test_image(mode, w, h, seed):
                 if a == 0:
                     px = [rnd.randrange(256) for _ in range(3)]
                 px.append(a)
+            data += bytes(px)
+    return Image.frombytes(mode, (w, h), bytes(data))
+
+
+def test_image_mid(mode, w, h, seed):
+    """Gradients, stripes and noise within [64, 191] (alpha too, for RGBA): a cubic's or
+    Lanczos' lobes overshoot the range by less than 64, so Pillow's 8-bit horizontal pass,
+    clipped to [0, 255] before its vertical pass, clips nothing."""
+    rnd = random.Random(seed)
+    data = bytearray()
+    for y in range(h):
+        for x in range(w):
+            px = [64 + (x * 127 // max(1, w - 1) + rnd.randrange(-12, 13)) % 128,
+                  64 + (y * 127 // max(1, h - 1) + (40 if (x // 7 + y // 5) % 2 else 0)) % 128,
+                  64 + rnd.randrange(128)]
+            if mode == "RGBA":
+                px.append(64 + (x * 5 + y * 3 + rnd.randrange(32)) % 128)
             data += bytes(px)
     return Image.frombytes(mode, (w, h), bytes(data))
 
@@ -120,6 +141,25 @@ def main():
                 if beyond or da > 1:
                     failures.append("%s: %d pixels' colour beyond the bound, alpha off by %d"
                                     % (label, beyond, da))
+        # bicubic (Catmull-Rom) and lanczos3 against Pillow's BICUBIC and LANCZOS, shrinking
+        # and enlarging
+        for mode, pil in (("bicubic", Image.BICUBIC), ("lanczos3", Image.LANCZOS)):
+            for imode in ("RGB", "RGBA"):
+                img = test_image_mid(imode, 203, 151, 41 if imode == "RGB" else 43)
+                for w, h in sizes[:5] + [(406, 302), (257, 160), (600, 31)]:
+                    label = "%s %s 203x151 to %dx%d" % (mode, imode, w, h)
+                    ours = run_pipefuse(img, {"width": w, "height": h, "mode": mode}, tmp)
+                    if ours is None:
+                        continue
+                    r = compare(label, ours, img.resize((w, h), pil))
+                    if r is None:
+                        continue
+                    hi, mid, da, n, beyond = r
+                    print("%-36s colour %d (alpha >= 128), %d (alpha >= 16), alpha %d, %d samples"
+                          % (label, hi, mid, da, n))
+                    if beyond or da > 1:
+                        failures.append("%s: %d pixels' colour beyond the bound, alpha off by %d"
+                                        % (label, beyond, da))
         # without antialias a 1/4 shrink aliases: far from Pillow's
         img = test_image("RGB", 203, 151, 17)
         plain = run_pipefuse(img, {"width": 50, "height": 37}, tmp)

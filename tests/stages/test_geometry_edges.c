@@ -2,10 +2,13 @@
  * driver (tests/lib/family_driver.h): sizes from decimal scales and percents rounded
  * exactly (references in integers, from the decimal as written), rotate's expanded size
  * keeping the input's parity (a small turn moves pixels by the turn, not by half a
- * pixel), and crop's rule for a rectangle reaching outside the input (clamp, pad) as a
- * thumbnail of an input smaller than its box needs.
+ * pixel), crop's rule for a rectangle reaching outside the input (clamp, pad) as a
+ * thumbnail of an input smaller than its box needs, and resize's filters (bicubic,
+ * mitchell, lanczos3) against dense weights written from the textbook kernels with
+ * libm's sine, within 1e-6 (the stage rounds its double sum to float once).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "family_driver.h"
@@ -220,10 +223,134 @@ static void test_crop_outside(pf_rng *r)
     pf_test_image_free(&in);
 }
 
+/* ---- Filters: bicubic, mitchell, lanczos3 ------------------------------------------------ */
+
+/* The kernels from their textbook forms, with libm's sine (geometry.h has its own). */
+#define REF_PI 3.14159265358979323846
+
+static double ref_kernel(int mode, double x)
+{
+    x = fabs(x);
+    if (mode == PF_RESIZE_BICUBIC) { /* Keys' cubic, a = -0.5 */
+        const double a = -0.5;
+        return x < 1   ? (a + 2) * x * x * x - (a + 3) * x * x + 1
+               : x < 2 ? a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a
+                       : 0;
+    }
+    if (mode == PF_RESIZE_MITCHELL) {
+        const double B = 1.0 / 3, C = 1.0 / 3;
+        return x < 1 ? ((12 - 9 * B - 6 * C) * x * x * x + (-18 + 12 * B + 6 * C) * x * x +
+                        (6 - 2 * B)) /
+                           6
+               : x < 2 ? ((-B - 6 * C) * x * x * x + (6 * B + 30 * C) * x * x +
+                          (-12 * B - 48 * C) * x + (8 * B + 24 * C)) /
+                             6
+                       : 0;
+    }
+    if (x >= 3)
+        return 0;
+    const double sx = x == 0 ? 1 : sin(REF_PI * x) / (REF_PI * x);
+    const double s3 = x == 0 ? 1 : sin(REF_PI * x / 3) / (REF_PI * x / 3);
+    return sx * s3;
+}
+
+/* Weights of output o over all n_in inputs: the kernel stretched by the shrink factor,
+   centred on o's centre, cut to the image, normalised (Pillow's resampling). */
+static void ref_weights(int mode, int n_in, int n_out, int o, double *w)
+{
+    const double f = (double)n_in / n_out, g = f > 1 ? f : 1;
+    const double r = (mode == PF_RESIZE_LANCZOS3 ? 3 : 2) * g, c = (o + 0.5) * f;
+    double sum = 0;
+    for (int i = 0; i < n_in; i++) {
+        w[i] = 0;
+        if (i >= (int)(c - r + 0.5) && i < (int)(c + r + 0.5))
+            w[i] = ref_kernel(mode, (i + 0.5 - c) / g);
+        sum += w[i];
+    }
+    for (int i = 0; i < n_in; i++)
+        w[i] /= sum;
+}
+
+static void test_filters(pf_rng *r)
+{
+    static const char *const names[] = {"bicubic", "mitchell", "lanczos3"};
+    const pf_shape sizes[] = {{1, 1}, {2, 3}, {13, 7}, {97, 61}};
+    for (int si = 0; si < PF_COUNTOF(sizes); si++) {
+        const int w = sizes[si].width, h = sizes[si].height;
+        pf_image in = pf_test_image(r, w, h, -0.25f, 1.25f);
+        const pf_shape outs[] = {{w, h},     {2 * w + 1, 3 * h}, {(w + 2) / 3, (h + 1) / 2},
+                                 {w + 5, 1}, {1, h + 7},         {(w + 6) / 7, 2 * h}};
+        for (int m = 0; m < 3; m++)
+            for (int k = 0; k < PF_COUNTOF(outs); k++) {
+                const int mode = PF_RESIZE_BICUBIC + m, ow = outs[k].width, oh = outs[k].height;
+                double *wx = malloc(sizeof *wx * (size_t)w * ow);
+                double *wy = malloc(sizeof *wy * (size_t)h * oh);
+                for (int o = 0; o < ow; o++)
+                    ref_weights(mode, w, ow, o, wx + (size_t)o * w);
+                for (int o = 0; o < oh; o++)
+                    ref_weights(mode, h, oh, o, wy + (size_t)o * h);
+                pf_image want = pf_test_image_poisoned(ow, oh);
+                for (int y = 0; y < oh; y++)
+                    for (int x = 0; x < ow; x++) {
+                        double acc[4] = {0, 0, 0, 0}, v[4];
+                        for (int j = 0; j < h; j++)
+                            for (int i = 0; i < w; i++) {
+                                const double wt = wy[(size_t)y * h + j] * wx[(size_t)x * w + i];
+                                if (wt == 0)
+                                    continue;
+                                fd_px(&in, i, j, v);
+                                for (int c = 0; c < 4; c++)
+                                    acc[c] += wt * v[c];
+                            }
+                        fd_set(&want, x, y, acc);
+                    }
+                pf_resize_params p = {ow, oh, 1, mode, 0, 0, PF_ALPHA_STRAIGHT, 0};
+                char label[96];
+                snprintf(label, sizeof label, "resize %s %dx%d to %dx%d", names[m], w, h, ow, oh);
+                fd_check_image_stage(h_stage("geometry", "resize"), &p, &in, &want, NULL, 1e-6,
+                                     label);
+                pf_test_image_free(&want);
+                free(wx);
+                free(wy);
+            }
+        pf_test_image_free(&in);
+    }
+    /* Catmull-Rom and Lanczos at the same size are the input, to the bit (their kernels
+       are 1 at 0 and 0 at every other integer); Mitchell softens it. */
+    pf_image in = pf_test_image(r, 23, 17, 0, 1), out;
+    for (int m = 0; m < 3; m++) {
+        pf_resize_params p = {23, 17, 1, PF_RESIZE_BICUBIC + m, 0, 0, PF_ALPHA_STRAIGHT, 0};
+        CHECK(run_stage("resize", &p, &in, &out) == 0);
+        const int same = fd_same_bits(&in, &out);
+        CHECKF(same == (m != 1), "resize %s at the same size: %s", names[m],
+               same ? "the input" : "not the input");
+        pf_test_image_free(&out);
+    }
+    /* Opaque pixels: premultiplied sums are the straight ones. */
+    pf_image opaque = pf_test_image(r, 31, 19, 0, 1), a, b;
+    for (int y = 0; y < opaque.height; y++)
+        for (int x = 0; x < opaque.width; x++)
+            pf_image_row(&opaque, y)[x].w = 1;
+    for (int m = 0; m < 3; m++) {
+        pf_resize_params ps = {12, 40, 1, PF_RESIZE_BICUBIC + m, 0, 0, PF_ALPHA_STRAIGHT, 0};
+        pf_resize_params pp = ps;
+        pp.alpha = PF_ALPHA_PREMULTIPLIED;
+        CHECK(run_stage("resize", &ps, &opaque, &a) == 0 &&
+              run_stage("resize", &pp, &opaque, &b) == 0);
+        CHECKF(fd_same_bits(&a, &b), "resize %s: opaque premultiplied differs from straight",
+               names[m]);
+        pf_test_image_free(&a);
+        pf_test_image_free(&b);
+    }
+    pf_test_image_free(&opaque);
+    pf_test_image_free(&in);
+}
+
 int main(void)
 {
     static const char *const names[] = {"resize", "crop", "flip", "rotate", "pad"};
-    static const fd_test_fn tests[] = {test_decimal_sizes, test_rotate_parity, test_crop_outside};
+    static const fd_test_fn tests[] = {test_decimal_sizes, test_rotate_parity, test_crop_outside,
+                                       test_filters};
     return fd_main("test_geometry_edges", "geometry", PF_STAGE_RESAMPLE, names, PF_COUNTOF(names),
                    tests, PF_COUNTOF(tests));
 }
