@@ -816,7 +816,22 @@ class Pipeline:
             stream = _default_stream(first) if device else 0
         elif type(stream) is not int:
             stream = _stream_int(stream)
+        if not device and self._c.inflight:
+            self._complete_cpu_frames()
         return self._c.submit(ins, outputs, stream)
+
+    def _complete_cpu_frames(self) -> None:
+        """The CPU queues one frame: a submit would first complete the one in flight,
+        uninterruptibly inside the engine. Waiting for it here keeps Ctrl-C working; its
+        outputs, tables or error stay with its ticket."""
+        if self._c.stats()["backend"] != "cpu":
+            return
+        for t in self._c.inflight:
+            if not t.device:
+                try:
+                    self._c.wait(t)
+                except Error:
+                    pass  # raised again by wait(t)
 
     @_held
     def wait(self, ticket: Ticket, timeout: Optional[float] = None, *,
