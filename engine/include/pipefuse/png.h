@@ -128,14 +128,15 @@ int pf_png_meta_phys(const pf_png_meta *meta, const pf_png_geometry *g, int w, i
  * image data before compression (rows with their filter byte, plus PLTE and tRNS),
  * ties going to the form that is not a palette. Colour and gray do not trade places
  * where the meta carries an ICC profile (iCCP is for one or the other).
- * PF_PNG_FORM_PALETTE writes a palette of 8-bit pixels: the source's palette where
- * every pixel is in it, else an exact one where there are at most 256 distinct pixels,
- * else 256 colours by median cut (lossy: each pixel the nearest entry); the palette is
- * as short as the pixels need and its depth 1, 2, 4 or 8 bits. PF_PNG_FORM_GRAY1, 2
- * and 4 write a gray frame (1 channel) with 1, 2 or 4 bits a sample, each sample
- * rounded half up to the nearest level (exact for samples already on a level: a
- * thresholded page). A form that does not fit the frame (gray bits on colour, a palette
- * of 16-bit samples that are not 8-bit values) is PF_INVALID_ARGUMENT, naming both. */
+ * PF_PNG_FORM_PALETTE writes a palette of 8-bit pixels (16-bit samples rounded to 8
+ * bits): the source's palette where every pixel is in it, else an exact one where there
+ * are at most 256 distinct pixels, else up to 256 colours by median cut over a
+ * histogram of 5 bits a colour channel and 3 of alpha (lossy: each pixel the mean of
+ * its box); the palette is as short as the pixels need and its depth 1, 2, 4 or 8 bits.
+ * PF_PNG_FORM_GRAY1, 2 and 4 write a gray frame (1 channel) with 1, 2 or 4 bits a
+ * sample, each sample rounded half up to the nearest level (exact for samples already
+ * on a level: a thresholded page). Gray bits on a frame of colour or alpha are
+ * PF_INVALID_ARGUMENT, naming both. */
 typedef enum pf_png_form {
     PF_PNG_FORM_FRAME = 0,
     PF_PNG_FORM_AUTO = 1,
