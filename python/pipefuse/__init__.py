@@ -34,7 +34,8 @@ from ._pipefuse import STATUS, ClosedError, Error, Ticket
 
 __version__ = _c.__version__
 __all__ = ["Engine", "Pipeline", "Stage", "Param", "OutputInfo", "Ticket", "Error", "STATUS",
-           "ClosedError", "UnknownNameError", "version", "read_png", "write_png", "main"]
+           "ClosedError", "UnknownNameError", "version", "read_png", "write_png", "read_jpeg",
+           "write_jpeg", "jpeg_available", "main"]
 
 # One exception class per status (ParseError, ParamError, ShapeError, ...), all
 # subclasses of Error and of the built-in a program already catches for such a failure:
@@ -113,6 +114,50 @@ def read_png(path: Union[str, bytes, os.PathLike], *, max_pixels: int = 0) -> np
     shape = (h, w) if c == 1 else (h, w, c)
     strides = (pitch, dt.itemsize) if c == 1 else (pitch, dt.itemsize * c, dt.itemsize)
     return np.ndarray(shape, dtype=dt, buffer=buf, strides=strides)
+
+
+# ---- JPEG files ---------------------------------------------------------------------------
+
+_SUBSAMPLING = {"4:2:0": 0, "4:2:2": 1, "4:4:4": 2, "4:4:0": 3}
+
+
+def jpeg_available() -> bool:
+    """Whether this build reads and writes JPEG (it was built with libjpeg); without it
+    read_jpeg and write_jpeg raise UnsupportedError."""
+    return bool(_c.jpeg_available())
+
+
+def read_jpeg(path: Union[str, bytes, os.PathLike], *, max_pixels: int = 0,
+              keep_orientation: bool = False) -> np.ndarray:
+    """A JPEG file as a uint8 array: HxW for gray files, HxWx3 RGB for colour ones (CMYK
+    and YCCK converted). The EXIF orientation is applied unless keep_orientation.
+    max_pixels bounds width * height (0: 256 Mi pixels). IoError (an OSError), ImageError
+    (a ValueError: not a JPEG, corrupt, truncated), TooLargeError, UnsupportedError
+    (12-bit or lossless files, or no JPEG in this build)."""
+    buf, h, w, c, _, pitch = _c.read_jpeg(path, int(max_pixels), bool(keep_orientation))
+    shape = (h, w) if c == 1 else (h, w, c)
+    strides = (pitch, 1) if c == 1 else (pitch, c, 1)
+    return np.ndarray(shape, dtype=np.uint8, buffer=buf, strides=strides)
+
+
+def write_jpeg(path: Union[str, bytes, os.PathLike], image: Any, *, quality: int = 85,
+               subsampling: str = "4:2:0", progressive: bool = False,
+               optimize: bool = False) -> None:
+    """Writes an image (uint8, uint16 or float32; HxW or HxWxC, C = 1..4, any layout) as a
+    JPEG: gray as gray, colour as YCbCr; 16-bit samples are rounded to 8 bits, floats
+    clamped to [0, 1], alpha composited onto white. quality 1-100; subsampling "4:2:0",
+    "4:2:2", "4:4:4" or "4:4:0". Written under a temporary name and renamed."""
+    if subsampling not in _SUBSAMPLING:
+        raise ValueError(f"write_jpeg: subsampling is one of {list(_SUBSAMPLING)}, "
+                         f"not {subsampling!r}")
+    a = image if isinstance(image, np.ndarray) else np.asarray(image)
+    if a.dtype not in (np.uint8, np.uint16, np.float32) and not (
+            a.dtype.kind in "uf" and a.dtype.newbyteorder("=") in (np.uint16, np.float32)):
+        raise TypeError(f"write_jpeg: the image must be uint8, uint16 or float32, not {a.dtype}")
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    _c.write_jpeg(path, a, int(quality), _SUBSAMPLING[subsampling], bool(progressive),
+                  bool(optimize))
 
 
 def write_png(path: Union[str, bytes, os.PathLike], image: Any, *, level: int = -1) -> None:

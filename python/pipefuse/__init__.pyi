@@ -12,7 +12,8 @@ from ._pipefuse import STATUS as STATUS, ClosedError as ClosedError, Error as Er
 __version__: str
 __all__ = [
     "Engine", "Pipeline", "Stage", "Param", "OutputInfo", "Ticket", "Error", "STATUS",
-    "ClosedError", "UnknownNameError", "version", "read_png", "write_png", "main",
+    "ClosedError", "UnknownNameError", "version", "read_png", "write_png", "read_jpeg",
+    "write_jpeg", "jpeg_available", "main",
     "BusyError", "CancelledError", "CudaError", "ImageError", "InternalError",
     "InvalidArgumentError", "IoError", "NoDeviceError", "NoMemoryError", "NotPlannedError",
     "NotReadyError", "ParamError", "ParseError", "PipelineError", "PluginError",
@@ -47,6 +48,11 @@ logger: logging.Logger
 
 def read_png(path: Union[str, bytes, os.PathLike[str]], *, max_pixels: int = ...) -> np.ndarray: ...
 def write_png(path: Union[str, bytes, os.PathLike[str]], image: Any, *, level: int = ...) -> None: ...
+def jpeg_available() -> bool: ...
+def read_jpeg(path: Union[str, bytes, os.PathLike[str]], *, max_pixels: int = ...,
+              keep_orientation: bool = ...) -> np.ndarray: ...
+def write_jpeg(path: Union[str, bytes, os.PathLike[str]], image: Any, *, quality: int = ...,
+               subsampling: str = ..., progressive: bool = ..., optimize: bool = ...) -> None: ...
 def version() -> str: ...
 
 _Path = Union[str, os.PathLike[str]]

@@ -2313,6 +2313,12 @@ static PyMethodDef module_methods[] = {
     {"read_png", pf_py_read_png, METH_VARARGS,
      "read_png(path, max_pixels) -> (buffer, height, width, channels, bits, pitch)"},
     {"write_png", pf_py_write_png, METH_VARARGS, "write_png(path, array, level)"},
+    {"jpeg_available", pf_py_jpeg_available, METH_NOARGS, "whether JPEG files can be read"},
+    {"read_jpeg", pf_py_read_jpeg, METH_VARARGS,
+     "read_jpeg(path, max_pixels, keep_orientation) -> (buffer, height, width, channels, 8, "
+     "pitch)"},
+    {"write_jpeg", pf_py_write_jpeg, METH_VARARGS,
+     "write_jpeg(path, array, quality, subsampling, progressive, optimize)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
@@ -2354,7 +2360,8 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
     ClosedError =
         cbases ? PyErr_NewExceptionWithDoc(
                      "pipefuse.ClosedError",
-                     "The pipeline is closed (a RuntimeError, as before there was this class).", cbases, NULL)
+                     "The pipeline is closed (a RuntimeError, as before there was this class).",
+                     cbases, NULL)
                : NULL;
     Py_XDECREF(cbases);
     if (!ClosedError || PyModule_AddObjectRef(m, "ClosedError", ClosedError) < 0)

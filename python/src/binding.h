@@ -1,6 +1,6 @@
 /* binding.h: what the extension's files share (_pipefuse.c: the types and the frame
  * path; staging.c: arrays the C API cannot describe, copied through pooled buffers;
- * codecs.c: PNG files to and from arrays). */
+ * codecs.c: PNG and JPEG files to and from arrays). */
 #ifndef PF_PY_BINDING_H
 #define PF_PY_BINDING_H
 
@@ -49,6 +49,11 @@ void pf_staging_unpack(const void *src, const layout *dst);
    write_png(path, array, level). */
 PyObject *pf_py_read_png(PyObject *m, PyObject *args);
 PyObject *pf_py_write_png(PyObject *m, PyObject *args);
+/* jpeg_available() -> bool; read_jpeg(path, max_pixels, keep_orientation) as read_png;
+   write_jpeg(path, array, quality, subsampling, progressive, optimize). */
+PyObject *pf_py_jpeg_available(PyObject *m, PyObject *unused);
+PyObject *pf_py_read_jpeg(PyObject *m, PyObject *args);
+PyObject *pf_py_write_jpeg(PyObject *m, PyObject *args);
 /* The buffer object read_png returns: owns a frame from the C library. */
 extern PyTypeObject FrameBufferType;
 

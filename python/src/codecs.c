@@ -1,10 +1,12 @@
 /* codecs.c: PNG files to and from arrays at their full bit depth (pipefuse/png.h), for
- * pipefuse.read_png and pipefuse.write_png. A read frame is handed to NumPy without a copy:
+ * pipefuse.read_png and pipefuse.write_png, and JPEG files (pipefuse/jpeg.h) for
+ * read_jpeg and write_jpeg. A read frame is handed to NumPy without a copy:
  * the FrameBuffer exports the library's frame and frees it with the last array. */
 #include "binding.h"
 
 #include <string.h>
 
+#include "pipefuse/jpeg.h"
 #include "pipefuse/png.h"
 
 typedef struct {
@@ -115,6 +117,102 @@ PyObject *pf_py_write_png(PyObject *m, PyObject *args)
     int rc;
     Py_BEGIN_ALLOW_THREADS pf_staging_pack(&l, packed);
     rc = pf_png_write(path, &f, level, err, sizeof err);
+    Py_END_ALLOW_THREADS PyMem_RawFree(packed);
+    PyBuffer_Release(&view);
+    Py_DECREF(path_obj);
+    if (rc != PF_OK)
+        return pf_py_raise_status(rc, err);
+    Py_RETURN_NONE;
+}
+
+/* ---- JPEG (pipefuse/jpeg.h) ---------------------------------------------------------------- */
+
+PyObject *pf_py_jpeg_available(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyBool_FromLong(pf_jpeg_available());
+}
+
+/* read_jpeg(path, max_pixels, keep_orientation) -> (buffer, height, width, channels, 8,
+   pitch) */
+PyObject *pf_py_read_jpeg(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *path_obj;
+    unsigned long long max_pixels = 0;
+    int keep = 0;
+    if (!PyArg_ParseTuple(args, "O&Kp:read_jpeg", PyUnicode_FSConverter, &path_obj, &max_pixels,
+                          &keep))
+        return NULL;
+    FrameBufferObject *b = PyObject_New(FrameBufferObject, &FrameBufferType);
+    if (!b) {
+        Py_DECREF(path_obj);
+        return NULL;
+    }
+    memset(&b->f, 0, sizeof b->f);
+    pf_jpeg_read_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.size = sizeof opts;
+    opts.max_pixels = max_pixels;
+    opts.keep_orientation = keep;
+    char err[1024] = "";
+    const char *path = PyBytes_AS_STRING(path_obj);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = pf_jpeg_read(path, &opts, &b->f, NULL, NULL, err, sizeof err);
+    Py_END_ALLOW_THREADS Py_DECREF(path_obj);
+    if (rc != PF_OK) {
+        Py_DECREF(b);
+        return pf_py_raise_status(rc, err);
+    }
+    PyObject *r = Py_BuildValue("(Oiiiin)", b, b->f.height, b->f.width, b->f.channels, 8,
+                                (Py_ssize_t)b->f.pitch);
+    Py_DECREF(b);
+    return r;
+}
+
+/* write_jpeg(path, array, quality, subsampling, progressive, optimize): u8, u16 or f32 of
+   1-4 channels, any layout (packed first). */
+PyObject *pf_py_write_jpeg(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *path_obj, *arr;
+    pf_jpeg_write_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.size = sizeof opts;
+    if (!PyArg_ParseTuple(args, "O&Oiipp:write_jpeg", PyUnicode_FSConverter, &path_obj, &arr,
+                          &opts.quality, &opts.subsampling, &opts.progressive, &opts.optimize))
+        return NULL;
+    Py_buffer view;
+    layout l;
+    if (pf_py_buffer_layout(arr, 0, "image", "write_jpeg", &view, &l) != 0) {
+        Py_DECREF(path_obj);
+        return NULL;
+    }
+    int c = l.ndim == 3 ? (int)l.shape[2] : 1;
+    if ((l.ndim != 2 && l.ndim != 3) || c < 1 || c > 4 || l.shape[0] < 1 || l.shape[1] < 1 ||
+        l.shape[0] > 65500 || l.shape[1] > 65500) {
+        PyBuffer_Release(&view);
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_ValueError,
+                        "write_jpeg: an image is HxW or HxWxC (C = 1..4), 1 to 65500 pixels wide "
+                        "and tall");
+        return NULL;
+    }
+    size_t item = l.sample == PF_U8 ? 1 : l.sample == PF_U16 ? 2 : 4;
+    pf_frame f = {
+        NULL, (int)l.shape[1], (int)l.shape[0], (size_t)l.shape[1] * (size_t)c * item, l.sample, c};
+    void *packed = PyMem_RawMalloc(f.pitch * (size_t)f.height);
+    if (!packed) {
+        PyBuffer_Release(&view);
+        Py_DECREF(path_obj);
+        return PyErr_NoMemory();
+    }
+    f.data = packed;
+    char err[1024] = "";
+    const char *path = PyBytes_AS_STRING(path_obj);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS pf_staging_pack(&l, packed);
+    rc = pf_jpeg_write(path, &f, &opts, NULL, err, sizeof err);
     Py_END_ALLOW_THREADS PyMem_RawFree(packed);
     PyBuffer_Release(&view);
     Py_DECREF(path_obj);

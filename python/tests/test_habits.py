@@ -163,6 +163,27 @@ def test_png_errors(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporaries
 
 
+@pytest.mark.skipif(not pipefuse.jpeg_available(), reason="built without libjpeg")
+def test_jpeg_files(tmp_path):
+    photo = pipefuse.read_png(SAMPLES / "astronaut.png")
+    path = tmp_path / "a.jpg"
+    pipefuse.write_jpeg(path, photo[::-1, :, ::-1], quality=95, subsampling="4:4:4")
+    back = pipefuse.read_jpeg(path)
+    assert back.dtype == np.uint8 and back.shape == photo.shape
+    assert np.abs(back.astype(int) - photo[::-1, :, ::-1]).mean() < 4  # lossy, but close
+    gray = pipefuse.read_png(SAMPLES / "camera.png")
+    pipefuse.write_jpeg(path, gray.astype(np.uint16) * 257, progressive=True)
+    assert pipefuse.read_jpeg(path).shape == gray.shape  # gray stays gray
+    with pytest.raises(pipefuse.ImageError, match="PNG"):
+        pipefuse.read_jpeg(SAMPLES / "camera.png")
+    with pytest.raises(OSError):
+        pipefuse.read_jpeg(tmp_path / "missing.jpg")
+    with pytest.raises(ValueError, match="subsampling"):
+        pipefuse.write_jpeg(path, gray, subsampling="4:1:1")
+    with pytest.raises(TypeError):
+        pipefuse.write_jpeg(path, gray.astype(np.float64))
+
+
 def test_batch_example_keeps_16_bit(tmp_path):
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
