@@ -61,6 +61,7 @@
 #include <limits.h>
 
 #include "batch.h"
+#include "pinned.h"
 #include "pipefuse/bands.h"
 
 #define PLAN_CACHE 8 /* pipelines per lane, one per recent shape */
@@ -137,6 +138,9 @@ static struct {
        (taken from the device's free memory at setup), not against --max-memory. */
     int gpu;
     unsigned long long dev_budget;
+    /* On the GPU: page-locked frames every lane's engine registered, for decoded inputs
+       and for outputs, so that the lanes' frames move by DMA (NULL: none, pageable). */
+    pinned_pool *pool;
     atomic_ullong plans;
     void *lane0;      /* the lane whose pipeline --profile prints */
     int lane_threads; /* engine threads of each lane */
@@ -946,10 +950,36 @@ static int copy_tables(pf_pipeline *p, job *j)
     return 0;
 }
 
+/* Frees a frame of a job: back to the pinned pool when it came from there. */
+static void free_frame(pf_frame *f)
+{
+    if (W.pool && pinned_owns(W.pool, f))
+        pinned_release(W.pool, f);
+    else
+        pf_frame_free(f);
+}
+
+/* On the GPU, a decoded input moved into a pinned frame by the codec thread that decoded
+   it (the codecs are many, the lane feeding the GPU one): the upload is then DMA from it.
+   Where no pinned frame can be had, the input stays as it is (the engine stages it). */
+static void pin_input(job *j)
+{
+    pf_frame *f = &j->in[0], pf;
+    if (!W.pool || !f->data || pinned_frame(W.pool, f->width, f->height, f->sample, f->channels,
+                                            &pf) != PF_OK)
+        return;
+    size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
+    for (int y = 0; y < f->height; y++)
+        memcpy((char *)pf.data + (size_t)y * pf.pitch, (const char *)f->data + (size_t)y * f->pitch,
+               row);
+    pf_frame_free(f);
+    *f = pf;
+}
+
 static void free_job(job *j)
 {
     for (int k = 0; k < RUN_MAX_IO; k++) {
-        pf_frame_free(&j->out[k]);
+        free_frame(&j->out[k]);
         if (j->tab[k].columns) {
             for (int c = 0; c < j->tab[k].cols; c++)
                 free((char *)j->tab[k].columns[c]);
@@ -962,7 +992,7 @@ static void free_job(job *j)
             free(j->row_names[k]);
         }
     }
-    pf_frame_free(&j->in[0]);
+    free_frame(&j->in[0]);
     pf_png_rows_close(j->rows);
     pf_png_meta_free(j->meta);
     for (int k = 0; k < RUN_MAX_IO; k++)
@@ -1445,7 +1475,9 @@ static void *lane_main(void *arg)
             /* "auto" channels: the input's, widened where a stage's output needs more */
             int ch = pf_pipeline_output_channels(p, k, j->in[0].channels);
             pf_sample s = oi.bits == 16 ? PF_U16 : oi.bits == 8 ? PF_U8 : j->in[0].sample;
-            rc = pf_frame_alloc(&j->out[k], oi.shape.width, oi.shape.height, s, ch);
+            if (!W.pool ||
+                pinned_frame(W.pool, oi.shape.width, oi.shape.height, s, ch, &j->out[k]) != PF_OK)
+                rc = pf_frame_alloc(&j->out[k], oi.shape.width, oi.shape.height, s, ch);
             if (rc != PF_OK)
                 snprintf(j->err, sizeof j->err, "out of memory for a %dx%d output", oi.shape.width,
                          oi.shape.height);
@@ -1473,8 +1505,10 @@ static void *lane_main(void *arg)
             to_encode(j);
             continue;
         }
-        /* The host input was copied by submit. */
-        pf_frame_free(&j->in[0]);
+        /* A pageable input was copied by submit; a pinned one is read by DMA while the
+           frame runs, and goes back to the pool with the job. */
+        if (!W.pool || !pinned_owns(W.pool, &j->in[0]))
+            pf_frame_free(&j->in[0]);
         fifo[n] = j;
         fp[n] = p;
         n++;
@@ -1665,6 +1699,11 @@ static void *codec_main(void *arg)
             decode(j);
             pthread_mutex_lock(&W.mu);
             W.decoding--;
+            if (!j->status && !j->rows && W.pool) {
+                pthread_mutex_unlock(&W.mu);
+                pin_input(j);
+                pthread_mutex_lock(&W.mu);
+            }
             if (j->status) {
                 W.in_engine++; /* to_encode counts it out */
                 pthread_mutex_unlock(&W.mu);
@@ -1858,6 +1897,18 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
             report("X %s", err);
             _exit(2);
         }
+    if (W.gpu && W.lanes <= PINNED_MAX_ENGINES) {
+        /* at most the frames in flight's half of --max-memory, and 4 GiB: page-locked
+           memory is the machine's */
+        pf_engine *engines[PINNED_MAX_ENGINES];
+        for (int i = 0; i < W.lanes; i++)
+            engines[i] = lanes[i].e;
+        unsigned long long lim = 4ull << 30;
+        if (o->max_memory && o->max_memory / 2 < lim)
+            lim = o->max_memory / 2;
+        if (pinned_pool_create(engines, W.lanes, lim, &W.pool) != PF_OK)
+            W.pool = NULL;
+    }
     for (int k = 0; k < W.n_out; k++)
         report("O %c %d %s", W.oi[k].kind == PF_OUTPUT_IMAGE ? 'i' : 't', W.json[k], W.oi[k].name);
     report("R %d %d", W.lanes, W.codecs);
