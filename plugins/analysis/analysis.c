@@ -6,7 +6,9 @@
  * into a partial shaped like their table, so combining is a sum; stats keeps count,
  * mean and M2 per band (a two-pass mean and sum of squared deviations within the
  * band) and merges bands with Chan's parallel formula, which stays accurate where a
- * sum of squares would cancel. Everything accumulates in double.
+ * sum of squares would cancel. Everything accumulates in double. histogram (here), colsum,
+ * rowsum and stats (analysis_native.c) also read 8- and 16-bit frames in their own format,
+ * giving the same partials.
  */
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +19,7 @@
 #include "pipefuse/plugin.h"
 
 #include "analysis.h"
+#include "analysis_native.h"
 
 static const char *const rgba_columns[] = {"r", "g", "b", "a", NULL};
 
@@ -203,9 +206,7 @@ LINE_SUMS(rowsum, y, height)
 
 /* ---- stats ------------------------------------------------------------------------------ */
 
-/* A band's partial: per channel, count, mean, M2 (sum of squared deviations from the
-   mean), min and max of its non-NaN samples. */
-enum { ST_N, ST_MEAN, ST_M2, ST_MIN, ST_MAX, ST_FIELDS };
+/* A band's partial: ST_* (analysis_native.h) per channel. */
 
 static int stats_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                        size_t err_size)
@@ -329,13 +330,16 @@ size_t stats_cuda_scratch(const void *params, int width, int rows);
 REDUCE(histogram, "Per-channel histogram of RGBA over [0, 1]: bins rows of counts", 2,
        .params_size = sizeof(pf_histogram_params), PF_PARAMS(histogram_params),
        .native_ok = histogram_native_ok, .run_native = histogram_native);
+/* colsum, rowsum and stats also read 8- and 16-bit frames as they are (analysis_native.c) */
+#define NATIVE(id) .native_ok = analysis_native_ok, .run_native = id##_native
 REDUCE(colsum, "Per-column sums of RGBA: one row per image column", 1, .params_size = 0,
-       .cuda_scratch_bytes = PF_CUDA(colsum_cuda_scratch), .reduce_sum = PF_REDUCE_SUM_COLUMNS);
+       .cuda_scratch_bytes = PF_CUDA(colsum_cuda_scratch), .reduce_sum = PF_REDUCE_SUM_COLUMNS,
+       NATIVE(colsum));
 REDUCE(rowsum, "Per-row sums of RGBA: one row per image row", 1, .params_size = 0,
-       .reduce_sum = PF_REDUCE_SUM_ROWS);
+       .reduce_sum = PF_REDUCE_SUM_ROWS, NATIVE(rowsum));
 REDUCE(stats, "Min, max, mean and population standard deviation of RGBA, NaN ignored", 2,
        .params_size = 0, .row_name = stats_row_name,
-       .cuda_scratch_bytes = PF_CUDA(stats_cuda_scratch));
+       .cuda_scratch_bytes = PF_CUDA(stats_cuda_scratch), NATIVE(stats));
 
 static const pf_stage_desc *const analysis_stages[] = {&histogram, &colsum, &rowsum, &stats};
 
