@@ -18,6 +18,34 @@ extern const char pf_src_color_ops[];
 #f, doc, PF_OFFSET(T, f), PF_PARAM_FLOAT_ARRAY, 0, lo, hi, NULL, PF_COUNTOF(defs), defs    \
     }
 
+/* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
+   with ifunc), the row loops are also built for AVX2 and the CPU picks; not under the
+   sanitizers (see engine/frame.c). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&                                \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define COLOR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define COLOR_VECTOR_CLONES
+#endif
+
+/* The CPU row function of a one-input op fn, fn##_row: PF_POINT_ROW's loop (the params
+   copied to a local, fn on each pixel in turn), the pixel passed straight from the row,
+   so that the compiler can vectorise the loop over pixels: the same operations on each
+   pixel, the same values. */
+#define COLOR_POINT_ROW(fn, T)                                                                     \
+    COLOR_VECTOR_CLONES static void fn##_row(const void *params, const pf_float4 *const *in,       \
+                                             int n_in, pf_float4 *out, int x0, int n, int y,       \
+                                             int width, int height)                                \
+    {                                                                                              \
+        const T pl_ = *(const T *)params;                                                          \
+        const pf_float4 *src_ = in[0];                                                             \
+        pf_float4 *dst_ = out;                                                                     \
+        for (int i_ = 0; i_ < n; i_++) {                                                           \
+            const pf_pos pos_ = {x0 + i_, y, width, height};                                       \
+            dst_[i_] = fn(&pl_, &src_[i_], pos_);                                                  \
+        }                                                                                          \
+    }
+
 /* A one-input point stage fn##_desc running op fn with params T, a check chk (or NULL),
    PF_STAGE_* flags fl (PF_STAGE_PER_CHANNEL where channel c reads channel c only, as the
    op's comment in color_ops.h says) and the param rows ... . Its precompiled CUDA kernel,
@@ -27,7 +55,7 @@ extern const char pf_src_color_ops[];
 #define COLOR_STAGE(sname, fn, T, chk, fl, sdoc, ...)                                              \
     COLOR_STAGE_CH(sname, fn, T, chk, fl, 0, sdoc, __VA_ARGS__)
 #define COLOR_STAGE_CH(sname, fn, T, chk, fl, ch, sdoc, ...)                                       \
-    PF_POINT_ROW(fn, T)                                                                            \
+    COLOR_POINT_ROW(fn, T)                                                                         \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
     static const pf_stage_desc fn##_desc = {PF_POINT_DESC(fn, T, pf_src_color_ops),                \
