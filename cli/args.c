@@ -42,13 +42,14 @@ static const cli_opt run_opts[] = {
      "where outputs go (created if missing); '-' writes the pipeline's one image output to "
      "stdout (its table outputs are not written, with a notice)"},
     {"--name", 0, "TEMPLATE",
-     "output file names, relative to DIR: {stem} (the input's name without .png), {output} "
-     "(the pipeline output's name), {ext} (png, csv or json), {dir} (the input's folder "
+     "output file names, relative to DIR: {stem} (the input's name without .png, .jpg or "
+     ".jpeg), {output} (the pipeline output's name), {ext} (png or jpg by --format, csv or "
+     "json), {dir} (the input's folder "
      "below the directory given, with --recursive: a/b, without a '/' at its end; empty at "
      "the top, where a '/' after it is dropped); may hold '/' for subfolders, e.g. "
      "--name '{dir}/thumbs/{stem}_thumb.png'; names may not start with .pftmp-"},
     {"--recursive", 'r', NULL,
-     "take PNG files in subfolders of directory inputs too; outputs keep the tree below DIR"},
+     "take image files in subfolders of directory inputs too; outputs keep the tree below DIR"},
     {"--no-fuse", 0, NULL, "run every point stage on its own"},
     {"--max-launch-ms", 0, "MS", "split launches to stay under MS (GPU watchdog)"},
     {"--profile", 0, NULL,
@@ -90,9 +91,25 @@ static const cli_opt run_opts[] = {
     {"--png-filter", 0, "F",
      "PNG row filters: none, sub, up (the default), avg, paeth, fast or all"},
     {"--strip", 0, NULL,
-     "write no metadata chunks; without it PNG outputs keep the input's gAMA, cHRM, sRGB, "
+     "write no metadata; without it PNG outputs keep a PNG input's gAMA, cHRM, sRGB, "
      "text, and the iCCP, sBIT and pHYs chunks while they still hold (same colour kind, "
-     "same type and depth, same size)"},
+     "same type and depth, same size), and a JPEG input's ICC profile (iCCP) and EXIF "
+     "(eXIf); JPEG outputs keep the ICC profile (of a JPEG, or a PNG's iCCP) while it is "
+     "of the output's colour kind, and a JPEG input's EXIF"},
+    {"--format", 0, "auto|png|jpeg",
+     "the format of image outputs whose name says none (the default names' {ext} follows "
+     "it); auto (the default): the input's format. A name ending .png, .jpg or .jpeg is "
+     "written in that format"},
+    {"--quality", 0, "N", "JPEG quality 1-100 (default 85)"},
+    {"--subsampling", 0, "420|422|444|440",
+     "JPEG chroma subsampling of colour outputs (default 420; gray has none)"},
+    {"--progressive", 0, NULL, "write progressive JPEGs"},
+    {"--optimize", 0, NULL,
+     "optimised Huffman tables for JPEG outputs (smaller files, slower; progressive files "
+     "always have them)"},
+    {"--keep-orientation", 0, NULL,
+     "take JPEG inputs as stored: their EXIF orientation is not applied (by default the "
+     "image is turned as the tag says and the EXIF carried says 1)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -147,12 +164,14 @@ static const cli_opt no_opts[] = {{NULL, 0, NULL, NULL}};
 
 static const cli_command commands[] = {
     {"run", "run PIPELINE INPUT... -o DIR [OPTIONS]",
-     "run a pipeline over PNG files and directories",
-     "Runs PIPELINE over each INPUT: PNG files, directories (their *.png files, sorted by name; "
+     "run a pipeline over PNG and JPEG files and directories",
+     "Runs PIPELINE over each INPUT: PNG and JPEG files, read by their content whatever their "
+     "name, directories (their *.png, *.jpg and *.jpeg files, sorted by name; "
      "with --recursive their subfolders too) or '-' for one image on stdin. A file that fails "
      "(unreadable, corrupt, too large, a stage error) is reported and the batch goes on.",
      run_opts,
-     "Output names: with one image output, INPUT.png becomes DIR/INPUT.png; otherwise "
+     "Output names: with one image output, INPUT.png becomes DIR/INPUT.png (INPUT.jpg "
+     "DIR/INPUT.jpg, written as JPEG); otherwise "
      "DIR/INPUT.NAME.png for each image output NAME and DIR/INPUT.NAME.csv (or .json) for each "
      "table output; --name sets another template. Directory inputs keep their tree below DIR "
      "({dir}). Two inputs that would get the same name (x.png from two folders) are named "
@@ -166,7 +185,8 @@ static const cli_command commands[] = {
      "Examples:\n"
      "  pipefuse run pipelines/thumbnail.json photos -o out\n"
      "  pipefuse run resize.json -r photos -o out --name '{dir}/thumbs/{stem}_thumb.png'\n"
-     "  pipefuse run pipelines/demo.json - -o - <in.png >out.png",
+     "  pipefuse run pipelines/demo.json - -o - <in.png >out.png\n"
+     "  pipefuse run resize.json photos -o web --name '{stem}.jpg' --quality 80",
      NULL},
     {"check", "check PIPELINE [OPTIONS]", "validate a pipeline and print its plan",
      "Loads and validates PIPELINE, plans it for an input size and prints each stage, the "

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "cli.h"
+#include "pipefuse/jpeg.h"
 
 #define RUN_MAX_IO 64 /* pipeline inputs and outputs */
 
@@ -40,6 +41,9 @@ typedef struct run_opts {
     double file_timeout_s; /* 0: none */
     unsigned long long max_pixels;
     unsigned long long max_memory; /* bytes */
+    /* the inputs' pixels, from their headers (1 MP for a header that cannot be read),
+       for --backend auto's choice (worker.c, auto_backend) */
+    unsigned long long batch_pixels;
     const char **sets;
     int n_sets;
     const char **binds; /* NAME=FILE */
@@ -85,6 +89,12 @@ typedef struct out_item {
        still describe the frame, by pf_png_write_meta's rules (pipefuse/png.h). */
     const pf_png_meta *meta;
     const pf_png_info *src;
+    /* A JPEG input's ICC profile and EXIF (NULL: none), and the input's format: an image
+       item is written as PNG or JPEG by cli_image_out_format (images.h). A PNG output
+       takes the profile as iCCP and the EXIF as eXIf; a JPEG output the profile (a PNG
+       input's iCCP too) while it is of the frame's colour kind, and the EXIF. */
+    const pf_jpeg_meta *jmeta;
+    cli_format src_fmt;
 } out_item;
 
 typedef struct out_opts {

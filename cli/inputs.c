@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "images.h"
 
 typedef struct found {
     char *path;
@@ -71,10 +72,11 @@ static int push_str(char ***v, int *n, char *s)
     return 0;
 }
 
-static int is_png_name(const char *name)
+/* What a folder contributes: *.png, *.jpg and *.jpeg, any case (cli_format_of_name) */
+static int is_image_name(const char *name)
 {
-    size_t n = strlen(name);
-    return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
+    cli_format f = cli_format_of_name(name, NULL);
+    return f == CLI_FMT_PNG || f == CLI_FMT_JPEG;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -135,7 +137,7 @@ static int seen_folder(run_args *r, const struct stat *st)
     return 0;
 }
 
-/* The *.png files of root/rel (sorted), and with --recursive its subfolders' (sorted,
+/* The image files (*.png, *.jpg, *.jpeg) of root/rel (sorted), and with --recursive its subfolders' (sorted,
    after the files), never the output folder itself when it lies inside, and each folder
    once (by identity: a link to a folder above would list the tree again and again).
    -2 when a signal stopped it (Ctrl-C or SIGTERM while a large tree is listed). */
@@ -196,7 +198,7 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
             if (r->recursive && !is_out && depth < 64)
                 rc = push_str(&dirs, &nd, strdup(de->d_name));
             free(full);
-        } else if (is_png_name(de->d_name)) {
+        } else if (is_image_name(de->d_name)) {
             rc = push_str(&files, &nf, full);
         } else {
             free(full);
@@ -249,7 +251,14 @@ static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r
                 return -1;
             continue;
         }
-        if (strcmp(a, "--name") == 0) {
+        char why[256];
+        int mine = cli_image_option(a, v, why, sizeof why); /* --format, --quality... */
+        if (mine < 0) {
+            fprintf(stderr, "pipefuse run: %s\n", why);
+            return -2;
+        }
+        if (mine) {
+        } else if (strcmp(a, "--name") == 0) {
             r->tmpl = v;
         } else if (strcmp(a, "--recursive") == 0) {
             r->recursive = 1;
@@ -628,8 +637,10 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
        with EFBIG, said, and the private folder is removed (the signal killed the process
        and left it) */
     signal(SIGXFSZ, SIG_IGN);
-    if (split_args(argc, argv, cli_find_command("run"), &r) != 0) {
-        fprintf(stderr, "pipefuse run: out of memory\n");
+    int split = split_args(argc, argv, cli_find_command("run"), &r);
+    if (split != 0) {
+        if (split == -1)
+            fprintf(stderr, "pipefuse run: out of memory\n");
         goto done;
     }
     r.quiet |= c->quiet;
@@ -711,6 +722,22 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         fprintf(stderr, "pipefuse run: %s\n", err);
         goto done;
     }
+    /* --format png|jpeg with --name: a name that says the other format contradicts it */
+    for (int k = 0; k < po.n && r.tmpl && cli_images.format != CLI_FMT_NONE; k++) {
+        char *name =
+            po.image[k] ? cli_output_name("x.png", po.name[k], po.ext[k], po.single_image) : NULL;
+        cli_format f = name ? cli_format_of_name(name, NULL) : CLI_FMT_NONE;
+        if ((f == CLI_FMT_PNG || f == CLI_FMT_JPEG) && f != cli_images.format) {
+            fprintf(stderr,
+                    "pipefuse run: --format %s, but --name '%s' names output '%s' %s; drop "
+                    "one or make them agree\n",
+                    cli_images.format == CLI_FMT_JPEG ? "jpeg" : "png", r.tmpl, po.name[k],
+                    f == CLI_FMT_JPEG ? ".jpg" : ".png");
+            free(name);
+            goto done;
+        }
+        free(name);
+    }
     int stdout_k = -1;
     for (int k = 0; k < po.n; k++)
         if (po.image[k] && stdout_k < 0)
@@ -757,9 +784,13 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     }
     if (spooled) {
         int fd = -1;
+        char *named = NULL; /* a JPEG on stdin is stdin.jpg: its outputs' names say JPEG */
         if (asprintf(&spool_path, "%s/stdin.png", tmpdir) < 0 ||
             (fd = open(spool_path, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0 ||
-            copy_fd(STDIN_FILENO, fd) != 0 || close_fd(&fd) != 0) {
+            copy_fd(STDIN_FILENO, fd) != 0 || close_fd(&fd) != 0 ||
+            (cli_image_sniff(spool_path) == CLI_FMT_JPEG &&
+             (asprintf(&named, "%s/stdin.jpg", tmpdir) < 0 || rename(spool_path, named) != 0))) {
+            free(named);
             if (stop_signal)
                 fprintf(stderr, "pipefuse run: interrupted while reading stdin; nothing run\n");
             else
@@ -769,6 +800,10 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
             if (fd >= 0)
                 close(fd);
             goto done;
+        }
+        if (named) {
+            free(spool_path);
+            spool_path = named;
         }
     }
     if (to_stdout && asprintf(&stdout_dir, "%s/out", tmpdir) < 0)
@@ -794,8 +829,8 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         if (got != 0)
             goto done;
         if (is_dir && r.n_files == before)
-            fprintf(stderr, "pipefuse run: %s: no .png files in this directory%s\n", a,
-                    r.recursive ? " or below" : "");
+            fprintf(stderr, "pipefuse run: %s: no .png, .jpg or .jpeg files in this directory%s\n",
+                    a, r.recursive ? " or below" : "");
     }
     if (!r.quiet && r.n_looped > 3)
         fprintf(stderr,

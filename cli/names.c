@@ -2,10 +2,11 @@
  *
  * Every input has a folder (below the directory argument it was found in, "" for a
  * file argument; "a/b", never with a '/' at the end) and a stem (its name without .png,
- * made unique in the batch). An output's name, relative to -o DIR, is the template with
- * {dir}, {stem}, {output} and {ext} filled in; an empty {dir} takes the '/' after it
- * with it, so "{dir}/{stem}.png" is "x.png" at the top. Without --name the template is
- * "{dir}/{stem}.png" for the one image output of a pipeline with one, else
+ * .jpg or .jpeg, made unique in the batch). An output's name, relative to -o DIR, is the
+ * template with {dir}, {stem}, {output} and {ext} filled in ({ext} of an image output is
+ * png or jpg: cli_image_ext, images.h); an empty {dir} takes the '/' after it with it,
+ * so "{dir}/{stem}.png" is "x.png" at the top. Without --name the template is
+ * "{dir}/{stem}.{ext}" for the one image output of a pipeline with one, else
  * "{dir}/{stem}.{output}.{ext}"; a template without {dir} gets "{dir}/" in front.
  * inputs.c sets the table up before the batch; run.c asks for names through
  * cli_output_name, records each input's folder and stem in the joblog
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "images.h"
 #include "pipefuse/tools.h"
 
 typedef struct name_entry {
@@ -41,14 +43,16 @@ static int by_input(const void *a, const void *b)
     return strcmp(((const name_entry *)a)->input, ((const name_entry *)b)->input);
 }
 
-/* "dir/photo.png" -> "photo" (malloc'd) */
+/* "dir/photo.png" -> "photo", "photo.jpg" and "photo.jpeg" too (malloc'd) */
 static char *stem_of(const char *path)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t n = strlen(base);
-    if (n > 4 && strcasecmp(base + n - 4, ".png") == 0)
-        n -= 4;
+    const char *ext;
+    cli_format f = cli_format_of_name(base, &ext);
+    if (f == CLI_FMT_PNG || f == CLI_FMT_JPEG)
+        n = (size_t)(ext - 1 - base);
     return strndup(base, n);
 }
 
@@ -132,8 +136,10 @@ char *cli_output_name(const char *input, const char *output, const char *ext, in
     const name_entry *e = find(input);
     char *stem = e ? NULL : stem_of(input), err[256];
     const char *tmpl = names.tmpl     ? names.tmpl
-                       : single_image ? "{dir}/{stem}.png"
+                       : single_image ? "{dir}/{stem}.{ext}"
                                       : "{dir}/{stem}.{output}.{ext}";
+    if (strcmp(ext, "png") == 0) /* an image output: png or jpg (images.h) */
+        ext = cli_image_ext(input);
     char *r = (e || stem)
                   ? render(tmpl, e ? e->dir : "", e ? e->stem : stem, output, ext, err, sizeof err)
                   : NULL;
@@ -191,7 +197,7 @@ cli_format cli_format_of_name(const char *name, const char **ext)
 /* Which formats this program writes images in. */
 static int image_writable(cli_format f)
 {
-    return f == CLI_FMT_PNG;
+    return f == CLI_FMT_PNG || (f == CLI_FMT_JPEG && pf_jpeg_available());
 }
 
 static const char *format_word(cli_format f)
@@ -226,9 +232,12 @@ int cli_format_check(const char *name, const char *output, const char *out_ext, 
     if (image && (said == CLI_FMT_JPEG || said == CLI_FMT_OTHER))
         snprintf(err, errn,
                  "output name '%s': .%s says %s, but output '%s' is an image, and images are "
-                 "written as PNG only%s; name it .png",
+                 "written as %s; name it .png%s",
                  name, ext, said == CLI_FMT_JPEG ? "JPEG" : "a format pipefuse does not write",
-                 output, said == CLI_FMT_JPEG ? " (JPEG output is not supported yet)" : "");
+                 output,
+                 pf_jpeg_available() ? "PNG or JPEG"
+                                     : "PNG only (this pipefuse was built without libjpeg)",
+                 pf_jpeg_available() ? " or .jpg" : "");
     else if (image)
         snprintf(err, errn,
                  "output name '%s': .%s says %s, but output '%s' is an image; name it .png "

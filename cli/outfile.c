@@ -23,8 +23,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "batch.h"
+#include "images.h"
 
 static char host_id[16];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
@@ -173,6 +175,38 @@ static void set_meta(png_structp png, png_infop info, const pf_png_meta *meta,
     }
 }
 
+/* A JPEG input's ICC profile (iCCP, deflated here) while it is of f's colour kind, and
+   its EXIF (eXIf), for a PNG output: written raw as the PNG chunks above are, so that a
+   profile libpng would find fault with cannot fail the file. */
+static void set_jpeg_meta(png_structp png, png_infop info, const pf_jpeg_meta *jm,
+                          const pf_frame *f)
+{
+    static const png_byte names[] = "iCCP\0eXIf";
+    const void *d;
+    size_t n;
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, names, 2);
+    const char *space = pf_jpeg_meta_icc_space(jm);
+    if (pf_jpeg_meta_icc(jm, &d, &n) && strcmp(space, f->channels <= 2 ? "GRAY" : "RGB ") == 0) {
+        static const char key[] = "ICC profile"; /* keyword, NUL, method 0, zlib data */
+        uLongf zn = compressBound((uLong)n);
+        png_byte *c = malloc(sizeof key + 1 + zn);
+        if (c && compress2(c + sizeof key + 1, &zn, d, (uLong)n, 6) == Z_OK) {
+            memcpy(c, key, sizeof key);
+            c[sizeof key] = 0;
+            png_unknown_chunk u = {
+                .data = c, .size = sizeof key + 1 + zn, .location = PNG_HAVE_IHDR};
+            memcpy(u.name, "iCCP", 5);
+            png_set_unknown_chunks(png, info, &u, 1); /* copied; a failure longjmps */
+        }
+        free(c);
+    }
+    if (pf_jpeg_meta_exif(jm, &d, &n)) {
+        png_unknown_chunk u = {.data = (png_byte *)d, .size = n, .location = PNG_HAVE_IHDR};
+        memcpy(u.name, "eXIf", 5);
+        png_set_unknown_chunks(png, info, &u, 1);
+    }
+}
+
 static void png_drop(png_out *w)
 {
     if (w->png)
@@ -183,7 +217,8 @@ static void png_drop(png_out *w)
 
 /* Starts a PNG of f's size and format on fp: header and metadata chunks. */
 static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filter,
-                     const pf_png_meta *meta, const pf_png_info *src, char *err, size_t errn)
+                     const pf_png_meta *meta, const pf_png_info *src, const pf_jpeg_meta *jmeta,
+                     char *err, size_t errn)
 {
     if ((f->sample != PF_U8 && f->sample != PF_U16) || f->channels < 1 || f->channels > 4) {
         snprintf(err, errn, "cannot write PNG: %d channels of %s samples", f->channels,
@@ -211,6 +246,8 @@ static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filt
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     if (meta && src)
         set_meta(w->png, w->info, meta, src, f);
+    if (jmeta)
+        set_jpeg_meta(w->png, w->info, jmeta, f);
     png_write_info(w->png, w->info);
     const uint16_t one = 1;
     if (f->sample == PF_U16 && *(const uint8_t *)&one == 1)
@@ -355,6 +392,8 @@ typedef struct out_file {
     char tmp[64];
     FILE *fp;
     png_out png;
+    int jpeg; /* an image written as JPEG (cli_image_out_format) */
+    pf_jpeg_writer *jw;
 } out_file;
 
 struct out_stream {
@@ -371,6 +410,7 @@ void out_stream_abort(out_stream *s)
     for (int k = 0; k < s->n; k++) {
         out_file *f = &s->f[k];
         png_drop(&f->png);
+        pf_jpeg_writer_abort(f->jw);
         if (f->fp)
             fclose(f->fp);
         if (f->tmp[0])
@@ -382,7 +422,23 @@ void out_stream_abort(out_stream *s)
     free(s);
 }
 
-/* Item k of s: its folder, a temporary there, and the PNG's header or the whole table. */
+/* A JPEG output's header and metadata: a JPEG input's profile and EXIF, or a PNG input's
+   iCCP profile (the writer keeps a profile only for its frame's colour kind). */
+static int jpeg_begin(out_file *f, const out_item *it, char *err, size_t errn)
+{
+    pf_jpeg_meta *from_png = NULL;
+    const pf_jpeg_meta *m = it->jmeta;
+    if (!m && it->meta && pf_jpeg_meta_from_png(it->meta, &from_png, err, errn) != PF_OK)
+        return -1;
+    if (!m)
+        m = from_png;
+    int st = pf_jpeg_writer_begin(f->fp, "cannot write JPEG", it->frame, &cli_images.jpeg, m,
+                                  &f->jw, err, errn);
+    pf_jpeg_meta_free(from_png);
+    return st == PF_OK ? 0 : -1;
+}
+
+/* Item k of s: its folder, a temporary there, and the image's header or the whole table. */
 static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t errn)
 {
     out_file *f = &s->f[k];
@@ -411,9 +467,12 @@ static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t
         return -1;
     }
     int rc = 0;
-    if (it->is_png)
-        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, it->meta, it->src, e,
-                       sizeof e);
+    f->jpeg = it->is_png && cli_image_out_format(it->final_name, it->src_fmt) == CLI_FMT_JPEG;
+    if (f->jpeg)
+        rc = jpeg_begin(f, it, e, sizeof e);
+    else if (it->is_png)
+        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, it->meta, it->src,
+                       it->jmeta, e, sizeof e);
     else
         write_table(f->fp, it->table, it->json);
     if (rc != 0)
@@ -454,7 +513,8 @@ int out_stream_rows(out_stream *s, int k, const pf_frame *rows, int n, char *err
         snprintf(err, errn, "output %d is not an image", k);
         return -1;
     }
-    if (png_rows(&s->f[k].png, rows, n, e, sizeof e) != 0) {
+    if (s->f[k].jpeg ? pf_jpeg_writer_rows(s->f[k].jw, rows, n, e, sizeof e) != PF_OK
+                     : png_rows(&s->f[k].png, rows, n, e, sizeof e) != 0) {
         snprintf(err, errn, "%s: %s", s->f[k].final_name, e);
         return -1;
     }
@@ -465,7 +525,13 @@ int out_stream_rows(out_stream *s, int k, const pf_frame *rows, int n, char *err
 static int close_item(out_file *f, char *err, size_t errn)
 {
     char e[1024] = "";
-    int rc = f->is_png ? png_finish(&f->png, e, sizeof e) : 0;
+    int rc = 0;
+    if (f->jpeg) {
+        rc = pf_jpeg_writer_finish(f->jw, e, sizeof e) == PF_OK ? 0 : -1;
+        f->jw = NULL; /* freed either way */
+    } else if (f->is_png) {
+        rc = png_finish(&f->png, e, sizeof e);
+    }
     if (rc == 0 && (fflush(f->fp) != 0 || ferror(f->fp))) {
         snprintf(e, sizeof e, "write error: %s", strerror(errno));
         rc = -1;

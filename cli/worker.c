@@ -61,6 +61,7 @@
 #include <limits.h>
 
 #include "batch.h"
+#include "images.h"
 #include "pinned.h"
 #include "pipefuse/bands.h"
 
@@ -81,6 +82,8 @@ struct job {
        and its header, which says which of them still apply to an output. */
     pf_png_meta *meta;
     pf_png_info src;
+    pf_jpeg_meta *jmeta; /* a JPEG input's ICC profile and EXIF (NULL with --strip) */
+    cli_format fmt;      /* the input's format, by its bytes */
     char **row_names[RUN_MAX_IO];
     int status; /* 0 ok */
     int ticket;
@@ -89,7 +92,7 @@ struct job {
     /* Banded (run_banded): rows per band (0: whole frames), the input open for rows from
        its decode on, and the outputs' names once the lane has written and committed them. */
     int band_rows;
-    pf_png_rows *rows;
+    cli_rows *rows;
     int written;
     char outs[3000];
     char err[2048];
@@ -731,7 +734,12 @@ static int setup(char *err, size_t errn)
             pf_pipeline_destroy(p);
             return -1;
         }
-        if (pf_png_read(file, o->max_pixels, &W.bound[i], NULL, e2, sizeof e2) != PF_OK) {
+        pf_png_info bsrc;
+        pf_png_meta *bpm;
+        pf_jpeg_meta *bjm;
+        cli_format bfmt;
+        if (cli_image_read(file, o->max_pixels, o->max_memory, 1, &W.bound[i], &bsrc, &bpm, &bjm,
+                           &bfmt, e2, sizeof e2) != PF_OK) {
             snprintf(err, errn, "--input %s: %s", name, e2);
             pf_pipeline_destroy(p);
             return -1;
@@ -993,8 +1001,9 @@ static void free_job(job *j)
         }
     }
     free_frame(&j->in[0]);
-    pf_png_rows_close(j->rows);
+    cli_rows_close(j->rows);
     pf_png_meta_free(j->meta);
+    pf_jpeg_meta_free(j->jmeta);
     for (int k = 0; k < RUN_MAX_IO; k++)
         free(j->names[k]);
     free(j->path);
@@ -1345,7 +1354,7 @@ static void run_banded(lane *L, job *j)
         have = keep > 0 ? keep : 0;
         a = na;
         pf_frame dst = frame_rows(&in, have, hb - have);
-        if (have < hb && pf_png_rows_read(j->rows, &dst, hb - have, err, sizeof err) != PF_OK) {
+        if (have < hb && cli_rows_read(j->rows, &dst, hb - have, err, sizeof err) != PF_OK) {
             reader_error(j, err);
             goto done;
         }
@@ -1417,7 +1426,7 @@ done:
     for (int b = 0; b < 2; b++)
         for (int k = 0; k < W.n_out; k++)
             pf_frame_free(&out[b][k]);
-    pf_png_rows_close(j->rows);
+    cli_rows_close(j->rows);
     j->rows = NULL;
 }
 
@@ -1540,8 +1549,8 @@ static int job_items(job *j, const pf_frame *frames, out_item *items, int *order
         int img = W.oi[k].kind == PF_OUTPUT_IMAGE;
         if (!j->names[k] || !j->names[k][0])
             break;
-        items[n] =
-            (out_item){j->names[k], img, &frames[k], &j->tab[k], W.json[k], j->meta, &j->src};
+        items[n] = (out_item){j->names[k], img,     &frames[k], &j->tab[k], W.json[k],
+                              j->meta,     &j->src, j->jmeta,   j->fmt};
         order[n] = k;
         if (img && commit < 0)
             commit = n;
@@ -1649,19 +1658,17 @@ static void decode(job *j)
         j->status = 1;
     } else if (j->band_rows) {
         /* bands: the header and metadata now, the rows as the lane runs them */
-        int rc = pf_png_rows_open(j->path, W.o->max_pixels, &j->rows, &j->in[0], &j->src,
-                                  W.o->strip ? NULL : &j->meta, err, sizeof err);
-        if (rc == PF_UNSUPPORTED) { /* made interlaced since its header was read: whole */
+        int rc = cli_rows_open(j->path, W.o->max_pixels, W.o->max_memory, W.o->strip, &j->rows,
+                               &j->in[0], &j->src, &j->meta, &j->jmeta, &j->fmt, err, sizeof err);
+        if (rc == PF_UNSUPPORTED) { /* interlaced, or turned by its EXIF: whole */
             j->band_rows = 0;
             decode(j);
             return;
         }
         if (rc != PF_OK)
             reader_error(j, err);
-    } else if ((W.o->strip
-                    ? pf_png_read(j->path, W.o->max_pixels, &j->in[0], &j->src, err, sizeof err)
-                    : pf_png_read_meta(j->path, W.o->max_pixels, &j->in[0], &j->src, &j->meta, err,
-                                       sizeof err)) != PF_OK) {
+    } else if (cli_image_read(j->path, W.o->max_pixels, W.o->max_memory, W.o->strip, &j->in[0],
+                              &j->src, &j->meta, &j->jmeta, &j->fmt, err, sizeof err) != PF_OK) {
         reader_error(j, err); /* the reader's messages start with the path */
     }
     j->dec_ms = now_ms() - dec_start;
@@ -1736,6 +1743,8 @@ static uint32_t be32(const unsigned char *p)
 static int read_ihdr(const char *path, unsigned long long *w, unsigned long long *h, int *depth,
                      int *ctype, int *interlace)
 {
+    if (cli_jpeg_ihdr(path, w, h, depth, ctype, interlace) == 0) /* a JPEG's header */
+        return 0;
     unsigned char b[33];
     /* O_NONBLOCK: a FIFO put in a file's place is not waited for (decode names it) */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -2042,6 +2051,7 @@ int run_config_write(int fd, const run_opts *o)
     PUT("ints=%d %d %d %d %d %d %d %d %d %d", o->profile, o->no_fuse, o->quiet, o->json_tables,
         o->zlib, o->png_filter, o->lanes, o->common->threads, o->strip, o->band_rows);
     PUT("sizes=%llu %llu", o->max_pixels, o->max_memory);
+    PUT("images=%s", cli_image_opts_str());
     for (int i = 0; i < o->n_sets; i++)
         PUT("set=%s", o->sets[i]);
     for (int i = 0; i < o->n_binds; i++)
@@ -2095,6 +2105,8 @@ static void read_config(int fd)
                    &wo.band_rows);
         else if (strcmp(kv, "sizes") == 0)
             sscanf(v, "%llu %llu", &wo.max_pixels, &wo.max_memory);
+        else if (strcmp(kv, "images") == 0)
+            cli_image_opts_load(v);
         else if (strcmp(kv, "set") == 0 || strcmp(kv, "bind") == 0) {
             const char ***list = kv[0] == 's' ? &wo.sets : &wo.binds;
             int *count = kv[0] == 's' ? &wo.n_sets : &wo.n_binds;

@@ -908,7 +908,7 @@ section_limits() {
     # a directory with no PNGs first
     pf run "$P/demo.json" "$W/empty" "$W/in" -o "$W/out4" -q
     expect 0 "an empty directory first"
-    says "$W/stderr" "no .png files" "the empty directory reported"
+    says "$W/stderr" "no .png, .jpg or .jpeg files" "the empty directory reported"
     exists "$W/out4/camera.png"
     pf run "$P/demo.json" "$W/empty" -o "$W/out5"
     expect 2 "only an empty directory"

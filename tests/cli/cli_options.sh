@@ -275,15 +275,20 @@ section_names() {
     # names and formats agree: an image's name says PNG or no format, a table's its own
     # format; a contradiction is refused before any work, naming what to write
     local t
-    for t in '{stem}.jpg' '{stem}.JPEG' '{stem}.webp' '{stem}.csv'; do
+    for t in '{stem}.tif' '{stem}.webp' '{stem}.csv'; do
         pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt" --name "$t"
         expect 2 "--name $t for an image output"
         says "$W/stderr" "name it .png" "--name $t: what to write"
         absent "$W/fmt"
     done
     says "$W/stderr" ".csv says a CSV table" "--name {stem}.csv: the contradiction named"
-    pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt" --name '{stem}.jpg'
-    says "$W/stderr" "JPEG output is not supported yet" "--name {stem}.jpg"
+    # .jpg and .JPEG say JPEG, which is written (tests/jpeg/jpeg_cli.sh has the rest)
+    for t in jpg JPEG; do
+        pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmtj" --name "{stem}.$t"
+        expect 0 "--name {stem}.$t"
+        [ "$(head -c 3 "$W/fmtj/top.$t" | od -An -tx1 | tr -d ' \n')" = ffd8ff ] ||
+            fail "--name {stem}.$t: top.$t is no JPEG"
+    done
     pf run "$P/demo.json" "$W/tree/top.png" -o "$W/fmt" --name '{stem}.{output}.png'
     expect 2 "--name {stem}.{output}.png with a table output"
     says "$W/stderr" "output 'histogram' is a CSV table" "a table named .png"
@@ -301,11 +306,12 @@ section_names() {
     pf run "$P/thumbnail.json" "$W/tree/top.png" -o "$W/fmt2" --name '{stem}_small'
     expect 0 "a name without an extension"
     "$HELPER" png "$W/fmt2/top_small" >/dev/null 2>&1 || fail "{stem}_small is not a PNG"
-    # a rendered name the template did not foresee (the stem holds .jpg) fails its input
-    cp "$W/gen/rgb8.png" "$W/photo.jpg.png"
-    pf run "$P/thumbnail.json" "$W/photo.jpg.png" -o "$W/fmt3" --name 'small/{stem}'
-    expect 1 "a stem that says JPEG"
-    says "$W/stderr" "small/photo.jpg': .jpg says JPEG" "the rendered name named"
+    # a rendered name the template did not foresee (the stem holds .webp) fails its input
+    cp "$W/gen/rgb8.png" "$W/photo.webp.png"
+    pf run "$P/thumbnail.json" "$W/photo.webp.png" -o "$W/fmt3" --name 'small/{stem}'
+    expect 1 "a stem that says WebP"
+    says "$W/stderr" "small/photo.webp': .webp says a format pipefuse does not write" \
+        "the rendered name named"
 
     # a template with a subfolder; {dir} comes first unless placed
     pf run "$P/thumbnail.json" --recursive "$W/tree" -o "$W/tpl" -q --name 'thumbs/{stem}_thumb.png'
