@@ -77,7 +77,7 @@ const char *pf_version_string(void);
     X(CUDA, 15, "CUDA error")                                                                      \
     X(INTERNAL, 16, "internal error")                                                              \
     X(BUSY, 17, "pipeline in use by another thread")                                               \
-    X(NOT_READY, 18, "frame still in flight")                                                     \
+    X(NOT_READY, 18, "frame still in flight")                                                      \
     X(CANCELLED, 19, "frame cancelled")
 
 typedef enum pf_status {
