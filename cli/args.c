@@ -79,8 +79,9 @@ static const cli_opt run_opts[] = {
      "give up on a file after S seconds in the engine, restarting its worker (default 600; "
      "0: never)"},
     {"--skip-existing", 0, NULL,
-     "skip inputs whose outputs all exist and are not older than the input, its --input "
-     "files and the pipeline file (docs/batch.md)"},
+     "skip inputs whose outputs exist and were made, by the record of the run that wrote "
+     "them (OUTDIR/.pipefuse-manifest), from the input as it is with this pipeline, --set, "
+     "--input files, output options, plugins and version (docs/batch.md)"},
     {"--joblog", 0, "FILE",
      "append a line per input (status, time, outputs, message, name) to FILE"},
     {"--retry-failed", 0, "FILE",

@@ -72,6 +72,9 @@ typedef struct run_opts {
 /* inputs.c, before cli_run (beside cli_run_stdio): the real stdout of -o - (-1: none;
    cli_run closes it) and whether the pipeline was copied from a pipe. */
 void cli_run_streams(int stdout_fd, int pipeline_piped);
+/* inputs.c, before cli_run: the identities of the plugins the pipeline's stages come from
+   (for the fingerprint; copied). */
+void cli_run_plugins(const char *ids);
 
 /* ---- outfile.c: an input's outputs, written safely and committed together ---------------- */
 
@@ -129,6 +132,44 @@ int out_remove_stale(int dirfd);
 
 /* The host part of temporary names (a hash of the host name, 8 hex digits). */
 const char *out_host_id(void);
+
+/* ---- freshness.c: what made each output (--skip-existing, names kept) ---------------------------- */
+
+/* In OUTDIR: a line per input committed (docs/batch.md); no output may take this name. */
+#define FRESH_FILE OUT_RECORDS
+
+/* A path by where it is: its folder resolved (realpath: "./x.png", "tree/a/../a/x.png"
+   and a symlinked folder name one place) and its own name as given, malloc'd; the path
+   itself when its folder is gone; NULL without memory. A file's own name is kept: two
+   names of one file are two inputs with two sets of outputs. */
+char *cli_where(const char *path);
+
+/* The fingerprint (32 hex digits) of everything besides the input that shapes the bytes
+   of the outputs: the pipefuse version, the pipeline file's content, every --set, every
+   --input's name and file content, the table format, zlib level, PNG filters, --strip,
+   and plugins (the identities of the plugins the pipeline's stages come from). 0, or -1
+   with why (a file that cannot be read) in err. */
+int fresh_fingerprint(const run_opts *o, const char *plugins, char fp[33], char *err, size_t errn);
+
+typedef struct fresh_db fresh_db;
+/* The records of OUTDIR (dirfd); *db is empty without a manifest. -1 when it cannot be
+   read (*db may still be non-NULL: close it). */
+int fresh_open(int dirfd, fresh_db **db);
+void fresh_close(fresh_db *db); /* NULL: nothing */
+enum { FRESH_YES, FRESH_NO_RECORD, FRESH_OTHER, FRESH_CHANGED };
+/* Whether outputs names[0..n) (inside dirfd, all existing) are what fp makes of the input
+   at where (cli_where), which is now as in: FRESH_YES; FRESH_OTHER: made with another
+   fingerprint; FRESH_NO_RECORD: no record of this input writing them; FRESH_CHANGED: the
+   input or an output changed since. */
+int fresh_judge(const fresh_db *db, int dirfd, const char *where, const struct stat *in,
+                const char *fp, char *const *names, int n);
+/* The folder and stem (cli_output_key) the outputs of the input at where were named from
+   by its latest record, while those outputs are still its own; NULL: none. */
+const char *fresh_key_of(const fresh_db *db, const char *where);
+/* Appends the record of an input just committed (as in, named from key, made with fp):
+   one line, one write. 0, or -1 with errno (the caller says it once). */
+int fresh_record(fresh_db *db, int dirfd, const char *where, const char *key, const char *fp,
+                 const struct stat *in, char *const *names, int n);
 
 /* ---- worker.c ------------------------------------------------------------------------------------- */
 

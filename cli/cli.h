@@ -131,6 +131,12 @@ int cli_format_check(const char *name, const char *output, const char *out_ext, 
                      size_t errn);
 /* Temporary files of runs in OUTDIR start with this (outfile.c); no output may. */
 #define OUT_TMP_PREFIX ".pftmp-"
+/* The records of what made the outputs (freshness.c), in OUTDIR; no output may take it. */
+#define OUT_RECORDS ".pipefuse-manifest"
+/* Gives input (added, not yet finished) the stem of key (cli_output_key, from the output
+   folder's records) where it is in the key's folder: named before the others, who are
+   named around it. */
+int cli_names_pin(const char *input, const char *key);
 int cli_names_finish(int quiet);
 void cli_names_free(void);
 /* Creates -o DIR and the folders above it, *made counting those it made; -1 with the

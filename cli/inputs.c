@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "batch.h"
 #include "images.h"
 
@@ -429,31 +431,6 @@ static int drop_outputs(run_args *r, const pipe_outputs *po)
     return 0;
 }
 
-/* A path by where it is: its folder resolved (realpath: "./x.png", "tree/a/../a/x.png"
-   and a symlinked folder name one place) and its own name as given, malloc'd; NULL when
-   out of memory. A file's own name is kept: two names of one file (a hard link, a
-   symlink named otherwise) are two inputs with two outputs. */
-static char *where(const char *path)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return NULL;
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? path + (slash - dir) + 1 : path;
-    if (slash)
-        slash[slash == dir] = 0; /* "/x.png": the folder is "/" */
-    char *real = realpath(slash ? dir : ".", NULL);
-    free(dir);
-    if (!real)
-        return strdup(path); /* not there: the same path again is the same input */
-    size_t len = strlen(real) + strlen(base) + 2;
-    char *w = malloc(len);
-    if (w)
-        snprintf(w, len, "%s/%s", real, base);
-    free(real);
-    return w;
-}
-
 typedef struct placed {
     char *where;
     int index;
@@ -475,7 +452,7 @@ static int take_once(run_args *r)
     char *drop = calloc((size_t)r->n_files + 1, 1);
     int rc = pl && drop ? 0 : -1;
     for (int i = 0; rc == 0 && i < r->n_files; i++)
-        if (!(pl[i] = (placed){where(r->files[i].path), i}).where)
+        if (!(pl[i] = (placed){cli_where(r->files[i].path), i}).where)
             rc = -1;
     if (rc == 0 && r->n_files > 1)
         qsort(pl, (size_t)r->n_files, sizeof *pl, cmp_placed); /* the first of equals first */
@@ -596,6 +573,86 @@ static int require_cuda(const cli_common *c)
     return -1;
 }
 
+/* Names stay with their input: an input the output folder's records (freshness.c) say
+   wrote outputs keeps the folder and stem they were named from, so that another input of
+   the same name added since (an older a/x.png beside b/x.png) never takes b's names and
+   passes for it (cli_names_pin). Before each cli_names_finish. */
+static int pin_names(const run_args *r, const fresh_db *db)
+{
+    for (int i = 0; db && i < r->n_files; i++) {
+        char *w = cli_where(r->files[i].path);
+        if (!w)
+            return -1;
+        const char *key = fresh_key_of(db, w);
+        int rc = key ? cli_names_pin(r->files[i].path, key) : 0;
+        free(w);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The identities of the plugins the pipeline's stages come from (for the fingerprint of
+   --skip-existing): each library's path, size and modification time, from the stage
+   list's ops; malloc'd, NULL without memory. A rebuilt plugin makes outputs again. */
+static char *plugin_ids(pf_engine *e, const char *pipeline, const char *text)
+{
+    json_error_t je;
+    json_t *root = text ? json_loads(text, 0, &je) : json_load_file(pipeline, 0, &je);
+    json_t *stages = json_object_get(root, "stages");
+    char *out = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&out, &len);
+    if (!m) {
+        json_decref(root);
+        return NULL;
+    }
+    size_t k;
+    json_t *st;
+    int n = pf_engine_stage_count(e);
+    char *done = calloc((size_t)n + 1, 1);
+    json_array_foreach(stages, k, st)
+    {
+        const char *op = json_string_value(json_object_get(st, "op"));
+        const char *dot = op ? strchr(op, '.') : NULL;
+        for (int i = 0; op && done && i < n; i++) {
+            const char *file = NULL, *pname = NULL;
+            const pf_stage_desc *d = pf_engine_stage(e, i, &file, &pname);
+            int is = d && d->name &&
+                     (dot ? pname && strlen(pname) == (size_t)(dot - op) &&
+                                strncmp(pname, op, (size_t)(dot - op)) == 0 &&
+                                strcmp(d->name, dot + 1) == 0
+                          : strcmp(d->name, op) == 0);
+            if (!is)
+                continue;
+            for (int j = 0; j < n; j++) { /* each library once, in load order */
+                const char *fj = NULL;
+                pf_engine_stage(e, j, &fj, NULL);
+                if (fj && file && strcmp(fj, file) == 0 && done[j])
+                    break;
+                if (j == i || (fj && file && strcmp(fj, file) == 0)) {
+                    struct stat fs;
+                    if (file && stat(file, &fs) == 0)
+                        fprintf(m, "%s:%lld:%lld.%09ld;", file, (long long)fs.st_size,
+                                (long long)fs.st_mtim.tv_sec, fs.st_mtim.tv_nsec);
+                    else
+                        fprintf(m, "%s;", file ? file : "(built in)");
+                    done[j] = 1;
+                    break;
+                }
+            }
+            break; /* the first stage of that name, as the engine takes it */
+        }
+    }
+    free(done);
+    json_decref(root);
+    if (fclose(m) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static void free_args(run_args *r)
 {
     for (int i = 0; i < r->n_files; i++) {
@@ -626,6 +683,8 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     char *spool_path = NULL, *stdout_dir = NULL;
     char *pipe_spool = NULL, *pipe_text = NULL; /* a pipeline read from a pipe */
     int out_fd = -1;                            /* -o -: the real stdout */
+    fresh_db *fresh = NULL;                     /* -o DIR's records, for names */
+    char *plugins = NULL;                       /* the plugins' identities */
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -717,6 +776,9 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     }
     pipe_outputs po;
     read_outputs(p, r.table_format, &po);
+    plugins = plugin_ids(e, pipe_spool ? pipe_spool : r.pipeline, pipe_text);
+    if (!plugins)
+        goto oom;
     char err[1024];
     if (cli_names_check(r.tmpl, po.name, po.ext, po.n, po.single_image, err, sizeof err) != 0) {
         fprintf(stderr, "pipefuse run: %s\n", err);
@@ -839,16 +901,25 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
                 r.n_looped - 3);
     if (take_once(&r) != 0)
         goto oom;
+    if (r.out_exists) { /* names stay with the inputs the folder's records name */
+        int ofd = open(r.outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ofd >= 0 && fresh_open(ofd, &fresh) != 0) {
+            fresh_close(fresh); /* unreadable: run.c says so */
+            fresh = NULL;
+        }
+        if (ofd >= 0)
+            close(ofd);
+    }
     for (int i = 0; i < r.n_files; i++)
         if (cli_names_add(r.files[i].path, r.files[i].dir) != 0)
             goto oom;
-    if (cli_names_finish(1) != 0 || drop_outputs(&r, &po) != 0)
+    if (pin_names(&r, fresh) != 0 || cli_names_finish(1) != 0 || drop_outputs(&r, &po) != 0)
         goto oom;
     cli_names_free(); /* again, without the files left out, now with notices */
     for (int i = 0; i < r.n_files; i++)
         if (cli_names_add(r.files[i].path, r.files[i].dir) != 0)
             goto oom;
-    if (cli_names_finish(r.quiet) != 0)
+    if (pin_names(&r, fresh) != 0 || cli_names_finish(r.quiet) != 0)
         goto oom;
     if (to_stdout && r.n_files != 1) {
         fprintf(stderr, "pipefuse run: -o - writes one image to stdout, but there are %d inputs\n",
@@ -886,10 +957,12 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
        fails the input in the log, the joblog and the summary, and closes out_fd */
     cli_run_stdio(spool_path, to_stdout ? r.outdir : NULL);
     cli_run_streams(out_fd, pipe_spool != NULL);
+    cli_run_plugins(plugins);
     out_fd = -1;
     status = cli_run(run_argc, run_argv, c);
     cli_run_stdio(NULL, NULL);
     cli_run_streams(-1, 0);
+    cli_run_plugins(NULL);
     goto done;
 oom:
     fprintf(stderr, "pipefuse run: out of memory\n");
@@ -905,6 +978,8 @@ done:
     pf_pipeline_destroy(p);
     pf_engine_destroy(e);
     free(run_argv);
+    fresh_close(fresh);
+    free(plugins);
     free(spool_path);
     free(stdout_dir);
     free(pipe_spool);

@@ -29,13 +29,15 @@ typedef struct name_entry {
     char *input; /* the path run.c is given */
     char *dir;   /* "" or "a/b" */
     char *stem;
-    int fixed; /* from a joblog (cli_names_fix): never renamed */
+    int fixed;  /* from a joblog (cli_names_fix): never renamed */
+    int pinned; /* its stem from the output folder's records (cli_names_pin): named first */
 } name_entry;
 
 static struct {
     const char *tmpl; /* --name, or NULL */
-    name_entry *e;    /* sorted by input */
+    name_entry *e;    /* sorted by input (once sorted is set) */
     int n;
+    int sorted;
 } names;
 
 static int by_input(const void *a, const void *b)
@@ -265,6 +267,8 @@ static const char *name_problem(const char *name)
         if (strncmp(s, OUT_TMP_PREFIX, strlen(OUT_TMP_PREFIX)) == 0)
             return "names starting with " OUT_TMP_PREFIX " are the temporary files of runs, "
                    "removed when stale";
+        if (s == name && len == strlen(OUT_RECORDS) && strncmp(s, OUT_RECORDS, len) == 0)
+            return OUT_RECORDS " holds the records of what made the outputs";
     }
     return NULL;
 }
@@ -339,6 +343,7 @@ static int add_entry(const char *input, const char *dir, size_t dir_len, char *s
     e->dir = strndup(dir, dir_len);
     e->stem = stem;
     e->fixed = 0;
+    e->pinned = 0;
     if (!e->input || !e->dir || !e->stem) {
         free(e->input);
         free(e->dir);
@@ -346,6 +351,7 @@ static int add_entry(const char *input, const char *dir, size_t dir_len, char *s
         return -1;
     }
     names.n++;
+    names.sorted = 0;
     return 0;
 }
 
@@ -444,6 +450,27 @@ static char *make_key(const char *dir, const char *stem)
    a/x.png and b/x.png given as files): in the order of their paths, the later ones
    become x-2, x-3... The same path given twice keeps its name (inputs.c takes a file once).
    Then sorted for lookups. */
+int cli_names_pin(const char *input, const char *key)
+{
+    if (!names.sorted && names.n > 0) {
+        qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
+        names.sorted = 1;
+    }
+    name_entry *e = find(input);
+    const char *slash = strrchr(key, '/');
+    size_t dl = slash ? (size_t)(slash - key) : 0;
+    /* in the folder it has now: a layout changed since (-r added) names anew */
+    if (!e || strlen(e->dir) != dl || strncmp(e->dir, key, dl) != 0)
+        return 0;
+    char *stem = strdup(slash ? slash + 1 : key);
+    if (!stem)
+        return -1;
+    free(e->stem);
+    e->stem = stem;
+    e->pinned = 1;
+    return 0;
+}
+
 int cli_names_finish(int quiet)
 {
     key_set set = {NULL, 64};
@@ -454,9 +481,23 @@ int cli_names_finish(int quiet)
     int rc = 0;
     if (names.n > 0) /* no inputs (a folder without PNGs): e is NULL, not for qsort */
         qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
+    names.sorted = 1;
+    /* the names the records give first, whatever their inputs' order: the others are
+       named around them */
+    for (int i = 0; i < names.n && rc == 0; i++) {
+        name_entry *e = &names.e[i];
+        if (!e->pinned || (i > 0 && strcmp(names.e[i - 1].input, e->input) == 0))
+            continue;
+        char *k = make_key(e->dir, e->stem);
+        int had = k ? key_add(&set, k) : -1;
+        if (had < 0)
+            rc = -1;
+        else if (had) /* two records of one name (not written so): the later one names anew */
+            e->pinned = 0;
+    }
     for (int i = 0; i < names.n && rc == 0; i++) { /* one key per distinct path */
         name_entry *e = &names.e[i];
-        if (i > 0 && strcmp(names.e[i - 1].input, e->input) == 0)
+        if (e->pinned || (i > 0 && strcmp(names.e[i - 1].input, e->input) == 0))
             continue;
         char *k = make_key(e->dir, e->stem);
         int had = k ? key_add(&set, k) : -1;

@@ -38,8 +38,11 @@ typedef struct item {
     int suspect;  /* held by a worker that died naming no file: run alone */
     int entered;  /* the worker reported it entered the engine */
     double t_engine, seconds;
-    char *msg;  /* outputs, or the reason it failed */
-    char *kind; /* failures: "bad input", "crashed", ... for the summary */
+    char *msg;         /* outputs, or the reason it failed */
+    char *kind;        /* failures: "bad input", "crashed", ... for the summary */
+    char *where;       /* cli_where, once asked */
+    struct stat in_st; /* the input when the batch started (have_st), for its record */
+    int have_st;
 } item;
 
 typedef struct worker {
@@ -745,6 +748,9 @@ typedef struct sup {
     int n_banded;   /* files run in bands of rows */
     char **notices; /* the engine's messages said so far, by every worker (N records) */
     int n_notices;
+    fresh_db *fresh; /* the output folder's records (NULL: none kept, -o -) */
+    char fp[33];     /* this run's fingerprint ("": unknown, nothing skipped or recorded) */
+    int fresh_err;   /* a record could not be written (said once) */
 } sup;
 
 /* The extension of output k's own format (its {ext}). */
@@ -760,6 +766,14 @@ static char *final_name(const sup *s, int i, int k)
     /* names.c: --name templates, folders of --recursive, inputs of the same name */
     return cli_output_name(s->o->inputs[i], s->out_name[k], ext,
                            s->out_kind[k] == 'i' && s->n_images == 1);
+}
+
+/* Input i where it is (cli_where), computed once. */
+static const char *item_where(sup *s, int i)
+{
+    if (!s->it[i].where)
+        s->it[i].where = cli_where(s->o->inputs[i]);
+    return s->it[i].where;
 }
 
 /* Input i as messages and the joblog show it: stdin's spooled file is "-". */
@@ -1029,6 +1043,26 @@ static void finish(sup *s, int i, int state, const char *msg, const char *kind, 
     free(t->msg);
     t->msg = strdup(msg ? msg : "");
     t->kind = (char *)kind;
+    if (state == ST_OK && s->fresh && s->fp[0] && t->have_st) {
+        char *names[RUN_MAX_IO], *key = cli_output_key(s->o->inputs[i]);
+        int nn = 0;
+        for (; nn < s->n_out && (names[nn] = final_name(s, i, nn)); nn++)
+            ;
+        const char *w = item_where(s, i);
+        if ((nn < s->n_out || !w || !key ||
+             fresh_record(s->fresh, s->dirfd, w, key, s->fp, &t->in_st, names, nn) != 0) &&
+            !s->fresh_err) {
+            s->fresh_err = errno ? errno : ENOMEM;
+            clear_status(s);
+            fprintf(stderr,
+                    "pipefuse run: %s/%s: cannot record what made the outputs: %s (the batch "
+                    "goes on; --skip-existing will make these outputs again)\n",
+                    s->o->outdir, FRESH_FILE, strerror(s->fresh_err));
+        }
+        for (int k = 0; k < nn; k++)
+            free(names[k]);
+        free(key);
+    }
     if (state == ST_OK) {
         s->n_ok++;
         struct stat st;
@@ -1551,37 +1585,12 @@ static int start_and_greet(sup *s)
     return 0;
 }
 
-/* a < b, as modification times */
-static int ts_before(struct timespec a, struct timespec b)
+/* --skip-existing: stdin is never skipped (its data has no time or identity), said once. */
+static void skip_notes(const run_opts *o)
 {
-    return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
-}
-
-/* --skip-existing: the newest of what every input's outputs are made from besides the
-   input itself: the pipeline file and the --input files. A pipeline that came from a
-   pipe has no time of its own (its private copy is as new as this run, and a pipe's
-   time is that of its last write): it counts for nothing, said once. */
-static struct timespec made_from(const run_opts *o)
-{
-    struct timespec t = {0, 0};
-    struct stat st;
-    if (o->pipeline_piped) {
-        if (!o->quiet)
-            fprintf(stderr, "pipefuse run: --skip-existing: the pipeline comes from a pipe and "
-                            "has no modification time: outputs are judged against their input "
-                            "(and --input files) alone\n");
-    } else if (stat(o->pipeline, &st) == 0) {
-        t = st.st_mtim;
-    }
     if (o->stdin_path && !o->quiet)
         fprintf(stderr, "pipefuse run: --skip-existing: standard input is never skipped: its "
                         "data has no modification time\n");
-    for (int b = 0; b < o->n_binds; b++) {
-        const char *eq = strchr(o->binds[b], '=');
-        if (eq && stat(eq + 1, &st) == 0 && ts_before(t, st.st_mtim))
-            t = st.st_mtim;
-    }
-    return t;
 }
 
 /* The files a run reads or appends to besides its inputs: the pipeline, the --input
@@ -1622,7 +1631,9 @@ static void precheck(sup *s)
 {
     run_opts *o = s->o;
     int n = o->n_inputs;
-    struct timespec newest = o->skip_existing ? made_from(o) : (struct timespec){0, 0};
+    if (o->skip_existing)
+        skip_notes(o);
+    int n_other = 0, n_unrecorded = 0;
     dev_t *devs = calloc((size_t)n + 1, sizeof *devs);
     ino_t *inos = calloc((size_t)n + 1, sizeof *inos);
     char **first = calloc((size_t)n * (size_t)s->n_out + 1, sizeof *first);
@@ -1641,12 +1652,11 @@ static void precheck(sup *s)
         char msg[8192] = "", outs[8192] = "";
         size_t used = 0;
         struct stat ist;
-        struct timespec in_time = newest;
         if (stat(o->inputs[i], &ist) != 0 || !S_ISREG(ist.st_mode) ||
             (o->stdin_path && strcmp(o->inputs[i], o->stdin_path) == 0))
             have_all = 0;
-        else if (ts_before(in_time, ist.st_mtim))
-            in_time = ist.st_mtim;
+        else /* recorded with its outputs: what they were made from */
+            s->it[i].in_st = ist, s->it[i].have_st = 1;
         for (int k = 0; k < s->n_out && !msg[0]; k++) {
             char *f = final_name(s, i, k);
             if (!f)
@@ -1690,8 +1700,6 @@ static void precheck(sup *s)
                                  "output %.1024s would replace %s %.1024s; choose another -o "
                                  "or --name",
                                  f, guard[g].what, guard[g].path);
-                if (ts_before(st.st_mtim, in_time))
-                    have_all = 0;
             } else {
                 have_all = 0;
             }
@@ -1707,12 +1715,41 @@ static void precheck(sup *s)
             else
                 free(f);
         }
+        /* outputs that exist are fresh when the manifest says this run would make them
+           so from this input as it is now (freshness.c) */
+        int verdict = FRESH_NO_RECORD;
+        if (!msg[0] && o->skip_existing && have_all && s->n_out > 0 && s->fp[0]) {
+            char *names[RUN_MAX_IO];
+            int nn = 0;
+            for (; nn < s->n_out && (names[nn] = final_name(s, i, nn)); nn++)
+                ;
+            const char *w = nn == s->n_out ? item_where(s, i) : NULL;
+            verdict =
+                w ? fresh_judge(s->fresh, s->dirfd, w, &ist, s->fp, names, nn) : FRESH_NO_RECORD;
+            for (int k = 0; k < nn; k++)
+                free(names[k]);
+            n_other += verdict == FRESH_OTHER;
+            n_unrecorded += verdict == FRESH_NO_RECORD;
+        }
         if (msg[0]) {
             finish(s, i, ST_FAILED, msg, "name clash", 0);
-        } else if (o->skip_existing && have_all && s->n_out > 0) {
+        } else if (verdict == FRESH_YES) {
             finish(s, i, ST_SKIPPED, outs, NULL, 0);
         }
     }
+    if (n_other && !o->quiet)
+        fprintf(stderr,
+                "pipefuse run: --skip-existing: %d input(s) run again: their outputs were made "
+                "with another pipeline, --set, --input file, output option, plugin or pipefuse "
+                "version (%s/%s)\n",
+                n_other, o->outdir, FRESH_FILE);
+    if (n_unrecorded && !o->quiet)
+        fprintf(stderr,
+                "pipefuse run: --skip-existing: %d input(s) run again: their outputs exist but "
+                "no record says this input made them (written before records were kept, by "
+                "another program or for another input, or by a run that stopped before "
+                "recording them)\n",
+                n_unrecorded);
     for (int j = 0; j < n_first; j++)
         free(first[j]);
     free(first);
@@ -1910,6 +1947,14 @@ void cli_run_stdio(const char *stdin_path, const char *stdout_dir)
     stdio_out = stdout_dir;
 }
 
+static char *run_plugins;
+
+void cli_run_plugins(const char *ids)
+{
+    free(run_plugins);
+    run_plugins = ids ? strdup(ids) : NULL;
+}
+
 void cli_run_streams(int stdout_fd, int pipeline_piped)
 {
     stdio_fd = stdout_fd;
@@ -2033,6 +2078,17 @@ int cli_run(int argc, char **argv, const cli_common *c)
         } else if (started != 0) {
             status = PF_EXIT_USAGE;
         } else {
+            char ferr[1200];
+            if (!o.stdout_dir) {
+                if (fresh_fingerprint(&o, run_plugins ? run_plugins : "", s.fp, ferr,
+                                      sizeof ferr) != 0)
+                    s.fp[0] = 0; /* the worker says what cannot be read */
+                if (fresh_open(s.dirfd, &s.fresh) != 0 && !o.quiet)
+                    fprintf(stderr,
+                            "pipefuse run: %s/%s: cannot read the records of earlier runs: "
+                            "%s; --skip-existing judges no output fresh\n",
+                            o.outdir, FRESH_FILE, strerror(errno));
+            }
             precheck(&s);
             int rc = supervise(&s);
             /* again at the end: a process of an earlier run may have been dying at the start */
@@ -2059,8 +2115,11 @@ int cli_run(int argc, char **argv, const cli_common *c)
         close(s.dirfd);
     if (status == PF_EXIT_USAGE) /* nothing ran: no empty folder of ours stays */
         cli_unmake_outdir(o.outdir, made_out);
-    for (int i = 0; s.it && i < o.n_inputs; i++)
+    for (int i = 0; s.it && i < o.n_inputs; i++) {
         free(s.it[i].msg);
+        free(s.it[i].where);
+    }
+    fresh_close(s.fresh);
     for (int k = 0; k < RUN_MAX_IO; k++)
         free(s.out_name[k]);
     for (int k = 0; k < s.n_notices; k++)

@@ -262,7 +262,7 @@ EOF
     [ -e "$W/out/cut.png" ] && fail "cut.png: an output was written"
     [ -e "$W/out/flipped.png" ] && fail "flipped.png: an output was written"
     exists "$W/out/good.png"
-    left=$(ls -A "$W/out" | grep -v '^good.png$')
+    left=$(ls -A "$W/out" | grep -v '^good.png$' | grep -vxF .pipefuse-manifest)
     [ -z "$left" ] || fail "left in the output folder: $left"
     # --max-memory counts a band, not the whole image: 2000x1500 RGB needs some 24 MB
     # whole, over a budget of 16 MB that its bands fit in

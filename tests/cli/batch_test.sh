@@ -17,7 +17,8 @@
 # a directory without PNGs), names (long input names and output directories), gpu
 # (the batch on the GPU, a kernel that traps; exit 77 without a GPU), start (the worker
 # starts under a low descriptor limit, without /proc, through the dynamic loader), links
-# (-r over links to a folder above, --name folders through a planted link).
+# (-r over links to a folder above, --name folders through a planted link), fresh
+# (--skip-existing judges outputs by what made them; names stay with their input).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -455,21 +456,22 @@ section_resume() {
     pf run "$W/slow.json" "$W/in/f001.png" "$W/in/f003.png" -o "$W/out" --skip-existing
     expect 0 "--skip-existing with one stale output"
     says "$W/stderr" "1 skipped" "the fresh one skipped, the stale one redone"
-    # what else the outputs are made from: an --input file newer than them makes them
-    # stale; an input that is gone or no regular file is never skipped (it fails, named)
+    # what else the outputs are made from: an --input file's content (its time alone
+    # changes nothing); an input that is gone or no regular file is never skipped (it
+    # fails, named)
     mkdir -p "$W/wm" "$W/wmout"
     cp "$IMG/camera.png" "$W/wm/p.png"
     cp "$W/gen/rgba8.png" "$W/logo.png"
     pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" -q
-    touch -d '1 hour ago' "$W/wm/p.png" "$W/logo.png"
-    touch -d '1 minute ago' "$W/wmout/p.png"
-    pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" --skip-existing
-    expect 0 "--skip-existing with --input"
-    says "$W/stderr" "1 skipped" "outputs newer than the input and the --input file"
     touch "$W/logo.png"
     pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" --skip-existing
-    expect 0 "--skip-existing with a newer --input file"
-    grep -q "skipped (outputs" "$W/stderr" && fail "outputs older than the --input file skipped: $(cat "$W/stderr")"
+    expect 0 "--skip-existing with --input"
+    says "$W/stderr" "1 skipped" "outputs of the same --input content"
+    cp "$W/gen/rgba16.png" "$W/logo.png"
+    pf run "$P/watermark.json" "$W/wm/p.png" -o "$W/wmout" --input logo="$W/logo.png" --skip-existing
+    expect 0 "--skip-existing with another --input file"
+    grep -q "skipped (outputs" "$W/stderr" && fail "outputs of another --input file skipped: $(cat "$W/stderr")"
+    says "$W/stderr" "1 input(s) run again: their outputs were made with another" "the other --input said"
     cp "$W/wmout/p.png" "$W/wmout/gone.png"
     mkfifo "$W/wm/fifo.png"
     cp "$W/wmout/p.png" "$W/wmout/fifo.png"
@@ -1059,8 +1061,89 @@ section_links() {
     exists "$W/out/real/x/top.result.png"
 }
 
+# ---- fresh: --skip-existing skips only outputs this run would make again: the pipeline's
+# content, every --set and --input, the output options, the plugins and version recorded
+# with them (OUTDIR/.pipefuse-manifest); names stay with their input -------------------
+section_fresh() {
+    many "$W/in" 6
+    local skipped
+    skips() { sed -n 's/.*, \([0-9]*\) skipped (outputs exist).*/\1/p' "$W/stderr"; }
+    pf run "$P/demo.json" "$W/in" -o "$W/out" --set glow.sigma=2 -q
+    expect 0 "the first run"
+    cp "$W/out/f000.png" "$W/sigma2.png"
+    pf run "$P/demo.json" "$W/in" -o "$W/out" --set glow.sigma=2 --skip-existing
+    [ "$(skips)" = 6 ] || fail "the same run again: $(skips) skipped, expected 6"
+    pf run "$P/demo.json" "$W/in" -o "$W/out" --set glow.sigma=5 --skip-existing
+    expect 0 "another --set"
+    [ -z "$(skips)" ] || fail "another --set: $(skips) skipped, expected none"
+    [ "$(grep -c 'run again: their outputs were made with another' "$W/stderr")" = 1 ] ||
+        fail "another --set: not said once: $(cat "$W/stderr")"
+    says "$W/stderr" "6 input(s) run again" "another --set: how many said"
+    cmp -s "$W/sigma2.png" "$W/out/f000.png" && fail "another --set: f000.png not made again"
+    # every option that changes the bytes, and none that does not
+    local opt
+    for opt in "--zlib 3" "--png-filter paeth" "--strip"; do
+        pf run "$P/demo.json" "$W/in" -o "$W/out" --set glow.sigma=5 $opt --skip-existing -q
+        [ -z "$(skips)" ] || fail "$opt: $(skips) skipped, expected none"
+    done
+    pf run "$P/demo.json" "$W/in" -o "$W/out" --set glow.sigma=5 --strip --jobs 1 \
+        --band-rows 3 --max-memory 200M --skip-existing
+    [ "$(skips)" = 6 ] || fail "options that do not change the bytes: $(skips) skipped, expected 6"
+    # the pipeline's content, not its time
+    cp "$P/demo.json" "$W/p.json"
+    pf run "$W/p.json" "$W/in" -o "$W/p" -q
+    touch "$W/p.json"
+    pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
+    [ "$(skips)" = 6 ] || fail "a touched pipeline: $(skips) skipped, expected 6"
+    sed -i 's/"bins": 64/"bins": 32/' "$W/p.json"
+    pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
+    [ -z "$(skips)" ] || fail "an edited pipeline: $(skips) skipped"
+    # an input replaced by an older file of another content, an output replaced by
+    # another program, a record lost: made again
+    cp "$W/gen/rgba8.png" "$W/in/f001.png"
+    touch -d '1 day ago' "$W/in/f001.png"
+    cp "$W/p/f003.png" "$W/p/f002.png"
+    pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
+    [ "$(skips)" = 4 ] || fail "an older input and a replaced output: $(skips) skipped, expected 4"
+    rm "$W/p/.pipefuse-manifest"
+    pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
+    [ -z "$(skips)" ] || fail "without records: $(skips) skipped"
+    says "$W/stderr" "no record says this input made them" "outputs without records said"
+    # a record cut short (a full disk): its input made again, the next line whole
+    truncate -s -5 "$W/p/.pipefuse-manifest"
+    pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
+    [ "$(skips)" = 5 ] || fail "a cut record: $(skips) skipped, expected 5"
+    pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
+    [ "$(skips)" = 6 ] || fail "after a cut record: $(skips) skipped, expected 6"
+    # the plugins' identities: a rebuilt plugin makes its outputs again
+    mkdir -p "$W/plug"
+    cp "$PLUG/faulty.so" "$W/plug/"
+    faulty_pipeline
+    "$PF" --plugin-path "$W/plug" run "$W/faulty.json" "$W/in" -o "$W/fa" -q 2>"$W/stderr"
+    "$PF" --plugin-path "$W/plug" run "$W/faulty.json" "$W/in" -o "$W/fa" --skip-existing 2>"$W/stderr"
+    [ "$(skips)" = 6 ] || fail "the same plugin: $(skips) skipped, expected 6"
+    touch "$W/plug/faulty.so"
+    "$PF" --plugin-path "$W/plug" run "$W/faulty.json" "$W/in" -o "$W/fa" --skip-existing 2>"$W/stderr"
+    [ -z "$(skips)" ] || fail "a rebuilt plugin: $(skips) skipped"
+    # names stay with their input: b/x.png's output stays b's when an older a/x.png, named
+    # first in input order, comes beside it
+    mkdir -p "$W/a" "$W/b"
+    cp "$W/gen/rgb8.png" "$W/b/x.png"
+    pf run "$P/thumbnail.json" "$W/b/x.png" -o "$W/nm" -q
+    cp "$W/nm/x.png" "$W/b_out.png"
+    cp "$W/gen/rgba16.png" "$W/a/x.png"
+    touch -d '1 day ago' "$W/a/x.png"
+    pf run "$P/thumbnail.json" "$W/a/x.png" "$W/b/x.png" -o "$W/nm" --skip-existing
+    expect 0 "a/x.png added beside b/x.png"
+    [ "$(skips)" = 1 ] || fail "a/x.png added: $(skips) skipped, expected b's 1"
+    says "$W/stderr" "a/x.png -> x-2.png" "a/x.png named around b's output"
+    cmp -s "$W/b_out.png" "$W/nm/x.png" || fail "b/x.png's output replaced by a/x.png's"
+    pf run "$P/thumbnail.json" "$W/a/x.png" "$W/b/x.png" -o "$W/nm" --skip-existing
+    [ "$(skips)" = 2 ] || fail "a/x.png and b/x.png again: $(skips) skipped, expected 2"
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac

@@ -25,7 +25,7 @@ P=$SRC/pipelines
 silent() { # FILE WHAT: FILE is empty
     [ ! -s "$1" ] || { fail "$2: $(basename "$1") is not empty:"; sed 's/^/    | /' "$1" | head >&2; }
 }
-files() { (cd "$1" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' '); }
+files() { (cd "$1" && find . -type f ! -name .pipefuse-manifest | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' '); }
 
 # ---- help: every subcommand, exit 0, complete; the man page ---------------------------------
 section_help() {
@@ -598,19 +598,22 @@ section_stdio() {
     expect 2 "a broken pipeline from a pipe"
     says "$W/stderr" "/dev/fd/" "the broken pipeline named as given"
     grep -q "$W/tmp\|pipefuse-" "$W/stderr" && fail "a temporary path named: $(cat "$W/stderr")"
-    # --skip-existing with a pipeline from a pipe: its private copy is as new as the run,
-    # so outputs are judged against their input alone (said), not against the copy
+    # --skip-existing with a pipeline from a pipe: judged by its content, as a file's
     cp "$W/gen/rgb8.png" "$W/old.png"
-    touch -d '1 hour ago' "$W/old.png"
     pf run "$P/demo.json" "$W/old.png" -o "$W/skipdir" -q
-    touch -d '1 minute ago' "$W"/skipdir/*
     "$PF" run <(cat "$P/demo.json") "$W/old.png" -o "$W/skipdir" --skip-existing 2>"$W/stderr"
     rc=$?
     expect 0 "--skip-existing with a pipeline from a pipe"
-    says "$W/stderr" "1 skipped (outputs exist)" "outputs judged without the pipeline's private copy"
-    says "$W/stderr" "the pipeline comes from a pipe" "the rule for a piped pipeline said"
+    says "$W/stderr" "1 skipped (outputs exist)" "a piped pipeline of the same content"
+    "$PF" run <(sed 's/"sigma": 4.0/"sigma": 3.0/' "$P/demo.json") "$W/old.png" -o "$W/skipdir" \
+        --skip-existing 2>"$W/stderr"
+    rc=$?
+    expect 0 "--skip-existing, a piped pipeline of other content"
+    grep -q "skipped (outputs" "$W/stderr" && fail "another pipeline's outputs skipped: $(cat "$W/stderr")"
+    says "$W/stderr" "made with another pipeline" "the other pipeline said"
     touch "$W/old.png"
-    "$PF" run <(cat "$P/demo.json") "$W/old.png" -o "$W/skipdir" --skip-existing -q 2>"$W/stderr"
+    "$PF" run <(sed 's/"sigma": 4.0/"sigma": 3.0/' "$P/demo.json") "$W/old.png" -o "$W/skipdir" \
+        --skip-existing -q 2>"$W/stderr"
     rc=$?
     expect 0 "--skip-existing, a piped pipeline, a newer input"
     grep -q "skipped (outputs" "$W/stderr" && fail "an input newer than its outputs skipped: $(cat "$W/stderr")"
@@ -682,7 +685,8 @@ section_dirnames() {
     pf run "$P/thumbnail.json" -r "$W/tree" -o "$W/nm" --name '{stem}-{dir}.png' -q
     expect 0 "{dir} inside a name"
     [ "$(files "$W/nm")" = "x-.png x-a.png x-a/b.png " ] || fail "'{stem}-{dir}.png': $(files "$W/nm")"
-    [ -z "$(cd "$W/nm" && find . -name '.*' ! -name .)" ] || fail "hidden files: $(cd "$W/nm" && find .)"
+    [ -z "$(cd "$W/nm" && find . -name '.*' ! -name . ! -name .pipefuse-manifest)" ] ||
+        fail "hidden files: $(cd "$W/nm" && find .)"
     pf run "$P/thumbnail.json" -r "$W/tree" -o "$W/th" --name '{dir}/thumbs/{stem}_thumb.png'
     expect 0 "{dir}/ at the front"
     [ "$(files "$W/th")" = "a/b/thumbs/x_thumb.png a/thumbs/x_thumb.png thumbs/x_thumb.png " ] ||

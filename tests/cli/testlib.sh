@@ -35,5 +35,6 @@ exists() { [ -s "$1" ] || fail "missing output $1"; }
 # absent PATH: nothing at PATH, not even a dangling link.
 absent() { [ ! -e "$1" ] && [ ! -L "$1" ] || fail "unexpected file $1"; }
 
-# count DIR: its entries, hidden ones included.
-count() { ls -A "$1" 2>/dev/null | wc -l; }
+# count DIR: its entries, hidden ones included, but for the records of what made the
+# outputs (.pipefuse-manifest, written beside any output).
+count() { ls -A "$1" 2>/dev/null | grep -vxF .pipefuse-manifest | wc -l; }
