@@ -172,7 +172,9 @@ typedef struct pf_png_packed {
 } pf_png_packed;
 
 /* Converts f to form for writing (meta: the source's palette and iCCP, may be NULL);
-   free with pf_png_packed_free. PF_OK, PF_INVALID_ARGUMENT (a form that does not fit,
+   free with pf_png_packed_free. The gray forms pack each row on its own, so a writer
+   working in bands of rows may pack each band as a frame of its own; AUTO and PALETTE
+   look at the whole frame. PF_OK, PF_INVALID_ARGUMENT (a form that does not fit,
    message in err) or PF_NO_MEMORY. For PF_PNG_FORM_FRAME, and for AUTO where the frame's
    own form is the smallest, rows is NULL. */
 int pf_png_pack(const pf_frame *f, pf_png_form form, const pf_png_meta *meta, pf_png_packed *out,
