@@ -180,6 +180,25 @@ static void test_gray_bits(pf_rng *r)
         }
     CHECKF(bad == 0, "gray2: %d samples not at their nearest level", bad);
     pf_frame_free(&g);
+    /* gray bits pack row by row: two bands packed apart give the whole frame's rows */
+    pf_png_packed whole, top, bottom;
+    pf_frame ft = page, fb = page;
+    ft.height = 40;
+    fb.height = page.height - 40;
+    fb.data = (char *)page.data + 40 * page.pitch;
+    CHECK(pf_png_pack(&page, PF_PNG_FORM_GRAY2, NULL, &whole, err, sizeof err) == PF_OK);
+    CHECK(pf_png_pack(&ft, PF_PNG_FORM_GRAY2, NULL, &top, err, sizeof err) == PF_OK);
+    CHECK(pf_png_pack(&fb, PF_PNG_FORM_GRAY2, NULL, &bottom, err, sizeof err) == PF_OK);
+    int rows_same = whole.rows && top.rows && bottom.rows && whole.row_bytes == top.row_bytes;
+    for (int y = 0; rows_same && y < page.height; y++)
+        rows_same = !memcmp(whole.rows + (size_t)y * whole.pitch,
+                            y < 40 ? top.rows + (size_t)y * top.pitch
+                                   : bottom.rows + (size_t)(y - 40) * bottom.pitch,
+                            whole.row_bytes);
+    CHECKF(rows_same, "gray2 packed in two bands differs from the whole frame's rows");
+    pf_png_packed_free(&whole);
+    pf_png_packed_free(&top);
+    pf_png_packed_free(&bottom);
     /* colour is refused for gray bits, naming both; no file is left */
     pf_frame rgb = make(4, 4, PF_U8, 3);
     int st = write_form("refused.png", &rgb, PF_PNG_FORM_GRAY1, NULL, NULL, err, sizeof err);
