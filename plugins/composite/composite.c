@@ -14,6 +14,38 @@ extern const char pf_src_composite_ops[];
 
 /* Param rows: PF_FLOAT_PARAM and PF_BOOL_PARAM (pipefuse/plugin.h). */
 
+/* Where the compiler and the C library can dispatch at load time (GCC or clang on x86-64
+   with ifunc), the row loops are also built for AVX2 and the CPU picks; not under the
+   sanitizers (see engine/frame.c). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) &&                                \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define COMPOSITE_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define COMPOSITE_VECTOR_CLONES
+#endif
+
+/* The CPU row function of an n_in-input op fn, fn##_row: PF_POINT_ROW's loop (the params
+   copied to a local, fn on each pixel in turn) with the number of inputs fixed, so that
+   the compiler can vectorise the loop over pixels: the same operations on each pixel,
+   the same values. */
+#define COMPOSITE_POINT_ROW(fn, T, n_in_)                                                          \
+    COMPOSITE_VECTOR_CLONES static void fn##_row(const void *params, const pf_float4 *const *in,   \
+                                                 int n_in, pf_float4 *out, int x0, int n, int y,   \
+                                                 int width, int height)                            \
+    {                                                                                              \
+        const T pl_ = *(const T *)params;                                                          \
+        const pf_float4 *src_[n_in_];                                                              \
+        for (int k_ = 0; k_ < n_in_; k_++)                                                         \
+            src_[k_] = in[k_];                                                                     \
+        for (int i_ = 0; i_ < n; i_++) {                                                           \
+            pf_float4 v_[n_in_];                                                                   \
+            for (int k_ = 0; k_ < n_in_; k_++)                                                     \
+                v_[k_] = src_[k_][i_];                                                             \
+            const pf_pos pos_ = {x0 + i_, y, width, height};                                       \
+            out[i_] = fn(&pl_, v_, pos_);                                                          \
+        }                                                                                          \
+    }
+
 /* The descriptor fields of an n_in-input point stage running op fn with params T and
    PF_STAGE_* flags fl (PF_STAGE_PER_CHANNEL where channel c of the output reads channel c
    of each input only). Its precompiled CUDA kernel, fn##_cuda, is PF_POINT_CUDA(fn, T) in
@@ -24,13 +56,13 @@ extern const char pf_src_composite_ops[];
 
 /* A stage fn##_desc with the param rows ..., or, for COMPOSITE_STAGE0, none. */
 #define COMPOSITE_STAGE(sname, fn, T, n_in, fl, sdoc, ...)                                         \
-    PF_POINT_ROW(fn, T)                                                                            \
+    COMPOSITE_POINT_ROW(fn, T, n_in)                                                               \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_param_desc fn##_table[] = {__VA_ARGS__};                                       \
     static const pf_stage_desc fn##_desc = {COMPOSITE_POINT(sname, fn, T, n_in, fl, sdoc),         \
                                             PF_PARAMS(fn##_table)};
 #define COMPOSITE_STAGE0(sname, fn, fl, sdoc)                                                      \
-    PF_POINT_ROW(fn, composite_none_params)                                                        \
+    COMPOSITE_POINT_ROW(fn, composite_none_params, 2)                                              \
     int fn##_cuda(const pf_stage_args *a);                                                         \
     static const pf_stage_desc fn##_desc = {                                                       \
         COMPOSITE_POINT(sname, fn, composite_none_params, 2, fl, sdoc)};

@@ -1,9 +1,11 @@
-/* tests/cpu/test_color_rows.c: the color family's CPU row functions (plugins/color/color.c,
- * COLOR_POINT_ROW: a loop the compiler vectorises) give the same bits as PF_POINT_ROW's
- * form of the same op, kept here as the reference: each pixel copied out, the op of
- * kernels/point/color_ops.h called on it with its position.
+/* tests/cpu/test_point_rows.c: the CPU row functions of the color and composite families
+ * (plugins/color/color.c's COLOR_POINT_ROW, plugins/composite/composite.c's
+ * COMPOSITE_POINT_ROW: loops the compiler vectorises) give the same bits as
+ * PF_POINT_ROW's form of the same op, kept here as the reference: each pixel copied
+ * out, the op of kernels/point/color_ops.h or composite_ops.h called on it with its
+ * position.
  *
- * Every stage of the family, with its default params and with random ones in range; rows
+ * Every point stage of both families, with default params and random ones in range; rows
  * of 1 to 300 pixels at random positions; samples as 8-bit and 16-bit frames load them
  * (k / 255, k / 65535) and floats with NaN, infinities, signed zeros, subnormals and
  * huge values, laid out as gray, gray+alpha, RGB and RGBA frames load. Equal bits, or
@@ -13,21 +15,23 @@
 #include <string.h>
 
 #include "color_ops.h"
+#include "composite_ops.h"
 #include "stage_harness.h"
 
-typedef void (*ref_row_fn)(const void *params, const pf_float4 *in, pf_float4 *out, int x0, int n,
-                           int y, int width, int height);
+typedef void (*ref_row_fn)(const void *params, const pf_float4 *const *in, int n_in, pf_float4 *out,
+                           int x0, int n, int y, int width, int height);
 
-/* PF_POINT_ROW's loop, as the family's rows ran before. */
+/* PF_POINT_ROW's loop, as the families' rows ran before. */
 #define REF_ROW(fn, T)                                                                             \
-    static void ref_##fn(const void *params, const pf_float4 *in, pf_float4 *out, int x0, int n,   \
-                         int y, int width, int height)                                             \
+    static void ref_##fn(const void *params, const pf_float4 *const *in, int n_in, pf_float4 *out, \
+                         int x0, int n, int y, int width, int height)                              \
     {                                                                                              \
         const T p = *(const T *)params;                                                            \
-        pf_float4 v[1];                                                                            \
+        pf_float4 v[PF_MAX_INPUTS];                                                                \
         pf_pos pos = {x0, y, width, height};                                                       \
         for (int i = 0; i < n; i++, pos.x++) {                                                     \
-            v[0] = in[i];                                                                          \
+            for (int k = 0; k < n_in; k++)                                                         \
+                v[k] = in[k][i];                                                                   \
             out[i] = fn(&p, v, pos);                                                               \
         }                                                                                          \
     }
@@ -43,17 +47,35 @@ REF_ROW(color_levels, color_levels_params)
 REF_ROW(color_linear, color_linear_params)
 REF_ROW(color_matrix, color_matrix_params)
 REF_ROW(color_vignette, color_vignette_params)
+REF_ROW(composite_blend, composite_blend_params)
+REF_ROW(composite_add, composite_add_params)
+REF_ROW(composite_multiply, composite_none_params)
+REF_ROW(composite_difference, composite_none_params)
+REF_ROW(composite_alpha_over, composite_none_params)
+REF_ROW(composite_mask, composite_mask_params)
 
 static const struct {
-    const char *name;
+    const char *plugin, *name;
+    int n_in;
     ref_row_fn ref;
 } stages[] = {
-    {"brightness", ref_color_brightness}, {"contrast", ref_color_contrast},
-    {"gamma", ref_color_gamma},           {"invert", ref_color_invert},
-    {"grayscale", ref_color_grayscale},   {"threshold", ref_color_threshold},
-    {"saturation", ref_color_saturation}, {"levels", ref_color_levels},
-    {"linear", ref_color_linear},         {"color_matrix", ref_color_matrix},
-    {"vignette", ref_color_vignette},
+    {"color", "brightness", 1, ref_color_brightness},
+    {"color", "contrast", 1, ref_color_contrast},
+    {"color", "gamma", 1, ref_color_gamma},
+    {"color", "invert", 1, ref_color_invert},
+    {"color", "grayscale", 1, ref_color_grayscale},
+    {"color", "threshold", 1, ref_color_threshold},
+    {"color", "saturation", 1, ref_color_saturation},
+    {"color", "levels", 1, ref_color_levels},
+    {"color", "linear", 1, ref_color_linear},
+    {"color", "color_matrix", 1, ref_color_matrix},
+    {"color", "vignette", 1, ref_color_vignette},
+    {"composite", "blend", 2, ref_composite_blend},
+    {"composite", "add", 2, ref_composite_add},
+    {"composite", "multiply", 2, ref_composite_multiply},
+    {"composite", "difference", 2, ref_composite_difference},
+    {"composite", "alpha_over", 2, ref_composite_alpha_over},
+    {"composite", "mask", 3, ref_composite_mask},
 };
 
 /* A float sample with the values that trip rounding and comparisons up now and then. */
@@ -125,9 +147,11 @@ int main(void)
     pf_rng_seed(&r, 34);
     static const int lengths[] = {1, 2, 7, 8, 9, 31, 256, 300};
     long runs = 0;
-    pf_float4 in[300], got[300], want[300];
+    pf_float4 in[3][300], got[300], want[300];
     for (size_t s = 0; s < sizeof stages / sizeof stages[0]; s++) {
-        const pf_stage_desc *d = h_stage("color", stages[s].name);
+        const pf_stage_desc *d = h_stage(stages[s].plugin, stages[s].name);
+        const int n_in = stages[s].n_in;
+        CHECKF(d->n_inputs == n_in, "%s: %d inputs", stages[s].name, d->n_inputs);
         CHECKF(d->point_row != NULL, "%s: no CPU row function", stages[s].name);
         for (int draw = 0; draw < 6 && d->point_row; draw++) {
             void *params = h_params(d);
@@ -139,11 +163,12 @@ int main(void)
                         const int n = lengths[l], width = 700, height = 500;
                         const int x0 = pf_rng_range(&r, 0, width - n),
                                   y = pf_rng_range(&r, 0, height - 1);
-                        fill_row(&r, in, n, kind, ch);
-                        const pf_float4 *ins[1] = {in};
+                        const pf_float4 *ins[3] = {in[0], in[1], in[2]};
+                        for (int k = 0; k < n_in; k++)
+                            fill_row(&r, in[k], n, kind, ch);
                         memset(got, 0xff, sizeof got);
-                        d->point_row(params, ins, 1, got, x0, n, y, width, height);
-                        stages[s].ref(params, in, want, x0, n, y, width, height);
+                        d->point_row(params, ins, n_in, got, x0, n, y, width, height);
+                        stages[s].ref(params, ins, n_in, want, x0, n, y, width, height);
                         runs++;
                         CHECKF(
                             same_row(got, want, n),
@@ -158,7 +183,7 @@ int main(void)
             free(params);
         }
     }
-    printf("test_color_rows: %ld rows against the per-pixel form\n", runs);
+    printf("test_point_rows: %ld rows against the per-pixel form\n", runs);
     CHECK(runs > 0);
-    return pf_test_done("test_color_rows");
+    return pf_test_done("test_point_rows");
 }
