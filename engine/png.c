@@ -1098,21 +1098,26 @@ static int idat_write(void *ctx, const void *data, size_t n)
     return -1;
 }
 
-/* The options of w's image data when it is stored as the frame holds it (no conversion
-   but the byte order) and is worth the threads; 0 otherwise. */
+/* The options of w's image data, as packed (w->packed: the frame's own rows, or rows
+   converted to a palette, low-bit gray or another form), when it is worth the threads;
+   0 otherwise. */
 static int idat_threaded(writer *w)
 {
-    static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
-                                 PNG_COLOR_TYPE_RGB_ALPHA};
-    const pf_frame *f = w->frame;
-    int bits = f->sample == PF_U16 ? 16 : 8;
-    if (png_get_bit_depth(w->png, w->info) != bits ||
-        png_get_color_type(w->png, w->info) != ctypes[f->channels - 1] ||
+    const pf_png_packed *pk = &w->packed;
+    int ct = pk->color_type, depth = pk->bit_depth;
+    int channels = ct == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+                   : ct == PNG_COLOR_TYPE_RGB     ? 3
+                   : ct == PNG_COLOR_TYPE_GA      ? 2
+                                                  : 1;
+    if (png_get_bit_depth(w->png, w->info) != depth || png_get_color_type(w->png, w->info) != ct ||
         png_get_interlace_type(w->png, w->info) != PNG_INTERLACE_NONE)
         return 0;
-    /* libpng's filters for 8 and 16 bits: all five, the cheapest chosen per row */
-    w->idat = (pf_pngz_opts){f->width, f->height,   bits,       f->channels,
-                             w->level, PF_PNGZ_ALL, w->threads, host_is_little_endian()};
+    /* libpng's filters: none for a palette or below 8 bits, else all five, the cheapest
+       chosen per row */
+    int filter = ct == PNG_COLOR_TYPE_PALETTE || depth < 8 ? PF_PNGZ_NONE : PF_PNGZ_ALL;
+    w->idat =
+        (pf_pngz_opts){w->frame->width, w->frame->height, depth,      channels,
+                       w->level,        filter,           w->threads, host_is_little_endian()};
     return pf_pngz_worth(&w->idat);
 }
 
@@ -1121,9 +1126,11 @@ static int write_idat_threaded(writer *w)
     pf_pngz *z = NULL;
     char e[256] = "";
     const pf_frame *f = w->frame;
+    const pf_png_packed *pk = &w->packed;
     int rc = pf_pngz_begin(&w->idat, idat_write, w, &z, e, sizeof e);
-    if (rc == 0)
-        rc = pf_pngz_rows(z, f->data, f->pitch, f->height, e, sizeof e);
+    if (rc == 0) /* the packed rows, or the frame's own */
+        rc = pf_pngz_rows(z, pk->rows ? (const void *)pk->rows : f->data,
+                          pk->rows ? pk->pitch : f->pitch, f->height, e, sizeof e);
     pf_pngz_free(z);
     for (int i = 0; rc == 0 && i < w->n_keep; i++)
         if (w->keep[i].location & PNG_AFTER_IDAT)

@@ -15,14 +15,16 @@
  * a large image on 4 threads comes in several IDAT chunks, one a segment.
  * Failures: a write that fails stops the stream and every later call, more rows than
  * the image has is refused, bad options are refused with a message.
- * pf_png_write takes this path for a large frame: the file reads back to the frame, with
- * its text chunks before and after the image data where they were. */
+ * pf_png_write takes this path for a large frame (RGB at 8 and 16 bits, a palette, 4-bit
+ * gray): the file reads back to the frame, with its text chunks before and after the
+ * image data where they were, and with several cores its IDAT chunks are the segments'. */
 #define _POSIX_C_SOURCE 200809L
 #include <png.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "png_deflate.h"
@@ -430,6 +432,7 @@ static void failures(void)
     err[0] = 0;
     CHECK(y >= h || pf_pngz_rows(z, rows, rb, 1, err, sizeof err) != 0);
     pf_pngz_free(z);
+    free(s.p);
 
     s = (sink){0};
     s.fail_after = -1;
@@ -486,10 +489,52 @@ static void write_source(const char *path)
     fclose(fp);
 }
 
+/* The chunks of a file in order, IDATs as one "I", tEXt "t", IEND "E"; *segmented: its
+   IDAT chunks are not libpng's (all 8192 bytes but the last), so png_deflate.c wrote
+   them. */
+static void walk(const char *path, char *order, size_t n, int *segmented)
+{
+    FILE *fp = fopen(path, "rb");
+    unsigned char buf[8];
+    int idats = 0, odd = 0;
+    uint32_t last = 0;
+    order[0] = 0;
+    if (fp && fseek(fp, 8, SEEK_SET) == 0)
+        while (fread(buf, 1, 8, fp) == 8 && strlen(order) + 2 < n) {
+            uint32_t len = rd32(buf);
+            if (!memcmp(buf + 4, "IDAT", 4)) {
+                if (idats++ && last != 8192)
+                    odd = 1; /* a chunk before this one was not 8192 bytes */
+                last = len;
+                if (idats == 1)
+                    strcat(order, "I");
+            } else if (!memcmp(buf + 4, "tEXt", 4)) {
+                strcat(order, "t");
+            } else if (!memcmp(buf + 4, "IEND", 4)) {
+                strcat(order, "E");
+            }
+            if (fseek(fp, (long)len + 4, SEEK_CUR) != 0)
+                break;
+        }
+    if (fp)
+        fclose(fp);
+    *segmented = odd;
+}
+
+static unsigned char *px8(pf_frame *f, int x, int y)
+{
+    return (unsigned char *)f->data + (size_t)y * f->pitch + (size_t)x * (size_t)f->channels;
+}
+
+/* pf_png_write of large frames: 8- and 16-bit RGB with text before and after the image
+   data, a palette and 4-bit gray (pf_png_write_opts' forms: packed rows). Each reads back
+   to the frame, the chunks in their places; with several cores the image data is the
+   segmented writer's. */
 static void through_pf_png_write(void)
 {
     const char *dir = pf_test_tmpdir("png_deflate");
-    char src[1200], out[1200], err[512] = "";
+    char src[1200], out[1200], err[512] = "", order[64];
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), seg;
     snprintf(src, sizeof src, "%s/src.png", dir);
     snprintf(out, sizeof out, "%s/out.png", dir);
     write_source(src);
@@ -521,33 +566,48 @@ static void through_pf_png_write(void)
             CHECK(pf_test_frame_diff(&f, &back, NULL, NULL) == 0);
             pf_frame_free(&back);
         }
-        /* the chunks in order: Title's tEXt before the image data, Comment's after */
-        FILE *fp = fopen(out, "rb");
-        unsigned char buf[8];
-        char order[64] = "";
-        int idats = 0;
-        if (fp && fseek(fp, 8, SEEK_SET) == 0)
-            while (fread(buf, 1, 8, fp) == 8) {
-                uint32_t len = rd32(buf);
-                if (!memcmp(buf + 4, "IDAT", 4)) {
-                    if (!idats++)
-                        strcat(order, "I");
-                } else if (!memcmp(buf + 4, "tEXt", 4)) {
-                    strcat(order, "t");
-                } else if (!memcmp(buf + 4, "IEND", 4)) {
-                    strcat(order, "E");
-                }
-                if (fseek(fp, (long)len + 4, SEEK_CUR) != 0)
-                    break;
-            }
-        if (fp)
-            fclose(fp);
+        /* Title's tEXt before the image data, Comment's after */
+        walk(out, order, sizeof order, &seg);
         CHECKF(strcmp(order, "tItE") == 0, "%d-bit: chunks in order %s, not tItE", bits, order);
-        CHECKF(idats >= 2, "%d-bit: a 1500x700 RGB frame came in %d IDAT chunk(s)", bits, idats);
+        CHECKF(seg || cores < 2, "%d-bit: a 1500x700 RGB frame on %d cores was not segmented", bits,
+               cores);
         pf_png_meta_free(m2);
         pf_frame_free(&f);
     }
     pf_png_meta_free(meta);
+
+    /* packed forms: 200 colours as a palette (1 byte a pixel), 16 grays in 4 bits */
+    static const pf_png_form forms[] = {PF_PNG_FORM_PALETTE, PF_PNG_FORM_GRAY4};
+    for (int k = 0; k < 2; k++) {
+        pf_frame f;
+        int ch = k == 0 ? 3 : 1, w = k == 0 ? 1200 : 2400;
+        CHECK(pf_frame_alloc(&f, w, 400, PF_U8, ch) == PF_OK);
+        for (int y = 0; y < f.height; y++)
+            for (int x = 0; x < f.width; x++) {
+                int c = (x / 7 + y / 5 + (x * y) % 3) % (k == 0 ? 200 : 16);
+                for (int i = 0; i < ch; i++)
+                    px8(&f, x, y)[i] = (unsigned char)(k == 0 ? c * (i + 1) % 251 : c * 17);
+            }
+        pf_png_write_options o;
+        pf_png_write_options_init(&o);
+        o.zlib_level = 6;
+        o.form = forms[k];
+        int st = pf_png_write_opts(out, &f, &o, err, sizeof err);
+        CHECKF(st == PF_OK, "form %d: %s", (int)forms[k], err);
+        pf_frame back;
+        pf_png_info info;
+        st = pf_png_read(out, 0, &back, &info, err, sizeof err);
+        CHECKF(st == PF_OK, "form %d, reading back: %s", (int)forms[k], err);
+        if (st == PF_OK) {
+            CHECK(info.color_type == (k == 0 ? 3 : 0) && info.bit_depth == (k == 0 ? 8 : 4));
+            CHECK(pf_test_frame_diff(&f, &back, NULL, NULL) == 0);
+            pf_frame_free(&back);
+        }
+        walk(out, order, sizeof order, &seg);
+        CHECKF(strcmp(order, "IE") == 0 && (seg || cores < 2),
+               "form %d on %d cores: chunks %s, segmented %d", (int)forms[k], cores, order, seg);
+        pf_frame_free(&f);
+    }
 }
 
 int main(void)
