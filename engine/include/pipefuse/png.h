@@ -64,10 +64,11 @@ int pf_png_read_memory(const void *data, size_t size, const char *name,
    Returns PF_OK, PF_INVALID_ARGUMENT (format, level, NULL; nothing is created), PF_IO
    or (rarely) PF_NO_MEMORY, message in err; on failure no temporary file remains and
    a file already at path is untouched. Rows are filtered as libpng does by default
-   (each row's cheapest of the five filters). On a machine of several cores, a frame of
-   256 KB or more of filtered rows is deflated in segments on one thread per online
-   core (pigz's method: one zlib stream, the same pixels, other bytes than a serial
-   deflate; the calling thread waits for them). */
+   (8 and 16 bits: each row's cheapest of the five filters; palettes and fewer bits: no
+   filter). On a machine of several cores, a frame of 256 KB or more of filtered rows
+   is deflated in segments on one thread per online core (pigz's method: one zlib
+   stream, the same pixels, other bytes than a serial deflate; the calling thread waits
+   for them). */
 int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err, size_t err_size);
 
 /* ---- Metadata: colour, density and text chunks, carried from an input to an output ----
