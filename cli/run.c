@@ -2071,6 +2071,12 @@ int cli_run(int argc, char **argv, const cli_common *c)
         s.progress = o.progress == 1 || (o.progress < 0 && !o.quiet && isatty(2));
         s.t0 = now_ms();
         self_exe();
+        if (!o.backend || strcmp(o.backend, "auto") == 0)
+            for (int i = 0; i < o.n_inputs; i++) {
+                unsigned long long px = 0;
+                worker_estimate_bytes(o.inputs[i], 0, &px);
+                o.batch_pixels += px ? px : 1000000;
+            }
         int started = start_and_greet(&s);
         if (started == -2) {
             summary(&s, 1);

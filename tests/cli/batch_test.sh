@@ -994,6 +994,36 @@ EOF
     # the same stage without the trap runs: the GPU is usable again
     pf run "$W/trap.json" "$W/in/f000.png" -o "$W/trap2" --backend cuda --set boom.trap=false
     expect 0 "spin_fault without trap"
+
+    # --backend auto (the default): a pipeline whose work for the batch costs the CPU far
+    # less than a GPU's start runs on the CPU, one that costs it seconds on the GPU; both
+    # say so once, and give the bytes of --backend cpu
+    pf run "$P/demo.json" "$W/in" -o "$W/auto_cpu"
+    expect 0 "auto, light"
+    says "$W/stderr" "--backend auto: the CPU" "auto, light: the CPU chosen"
+    [ "$(grep -c -- '--backend auto' "$W/stderr")" = 1 ] || fail "auto, light: the choice not said once"
+    mkdir -p "$W/big"
+    "$HELPER" image "$W/big/a.png" 3000 2000 3 8 || fail "cli_helper image"
+    for k in 1 2 3 4 5; do cp "$W/big/a.png" "$W/big/a$k.png"; done
+    cat >"$W/heavy.json" <<'EOF'
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "g1", "op": "gaussian", "inputs": ["x"], "params": {"sigma": 24}},
+  {"id": "g2", "op": "gaussian", "inputs": ["g1"], "params": {"sigma": 24}},
+  {"id": "g3", "op": "gaussian", "inputs": ["g2"], "params": {"sigma": 24}},
+  {"id": "m", "op": "median3", "inputs": ["g3"]},
+  {"id": "u", "op": "unsharp", "inputs": ["m"], "params": {"sigma": 8, "amount": 1}}],
+ "outputs": {"out": "u"}}
+EOF
+    pf run "$W/heavy.json" "$W/big" -o "$W/auto_gpu"
+    expect 0 "auto, heavy"
+    says "$W/stderr" "--backend auto: the GPU" "auto, heavy: the GPU chosen"
+    says "$W/stderr" "on the GPU:" "auto, heavy: the GPU batch's choices said"
+    pf run "$W/heavy.json" "$W/big" -o "$W/heavy_cpu" --backend cpu -q
+    expect 0 "heavy on the CPU"
+    for f in "$W"/heavy_cpu/*.png; do
+        cmp -s "$f" "$W/auto_gpu/$(basename "$f")" ||
+            fail "heavy: $(basename "$f") differs between the GPU and the CPU"
+    done
 }
 
 # ---- start: the worker starts under a low descriptor limit, without /proc, through the
