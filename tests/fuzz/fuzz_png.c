@@ -67,6 +67,19 @@ static void fix_crcs(uint8_t *b, size_t size)
     }
 }
 
+/* Pixel (x, y) as RGBA on the 16-bit scale: gray to r = g = b, no alpha opaque. */
+static void rgba16(const pf_frame *f, int x, int y, unsigned v[4])
+{
+    unsigned s[4];
+    const char *row = (const char *)f->data + (size_t)y * f->pitch;
+    for (int c = 0; c < f->channels; c++)
+        s[c] = f->sample == PF_U16 ? ((const uint16_t *)row)[(size_t)x * f->channels + c]
+                                   : 257u * ((const uint8_t *)row)[(size_t)x * f->channels + c];
+    const int colour = f->channels >= 3, alpha = f->channels == 2 || f->channels == 4;
+    v[0] = s[0], v[1] = s[colour ? 1 : 0], v[2] = s[colour ? 2 : 0];
+    v[3] = alpha ? s[f->channels - 1] : 65535u;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int registered;
@@ -127,6 +140,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                          (const char *)g.data + (size_t)y * g.pitch, row) == 0,
                   "row %d of %dx%d (bit depth %d, colour type %d) differs after the round trip", y,
                   f.width, f.height, info.bit_depth, info.color_type);
+    pf_frame_free(&g);
+
+    /* The smallest lossless form (pf_png_pack's auto: palette, low-bit gray, fewer
+       channels or bits) reads back as the same pixels, in whatever channels it keeps. */
+    pf_png_write_options o;
+    pf_png_write_options_init(&o);
+    o.zlib_level = level;
+    o.form = PF_PNG_FORM_AUTO;
+    rc = pf_png_write_opts(path, &f, &o, err, sizeof err);
+    FZ_ASSERT(rc == PF_OK, "auto-form write of a %dx%d %d-channel frame: %s", f.width, f.height,
+              f.channels, err);
+    memset(&g, 0, sizeof g);
+    rc = pf_png_read(path, FZ_PNG_MAX_PIXELS, &g, &info2, err, sizeof err);
+    FZ_ASSERT(rc == PF_OK && g.width == f.width && g.height == f.height,
+              "reading back the auto form: %s", err);
+    for (int y = 0; y < f.height; y++)
+        for (int x = 0; x < f.width; x++) {
+            unsigned a[4], b[4];
+            rgba16(&f, x, y, a);
+            rgba16(&g, x, y, b);
+            FZ_ASSERT(!memcmp(a, b, sizeof a),
+                      "(%d, %d) of %dx%d: %u %u %u %u read back as %u %u %u %u (bit depth %d, "
+                      "colour type %d written)",
+                      x, y, f.width, f.height, a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3],
+                      info2.bit_depth, info2.color_type);
+        }
     pf_frame_free(&f);
     pf_frame_free(&g);
     return 0;
