@@ -630,6 +630,30 @@ PF_API int pf_jpeg_read_header(const char *path, const pf_jpeg_read_opts *opts, 
     return st;
 }
 
+PF_API int pf_jpeg_read_header_memory(const void *data, size_t size, const char *name,
+                                      const pf_jpeg_read_opts *opts, pf_jpeg_info *info, char *err,
+                                      size_t err_size)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!name)
+        name = "<memory>";
+    if (!info || (!data && size)) {
+        set_err(err, err_size, "%s: pf_jpeg_read_header_memory: %s is NULL", name,
+                info ? "data" : "info");
+        return PF_INVALID_ARGUMENT;
+    }
+    dec d;
+    dec_init(&d, name, opts, err, err_size);
+    d.mem = data;
+    d.mem_size = size;
+    d.src_size = size;
+    int st = dec_header(&d);
+    *info = d.info;
+    dec_free(&d);
+    return st;
+}
+
 /* ---- Reading by rows ---------------------------------------------------------------------------- */
 
 struct pf_jpeg_rows {

@@ -56,6 +56,15 @@ PF_API int pf_jpeg_read_header(const char *path, const pf_jpeg_read_opts *opts, 
     NO_JPEG(path);
 }
 
+PF_API int pf_jpeg_read_header_memory(const void *data, size_t size, const char *name,
+                                      const pf_jpeg_read_opts *opts, pf_jpeg_info *info, char *err,
+                                      size_t err_size)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    NO_JPEG(name);
+}
+
 PF_API int pf_jpeg_rows_open(const char *path, const pf_jpeg_read_opts *opts, pf_jpeg_rows **out,
                              pf_frame *format, pf_jpeg_info *info, pf_jpeg_meta **meta, char *err,
                              size_t err_size)

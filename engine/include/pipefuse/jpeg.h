@@ -112,6 +112,11 @@ int pf_jpeg_read_memory(const void *data, size_t size, const char *name,
 int pf_jpeg_read_header(const char *path, const pf_jpeg_read_opts *opts, pf_jpeg_info *info,
                         char *err, size_t err_size);
 
+/* The same from memory (name labels messages; NULL: "<memory>"). */
+int pf_jpeg_read_header_memory(const void *data, size_t size, const char *name,
+                               const pf_jpeg_read_opts *opts, pf_jpeg_info *info, char *err,
+                               size_t err_size);
+
 /* ---- Reading by rows (large images in bands, pipefuse/bands.h) -------------------------- */
 
 typedef struct pf_jpeg_rows pf_jpeg_rows;
@@ -187,6 +192,57 @@ int pf_jpeg_meta_new(const void *icc, size_t icc_size, const void *exif, size_t 
 /* The metadata of a PNG (pf_png_read_meta) that a JPEG can hold: the iCCP profile,
    inflated. *out NULL when there is none (PF_OK). */
 int pf_jpeg_meta_from_png(const pf_png_meta *pm, pf_jpeg_meta **out, char *err, size_t err_size);
+
+/* ---- On the GPU: nvJPEG ---------------------------------------------------------------------
+ *
+ * libnvjpeg is loaded at run time (dlopen of libnvjpeg.so.13, .12, .11), so a binary built
+ * with CUDA starts where it is missing; there, and in a build without CUDA, create says
+ * PF_UNSUPPORTED (no device: PF_NO_DEVICE). A decoder serves one thread at a time.
+ *
+ * Decoding takes files in host memory and gives device frames (cudaMalloc'd, u8, gray 1
+ * channel or RGB 3, pitch width * channels; free with pf_jpeg_gpu_frame_free), the same
+ * formats as pf_jpeg_read. Each file goes where it can be decoded: baseline colour files
+ * to one batched call of nvJPEG's hardware backend where the device has JPEG engines
+ * (NVJPEG_BACKEND_HARDWARE, A100, H100, H200...), else to the GPU/hybrid backend;
+ * progressive and gray files to the GPU/hybrid backend; files nvJPEG does not take
+ * (arithmetic coding, CMYK/YCCK, 12-bit, an EXIF orientation to apply, a file nvJPEG
+ * refuses or fails on) to libjpeg, whose frame is copied up. A file without its EOI
+ * marker is refused as truncated before nvJPEG sees it; corrupt data inside a scan is
+ * reported as nvJPEG reports it (libjpeg then reads the file and names the reason). The
+ * pixels differ from libjpeg's by the chroma upsampling and IDCT rounding: a few steps
+ * at most (tests/jpeg/jpeg_gpu.c states the bound). Metadata is not read here (read it
+ * with pf_jpeg_read_header_memory and pf_jpeg_read_memory where it is wanted). */
+typedef struct pf_jpeg_gpu pf_jpeg_gpu;
+
+/* Opens nvJPEG on the calling thread's current CUDA device, for batches of up to
+   max_batch files (0: 32). Returns PF_OK, PF_UNSUPPORTED (no libnvjpeg, no CUDA in this
+   build, no libjpeg), PF_NO_DEVICE or PF_CUDA, with the reason in err. */
+int pf_jpeg_gpu_create(int max_batch, pf_jpeg_gpu **out, char *err, size_t err_size);
+void pf_jpeg_gpu_destroy(pf_jpeg_gpu *g); /* NULL: nothing */
+/* "hardware" or "gpu": the backend of the batched decode. */
+const char *pf_jpeg_gpu_backend(const pf_jpeg_gpu *g);
+
+/* Decodes n files (data[i], size[i]; names[i] labels messages, may be NULL) on stream (a
+   cudaStream_t; NULL: the default stream), waiting for it before returning. out[i] gets
+   file i's device frame, status[i] its PF_ status; where[i] (may be NULL) says who decoded
+   it: 'h' hardware, 'g' nvJPEG's GPU backend, 'c' libjpeg. Returns PF_OK when every file
+   decoded, else the first failure's status with its message in err (the others' frames
+   are still given). opts: as pf_jpeg_read's (NULL: the defaults). */
+int pf_jpeg_gpu_decode(pf_jpeg_gpu *g, const void *const *data, const size_t *size,
+                       const char *const *names, int n, const pf_jpeg_read_opts *opts, void *stream,
+                       pf_frame *out, int *status, char *where, char *err, size_t err_size);
+
+/* Encodes a device frame (u8, 1 or 3 channels; gray written gray) with nvJPEG on stream:
+   quality and subsampling as opts says (NULL: the defaults), optimised Huffman tables
+   when asked, baseline (progressive is written by pf_jpeg_encode on the CPU). *out is
+   host memory (malloc'd; free with free()). meta: the ICC profile and EXIF are spliced
+   in after SOI as pf_jpeg_encode writes them. */
+int pf_jpeg_gpu_encode(pf_jpeg_gpu *g, const pf_frame *device_frame, const pf_jpeg_write_opts *opts,
+                       const pf_jpeg_meta *meta, void *stream, void **out, size_t *out_size,
+                       char *err, size_t err_size);
+
+/* Frees a frame pf_jpeg_gpu_decode gave (cudaFree) and empties it; NULL data: nothing. */
+void pf_jpeg_gpu_frame_free(pf_frame *f);
 
 #ifdef __cplusplus
 }
