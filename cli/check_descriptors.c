@@ -79,10 +79,12 @@ static void check_stage_decl(pc *c, const pf_stage_desc *src, int index)
     const char *form = d.kind == PF_STAGE_POINT                       ? "the op header"
                        : d.kind == PF_STAGE_STENCIL && d.stencil_fn   ? "stencil_fn's header"
                        : d.kind == PF_STAGE_STENCIL && d.separable_fn ? "separable_fn's header"
+                       : d.kind == PF_STAGE_REDUCE && d.reduce_finish ? "reduce_finish's header"
                                                                       : NULL;
     if (form && d.point_source && pc_forbidden_call(d.point_source, callee, sizeof callee, &line))
         fail(c,
-             "a fused function (point op, stencil_fn, separable_fn) may call only its "
+             "a fused function (point op, stencil_fn, separable_fn, reduce_finish) may call only "
+             "its "
              "header's own PF_POINT_FN functions, the pf_* helpers and PF_* macros of "
              "pipefuse/point.h, and the maths functions docs/plugins.md lists (no I/O, memory "
              "or process functions: it runs once per pixel, on the GPU too)",

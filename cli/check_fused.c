@@ -31,7 +31,7 @@ extern char **environ;
 extern const char pc_src_point_h[]; /* pipefuse/point.h, embedded (cli/CMakeLists.txt) */
 
 /* The declared forms, each a function of the point source with its signature. */
-enum { FORM_POINT, FORM_STENCIL, FORM_SEPARABLE };
+enum { FORM_POINT, FORM_STENCIL, FORM_SEPARABLE, FORM_FINISH };
 
 static const struct {
     const char *field; /* the descriptor field naming the function */
@@ -51,11 +51,17 @@ static const struct {
      "int (*)(const %s *, int, double *, int *)",
      "int pipefuse_check_fn_(const void *p, int i, double *tap, int *pm)\n"
      "{\n    return f_((const T_ *)p, i, tap, pm);\n}\n"},
+    {"reduce_finish",
+     "double %s(const T *params, double sum, int row, int column, int width, int height)",
+     "double (*)(const %s *, double, int, int, int, int)",
+     "double pipefuse_check_fn_(const void *p, double s, int r, int c, int w, int h)\n"
+     "{\n    return f_((const T_ *)p, s, r, c, w, h);\n}\n"},
 };
 
 typedef pf_float4 (*point_fn)(const void *, const pf_float4 *, pf_pos);
 typedef pf_float4 (*stencil_fn)(const void *, const pf_float4 *);
 typedef int (*taps_fn)(const void *, int, double *, int *);
+typedef double (*finish_fn)(const void *, double, int, int, int, int);
 
 /* ---- The host compile ------------------------------------------------------------------------ */
 
@@ -524,14 +530,28 @@ static void check_sum(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets
 {
     const int by_columns = d->reduce_sum == PF_REDUCE_SUM_COLUMNS;
     const int rows = by_columns ? in[0].im.width : in[0].im.height;
+    const int W = in[0].im.width, H = in[0].im.height;
+    finish_fn fin = NULL;
+    if (d->reduce_finish) { /* each entry is then finish(sum) */
+        if (!d->point_source || !d->params_type ||
+            !(fin = (finish_fn)compiled(c, d, FORM_FINISH, d->reduce_finish)))
+            return;
+    }
+    double *sum = malloc(sizeof(double) * 4 * (size_t)rows);
     double *ref = malloc(sizeof(double) * 4 * (size_t)rows);
     char done[256] = "", text[512];
-    if (!ref) {
+    if (!ref || !sum) {
+        free(sum);
+        free(ref);
         fail(c, NULL, "%s: out of memory for the sum", d->name);
         return;
     }
-    run_sum(by_columns, &in[0], ref);
+    run_sum(by_columns, &in[0], sum);
     for (int s = 0; s < n_sets; s++) {
+        if (!sets[s].ok)
+            continue;
+        for (int j = 0; j < 4 * rows; j++)
+            ref[j] = fin ? fin(sets[s].st, sum[j], j / 4, j % 4, W, H) : sum[j];
         if (!sets[s].ok || cpu[s].status != PF_OK || !cpu[s].p || !cpu[s].is_table[0])
             continue;
         if (cpu[s].cols[0] != 4 || cpu[s].rows[0] != rows) {
@@ -546,6 +566,16 @@ static void check_sum(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets
             goto out;
         }
         pc_diff df = pc_table_compare(ref, cpu[s].tab[0], rows, 4, c->o.tol);
+        if (df.bad && fin) {
+            fail(c,
+                 "run_cpu with combine (and run_cuda with combine) must give reduce_finish of "
+                 "each entry's sum: call the function from combine",
+                 "%s: reduce_finish '%s' of the input's sums by %s is not the table (%s): %s, "
+                 "the finished sum first",
+                 d->name, d->reduce_finish, by_columns ? "columns" : "rows", set_names[s],
+                 pc_diff_text(&df, 1, text, sizeof text));
+            goto out;
+        }
         if (df.bad) {
             /* a mean over the summed direction is the commonest: say so when it is one */
             double n = by_columns ? in[0].im.height : in[0].im.width;
@@ -557,9 +587,10 @@ static void check_sum(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets
                 snprintf(hint, sizeof hint, " (the table is the sum divided by %g: a mean?)", n);
             fail(c,
                  "declare reduce_sum only where every entry is the plain sum of the input's "
-                 "pixels, which is what the engine's GPU kernel writes; a mean, a count or a "
-                 "normalised table is not: set reduce_sum to 0 (the stage's own run_cuda and "
-                 "combine then run)",
+                 "pixels, or a function of it that reduce_finish names (a mean: the sum "
+                 "divided by the pixels summed); otherwise the engine's GPU kernel writes the "
+                 "sums. A count or a table of other values is neither: set reduce_sum to 0 "
+                 "(the stage's own run_cuda and combine then run)",
                  "%s: reduce_sum says the table is the input's sum by %s, but with %s it is "
                  "not: %s, the sum first%s",
                  d->name, by_columns ? "columns" : "rows", set_names[s],
@@ -569,12 +600,18 @@ static void check_sum(pc *c, const pf_stage_desc *d, pc_params *sets, int n_sets
         size_t o = strlen(done);
         snprintf(done + o, sizeof done - o, "%s%s", o ? " and " : "", set_names[s]);
     }
-    if (done[0])
+    if (done[0] && fin)
+        pass(c,
+             "reduce_finish %s, compiled for the host, of the input's sums by %s is the table, "
+             "as the engine computes it on the GPU (%s, within %g)",
+             d->reduce_finish, by_columns ? "columns" : "rows", done, c->o.tol);
+    else if (done[0])
         pass(c,
              "reduce_sum: the table is the input's plain sum by %s, as the engine computes it on "
              "the GPU (%s, within %g)",
              by_columns ? "columns" : "rows", done, c->o.tol);
 out:
+    free(sum);
     free(ref);
 }
 

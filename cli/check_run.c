@@ -403,7 +403,7 @@ static void check_fused_kernel(pc *c, const pf_stage_desc *d, pc_run *chain, con
         skip(c, "NVRTC compile: skipped (%s)", pf_pipeline_errmsg(chain->p));
     else
         fail(c,
-             d->kind == PF_STAGE_REDUCE
+             d->kind == PF_STAGE_REDUCE && !d->reduce_finish
                  ? "report this to the pipefuse developers with the plugin: a summing reduce's "
                    "kernel is the engine's own"
                  : "the header point_source holds must compile as CUDA C++ after "
@@ -413,7 +413,8 @@ static void check_fused_kernel(pc *c, const pf_stage_desc *d, pc_run *chain, con
                    "source)",
              "%s: NVRTC cannot compile the generated kernel of %s (%s %s): %s", d->name, label,
              field,
-             d->kind == PF_STAGE_REDUCE ? "" : (d->stencil_fn ? d->stencil_fn : d->separable_fn),
+             d->kind == PF_STAGE_REDUCE ? (d->reduce_finish ? d->reduce_finish : "")
+                                        : (d->stencil_fn ? d->stencil_fn : d->separable_fn),
              pf_pipeline_errmsg(chain->p));
 }
 

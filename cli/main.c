@@ -411,8 +411,10 @@ static void print_fusion(const pf_stage_desc *d)
                d->stencil_fn);
     else if (d->kind == PF_STAGE_REDUCE && d->reduce_sum && d->n_inputs == 1)
         printf("    fusion: a generated sum by %s that runs the point stages producing its input "
-               "on the way in; partial tables added on the device\n",
-               d->reduce_sum == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows");
+               "on the way in; partial tables added on the device%s%s\n",
+               d->reduce_sum == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows",
+               d->reduce_finish ? ", each entry finished by " : "",
+               d->reduce_finish ? d->reduce_finish : "");
     else if (d->run_cuda)
         printf("    fusion: none: its own kernels (run_cuda)\n");
     else

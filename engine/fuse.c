@@ -176,6 +176,10 @@ static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fm
     /* The parameters of the unit's members, or of the point unit a reduce or stencil
        absorbs (and the stencil's own, its epilogue's and the unit that recomputes). */
     int own = un->kind == PF_UNIT_STENCIL ? un->nodes[0] : -1;
+    /* a summing reduce's own params where its kernel finishes the table with them */
+    int fin = un->kind == PF_UNIT_REDUCE && p->nodes[un->nodes[0]].desc->reduce_finish
+                  ? un->nodes[0]
+                  : -1;
     int eu = own >= 0 ? pf_fuse_epilogue(p, u) : -1;
     int ru = eu >= 0 ? pf_fuse_recompute(p, u) : -1;
     int pu = un->kind == PF_UNIT_REDUCE || own >= 0 ? pf_fuse_absorbs(p, u) : u;
@@ -192,7 +196,7 @@ static int unit_io(const pf_pipeline *p, int u, const char *f4, const int *in_fm
     for (int i = p->n_inputs; i < p->n_nodes; i++) {
         size_t size = (p->nodes[i].desc->params_size + 15) & ~(size_t)15;
         int of = p->plan->unit_of[i];
-        if (of == mu || i == own || (eu >= 0 && of == eu) || (ru >= 0 && of == ru)) {
+        if (of == mu || i == own || i == fin || (eu >= 0 && of == eu) || (ru >= 0 && of == ru)) {
             lo = top < lo ? top : lo;
             hi = top + size > hi ? top + size : hi;
         }
@@ -266,6 +270,12 @@ int pf_fuse_reduce_possible(const pf_pipeline *p, int u, char *why, size_t why_s
     }
     if (!n->desc->reduce_sum || n->n_in != 1) {
         snprintf(why, why_size, "stage '%s' (%s) declares no reduce_sum", n->id, n->desc->name);
+        return 0;
+    }
+    if (n->desc->reduce_finish && (!n->desc->point_source || !n->desc->params_type)) {
+        snprintf(why, why_size,
+                 "stage '%s' (%s) declares reduce_finish without point_source and params_type",
+                 n->id, n->desc->name);
         return 0;
     }
     pf_shape in = plan->shapes[n->in[0]], t = plan->shapes[i];
@@ -886,7 +896,7 @@ static void emit_reduce_combine(pf_sb *b, const char *group, const char *members
                  "                t[q] = k0 + q < n_part ? __ldcg(part + (%s)) : 0.0;\n"
                  "#pragma unroll\n            for (int q = 0; q < 8; q++)\n"
                  "                if (k0 + q < n_part)\n                    v += t[q];\n"
-                 "        }\n        table[j] = v;\n    }\n"
+                 "        }\n        table[j] = pf_fin(P, v, j, W, H);\n    }\n"
                  "    if (me == 0)\n        done[%s] = 0u;\n}\n",
                  group, members, entry, part_at, group);
 }
@@ -961,7 +971,8 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "        const int px = tid / 4, k = (px %% %d) * 4 + tid %% 4, t = px / %d;\n"
         "        double v = sh[0][k][t];\n#pragma unroll\n"
         "        for (int r = 1; r < 8; r++)\n            v += sh[r][k][t];\n"
-        "        if (table && n_part == 1)\n            table[base + tid] = v;\n"
+        "        if (table && n_part == 1)\n            table[base + tid] = pf_fin(P, v, base + "
+        "tid, W, H);\n"
         "        else if (cluster)\n            pf_cluster_st(&cl[pf_cluster_rank()][tid], v, 0);\n"
         "        else\n"
         "            part[(size_t)(chunk0 + blockIdx.y) * len + base + tid] = v;\n"
@@ -972,7 +983,7 @@ static void emit_colsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "            double v = 0.0;\n"
         "            for (int k = 0; k < n_part; k++)\n"
         "                v += cl[k][tid];\n"
-        "            table[base + tid] = v;\n"
+        "            table[base + tid] = pf_fin(P, v, base + tid, W, H);\n"
         "        }\n"
         "        return;\n    }\n",
         vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp);
@@ -1014,7 +1025,9 @@ static void emit_rowsum_body(pf_sb *b, const pf_pipeline *p, const pf_fuse_unit 
         "    __syncthreads();\n    if (threadIdx.x < 4) {\n"
         "        double t = sh[0][threadIdx.x];\n"
         "        for (int w = 1; w < 8; w++)\n            t += sh[w][threadIdx.x];\n"
-        "        out[((size_t)(n_part == 1 ? 0 : blockIdx.x) * H + y) * 4 + threadIdx.x] = t;\n"
+        "        const size_t j = ((size_t)(n_part == 1 ? 0 : blockIdx.x) * H + y) * 4 + "
+        "threadIdx.x;\n"
+        "        out[j] = out == table ? pf_fin(P, t, j, W, H) : t;\n"
         "    }\n    __syncthreads();\n    }\n"
         "    if (n_part == 1)\n        return;\n");
     emit_reduce_combine(b, "blockIdx.y", "gridDim.x",
@@ -1042,6 +1055,22 @@ static char *reduce_source(const pf_pipeline *p, int u, const pf_fuse_unit *io,
     for (int a = 0; src && a < src->n_nodes; a++)
         if (pf_fuse_source_index(p, src, a) == a)
             pf_fuse_emit_op(&b, p, &p->nodes[src->nodes[a]], a, name);
+    /* Each entry of the table from its sum (j: row j / 4, column j % 4): the stage's
+       reduce_finish on its params, in a namespace after the absorbed unit's, or the sum. */
+    const int rn = p->plan->units[u].nodes[0], ns = src ? src->n_nodes : 0;
+    if (r->desc->reduce_finish) {
+        pf_fuse_emit_op(&b, p, r, ns, name);
+        pf_sb_printf(&b,
+                     "static __device__ __forceinline__ double pf_fin(const unsigned char *P, "
+                     "double v, size_t j, int W, int H)\n{\n"
+                     "    return pf_ns%d::%s((const pf_ns%d::%s *)(P + %zu), v, (int)(j / 4), "
+                     "(int)(j %% 4), W, H); // %s\n}\n\n",
+                     ns, r->desc->reduce_finish, ns, r->desc->params_type,
+                     param_off[rn] - (io->param_arg ? io->param_lo : 0), pf_fuse_note(r->id));
+    } else {
+        pf_sb_printf(&b, "static __device__ __forceinline__ double pf_fin(const unsigned char *, "
+                         "double v, size_t, int, int)\n{\n    return v;\n}\n\n");
+    }
     pf_fuse_emit_signature(&b, io, name);
     if (io->reduce == PF_REDUCE_SUM_COLUMNS)
         emit_colsum_body(&b, p, io, param_off, vp);

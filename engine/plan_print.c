@@ -172,8 +172,10 @@ static void print_fused_reduces(const pf_pipeline *p, FILE *f, const pf_fusion_v
         pf_fuse_unit io;
         if (pf_fuse_unit_io(p, ui, v->f4, v->fmt, v->fmt_out, &io) != 0)
             continue;
-        fprintf(f, "  R: %s (%s, sum by %s) in one kernel", rn->id, rn->desc->name,
-                io.reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows");
+        fprintf(f, "  R: %s (%s, sum by %s%s%s) in one kernel", rn->id, rn->desc->name,
+                io.reduce == PF_REDUCE_SUM_COLUMNS ? "columns" : "rows",
+                rn->desc->reduce_finish ? ", finished by " : "",
+                rn->desc->reduce_finish ? rn->desc->reduce_finish : "");
         print_absorbed(p, f, &io);
         fprintf(f, "; partial sums added on the device, the %dx%d table copied to the host\n",
                 plan->shapes[u->nodes[0]].height, plan->shapes[u->nodes[0]].width);

@@ -360,6 +360,32 @@ static void check_reduce_sum(walk *w)
              w->label, d->n_inputs);
 }
 
+/* reduce_finish (ABI 1.5): on a summing reduce, with point_source and params_type naming
+   the function and its params struct. */
+static void check_reduce_finish(walk *w)
+{
+    const pf_stage_desc *d = w->d;
+    if (!d->reduce_finish)
+        return;
+    if (d->kind != PF_STAGE_REDUCE || !d->reduce_sum)
+        note(w, PF_CHECK_ERROR, "reduce_finish",
+             "declare reduce_finish only with reduce_sum: it makes each entry of a summed table",
+             "%s: declares reduce_finish on a %s stage without reduce_sum", w->label,
+             kind_names[d->kind]);
+    else if (!d->point_source || !d->params_type)
+        note(w, PF_CHECK_ERROR, !d->point_source ? "point_source" : "params_type",
+             "set point_source to the header defining the function and params_type to its "
+             "params struct",
+             "%s: declares reduce_finish without %s", w->label,
+             !d->point_source ? "point_source" : "params_type");
+    else if (!strstr(d->point_source, d->reduce_finish) || !strstr(d->point_source, d->params_type))
+        note(w, PF_CHECK_FAULT, "reduce_finish",
+             "reduce_finish and params_type must name the function and its params struct as "
+             "the header spells them",
+             "%s: the point source does not mention %s", w->label,
+             !strstr(d->point_source, d->reduce_finish) ? d->reduce_finish : d->params_type);
+}
+
 /* A function of the stage's point_source that field (stencil_fn, separable_fn) names as
    fn and that describes `what` (a 3x3 stencil, a separable stencil): on a stencil stage,
    with point_source and params_type, both named in the source. Returns 1 when all of that
@@ -624,6 +650,7 @@ PF_API int pf_stage_check(const pf_stage_desc *src, unsigned abi_minor, pf_check
         check_reduce_sum(&w);
         check_stencil_fn(&w);
         check_separable_fn(&w);
+        check_reduce_finish(&w);
     }
     /* Plugin code runs on the defaults only once the declarations are sound. */
     if (w.errors == 0 && !w.stop && check_defaults(&w) != 0)

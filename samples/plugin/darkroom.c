@@ -11,8 +11,8 @@
  *
  *   soften     a separable STENCIL stage: a tent blur, whose taps the engine runs in
  *              two generated passes on the GPU (separable_fn).
- *   profile    a summing REDUCE stage: the sums of R, G, B and A along every row, which
- *              the engine computes itself on the GPU (reduce_sum).
+ *   profile    a summing REDUCE stage: the means of R, G, B and A along every row, which
+ *              the engine computes itself on the GPU (reduce_sum, reduce_finish).
  * emboss declares its per-pixel function (stencil_fn): on the GPU it fuses with the
  * point stages around it.
  *
@@ -29,6 +29,7 @@
 #include <stdio.h> /* snprintf, for messages in a->err */
 
 #include "emboss.h"
+#include "profile.h"
 #include "soften.h"
 #include "spotlight_ops.h"
 #include "zones.h"
@@ -404,12 +405,18 @@ static const pf_stage_desc zones_desc = {
  * profile: a summing reduce stage
  * ====================================================================================== */
 
-/* The table: one row per image row, the sums of its R, G, B and A. A table that is a
-   plain sum of the input's pixels says so with reduce_sum (PF_REDUCE_SUM_ROWS here):
-   on the GPU the engine then computes it itself, in a kernel that runs the point stages
-   producing the input on the way in (so their image is never written) and adds the
-   partial tables on the device. Its shape, partial, run_cpu, combine and run_cuda must
-   give the same sums. A mean (zones) is not a plain sum: it declares nothing. */
+/* The table: one row per image row, the means (or, with mean false, the sums) of its R,
+   G, B and A. A table made of the sums of the input's pixels says so with reduce_sum
+   (PF_REDUCE_SUM_ROWS here), and names with reduce_finish the function that makes each
+   entry from its sum (profile.h): on the GPU the engine then computes it itself, in a
+   kernel that runs the point stages producing the input on the way in (so their image is
+   never written), adds the partial sums on the device and finishes each entry there.
+   The partials hold the sums; combine adds them and finishes each entry with the same
+   function. zones' table (counts and means per zone) is no function of row or column
+   sums: it declares neither. */
+
+/* profile.h's text (POINT_OPS profile.h): the finishing function the engine's kernel runs. */
+extern const char pf_src_profile[];
 
 static const char *const profile_columns[] = {"r", "g", "b", "a", NULL};
 
@@ -444,28 +451,35 @@ static int profile_run(const pf_stage_args *a)
     return 0;
 }
 
-/* The partials added, in band order: every band's rows are its own, the rest 0. */
+/* The partials added, in band order (every band's rows are its own, the rest 0), and
+   each entry finished from its sum as the engine's kernel finishes it. */
 static void profile_combine(const void *params, const pf_shape *in, const double *partials, int n,
                             double *result)
 {
-    (void)params;
+    const profile_params *p = (const profile_params *)params;
     const size_t len = 4 * (size_t)in->height;
     for (size_t i = 0; i < len; i++) {
         double v = 0;
         for (int b = 0; b < n; b++)
             v += partials[(size_t)b * len + i];
-        result[i] = v;
+        result[i] = profile_finish(p, v, (int)(i / 4), (int)(i % 4), in->width, in->height);
     }
 }
+
+static const pf_param_desc profile_table[] = {
+    PF_BOOL_PARAM(profile_params, mean, 1, "each row's mean of R, G, B and A; false: its sums"),
+};
 
 int profile_cuda(const pf_stage_args *a);
 
 static const pf_stage_desc profile_desc = {
     .size = PF_STAGE_DESC_SIZE,
     .name = "profile",
-    .doc = "The sums of R, G, B and A along every row: a table of a row per image row",
+    .doc = "The means (or sums) of R, G, B and A along every row: a table of a row per image row",
     .kind = PF_STAGE_REDUCE,
     .n_inputs = 1,
+    .params_size = sizeof(profile_params),
+    PF_PARAMS(profile_table),
     .shape = profile_shape,
     .partial_len = profile_partial_len,
     .run_cpu = profile_run,
@@ -473,6 +487,9 @@ static const pf_stage_desc profile_desc = {
     .columns = profile_columns,
     .run_cuda = PF_CUDA(profile_cuda),
     .reduce_sum = PF_REDUCE_SUM_ROWS,
+    .point_source = pf_src_profile,
+    .params_type = "profile_params",
+    .reduce_finish = "profile_finish",
 };
 
 /* ======================================================================================
@@ -486,5 +503,5 @@ static const pf_stage_desc *const darkroom_stages[] = {&spotlight_desc, &emboss_
    with the PF_ABI_VERSION of the headers it was built with. */
 PF_DEFINE_PLUGIN("darkroom", "1.0.0",
                  "Sample plugin: a spotlight (point), an emboss (3x3 stencil), a soften "
-                 "(separable stencil), luma zones (reduce) and row sums (summing reduce)",
+                 "(separable stencil), luma zones (reduce) and row means (summing reduce)",
                  darkroom_stages)

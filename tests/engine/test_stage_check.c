@@ -537,9 +537,47 @@ static void test_ignored_fn(void)
            "errors %d, at %d", errors, at);
 }
 
+/* reduce_finish (ABI 1.5): only with reduce_sum, with the source naming it. */
+static void test_reduce_finish(void)
+{
+    static const char src[] = "typedef struct t_fp { int mean; } t_fp;\n"
+                              "PF_POINT_FN double t_fin(const t_fp *p, double s, int r, int c, "
+                              "int w, int h) { return s / w; }\n";
+    const struct {
+        int reduce_sum;
+        const char *source, *fn, *field;
+        pf_check_level level;
+    } cases[] = {
+        {PF_REDUCE_SUM_COLUMNS, src, "t_fin", NULL, PF_CHECK_ERROR},
+        {0, src, "t_fin", "reduce_finish", PF_CHECK_ERROR},
+        {PF_REDUCE_SUM_COLUMNS, NULL, "t_fin", "point_source", PF_CHECK_ERROR},
+        {PF_REDUCE_SUM_COLUMNS, src, "t_other", "reduce_finish", PF_CHECK_FAULT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_stage_desc d = reduce_stage(cases[i].reduce_sum);
+        d.point_source = cases[i].source;
+        d.params_type = "t_fp";
+        d.reduce_finish = cases[i].fn;
+        found fd = {0};
+        pf_stage_check(&d, PF_ABI_MINOR, collect, &fd);
+        if (!cases[i].field) {
+            CHECKF(find(&fd, "reduce_finish", PF_CHECK_ERROR) < 0 &&
+                       find(&fd, "reduce_finish", PF_CHECK_FAULT) < 0,
+                   "case %zu: a sound reduce_finish has findings", i);
+            continue;
+        }
+        int at = find(&fd, cases[i].field, cases[i].level);
+        CHECKF(at >= 0, "case %zu: no finding on %s at level %d", i, cases[i].field,
+               (int)cases[i].level);
+        if (at < 0)
+            dump("reduce_finish", &fd);
+    }
+}
+
 int main(void)
 {
     test_ignored_fn();
+    test_reduce_finish();
     test_plugin();
     test_sound();
     test_many_faults();

@@ -12,7 +12,8 @@
 # the stage's own CPU code (and, where NVRTC is, the generated kernels compiled). Then
 # the mistakes authors make, one per copy of the sample, each fail it with their message:
 #   a stencil_fn that disagrees with run_cpu;
-#   a reduce_sum on a table that is not a plain sum (a per-row mean);
+#   a reduce_sum on a table that is not a plain sum (a per-row mean) and declares no
+#   reduce_finish; a reduce_finish that the stage's own combine does not apply;
 #   a stencil_fn naming a missing function, or one of another signature;
 #   printf in a stencil function's header;
 #   a separable stencil whose run_cpu normalises its taps otherwise than the engine;
@@ -51,7 +52,7 @@ build() {
         shift 2
     done
     local h
-    for h in spotlight_ops emboss soften; do # POINT_OPS, embedded as pipefuse_add_plugin does
+    for h in spotlight_ops emboss soften profile; do # POINT_OPS, embedded as pipefuse_add_plugin does
         {
             printf 'const char pf_src_%s[] =\n"#line 1 \\"%s\\"\\n"\n' "$h" "$d/$h.h"
             sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$/\\n"/' "$d/$h.h"
@@ -59,7 +60,8 @@ build() {
         } >"$d/${h}_src.c"
     done
     step "build_$name" cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden $CFLAGS -I"$d" "$d/darkroom.c" \
-        "$d/spotlight_ops_src.c" "$d/emboss_src.c" "$d/soften_src.c" -o "$d/plugins/darkroom.so" -lm
+        "$d/spotlight_ops_src.c" "$d/emboss_src.c" "$d/soften_src.c" "$d/profile_src.c" \
+        -o "$d/plugins/darkroom.so" -lm
 }
 
 # ---- the sample as installed: every fused form proved -----------------------------------
@@ -70,7 +72,7 @@ if build good; then
     says good "ok    point_fn spotlight, compiled for the host, computes what point_row does"
     says good "ok    stencil_fn emboss_fused, compiled for the host, computes what run_cpu does"
     says good "ok    separable_fn soften_taps, compiled for the host, computes what run_cpu does"
-    says good "ok    reduce_sum: the table is the input's plain sum by rows"
+    says good "ok    reduce_finish profile_finish, compiled for the host, of the input's sums by rows is the table"
     says good "ok    fusion: in brightness -> emboss -> linear the GPU runs emboss as the engine's kernel"
     says good "ok    fusion: in brightness -> profile the GPU runs profile as the engine's kernel"
     if grep -qF "skip  NVRTC compile" "$W/good.out"; then
@@ -104,7 +106,7 @@ if [ -f "$W/good/plugins/darkroom.so" ]; then
     run plan "$PF" --plugin-path "$W/good/plugins" check "$W/plan.json" --size 64x48
     expect plan 0
     says plan "S: s (soften, separable soften_taps) in two kernels (rows, then columns) with b on the rows it stages"
-    says plan "R: p (profile, sum by rows) in one kernel"
+    says plan "R: p (profile, sum by rows, finished by profile_finish) in one kernel"
     says plan "S: e (emboss, 3x3 emboss_fused) in one kernel"
     says plan "launch units per frame: 4 (4 without fusion), GPU kernel launches per frame: 4,"
 fi
@@ -128,10 +130,16 @@ build disagree 's/out\[x\] = emboss_fused(p, n);/out[x] = emboss_pixel(p, n, 1.0
     check disagree emboss 1 "FAIL  emboss: stencil_fn 'emboss_fused' disagrees with run_cpu on 67x45 random images" \
         "fix: run_cpu and run_cuda must compute what emboss_fused computes"
 
-# the table of row means, still declared a sum
-build mean 's/result\[i\] = v;/result[i] = v \/ in->width;/' darkroom.c &&
+# the table of row means declared a plain sum (no reduce_finish)
+build mean 's/^    .reduce_finish = "profile_finish",$//' darkroom.c &&
     check mean profile 1 "FAIL  profile: reduce_sum says the table is the input's sum by rows, but with default params it is not" \
-        "(the table is the sum divided by 67: a mean?)" "fix: declare reduce_sum only where every entry is the plain sum"
+        "(the table is the sum divided by 67: a mean?)" "fix: declare reduce_sum only where every entry is the plain sum" \
+        "or a function of it that reduce_finish names"
+
+# a reduce_finish that combine does not apply: the CPU's table is the sums
+build unfinished 's/result\[i\] = profile_finish(p, v, (int)(i \/ 4), (int)(i % 4), in->width, in->height);/result[i] = v;/' darkroom.c &&
+    check unfinished profile 1 "FAIL  profile: reduce_finish 'profile_finish' of the input's sums by rows is not the table (default params)" \
+        "fix: run_cpu with combine (and run_cuda with combine) must give reduce_finish of each entry's sum"
 
 # a stencil_fn no function has (the name is mentioned in the header, inside emboss_fused)
 build missing 's/\.stencil_fn = "emboss_fused"/.stencil_fn = "emboss_fuse"/' darkroom.c &&

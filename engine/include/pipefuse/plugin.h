@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define PF_ABI_MAJOR         1
-#define PF_ABI_MINOR         4
+#define PF_ABI_MINOR         5
 #define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
 #define PF_MAX_INPUTS        8
@@ -344,12 +344,23 @@ typedef struct pf_stage_desc {
        written. NULL declares nothing. */
     const char *separable_fn;
     int separable_max; /* the largest radius separable_fn returns, 1..PF_SEPARABLE_MAX */
+
+    /* ---- ABI 1.5 ---- */
+    /* summing reduce (reduce_sum), optional: the name of a PF_POINT_FN in point_source
+       (whose params struct params_type names) making each entry of the table from its
+       sum, `double fn(const T *params, double sum, int row, int column, int width, int
+       height)`, width and height the input's (a mean divides by the pixels summed: height
+       for PF_REDUCE_SUM_COLUMNS, width for PF_REDUCE_SUM_ROWS). The engine's kernel then
+       applies it on the device after the partial sums are added, so tables of means and
+       other functions of the sums fuse too. run_cpu with combine, and run_cuda with
+       combine, must give fn(sum) for every entry. NULL: the table is the sum itself. */
+    const char *reduce_finish;
 } pf_stage_desc;
 
 /* pf_stage_desc.separable_max: the largest radius a separable stage may declare. */
 #define PF_SEPARABLE_MAX 256
 
-/* pf_stage_desc.reduce_sum */
+/* pf_stage_desc.reduce_sum (and reduce_finish, the function of each sum) */
 #define PF_REDUCE_SUM_COLUMNS 1
 #define PF_REDUCE_SUM_ROWS    2
 
