@@ -112,6 +112,12 @@ options)
         fail "--optimize is not smaller"
     d=$("$JT" diff "$W/opt/in.jpg" "$W/plain/in.jpg")
     [ "$d" = "max=0 psnr=99.0" ] || fail "--optimize changed the pixels: $d"
+    # --skip-existing: the JPEG options shape the bytes, so a change runs the input again
+    pf run "$PIPE" "$W/in.jpg" -o "$W/q40" --quality 40 --skip-existing
+    says "$W/stderr" "skipped, outputs exist" "--skip-existing, same options"
+    pf run "$PIPE" "$W/in.jpg" -o "$W/q40" --quality 41 --skip-existing
+    expect 0 "--skip-existing, another quality"
+    says "$W/stderr" "in.jpg -> in.jpg" "--skip-existing, another quality: run again"
     for bad in "--quality 0" "--quality 101" "--quality x" "--subsampling 411" "--format tiff"; do
         pf run "$PIPE" "$W/in.jpg" -o "$W/bad" $bad
         expect 2 "$bad"
