@@ -28,7 +28,10 @@
 #include "plugin_check.h"
 
 extern char **environ;
-extern const char pc_src_point_h[]; /* pipefuse/point.h, embedded (cli/CMakeLists.txt) */
+/* pipefuse/point.h and pipefuse/premultiply.h, embedded (cli/CMakeLists.txt): the headers a
+   generated kernel offers a point source */
+extern const char pc_src_point_h[];
+extern const char pc_src_premultiply_h[];
 
 /* The declared forms, each a function of the point source with its signature. */
 enum { FORM_POINT, FORM_STENCIL, FORM_SEPARABLE, FORM_FINISH };
@@ -86,8 +89,8 @@ static int write_file(const char *dir, const char *name, const char *text)
 
 static void remove_tree(const char *dir)
 {
-    static const char *const files[] = {"pipefuse/point.h", "ops.h", "check.c", "check.so",
-                                        "cc.log"};
+    static const char *const files[] = {
+        "pipefuse/point.h", "pipefuse/premultiply.h", "ops.h", "check.c", "check.so", "cc.log"};
     char path[PATH_MAX];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         if (in_dir(path, sizeof path, dir, files[i]) == 0)
@@ -227,6 +230,7 @@ static int host_compile(const pf_stage_desc *d, int form, const char *fn, void *
              "__attribute__((visibility(\"default\"))) %s",
              d->params_type, (int)(star - type), type, star + 3, fn, forms[form].call);
     if (mkdir(sub, 0700) != 0 || write_file(sub, "point.h", pc_src_point_h) != 0 ||
+        write_file(sub, "premultiply.h", pc_src_premultiply_h) != 0 ||
         write_file(dir, "ops.h", d->point_source) != 0 ||
         write_file(dir, "check.c", wrapper) != 0) {
         snprintf(why, size, "cannot write into %s: %s", dir, strerror(errno));
