@@ -104,7 +104,7 @@ PF_GEOM_HD double pf_filter(int filter, double x)
 }
 
 /* Filter weight of input pixel i before normalising. */
-PF_GEOM_HD double pf_span_tri(const pf_span *s, int i)
+PF_GEOM_HD double pf_span_kernel(const pf_span *s, int i)
 {
     return pf_filter(s->filter, PF_GM(PF_GA(PF_GA((double)i, -s->c), 0.5), s->inv));
 }
@@ -157,7 +157,7 @@ PF_GEOM_HD pf_span pf_axis_span(int mode, int antialias, int n_in, int n_out, in
         s.first = lo;
         s.count = hi - lo;
         for (int i = lo; i < hi; i++)
-            s.norm = PF_GA(s.norm, pf_span_tri(&s, i));
+            s.norm = PF_GA(s.norm, pf_span_kernel(&s, i));
     } else {
         const double c = PF_GA(PF_GD(PF_GM(PF_GA((double)o, 0.5), din), dout), -0.5);
         s.first = (int)floor(c);
@@ -178,7 +178,7 @@ PF_GEOM_HD double pf_span_weight(const pf_span *s, int k, int *idx)
     case PF_SPAN_NEAREST:
         return 1;
     case PF_SPAN_FILTER: /* a zero sum (not reached: the centre tap weighs) gives 0 */
-        return s->norm != 0 ? PF_GD(pf_span_tri(s, i), s->norm) : 0.0;
+        return s->norm != 0 ? PF_GD(pf_span_kernel(s, i), s->norm) : 0.0;
     default:
         return k ? s->f : PF_GA(1.0, -s->f);
     }
