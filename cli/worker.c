@@ -894,10 +894,10 @@ static int setup(char *err, size_t errn)
         cores = 1;
     if (o->common->threads > 0 && o->common->threads < cores)
         cores = o->common->threads;
-    /* On the GPU a lane keeps its frame slots full; a pipeline with table outputs waits
-       for each frame before the next (tables are read after the wait), so three lanes,
-       each with its own engine and streams, keep the GPU busy instead. */
-    W.lanes = o->lanes ? o->lanes : cpu ? (int)(cores < 8 ? cores : 8) : W.has_tables ? 3 : 1;
+    /* On the GPU one lane, one engine and one plan per shape keep the device's frame
+       slots full, tables or not: frames are waited for in order and each frame's
+       tables are copied right after its wait (retire), before the next completes. */
+    W.lanes = o->lanes ? o->lanes : cpu ? (int)(cores < 8 ? cores : 8) : 1;
     if (W.lanes > MAX_LANES)
         W.lanes = MAX_LANES;
     W.codecs = (int)cores;
@@ -914,7 +914,7 @@ static int setup(char *err, size_t errn)
             snprintf(msg, sizeof msg,
                      "on the GPU: %d lane%s, up to %d frames in flight each, %d codec threads; "
                      "%s of device memory for the plans, whole frames unless one does not fit",
-                     W.lanes, W.lanes == 1 ? "" : "s", W.has_tables ? 1 : 3, W.codecs,
+                     W.lanes, W.lanes == 1 ? "" : "s", pf_pipeline_slots(p), W.codecs,
                      size_str(W.dev_budget * (unsigned)W.lanes).s);
             notice(0, msg);
         }
@@ -1571,12 +1571,13 @@ static void *lane_main(void *arg)
             to_encode(j);
             continue;
         }
-        /* Tables are read after a frame's wait: with table outputs, one frame at a time.
-           On the CPU submit runs the frame: retire it at once. */
+        /* On the CPU submit runs the frame: retire it at once. On the GPU up to the
+           pipeline's slots in flight, waited for in order (tables are copied after each
+           frame's own wait, before a later frame can complete). */
         pf_stats st;
         st.size = sizeof st;
         int cpu = pf_pipeline_stats(p, &st) == PF_OK && strcmp(st.backend, "cpu") == 0;
-        int depth = W.has_tables || cpu ? 1 : pf_pipeline_slots(p);
+        int depth = cpu ? 1 : pf_pipeline_slots(p);
         if (depth > 8)
             depth = 8;
         while (n && n >= depth)

@@ -1002,6 +1002,11 @@ EOF
     expect 0 "auto, light"
     says "$W/stderr" "--backend auto: the CPU" "auto, light: the CPU chosen"
     [ "$(grep -c -- '--backend auto' "$W/stderr")" = 1 ] || fail "auto, light: the choice not said once"
+    # the GPU's frames in flight with tables: each file's histogram and image are its own,
+    # the bytes of the CPU's
+    for f in "$W"/auto_cpu/*; do
+        cmp -s "$f" "$W/gpu/$(basename "$f")" || fail "demo: $(basename "$f") differs between the GPU and the CPU"
+    done
     mkdir -p "$W/big"
     "$HELPER" image "$W/big/a.png" 3000 2000 3 8 || fail "cli_helper image"
     for k in 1 2 3 4 5; do cp "$W/big/a.png" "$W/big/a$k.png"; done
