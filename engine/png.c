@@ -1298,6 +1298,7 @@ static int write_file(const char *path, const pf_frame *f, const pf_png_write_op
     w.frame = f;
     w.level = zlib_level;
     w.opts = o;
+    w.threads = o->threads;
 
     /* the form first: the chunks that apply depend on it */
     char perr[256] = "";
@@ -1392,6 +1393,11 @@ PF_API int pf_png_write_opts(const char *path, const pf_frame *f, const pf_png_w
     if ((int)full.form < PF_PNG_FORM_FRAME || full.form > PF_PNG_FORM_GRAY4) {
         set_err(err, err_size, "%s: unknown PNG form %d", path ? path : "pf_png_write_opts",
                 (int)full.form);
+        return PF_INVALID_ARGUMENT;
+    }
+    if (full.threads < 0 || full.threads > 1024) {
+        set_err(err, err_size, "%s: threads %d is out of range [0, 1024]",
+                path ? path : "pf_png_write_opts", full.threads);
         return PF_INVALID_ARGUMENT;
     }
     return write_file(path, f, &full, err, err_size);

@@ -17,7 +17,8 @@
  * the image has is refused, bad options are refused with a message.
  * pf_png_write takes this path for a large frame (RGB at 8 and 16 bits, a palette, 4-bit
  * gray): the file reads back to the frame, with its text chunks before and after the
- * image data where they were, and with several cores its IDAT chunks are the segments'. */
+ * image data where they were, and with several cores its IDAT chunks are the segments';
+ * pf_png_write_options' threads: 1 writes serially, 3 in segments, -1 is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <png.h>
 #include <stdint.h>
@@ -606,6 +607,20 @@ static void through_pf_png_write(void)
         walk(out, order, sizeof order, &seg);
         CHECKF(strcmp(order, "IE") == 0 && (seg || cores < 2),
                "form %d on %d cores: chunks %s, segmented %d", (int)forms[k], cores, order, seg);
+        /* threads chosen: 1 writes serially (libpng's chunks), 3 in segments on any machine */
+        for (int t = 1; t <= 3; t += 2) {
+            o.threads = t;
+            st = pf_png_write_opts(out, &f, &o, err, sizeof err);
+            CHECKF(st == PF_OK, "form %d, %d threads: %s", (int)forms[k], t, err);
+            walk(out, order, sizeof order, &seg);
+            CHECKF(seg == (t > 1), "form %d on %d threads: segmented %d", (int)forms[k], t, seg);
+            CHECK(pf_png_read(out, 0, &back, NULL, err, sizeof err) == PF_OK &&
+                  pf_test_frame_diff(&f, &back, NULL, NULL) == 0);
+            pf_frame_free(&back);
+        }
+        o.threads = -1;
+        CHECK(pf_png_write_opts(out, &f, &o, err, sizeof err) == PF_INVALID_ARGUMENT &&
+              strstr(err, "threads -1 is out of range"));
         pf_frame_free(&f);
     }
 }

@@ -68,7 +68,7 @@ int pf_png_read_memory(const void *data, size_t size, const char *name,
    filter). On a machine of several cores, a frame of 256 KB or more of filtered rows
    is deflated in segments on one thread per online core (pigz's method: one zlib
    stream, the same pixels, other bytes than a serial deflate; the calling thread waits
-   for them). */
+   for them); pf_png_write_opts' threads chooses how many. */
 int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err, size_t err_size);
 
 /* ---- Metadata: colour, density and text chunks, carried from an input to an output ----
@@ -190,6 +190,8 @@ typedef struct pf_png_write_options {
     pf_png_form form;                /* PF_PNG_FORM_FRAME by default */
     const pf_png_meta *meta;         /* chunks to carry from the source; NULL none */
     const pf_png_geometry *geometry; /* for pHYs; NULL: the size rule */
+    int threads; /* deflating a large image (pf_png_write): 0 one per online core (the
+                    default), 1 serial, up to 1024 */
 } pf_png_write_options;
 void pf_png_write_options_init(pf_png_write_options *o);
 int pf_png_write_opts(const char *path, const pf_frame *f, const pf_png_write_options *o, char *err,
