@@ -108,7 +108,8 @@ const char *cli_image_ext(const char *input)
     cli_format f = cli_images.format;
     if (f == CLI_FMT_NONE)
         f = cli_format_of_name(input, NULL);
-    return f == CLI_FMT_JPEG ? "jpg" : "png";
+    /* without libjpeg a JPEG input keeps a PNG name: its decode says why it fails */
+    return f == CLI_FMT_JPEG && pf_jpeg_available() ? "jpg" : "png";
 }
 
 cli_format cli_image_out_format(const char *name, cli_format src)
@@ -118,7 +119,7 @@ cli_format cli_image_out_format(const char *name, cli_format src)
         return f;
     if (cli_images.format != CLI_FMT_NONE)
         return cli_images.format;
-    return src == CLI_FMT_JPEG ? CLI_FMT_JPEG : CLI_FMT_PNG;
+    return src == CLI_FMT_JPEG && pf_jpeg_available() ? CLI_FMT_JPEG : CLI_FMT_PNG;
 }
 
 /* The reader a file gets: its bytes', else its name's (for the message), else PNG. */
