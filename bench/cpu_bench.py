@@ -67,6 +67,13 @@ def opencv_cases(cv2, np, a, b):
         gy = cv2.Sobel(x, cv2.CV_16S, 0, 1)
         return cv2.convertScaleAbs(cv2.magnitude(gx.astype(np.float32), gy.astype(np.float32)))
 
+    def unsharp(x):
+        blurred = cv2.GaussianBlur(x, (0, 0), 1)
+        return cv2.addWeighted(x, 1.8, blurred, -0.8, 0)
+
+    def stats(x):
+        return cv2.meanStdDev(x), [cv2.minMaxLoc(c) for c in cv2.split(x)]
+
     def threshold(x):
         g = cv2.cvtColor(x, cv2.COLOR_RGBA2GRAY)
         return cv2.threshold(g, 127, 255, cv2.THRESH_BINARY)[1]
@@ -85,10 +92,14 @@ def opencv_cases(cv2, np, a, b):
         "color_matrix": lambda: cv2.transform(a, m),
         "add": lambda: cv2.add(a, b),
         "blend": lambda: cv2.addWeighted(a, 0.7, b, 0.3, 0),
+        "difference": lambda: cv2.absdiff(a, b),
+        "multiply": lambda: cv2.multiply(a, b, scale=1 / 255),
         "chain8": lambda: cv2.LUT(a, lut_gamma),  # the target: one OpenCV point op
         "gaussian": lambda: cv2.GaussianBlur(a, (0, 0), 2),
         "gamma_gaussian": lambda: cv2.GaussianBlur(cv2.LUT(a, lut_gamma), (0, 0), 2),
         "box": lambda: cv2.blur(a, (3, 3)),
+        "box2": lambda: cv2.blur(a, (5, 5)),
+        "unsharp": lambda: unsharp(a),
         "sobel": lambda: sobel(a),
         "median3": lambda: cv2.medianBlur(a, 3),
         "resize_nearest": lambda: cv2.resize(a, (w // 2, h // 2), interpolation=cv2.INTER_NEAREST),
@@ -100,6 +111,9 @@ def opencv_cases(cv2, np, a, b):
         "pad": lambda: cv2.copyMakeBorder(a, 16, 16, 16, 16, cv2.BORDER_CONSTANT,
                                           value=(0, 0, 0, 255)),
         "histogram": lambda: [cv2.calcHist([a], [c], None, [256], [0, 256]) for c in range(4)],
+        "colsum": lambda: cv2.reduce(a, 0, cv2.REDUCE_SUM, dtype=cv2.CV_64F),
+        "rowsum": lambda: cv2.reduce(a, 1, cv2.REDUCE_SUM, dtype=cv2.CV_64F),
+        "stats": lambda: stats(a),
     }
 
 
