@@ -1,10 +1,12 @@
 /* _pipefuse.c: the CPython extension behind `import pipefuse`.
  *
  * A thin layer over the public C API (pipefuse/pipefuse.h): it owns the handles, turns
- * Python arrays into pf_frame descriptors without copying, releases the GIL while the
- * engine works and turns a failed status into a pipefuse.Error subclass that carries
- * the status and the handle's message. The friendlier surface (dicts of inputs,
- * outputs allocated for the caller, tables as NumPy arrays) is pipefuse/__init__.py.
+ * Python arrays into pf_frame descriptors (without copying where a pf_frame can describe
+ * the array; else through staging.c), releases the GIL while the engine works, waits in
+ * slices so that Python's signal handlers run (Ctrl-C cancels the frame), and turns a
+ * failed status into a pipefuse.Error subclass (errors.c) that carries the status and
+ * the handle's message. The friendlier surface (dicts of inputs, outputs allocated for
+ * the caller, tables as NumPy arrays, logging) is pipefuse/__init__.py.
  *
  * Arrays reach the engine in four ways, tried in this order:
  *   - torch.Tensor: read through its own accessors (data_ptr, shape, stride), the
@@ -13,13 +15,15 @@
  *   - __dlpack__ / __dlpack_device__ (CuPy, JAX, ...): device frames, asked for on the
  *     stream the frame runs on, so the producer orders its work before ours;
  *   - __cuda_array_interface__ (Numba, ...): device frames.
- * An image is HxW (one channel) or HxWxC (C = 1..4) of uint8, uint16 or float32, with
- * the channels and pixels of a row packed and any row stride the C API accepts.
+ * An image is HxW (one channel) or HxWxC (C = 1..4) of uint8, uint16 or float32. Device
+ * arrays need the channels and pixels of a row packed (any row pitch); host arrays may
+ * have any layout, copied once through the pipeline's staging pool when needed.
  *
- * Frames in flight: a Ticket holds what the engine may still read or write (output
- * buffers of host frames, every array of device frames) until the frame is known to be
- * complete: waited for, retired by a later device submit that reused its slot, or
- * ended by a new plan. The pipeline keeps its unfinished tickets, so dropping one
+ * Frames in flight: host frames go through pf_pipeline_submit_async (a CPU frame is
+ * queued on the engine's threads). A Ticket holds what the engine may still read or
+ * write (the buffers of host frames, staging buffers, every array of device frames)
+ * until the frame is known to be complete: waited for, retired by a later submit (a
+ * device slot reused, or the CPU's one queued frame), or ended by a new plan. The pipeline keeps its unfinished tickets, so dropping one
  * never frees memory under the GPU.
  */
 #include "binding.h"
@@ -33,81 +37,8 @@
 
 #define MAX_FRAMES 64 /* inputs or outputs per frame; the engine's own limit is lower */
 
-/* ---- Errors ----------------------------------------------------------------------------- */
-
-static PyObject *Error;                           /* pipefuse.Error */
-static PyObject *status_errors[PF_STATUS_COUNT_]; /* one subclass per status */
-
-/* The built-in exception a status' class also is: bad values are ValueErrors, a file that
-   cannot be read an OSError, a timeout a TimeoutError, memory a MemoryError, what fails
-   while running a RuntimeError. */
-static PyObject *builtin_base(int s)
-{
-    switch (s) {
-    case PF_INVALID_ARGUMENT:
-    case PF_PARSE:
-    case PF_PIPELINE:
-    case PF_PARAM:
-    case PF_IMAGE:
-    case PF_TOO_LARGE:
-    case PF_SHAPE:
-        return PyExc_ValueError;
-    case PF_IO:
-        return PyExc_OSError;
-    case PF_NO_MEMORY:
-        return PyExc_MemoryError;
-    case PF_NOT_READY:
-        return PyExc_TimeoutError;
-    case PF_UNSUPPORTED:
-        return PyExc_NotImplementedError;
-    default: /* plugin, not planned, stage, no device, CUDA, internal, busy, cancelled */
-        return PyExc_RuntimeError;
-    }
-}
-
-/* "INVALID_ARGUMENT" -> "InvalidArgumentError" */
-static void class_name(const char *status, char *buf, size_t size)
-{
-    size_t n = 0;
-    int upper = 1;
-    for (const char *s = status; *s && n + 6 < size; s++) {
-        if (*s == '_') {
-            upper = 1;
-            continue;
-        }
-        buf[n++] = upper ? *s : (char)(*s - 'A' + 'a');
-        upper = 0;
-    }
-    memcpy(buf + n, "Error", 6);
-}
-
-/* Raises the error class of status with msg (the status' own text when msg is empty). */
-static PyObject *raise_status(int status, const char *msg);
-PyObject *pf_py_raise_status(int status, const char *msg)
-{
-    return raise_status(status, msg);
-}
-
-static PyObject *raise_status(int status, const char *msg)
-{
-    PyObject *cls = status > 0 && status < PF_STATUS_COUNT_ ? status_errors[status] : Error;
-    const char *text = msg && *msg ? msg : pf_status_str(status);
-    /* Messages name files: a path need not be UTF-8. */
-    PyObject *str = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace");
-    PyObject *exc = str ? PyObject_CallOneArg(cls, str) : NULL;
-    Py_XDECREF(str);
-    if (!exc)
-        return NULL;
-    PyObject *code = PyLong_FromLong(status);
-    PyObject *name = PyUnicode_FromString(pf_status_name(status));
-    if (code && name && PyObject_SetAttrString(exc, "status", code) == 0 &&
-        PyObject_SetAttrString(exc, "status_name", name) == 0)
-        PyErr_SetObject(cls, exc);
-    Py_XDECREF(code);
-    Py_XDECREF(name);
-    Py_DECREF(exc);
-    return NULL;
-}
+/* Errors: errors.c (raise_status raises a status' class with a message). */
+#define raise_status pf_py_raise_status
 
 /* ---- Lazily found modules and types ------------------------------------------------------ */
 
@@ -1239,11 +1170,9 @@ static PyTypeObject TicketType = {
    The engine is then only ever called by the claiming thread. A second caller gets
    BusyError (a RuntimeError) and its message says whether it came from another thread
    or from inside the running call (a log callback, say). */
-static PyObject *ClosedError; /* pipefuse.ClosedError */
-
 static int closed_error(void)
 {
-    PyErr_SetString(ClosedError, "the pipeline is closed (load it again for another one)");
+    PyErr_SetString(pf_py_closed_error, "the pipeline is closed (load it again for another one)");
     return -1;
 }
 
@@ -2346,53 +2275,8 @@ PyMODINIT_FUNC PyInit__pipefuse(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    PyObject *edict = Py_BuildValue("{s:O,s:O}", "status", Py_None, "status_name", Py_None);
-    Error = edict ? PyErr_NewExceptionWithDoc(
-                        "pipefuse.Error",
-                        "A pipefuse call failed: .status (int), .status_name ('PF_PARSE') and "
-                        "the message the engine gave.",
-                        NULL, edict)
-                  : NULL;
-    Py_XDECREF(edict);
-    if (!Error || PyModule_AddObjectRef(m, "Error", Error) < 0)
+    if (pf_py_errors_init(m) != 0)
         goto fail;
-    PyObject *cbases = PyTuple_Pack(2, Error, PyExc_RuntimeError);
-    ClosedError =
-        cbases ? PyErr_NewExceptionWithDoc(
-                     "pipefuse.ClosedError",
-                     "The pipeline is closed (a RuntimeError, as before there was this class).",
-                     cbases, NULL)
-               : NULL;
-    Py_XDECREF(cbases);
-    if (!ClosedError || PyModule_AddObjectRef(m, "ClosedError", ClosedError) < 0)
-        goto fail;
-    PyObject *statuses = PyDict_New();
-    if (!statuses || PyModule_AddObject(m, "STATUS", statuses) < 0) {
-        Py_XDECREF(statuses);
-        goto fail;
-    }
-    for (int s = 1; s < PF_STATUS_COUNT_; s++) {
-        char name[64], qual[80];
-        const char *id = pf_status_name(s); /* "PF_PARSE" */
-        class_name(id && strncmp(id, "PF_", 3) == 0 ? id + 3 : "UNKNOWN", name, sizeof name);
-        snprintf(qual, sizeof qual, "pipefuse.%s", name);
-        PyObject *dict = Py_BuildValue("{s:i,s:s}", "status", s, "status_name", pf_status_name(s));
-        /* Each class is also the built-in exception a Python program already catches for
-           such a failure (docs/python.md, Errors). */
-        PyObject *also = builtin_base(s);
-        PyObject *bases = also ? PyTuple_Pack(2, Error, also) : (Py_INCREF(Error), Error);
-        status_errors[s] =
-            dict && bases ? PyErr_NewExceptionWithDoc(qual, pf_status_str(s), bases, dict) : NULL;
-        Py_XDECREF(dict);
-        Py_XDECREF(bases);
-        PyObject *code = PyLong_FromLong(s);
-        if (!status_errors[s] || !code || PyModule_AddObjectRef(m, name, status_errors[s]) < 0 ||
-            PyDict_SetItemString(statuses, pf_status_name(s), code) < 0) {
-            Py_XDECREF(code);
-            goto fail;
-        }
-        Py_DECREF(code);
-    }
     PyObject *np = PyImport_ImportModule("numpy");
     if (np) {
         np_asarray = PyObject_GetAttrString(np, "asarray");

@@ -1,6 +1,6 @@
 /* binding.h: what the extension's files share (_pipefuse.c: the types and the frame
  * path; staging.c: arrays the C API cannot describe, copied through pooled buffers;
- * codecs.c: PNG and JPEG files to and from arrays). */
+ * codecs.c: PNG and JPEG files to and from arrays; errors.c: the exception classes). */
 #ifndef PF_PY_BINDING_H
 #define PF_PY_BINDING_H
 
@@ -18,9 +18,16 @@ typedef struct layout {
     pf_sample sample;
 } layout;
 
+/* ---- errors.c ------------------------------------------------------------------------- */
+
 /* Raises the pipefuse.Error subclass of status with msg (the status' own text when msg is
    empty); returns NULL. */
 PyObject *pf_py_raise_status(int status, const char *msg);
+/* pipefuse.ClosedError (an Error and a RuntimeError), once pf_py_errors_init ran. */
+extern PyObject *pf_py_closed_error;
+/* Makes Error, ClosedError, STATUS and the status classes, added to module m. -1 on
+   failure, with an exception. */
+int pf_py_errors_init(PyObject *m);
 
 /* ---- staging.c ------------------------------------------------------------------------ */
 
