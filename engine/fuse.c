@@ -1149,7 +1149,7 @@ char *pf_fuse_source(const pf_pipeline *p, int u, const pf_fuse_unit *io, const 
 
 /* After a failed compile of unit u: each distinct op header the kernel holds (the
    unit's, and those of the point units it absorbs or takes as an epilogue; a summing
-   reduce has none of its own) compiled alone, after pipefuse/point.h as in the kernel.
+   reduce has one only where it declares reduce_finish) compiled alone, after pipefuse/point.h as in the kernel.
    Those that fail are named in p->errmsg, each with its stage, plugin file and NVRTC's
    log (which points at the header's own lines). Returns how many failed (0: only their
    combination fails). */
