@@ -29,6 +29,7 @@
 #include "binding.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -594,8 +595,31 @@ static int is_device_array(PyObject *obj)
 
 typedef struct {
     PyObject_HEAD pf_engine *e;
-    PyObject *log; /* callable(level, message) or NULL */
+    PyObject *log;         /* callable(level, message) or NULL */
+    unsigned long process; /* fork_generation when it was made */
 } EngineObject;
+
+/* fork(): the engine's threads (its pool, the pipelines' runners) are not in the child,
+   and its locks may have been held. Objects made before the fork are refused in the
+   child (a call would wait for a thread that is not there) and left unfreed at its end
+   (freeing joins those threads). pthread_atfork bumps the generation in every child. */
+static unsigned long fork_generation;
+
+static void forked_child(void)
+{
+    fork_generation++;
+}
+
+static int forked_error(const char *what)
+{
+    PyErr_Format(PyExc_RuntimeError,
+                 "this %s was made in the parent process, before fork(): an engine's threads "
+                 "do not survive a fork, so make the engine and load the pipeline in this "
+                 "process (multiprocessing: the spawn or forkserver start method, or an "
+                 "initializer; docs/python.md)",
+                 what);
+    return -1;
+}
 
 static PyTypeObject EngineType, PipelineType, TicketType, HostBufferType;
 
@@ -679,6 +703,7 @@ static int Engine_init(EngineObject *self, PyObject *args, PyObject *kw)
         return -1;
     }
     self->e = e;
+    self->process = fork_generation;
     return 0;
 }
 
@@ -702,7 +727,8 @@ static void Engine_dealloc(EngineObject *self)
     PyObject_GC_UnTrack(self);
     pf_engine *e = self->e;
     self->e = NULL;
-    if (e) { /* joins the worker threads, which may log (and so need the GIL) */
+    if (e && self->process == fork_generation) { /* joins the worker threads, which may log
+                                                     (and so need the GIL) */
         Py_BEGIN_ALLOW_THREADS pf_engine_destroy(e);
         Py_END_ALLOW_THREADS
     }
@@ -712,6 +738,8 @@ static void Engine_dealloc(EngineObject *self)
 
 static int engine_ready(EngineObject *self)
 {
+    if (self->e && self->process != fork_generation)
+        return forked_error("engine");
     if (self->e)
         return 0;
     PyErr_SetString(PyExc_RuntimeError, "Engine is not initialised");
@@ -984,7 +1012,8 @@ static void HostBuffer_dealloc(HostBufferObject *self)
 {
     PyObject_GC_UnTrack(self);
     if (self->engine) {
-        pf_frame_free_host(self->engine->e, &self->f);
+        if (self->engine->process == fork_generation)
+            pf_frame_free_host(self->engine->e, &self->f);
         Py_DECREF(self->engine);
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1180,6 +1209,8 @@ static int pipeline_claim(PipelineObject *self)
 {
     if (!self->p)
         return closed_error();
+    if (self->engine->process != fork_generation)
+        return forked_error("pipeline");
     unsigned long me = PyThread_get_thread_ident();
     if (self->busy || (self->held && self->held_thread != me)) {
         if (in_log_callback || (self->busy && self->busy_thread == me))
@@ -1769,7 +1800,7 @@ static PyObject *Pipeline_wait(PipelineObject *self, PyObject *args)
 static PyObject *Pipeline_cancel(PipelineObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->p)
+    if (self->p && self->engine->process == fork_generation)
         pf_pipeline_cancel(self->p);
     Py_RETURN_NONE;
 }
@@ -2129,6 +2160,17 @@ static void pipeline_close(PipelineObject *self)
         return;
     pf_pipeline *p = self->p;
     Py_ssize_t n = self->inflight ? PyList_GET_SIZE(self->inflight) : 0;
+    if (self->engine->process != fork_generation) { /* the parent's: left as it is */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
+            t->done = t->lost = 1;
+            ticket_release(t);
+        }
+        if (self->inflight)
+            PyList_SetSlice(self->inflight, 0, n, NULL);
+        self->p = NULL;
+        return;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         TicketObject *t = (TicketObject *)PyList_GET_ITEM(self->inflight, i);
         int id = t->id, rc;
@@ -2262,6 +2304,9 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
 
 PyMODINIT_FUNC PyInit__pipefuse(void)
 {
+    static int atfork;
+    if (!atfork && pthread_atfork(NULL, NULL, forked_child) == 0)
+        atfork = 1;
     if (pf_version() != PF_VERSION_NUMBER) {
         PyErr_Format(PyExc_ImportError,
                      "pipefuse: the extension was built for library %s but loaded %s",

@@ -97,6 +97,40 @@ def test_errors_raised_are_the_builtins(engine, tmp_path):
     assert "result" in p.wait(t)  # a complete ticket, after close too
 
 
+# ---- fork ------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork()")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() of a threaded process
+def test_a_forked_child_refuses_the_parents_engine_and_makes_its_own(engine):
+    p = cpu(engine, PIPELINES / "demo.json")
+    x = np.zeros((16, 16, 3), np.uint8)
+    p.run(x)  # the engine's threads and the pipeline's runner are going
+    pid = os.fork()
+    if pid == 0:  # the child: exit codes say what went wrong
+        code = 0
+        try:
+            try:
+                p.run(x)
+                code = 1
+            except RuntimeError as e:
+                code = 0 if "before fork()" in str(e) else 2
+            try:
+                engine.load(PIPELINES / "demo.json")
+                code = code or 3
+            except RuntimeError:
+                pass
+            q = pipefuse.Engine(threads=2).load(PIPELINES / "demo.json", backend="cpu")
+            if q.run(x)["result"].shape != x.shape:
+                code = code or 4
+            del p, q  # the parent's is left unfreed, the child's freed
+        except BaseException:
+            code = code or 5
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert p.run(x)["result"].shape == x.shape  # the parent's goes on
+
+
 # ---- notices ---------------------------------------------------------------------------------
 
 UNUSED = ('{"pipefuse": 1, "inputs": ["in"], "stages": ['
