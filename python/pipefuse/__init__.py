@@ -883,9 +883,12 @@ class Pipeline:
              tables: bool = True) -> Dict[str, Any]:
         """Waits for a submitted frame; returns its outputs by name: image arrays (those
         written) and, unless tables=False, tables as structured arrays. With a timeout
-        in seconds (any number >= 0; 0 polls), NotReadyError when the frame is still in
-        flight then. A ticket is waited for on the pipeline that submitted it (ValueError
-        otherwise); a complete one as often as you like, after close() too."""
+        in seconds (any number >= 0; 0 polls), NotReadyError (a TimeoutError) when the
+        frame is still in flight then. A ticket is waited for on the pipeline that
+        submitted it (ValueError otherwise); a complete one as often as you like, after
+        close() too, raising the error its frame ended with (CancelledError...) if any.
+        Python's signal handlers run during the wait: Ctrl-C cancels the frame and raises
+        KeyboardInterrupt; the pipeline takes the next frame as usual."""
         if timeout is None:
             self._c.wait(ticket)
         else:
@@ -924,7 +927,8 @@ class Pipeline:
     @_held
     def run(self, inputs: Any, outputs: Any = None, *, stream: Any = None,
             tables: bool = True) -> Dict[str, Any]:
-        """Runs one frame and returns its outputs by name (submit, then wait)."""
+        """Runs one frame and returns its outputs by name (submit, then wait: Ctrl-C
+        cancels the frame and raises KeyboardInterrupt)."""
         return self.wait(self.submit(inputs, outputs, stream=stream), tables=tables)
 
     __call__ = run
