@@ -211,7 +211,7 @@ static int host_compile(const pf_stage_desc *d, int form, const char *fn, void *
         snprintf(why, size, "the temporary directory's name is too long");
         return -1;
     }
-    snprintf(type, sizeof type, forms[form].type, d->params_type);
+    snprintf(type, sizeof type, forms[form].type, "T_"); /* T_: the params struct, below */
     /* The function assigned to a pointer of the declared type: a function of another
        signature is an incompatible-pointer-types error, a missing one undeclared. type is
        "R (*)(A...)"; the pointer f_ goes after its "(*". */
@@ -223,20 +223,35 @@ static int host_compile(const pf_stage_desc *d, int form, const char *fn, void *
         snprintf(why, size, "out of memory");
         goto out;
     }
-    snprintf(wrapper, n,
-             "#include \"ops.h\"\n"
-             "typedef %s T_;\n"
-             "static %.*s(*const f_)%s = %s;\n"
-             "__attribute__((visibility(\"default\"))) %s",
-             d->params_type, (int)(star - type), type, star + 3, fn, forms[form].call);
     if (mkdir(sub, 0700) != 0 || write_file(sub, "point.h", pc_src_point_h) != 0 ||
         write_file(sub, "premultiply.h", pc_src_premultiply_h) != 0 ||
-        write_file(dir, "ops.h", d->point_source) != 0 ||
-        write_file(dir, "check.c", wrapper) != 0) {
+        write_file(dir, "ops.h", d->point_source) != 0) {
         snprintf(why, size, "cannot write into %s: %s", dir, strerror(errno));
         goto out;
     }
-    rc = run_compiler(dir, why, size);
+    /* params_type as a typedef name, else as a struct tag (NVRTC's C++ takes either) */
+    for (int tag = 0; tag < 2; tag++) {
+        char first[2048];
+        snprintf(wrapper, n,
+                 "#include \"ops.h\"\n"
+                 "typedef %s%s T_;\n"
+                 "static %.*s(*const f_)%s = %s;\n"
+                 "__attribute__((visibility(\"default\"))) %s",
+                 tag ? "struct " : "", d->params_type, (int)(star - type), type, star + 3, fn,
+                 forms[form].call);
+        if (write_file(dir, "check.c", wrapper) != 0) {
+            snprintf(why, size, "cannot write into %s: %s", dir, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (tag)
+            pc_copy_text(first, sizeof first, why);
+        rc = run_compiler(dir, why, size);
+        if (rc != 1)
+            break;
+        if (tag) /* the typedef's errors say more */
+            pc_copy_text(why, size, first);
+    }
     if (rc == 0) {
         char so[PATH_MAX];
         void *h =
