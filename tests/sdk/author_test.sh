@@ -26,6 +26,9 @@ W=$WORK/author
 rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" || exit 1
 unset PIPEFUSE_PLUGIN_PATH
 . "$(dirname "$0")/testlib.sh"
+# temporary files (plugin check's host compiles, the sources of kernels NVRTC refused)
+# stay in the work directory
+mkdir -p "$W/tmp" && export TMPDIR=$W/tmp
 
 P=$W/prefix
 step install "$CMAKE" --install "$BUILD" --prefix "$P" || exit 1
