@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,18 @@ static int copy_fd(int fd, int out_fd)
 {
     char buf[1 << 16];
     for (;;) {
+        /* a signal that comes just before a read would not interrupt it: the wait for
+           data is a poll that looks at the signal's flag every 100 ms */
+        struct pollfd p = {fd, POLLIN, 0};
+        if (stop_signal) {
+            errno = EINTR;
+            return -1;
+        }
+        int pr = poll(&p, 1, 100);
+        if (pr < 0 && errno != EINTR)
+            return -1;
+        if (pr <= 0) /* the time, or a signal: its flag is looked at above */
+            continue;
         ssize_t n = read(fd, buf, sizeof buf);
         if (n == 0)
             return 0;
