@@ -547,6 +547,10 @@ PF_PNGZ_API int pf_pngz_begin(const pf_pngz_opts *o, pf_pngz_write_fn write, voi
     z->threads =
         o->threads ? (o->threads > MAX_THREADS ? MAX_THREADS : o->threads) : online_cores();
     z->rowbytes = row_bytes(o);
+    /* no more threads than segments of the smallest size the image can fill */
+    size_t fill = (z->rowbytes + 1) * (size_t)o->height / PF_PNGZ_SEG_MIN + 1;
+    if ((size_t)z->threads > fill)
+        z->threads = (int)fill;
     size_t px = (size_t)o->channels * (size_t)o->bits;
     z->bpp = px >= 8 ? (int)(px / 8) : 1;
     /* libpng's choice: Z_FILTERED for filtered rows, the default strategy for None */

@@ -17,7 +17,8 @@
  * with the caller, who must not call png_write_end (libpng does not know of these IDAT
  * chunks) but writes its after-IDAT chunks and IEND with pf_pngz_chunk.
  *
- * The functions are exported for the command line's writer (cli/outfile.c). */
+ * The functions are exported, so that a writer of its own (the command line's,
+ * cli/outfile.c) can call them after its own png_write_info. */
 #ifndef PF_PNG_DEFLATE_H
 #define PF_PNG_DEFLATE_H
 
