@@ -85,8 +85,9 @@ static const cli_opt run_opts[] = {
     {"--joblog", 0, "FILE",
      "append a line per input (status, time, outputs, message, name) to FILE"},
     {"--retry-failed", 0, "FILE",
-     "run again the inputs a --joblog FILE records as failed, with the output names they had; "
-     "with inputs on the command line, only those of them that failed"},
+     "run again the inputs a --joblog FILE records as failed or pending (never finished: "
+     "killed or interrupted), with the output names they had; with inputs on the command "
+     "line, those of them that failed or never finished, and those FILE does not name"},
     {"--shard", 0, "I/N|auto", "take every N-th input from the I-th (several machines)"},
     {"--progress", 0, NULL, "a progress line even when stderr is not a terminal"},
     {"--png-filter", 0, "F",

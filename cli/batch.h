@@ -56,6 +56,8 @@ typedef struct run_opts {
     int n_failed, n_failed_key;
     char **claimed, **claimed_by;
     int n_claimed, n_claimed_by;
+    char **logged; /* every input the joblog names (sorted): the others never ran */
+    int n_logged;
     /* inputs.c's stdin and stdout: the spooled file shown as "-", and the temporary
        folder shown as "stdout" (NULL: none) */
     const char *stdin_path, *stdout_dir;

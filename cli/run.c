@@ -271,7 +271,9 @@ static int read_failed(run_opts *o, const char *file)
             }
             l = nl;
         }
-        int failed = status && strcmp(status, "failed") == 0;
+        /* "pending": written for every input a run was about to run; its last line still
+           pending, the run ended (killed, interrupted, a crash of its own) before it */
+        int failed = status && (strcmp(status, "failed") == 0 || strcmp(status, "pending") == 0);
         if (failed && strcmp(line, "-") == 0) { /* stdin: no file to run again */
             fprintf(stderr,
                     "pipefuse run: --retry-failed %s:%d: the failed input was standard input, "
@@ -296,6 +298,8 @@ static int read_failed(run_opts *o, const char *file)
         qsort(l, (size_t)n, sizeof *l, cmp_logline);
     for (int k = 0; k < n; k++) {
         int last = k + 1 == n || strcmp(l[k].input, l[k + 1].input) != 0;
+        if (rc == 0 && last)
+            rc = push(&o->logged, &o->n_logged, l[k].input);
         if (rc == 0 && last && l[k].failed) {
             rc = push(&o->failed, &o->n_failed, l[k].input) ||
                  push(&o->failed_key, &o->n_failed_key, l[k].key ? l[k].key : "");
@@ -360,15 +364,14 @@ static int cmp_file_id(const void *a, const void *b)
                               : x->index - y->index;
 }
 
-/* The index in o->failed (sorted) of the joblog's failed input that is path, by name or
-   else by identity (the same file written another way, ./x.png for x.png); -1: none. */
-static int failed_index(const run_opts *o, const file_id *ids, int n_ids, const char *path)
+/* The index in list (sorted, n names; ids: those of them that exist, sorted) of the one
+   that is path, by name or else by identity (the same file written another way,
+   ./x.png for x.png); -1: none. */
+static int list_index(char *const *list, int n, const file_id *ids, int n_ids, const char *path)
 {
-    char *const *hit =
-        o->n_failed ? bsearch(&path, o->failed, (size_t)o->n_failed, sizeof *o->failed, cmp_str)
-                    : NULL;
+    char *const *hit = n ? bsearch(&path, list, (size_t)n, sizeof *list, cmp_str) : NULL;
     if (hit)
-        return (int)(hit - o->failed);
+        return (int)(hit - list);
     struct stat st;
     if (!n_ids || stat(path, &st) != 0)
         return -1;
@@ -384,34 +387,53 @@ static int failed_index(const run_opts *o, const file_id *ids, int n_ids, const 
     return lo < n_ids && ids[lo].dev == key.dev && ids[lo].ino == key.ino ? ids[lo].index : -1;
 }
 
+/* The identities of the names of list that exist, sorted (for list_index); NULL without
+   memory. */
+static file_id *list_ids(char *const *list, int n, int *n_ids)
+{
+    file_id *ids = calloc((size_t)n + 1, sizeof *ids);
+    *n_ids = 0;
+    for (int k = 0; ids && k < n; k++) {
+        struct stat st;
+        if (stat(list[k], &st) == 0)
+            ids[(*n_ids)++] = (file_id){st.st_dev, st.st_ino, k};
+    }
+    if (ids && *n_ids)
+        qsort(ids, (size_t)*n_ids, sizeof *ids, cmp_file_id);
+    return ids;
+}
+
 /* --retry-failed, after the shard is taken: with inputs on the command line (the
-   original run's, as docs/batch.md's retry form gives them), only those the joblog
-   says failed run, named as the command names them; without, the joblog's failed
-   inputs run. Either way an input named in the joblog gets the folder and stem it had
-   there, so its outputs get their first run's names. */
+   original run's, as docs/batch.md's retry form gives them), those the joblog says failed
+   or never finished (pending), and those it does not name at all (never run: GNU
+   parallel's --resume-failed), run, named as the command names them; without, the
+   joblog's failed and pending inputs run. Either way an input named in the joblog gets
+   the folder and stem it had there, so its outputs get their first run's names. */
 static int take_failed(run_opts *o)
 {
-    int rc = 0;
-    file_id *ids = calloc((size_t)o->n_failed + 1, sizeof *ids);
-    int n_ids = 0;
-    if (!ids)
+    int rc = 0, n_ids = 0, n_lids = 0;
+    file_id *ids = list_ids(o->failed, o->n_failed, &n_ids);
+    file_id *lids = o->n_inputs > 0 ? list_ids(o->logged, o->n_logged, &n_lids) : NULL;
+    if (!ids || (o->n_inputs > 0 && !lids)) {
+        free(ids);
+        free(lids);
         return -1;
-    for (int k = 0; k < o->n_failed; k++) {
-        struct stat st;
-        if (stat(o->failed[k], &st) == 0)
-            ids[n_ids++] = (file_id){st.st_dev, st.st_ino, k};
     }
-    if (n_ids)
-        qsort(ids, (size_t)n_ids, sizeof *ids, cmp_file_id);
     if (o->n_inputs > 0) {
-        int w = 0;
+        int w = 0, fresh = 0;
         char *taken = calloc((size_t)o->n_failed + 1, 1);
         if (!taken) {
             free(ids);
+            free(lids);
             return -1;
         }
         for (int i = 0; i < o->n_inputs; i++) {
-            int k = failed_index(o, ids, n_ids, o->inputs[i]);
+            int k = list_index(o->failed, o->n_failed, ids, n_ids, o->inputs[i]);
+            if (k < 0 && list_index(o->logged, o->n_logged, lids, n_lids, o->inputs[i]) < 0) {
+                o->inputs[w++] = o->inputs[i]; /* never run: runs, named as given */
+                fresh++;
+                continue;
+            }
             if (k < 0 || taken[k]) {
                 free(o->inputs[i]);
                 continue;
@@ -427,9 +449,14 @@ static int take_failed(run_opts *o)
             left += !taken[k];
         if (left && !o->quiet && !o->shard_count)
             fprintf(stderr,
-                    "pipefuse run: --retry-failed %s: %d failed input(s) of the joblog are not "
-                    "among this command's inputs: not run\n",
+                    "pipefuse run: --retry-failed %s: %d failed or unfinished input(s) of the "
+                    "joblog are not among this command's inputs: not run\n",
                     o->retry_failed, left);
+        if (fresh && !o->quiet)
+            fprintf(stderr,
+                    "pipefuse run: --retry-failed %s: %d input(s) the joblog does not name "
+                    "(never run) run too\n",
+                    o->retry_failed, fresh);
         free(taken);
     } else {
         for (int k = 0; k < o->n_failed && rc == 0; k++) {
@@ -439,6 +466,7 @@ static int take_failed(run_opts *o)
         }
     }
     free(ids);
+    free(lids);
     if (rc != 0)
         fprintf(stderr, "pipefuse run: --retry-failed: out of memory\n");
     return rc;
@@ -1783,8 +1811,9 @@ static void summary(sup *s, int was_interrupted)
                 s->n_ok + s->n_skipped, n, (now_ms() - s->t0) / 1e3, s->n_failed);
     if (said && s->n_skipped)
         fprintf(stderr, ", %d skipped (outputs exist)", s->n_skipped);
+    int not_run = n - s->n_ok - s->n_failed - s->n_skipped;
     if (said && was_interrupted)
-        fprintf(stderr, ", %d not run (interrupted)", n - s->n_ok - s->n_failed - s->n_skipped);
+        fprintf(stderr, ", %d not run (interrupted)", not_run);
     if (said && o->stdout_dir)
         fprintf(stderr, "; output to stdout\n");
     else if (said)
@@ -1808,6 +1837,11 @@ static void summary(sup *s, int was_interrupted)
         }
         fprintf(stderr, "\n");
     }
+    if (was_interrupted && not_run && o->joblog && !s->joblog_err)
+        fprintf(stderr,
+                "pipefuse: the inputs not run are pending in the joblog: --retry-failed %s "
+                "runs them and the failed ones\n",
+                o->joblog);
     if (s->joblog_err)
         fprintf(stderr,
                 "pipefuse: the joblog %s is incomplete (cannot write: %s): exit status 1 at "
@@ -2096,6 +2130,12 @@ int cli_run(int argc, char **argv, const cli_common *c)
                             o.outdir, FRESH_FILE, strerror(errno));
             }
             precheck(&s);
+            /* every input about to run is "pending" in the joblog until its own line: a run
+               killed or interrupted leaves the ones it never finished findable, and
+               --retry-failed runs them (with the failed) */
+            for (int i = 0; i < o.n_inputs && s.joblog >= 0 && !s.joblog_err; i++)
+                if (s.it[i].state == ST_PENDING)
+                    joblog_line(&s, i);
             int rc = supervise(&s);
             /* again at the end: a process of an earlier run may have been dying at the start */
             out_remove_stale(s.dirfd);
@@ -2136,9 +2176,9 @@ int cli_run(int argc, char **argv, const cli_common *c)
     for (int i = 0; i < o.n_inputs; i++)
         free(o.inputs[i]);
     free(o.inputs);
-    char **lists[] = {o.failed, o.failed_key, o.claimed, o.claimed_by};
-    int counts[] = {o.n_failed, o.n_failed_key, o.n_claimed, o.n_claimed_by};
-    for (int l = 0; l < 4; l++) {
+    char **lists[] = {o.failed, o.failed_key, o.claimed, o.claimed_by, o.logged};
+    int counts[] = {o.n_failed, o.n_failed_key, o.n_claimed, o.n_claimed_by, o.n_logged};
+    for (int l = 0; l < 5; l++) {
         for (int i = 0; i < counts[l]; i++)
             free(lists[l][i]);
         free(lists[l]);

@@ -18,7 +18,8 @@
 # (the batch on the GPU, a kernel that traps; exit 77 without a GPU), start (the worker
 # starts under a low descriptor limit, without /proc, through the dynamic loader), links
 # (-r over links to a folder above, --name folders through a planted link), fresh
-# (--skip-existing judges outputs by what made them; names stay with their input).
+# (--skip-existing judges outputs by what made them; names stay with their input), killed
+# (SIGKILL at random points, resumed with --retry-failed until every output is there once).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -486,7 +487,7 @@ section_resume() {
     expect 0 "--retry-failed"
     says "$W/stderr" "1 of 1 input(s) done" "one input retried"
     exists "$W/out/f005.png"
-    [ "$(tail -n +2 "$W/log2.tsv" | cut -f1,2)" = "$(printf '%s\tok' "$W/in/f005.png")" ] ||
+    [ "$(tail -n +2 "$W/log2.tsv" | grep -v "$(printf '\tpending\t')" | cut -f1,2)" = "$(printf '%s\tok' "$W/in/f005.png")" ] ||
         fail "retry joblog: $(cat "$W/log2.tsv")"
 }
 
@@ -622,8 +623,10 @@ section_retry() {
     pf run "$W/ident.json" "$W/cut/b.png" "$W/cut/a.png" -o "$W/cut0" --joblog "$W/cut0.tsv" -q
     expect 1 "a batch with a broken input"
     local l1 room pad
-    l1=$(sed -n 2p "$W/cut0.tsv" | wc -c)        # b's line
-    room=$((16384 - l1 - 10))                     # a's line gets 10 bytes: inside its path
+    local pend
+    pend=$(sed -n 2,3p "$W/cut0.tsv" | wc -c)    # the two pending lines written first
+    l1=$(sed -n 4p "$W/cut0.tsv" | wc -c)        # b's line
+    room=$((16384 - pend - l1 - 10))              # a's line gets 10 bytes: inside its path
     pad=$((room - $(head -1 "$W/cut0.tsv" | wc -c) - 21))
     { head -1 "$W/cut0.tsv"; printf 'pad\tskipped\t0.000\t\t\t%s\n' "$(head -c $pad /dev/zero | tr '\0' p)"; } >"$W/cut.tsv"
     [ "$(stat -c %s "$W/cut.tsv")" = $room ] || fail "the padded joblog has $(stat -c %s "$W/cut.tsv") bytes, not $room"
@@ -642,7 +645,8 @@ section_retry() {
     cp "$W/gen/rgb8.png" "$W/cut/b.png"
     pf run "$W/ident.json" --retry-failed "$W/cut.tsv" -o "$W/cut1" --joblog "$W/cut.tsv"
     expect 0 "a retry from the joblog cut by the size limit"
-    says "$W/stderr" "1 of 1 input(s) done" "the failed input retried"
+    # b failed; a's line was taken back, so its last line says pending: both run again
+    says "$W/stderr" "2 of 2 input(s) done" "the failed and the unfinished input retried"
     exists "$W/cut1/b.png"
     [ "$(tail -1 "$W/cut.tsv" | cut -f1,2)" = "$(printf '%s\tok' "$W/cut/b.png")" ] ||
         fail "the retry's joblog line: $(tail -1 "$W/cut.tsv" | cat -A)"
@@ -651,10 +655,11 @@ section_retry() {
     { cat "$W/cut0.tsv"; printf '%s\tfai' "$W/cut/a.png"; } >"$W/cut2.tsv"
     pf run "$W/ident.json" --retry-failed "$W/cut2.tsv" -o "$W/cut2" --joblog "$W/cut2.tsv"
     expect 0 "a retry from a joblog whose last line is cut"
-    says "$W/stderr" "--retry-failed $W/cut2.tsv:4: the last line is cut short" "the cut line named"
-    says "$W/stderr" "--joblog $W/cut2.tsv:4: the last line was cut short" "the piece removed, said"
+    local cl=$(($(wc -l <"$W/cut0.tsv") + 1))
+    says "$W/stderr" "--retry-failed $W/cut2.tsv:$cl: the last line is cut short" "the cut line named"
+    says "$W/stderr" "--joblog $W/cut2.tsv:$cl: the last line was cut short" "the piece removed, said"
     says "$W/stderr" "1 of 1 input(s) done" "the failed input of a joblog with a cut line retried"
-    [ "$(wc -l <"$W/cut2.tsv")" = 4 ] && awk -F'\t' 'NR > 1 && NF != 6 { exit 1 }' "$W/cut2.tsv" ||
+    [ "$(wc -l <"$W/cut2.tsv")" = $((cl + 1)) ] && awk -F'\t' 'NR > 1 && NF != 6 { exit 1 }' "$W/cut2.tsv" ||
         fail "the joblog after appending to a cut line: $(cat -A "$W/cut2.tsv")"
     { cat "$W/cut0.tsv"; printf '%s/cut/a.p' "$W"; } >"$W/cut3.tsv" # cut inside the path
     pf run "$W/ident.json" --retry-failed "$W/cut3.tsv" -o "$W/cut3" -q
@@ -696,7 +701,7 @@ section_retry() {
         rc=$?
         expect 0 "a joblog that may be written, not read"
         chmod 644 "$wo/log.tsv"
-        [ "$(wc -l <"$wo/log.tsv")" = 2 ] || fail "the write-only joblog: $(cat -A "$wo/log.tsv")"
+        [ "$(wc -l <"$wo/log.tsv")" = 3 ] || fail "the write-only joblog: $(cat -A "$wo/log.tsv")"
         rm -rf "$wo"
     fi
 }
@@ -754,9 +759,9 @@ section_shards() {
             --backend cpu 2>"$W/err$i" &
     done
     wait
-    cat "$W"/log[0-2].tsv | grep -v '^input' | cut -f1 | sort >"$W/all"
+    cat "$W"/log[0-2].tsv | grep -v '^input' | grep -v "$(printf '\tpending\t')" | cut -f1 | sort >"$W/all"
     ls "$W"/in/*.png | sort | cmp -s - "$W/all" || fail "shards: inputs not each done once: $(uniq -d "$W/all")"
-    cat "$W"/log[0-2].tsv | grep -v '^input' | cut -f2 | sort -u | tr '\n' ' ' | grep -qx 'ok ' ||
+    cat "$W"/log[0-2].tsv | grep -v '^input' | grep -v "$(printf '\tpending\t')" | cut -f2 | sort -u | tr '\n' ' ' | grep -qx 'ok ' ||
         fail "shards: not every input ok"
     [ "$(ls "$W/out" | wc -l)" = 50 ] || fail "shards: $(ls "$W/out" | wc -l) outputs, expected 50"
     no_temps "$W/out" "shards"
@@ -1177,8 +1182,92 @@ section_fresh() {
     [ "$(skips)" = 2 ] || fail "a/x.png and b/x.png again: $(skips) skipped, expected 2"
 }
 
+# ---- killed: a batch killed (SIGKILL) at random points and resumed with --retry-failed
+# until it ends, every output there exactly once; an interrupted run's unfinished inputs
+# are pending in its joblog, and a retry without inputs runs them -------------------------
+section_killed() {
+    slow_pipeline 10
+    many "$W/in" 20
+    local round pid worker tries have target rc_final=
+    images() { ls "$W"/out/*.png 2>/dev/null | wc -l; }
+    for round in 1 2 3 4 5 6; do
+        local args=("$W/slow.json" "$W/in" -o "$W/out" --jobs 2 --joblog "$W/log.tsv" -q)
+        [ -e "$W/log.tsv" ] && args+=(--retry-failed "$W/log.tsv")
+        "$PF" --plugin-path "$PLUG" run "${args[@]}" 2>"$W/err$round" &
+        pid=$!
+        if [ $round -lt 6 ]; then # killed once 0 to 4 more images are committed
+            have=$(images)
+            target=$((have + RANDOM % 5))
+            tries=0
+            while [ "$(images)" -lt $target ] && kill -0 $pid 2>/dev/null && [ $tries -lt 6000 ]; do
+                sleep 0.02
+                tries=$((tries + 1))
+            done
+            worker=$(pgrep -P $pid | head -1)
+            kill -9 $pid 2>/dev/null
+            wait $pid 2>/dev/null
+            tries=0
+            while [ -n "$worker" ] && kill -0 "$worker" 2>/dev/null && [ $tries -lt 3000 ]; do
+                sleep 0.02
+                tries=$((tries + 1))
+            done
+        else
+            wait $pid
+            rc_final=$?
+        fi
+    done
+    [ "$rc_final" = 0 ] || fail "the last resume: exit $rc_final: $(cat "$W/err6")"
+    # every output once: 20 images and 20 tables, no second name for any input
+    [ "$(ls "$W/out" | wc -l)" = 40 ] || fail "after the resumes: $(ls "$W/out" | wc -l) outputs, expected 40: $(ls "$W/out" | tr '\n' ' ')"
+    ls "$W/out" | grep -q -- '-[0-9]*\.' && fail "an input under a second name: $(ls "$W/out" | grep -- '-[0-9]*\.')"
+    local f
+    for f in "$W"/out/f*[0-9].png; do
+        whole_png "$f"
+        tail -1 "${f%.png}.histogram.csv" | grep -q '^255,' || fail "$(basename "$f") without its whole table"
+    done
+    no_temps "$W/out" "after the resumes"
+    # the joblog: every input's last line says ok
+    local bad
+    bad=$(awk -F'\t' 'NR > 1 { last[$1] = $2 } END { for (k in last) if (last[k] != "ok") print k ": " last[k] }' "$W/log.tsv")
+    [ -z "$bad" ] || fail "joblog lines not ok at the end: $bad"
+    [ "$(awk -F'\t' 'NR > 1 { print $1 }' "$W/log.tsv" | sort -u | wc -l)" = 20 ] ||
+        fail "the joblog does not name the 20 inputs"
+    # Ctrl-C: the inputs not run are pending in the joblog, and a retry without inputs
+    # runs them with the failed one
+    many "$W/in2" 40
+    "$HELPER" truncate "$W/in2/f002.png" "$W/in2/f003.png"
+    "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in2" -o "$W/out2" --jobs 1 \
+        --joblog "$W/log2.tsv" 2>"$W/stderr" &
+    pid=$!
+    gate_after 4 "$W/out2"
+    kill -INT $pid
+    gate_open
+    wait $pid
+    rc=$?
+    expect 130 "Ctrl-C"
+    says "$W/stderr" "not run (interrupted)" "the interrupted summary"
+    local notrun
+    notrun=$(sed -n 's/.*, \([0-9]*\) not run (interrupted).*/\1/p' "$W/stderr")
+    if [ "${notrun:-0}" -gt 0 ]; then # none when the worker held them all (many cores)
+        says "$W/stderr" "pending in the joblog: --retry-failed $W/log2.tsv" "how to run them said"
+        [ "$(awk -F'\t' 'NR > 1 { last[$1] = $2 } END { for (k in last) n += last[k] == "pending"; print n + 0 }' "$W/log2.tsv")" = "$notrun" ] ||
+            fail "the interrupted joblog does not hold the $notrun inputs not run as pending: $(cat "$W/log2.tsv")"
+    fi
+    cp "$W/in2/f000.png" "$W/in2/f003.png"
+    pf run "$W/slow.json" -o "$W/out2" --retry-failed "$W/log2.tsv" --joblog "$W/log2.tsv" -q
+    expect 0 "the retry of the interrupted run"
+    [ "$(ls "$W"/out2/f*[0-9].png | wc -l)" = 40 ] || fail "after the retry: $(ls "$W/out2" | tr '\n' ' ')"
+    # with inputs on the command line, an input the joblog never named runs too
+    cp "$W/in2/f000.png" "$W/in2/new.png"
+    pf run "$W/slow.json" "$W/in2" -o "$W/out2" --retry-failed "$W/log2.tsv" --joblog "$W/log2.tsv"
+    expect 0 "a retry with an input never run"
+    says "$W/stderr" "1 of 1 input(s) done" "only the new input ran"
+    says "$W/stderr" "1 input(s) the joblog does not name (never run) run too" "the new input said"
+    exists "$W/out2/new.png"
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
