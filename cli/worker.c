@@ -113,12 +113,13 @@ typedef struct cached {
     unsigned long long bytes, dev_bytes;
 } cached;
 
-typedef struct lane {
+typedef struct lane lane;
+struct lane {
     pf_engine *e; /* its own: a lane's frames never wait on another lane's threads */
     cached c[PLAN_CACHE];
     unsigned long long clock;
     pthread_t tid;
-} lane;
+};
 
 static struct {
     const run_opts *o;
@@ -140,8 +141,12 @@ static struct {
     /* The backend the lanes' plans get (setup's trial plan): on the GPU a plan's host
        memory is its pinned staging, and its device memory counts against dev_budget
        (taken from the device's free memory at setup), not against --max-memory. */
-    int gpu;
-    unsigned long long dev_budget;
+    atomic_int gpu;
+    atomic_ullong dev_budget;
+    /* The pipeline whose trial plan tells the backend (setup loads it; the starter
+       thread plans it while the codec threads already decode), and the lanes. */
+    pf_pipeline *trial;
+    struct lane *lane_list;
     /* --backend auto decided for the CPU before CUDA was touched (auto_backend): the
        backend every pipeline of this worker is given (NULL: the options'). */
     const char *backend;
@@ -693,6 +698,9 @@ static pf_engine *new_engine(int threads, char *err, size_t errn)
     return e;
 }
 
+static void set_lanes(int cpu);
+static void *lane_main(void *arg);
+
 /* ---- --backend auto ------------------------------------------------------------------------------- */
 
 /* What the GPU costs a worker before its first frame: the CUDA context, the fused
@@ -878,17 +886,22 @@ static int setup(char *err, size_t errn)
     /* Lanes: on the CPU one per core, files side by side; on the GPU one lane keeps
        its frame slots full. A trial plan tells which backend the pipeline gets. */
     int cpu = (o->backend && strcmp(o->backend, "cpu") == 0) || auto_backend() == 1;
-    if (!cpu) {
-        pf_shape s[RUN_MAX_IO];
-        for (int i = 0; i < W.n_in; i++)
-            s[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : (pf_shape){1024, 1024};
-        pf_stats st;
-        st.size = sizeof st;
-        if (pf_pipeline_plan(p, s, W.n_in) == PF_OK && pf_pipeline_stats(p, &st) == PF_OK)
-            cpu = strcmp(st.backend, "cpu") == 0;
-        else
-            cpu = !(o->backend && strcmp(o->backend, "cuda") == 0);
-    }
+    /* Until the trial plan (start_lanes) says: the GPU where a CUDA driver is */
+    void *cuda = cpu ? NULL : dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (cuda)
+        dlclose(cuda);
+    else
+        cpu = 1;
+    W.trial = p;
+    set_lanes(cpu);
+    build_attribution();
+    return 0;
+}
+
+/* Lanes, codec threads and the GPU's share of memory for the backend (cpu or not). */
+static void set_lanes(int cpu)
+{
+    const run_opts *o = W.o;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1)
         cores = 1;
@@ -904,24 +917,93 @@ static int setup(char *err, size_t errn)
     W.lane_threads = (int)(cores / W.lanes > 0 ? cores / W.lanes : 1);
     /* On the GPU: a share of the device's free memory for each lane's plans (the rest
        for other work on the device), and bands only for frames that do not fit it. */
-    W.gpu = !cpu;
-    if (W.gpu) {
+    atomic_store(&W.gpu, !cpu);
+}
+
+/* The starter thread's work, while the codec threads decode the first files: the trial
+   plan tells the backend (on the GPU it creates the CUDA context and builds the fused
+   kernels, the slow part of a worker's start), then the lanes' engines, the pinned pool
+   on the GPU, and the lanes. Returns 0, or -1 with the message. */
+static int start_lanes(char *err, size_t errn)
+{
+    const run_opts *o = W.o;
+    pf_pipeline *p = W.trial;
+    int cpu = !atomic_load(&W.gpu);
+    if (!cpu) {
+        pf_shape s[RUN_MAX_IO];
+        for (int i = 0; i < W.n_in; i++)
+            s[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : (pf_shape){1024, 1024};
+        pf_stats st;
+        st.size = sizeof st;
+        if (pf_pipeline_plan(p, s, W.n_in) == PF_OK && pf_pipeline_stats(p, &st) == PF_OK)
+            cpu = strcmp(st.backend, "cpu") == 0;
+        else
+            cpu = !(o->backend && strcmp(o->backend, "cuda") == 0);
+        set_lanes(cpu);
+    }
+    if (!cpu) {
+        /* a share of the device's free memory for each lane's plans (the rest for other
+           work on the device); bands only for frames that do not fit it */
         unsigned long long dev_free = 0, dev_total = 0;
         if (pf_engine_device_memory(W.e, &dev_free, &dev_total) == PF_OK)
-            W.dev_budget = dev_free / 10 * 7 / (unsigned)W.lanes;
+            atomic_store(&W.dev_budget, dev_free / 10 * 7 / (unsigned)W.lanes);
         if (!o->quiet) {
             char msg[300];
             snprintf(msg, sizeof msg,
                      "on the GPU: %d lane%s, up to %d frames in flight each, %d codec threads; "
                      "%s of device memory for the plans, whole frames unless one does not fit",
                      W.lanes, W.lanes == 1 ? "" : "s", pf_pipeline_slots(p), W.codecs,
-                     size_str(W.dev_budget * (unsigned)W.lanes).s);
+                     size_str(atomic_load(&W.dev_budget) * (unsigned)W.lanes).s);
             notice(0, msg);
         }
     }
     pf_pipeline_destroy(p);
-    build_attribution();
+    W.trial = NULL;
+    lane *lanes = calloc((size_t)W.lanes, sizeof *lanes);
+    if (!lanes) {
+        snprintf(err, errn, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < W.lanes; i++)
+        if (!(lanes[i].e = new_engine(W.lane_threads, err, errn)))
+            return -1;
+    if (!cpu && W.lanes <= PINNED_MAX_ENGINES) {
+        /* at most the frames in flight's half of --max-memory, and 4 GiB: page-locked
+           memory is the machine's */
+        pf_engine *engines[PINNED_MAX_ENGINES];
+        for (int i = 0; i < W.lanes; i++)
+            engines[i] = lanes[i].e;
+        unsigned long long lim = 4ull << 30;
+        if (o->max_memory && o->max_memory / 2 < lim)
+            lim = o->max_memory / 2;
+        pinned_pool *pool = NULL;
+        if (pinned_pool_create(engines, W.lanes, lim, &pool) == PF_OK) {
+            pthread_mutex_lock(&W.mu);
+            W.pool = pool;
+            pthread_mutex_unlock(&W.mu);
+        }
+    }
+    W.lane0 = lanes;
+    report("R %d %d", W.lanes, W.codecs); /* the supervisor's count of files to send */
+    for (int i = 0; i < W.lanes; i++)
+        if (pthread_create(&lanes[i].tid, NULL, lane_main, &lanes[i]) != 0) {
+            snprintf(err, errn, "cannot start a thread");
+            return -1;
+        }
+    W.lane_list = lanes;
     return 0;
+}
+
+static void *starter_main(void *arg)
+{
+    (void)arg;
+    thread_altstack();
+    char err[3000];
+    if (start_lanes(err, sizeof err) != 0) {
+        report("X %s", err);
+        _exit(2);
+    }
+    return NULL;
 }
 
 /* ---- Engine lanes ------------------------------------------------------------------------------- */
@@ -1079,8 +1161,8 @@ static void free_frame(pf_frame *f)
 static void pin_input(job *j)
 {
     pf_frame *f = &j->in[0], pf;
-    if (!W.pool || !f->data || pinned_frame(W.pool, f->width, f->height, f->sample, f->channels,
-                                            &pf) != PF_OK)
+    if (!W.pool || !f->data ||
+        pinned_frame(W.pool, f->width, f->height, f->sample, f->channels, &pf) != PF_OK)
         return;
     size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
     for (int y = 0; y < f->height; y++)
@@ -2001,43 +2083,29 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
         _exit(2);
     }
 
-    lane *lanes = calloc((size_t)W.lanes, sizeof *lanes);
-    pthread_t *codecs = calloc((size_t)W.codecs, sizeof *codecs);
-    if (!lanes || !codecs) {
+    /* codec threads for the most cores either backend uses: the lanes' backend is
+       known once the starter's trial plan is done, while these decode */
+    int n_codecs = W.codecs;
+    pthread_t *codecs = calloc((size_t)n_codecs, sizeof *codecs);
+    pthread_t starter;
+    if (!codecs) {
         report("X out of memory");
         _exit(2);
     }
-    W.lane0 = lanes;
-    for (int i = 0; i < W.lanes; i++)
-        if (!(lanes[i].e = new_engine(W.lane_threads, err, sizeof err))) {
-            report("X %s", err);
-            _exit(2);
-        }
-    if (W.gpu && W.lanes <= PINNED_MAX_ENGINES) {
-        /* at most the frames in flight's half of --max-memory, and 4 GiB: page-locked
-           memory is the machine's */
-        pf_engine *engines[PINNED_MAX_ENGINES];
-        for (int i = 0; i < W.lanes; i++)
-            engines[i] = lanes[i].e;
-        unsigned long long lim = 4ull << 30;
-        if (o->max_memory && o->max_memory / 2 < lim)
-            lim = o->max_memory / 2;
-        if (pinned_pool_create(engines, W.lanes, lim, &W.pool) != PF_OK)
-            W.pool = NULL;
-    }
     for (int k = 0; k < W.n_out; k++)
         report("O %c %d %s", W.oi[k].kind == PF_OUTPUT_IMAGE ? 'i' : 't', W.json[k], W.oi[k].name);
+    /* ready for files now, with the lanes the backend will likely have (the starter
+       says again when it knows) */
     report("R %d %d", W.lanes, W.codecs);
-    for (int i = 0; i < W.lanes; i++)
-        if (pthread_create(&lanes[i].tid, NULL, lane_main, &lanes[i]) != 0) {
-            report("X cannot start a thread");
-            _exit(2);
-        }
-    for (int i = 0; i < W.codecs; i++)
+    for (int i = 0; i < n_codecs; i++)
         if (pthread_create(&codecs[i], NULL, codec_main, NULL) != 0) {
             report("X cannot start a thread");
             _exit(2);
         }
+    if (pthread_create(&starter, NULL, starter_main, NULL) != 0) {
+        report("X cannot start a thread");
+        _exit(2);
+    }
 
     /* Jobs: "J index\tpath" lines (the path escaped as in the joblog); "H" asks where
        the threads are; end of file ends. */
@@ -2101,10 +2169,11 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
     W.input_closed = 1;
     pthread_cond_broadcast(&W.cv);
     pthread_mutex_unlock(&W.mu);
-    for (int i = 0; i < W.codecs; i++)
+    pthread_join(starter, NULL);
+    for (int i = 0; i < n_codecs; i++)
         pthread_join(codecs[i], NULL);
     for (int i = 0; i < W.lanes; i++)
-        pthread_join(lanes[i].tid, NULL);
+        pthread_join(W.lane_list[i].tid, NULL);
     report("Z %llu", (unsigned long long)atomic_load(&W.plans));
     _exit(0);
 }
