@@ -3,8 +3,10 @@ return to Python's signal handling promptly: Ctrl-C in wait() or run() cancels t
 (it stops at its next band), raises KeyboardInterrupt and leaves the pipeline usable;
 cancel() from another thread ends a frame another thread waits for.
 
-The frames here take seconds to minutes whole, so they are certainly still in flight when
-the test acts (each test checks that with poll() first); nothing asserts a duration."""
+The frames here take minutes of CPU time whole (a 2400x3200 Gaussian of sigma 48: seconds
+even on 64 cores), so they are still in flight when the test acts, 50 ms in (each test
+checks that with poll() first); nothing asserts a duration. A cancelled frame costs a
+band."""
 import os
 import signal
 import threading
@@ -16,7 +18,7 @@ import pipefuse
 from conftest import cpu
 
 HEAVY = {"pipefuse": 1, "inputs": ["in"],
-         "stages": [{"id": "g", "op": "gaussian", "inputs": ["in"], "params": {"sigma": 32}}],
+         "stages": [{"id": "g", "op": "gaussian", "inputs": ["in"], "params": {"sigma": 48}}],
          "outputs": {"out": "g"}}
 
 
@@ -34,7 +36,7 @@ def big():
 
 def _sigint_soon():
     pid = os.getpid()
-    t = threading.Timer(0.2, os.kill, (pid, signal.SIGINT))
+    t = threading.Timer(0.05, os.kill, (pid, signal.SIGINT))
     t.start()
     return t
 
@@ -75,6 +77,7 @@ def test_ctrl_c_in_wait_cancels_the_frame(heavy, big):
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="signals reach the main thread only")
 def test_ctrl_c_in_run_and_a_handler_of_ones_own(heavy, big):
+    heavy.plan(big)  # the signal comes while the frame runs, not while it plans
     timer = _sigint_soon()
     with pytest.raises(KeyboardInterrupt):
         heavy.run(big)
@@ -91,7 +94,7 @@ def test_ctrl_c_in_run_and_a_handler_of_ones_own(heavy, big):
     try:
         t = heavy.submit(big)
         assert not heavy.poll(t)
-        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR1))
+        timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGUSR1))
         timer.start()
         with pytest.raises(Stop):  # the application's own handler ran inside the wait
             heavy.wait(t)
@@ -106,7 +109,7 @@ def test_ctrl_c_in_run_and_a_handler_of_ones_own(heavy, big):
 def test_cancel_from_another_thread(heavy, big):
     t = heavy.submit(big)
     assert not heavy.poll(t)
-    timer = threading.Timer(0.1, heavy.cancel)  # no claim: a waiting thread holds it
+    timer = threading.Timer(0.05, heavy.cancel)  # no claim: a waiting thread holds it
     timer.start()
     with pytest.raises(pipefuse.CancelledError):
         heavy.wait(t)
