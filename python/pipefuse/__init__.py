@@ -59,11 +59,11 @@ class UnknownNameError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class UnknownParamError(ParamError, UnknownNameError):  # type: ignore[name-defined]  # noqa: F821
+class UnknownParamError(_c.ParamError, UnknownNameError):
     """set(), set_json(): the key names no stage, or the stage has no such parameter."""
 
 
-class UnknownOptionError(InvalidArgumentError, UnknownNameError):  # type: ignore[name-defined]  # noqa: F821,E501
+class UnknownOptionError(_c.InvalidArgumentError, UnknownNameError):
     """load(**options), configure(): no option of that name."""
 
 
@@ -79,8 +79,8 @@ def _unknown_name(e: Error) -> Error:
     it says that a name is unknown."""
     if not any(m in str(e) for m in _UNKNOWN_MARKS):
         return e
-    sub = UnknownParamError if isinstance(e, ParamError) else \
-        UnknownOptionError if isinstance(e, InvalidArgumentError) else None  # noqa: F821
+    sub = UnknownParamError if isinstance(e, _c.ParamError) else \
+        UnknownOptionError if isinstance(e, _c.InvalidArgumentError) else None
     if sub is None:
         return e
     new = sub(*e.args)
