@@ -8,6 +8,9 @@
  * Blocks are whole MiB, taken best fit; over the pool's byte limit the free blocks go
  * first, and when none is free the caller gets pageable memory (the staging path).
  */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* posix_memalign */
+#endif
 #include "pinned.h"
 
 #include <pthread.h>
