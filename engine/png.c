@@ -1099,8 +1099,8 @@ static int idat_write(void *ctx, const void *data, size_t n)
 }
 
 /* The options of w's image data, as packed (w->packed: the frame's own rows, or rows
-   converted to a palette, low-bit gray or another form), when it is worth the threads;
-   0 otherwise. */
+   converted to a palette, low-bit gray or another form), when it is large enough for
+   segments; 0 otherwise. */
 static int idat_threaded(writer *w)
 {
     const pf_png_packed *pk = &w->packed;

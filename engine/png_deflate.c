@@ -1,13 +1,18 @@
 /* engine/png_deflate.c: a PNG's image data deflated in segments on several threads
  * (png_deflate.h says what and why).
  *
- * The rows a call brings (a span) are cut into segments of whole rows. A segment's
- * thread filters its own rows, and also the rows just before them, to prime its
- * deflate with the 32 KB of filtered data that precede it: filtering is a function of
- * a row and the one above, so every thread finds the bytes its neighbour compresses
- * without waiting for it. Rows before the span come from what the writer kept of the
- * previous call: the last row as stored, and the last 32 KB of filtered data. Small
- * calls are gathered (copied) until a round of segments is worth the threads.
+ * The image is cut into segments of a fixed number of rows, chosen from its size alone
+ * (about a 64th of its filtered data, between PF_PNGZ_SEG_MIN and PF_PNGZ_SEG_MAX), so
+ * the file's bytes are the same whatever the number of threads and however the rows
+ * arrive (at once, in bands, one at a time). Rows are gathered (copied) until they make
+ * a segment for each thread, or the image ends; a call bringing more is deflated from
+ * the caller's memory, the rows gathered before it first (a span: gathered rows, then
+ * the call's). A segment's thread filters its own rows, and also the rows just before
+ * them, to prime its deflate with the 32 KB of filtered data that precede it: filtering
+ * is a function of a row and the one above, so every thread finds the bytes its
+ * neighbour compresses without waiting for it. Rows before the span come from what the
+ * writer kept of the previous span: the last row as stored, and the last 32 KB of
+ * filtered data.
  *
  * Segments run in rounds of a few per thread, joined, then written in order from the
  * caller's thread: memory stays a few segments per thread whatever the image's size,
@@ -50,11 +55,12 @@ typedef struct segment {
     char why[128];
 } segment;
 
-/* The rows of one call (or the gathered ones). */
+/* Rows deflated together: the gathered ones (a, na of them, pa apart), then the call's
+   (b, pb apart); n in all. */
 typedef struct span {
-    const unsigned char *base;
-    size_t pitch;
-    int n;
+    const unsigned char *a, *b;
+    size_t pa, pb;
+    int na, n;
 } span;
 
 struct pf_pngz {
@@ -72,6 +78,7 @@ struct pf_pngz {
     unsigned char *prev; /* the last row done, as stored (zeros before the first) */
     unsigned char *tail; /* the last WINDOW bytes of filtered data (fewer at first) */
     size_t tail_len;
+    int seg_rows;        /* rows of a segment (the last one's may be fewer) */
     unsigned char *pend; /* gathered rows, as the caller gave them, rowbytes apart */
     int pend_rows, pend_cap;
     worker *w;
@@ -180,7 +187,8 @@ static const unsigned char *stored(const pf_pngz *z, const span *sp, int j, unsi
 {
     if (j < 0)
         return z->prev;
-    const unsigned char *src = sp->base + (size_t)j * sp->pitch;
+    const unsigned char *src =
+        j < sp->na ? sp->a + (size_t)j * sp->pa : sp->b + (size_t)(j - sp->na) * sp->pb;
     if (!(z->o.swap16 && z->o.bits == 16))
         return src;
     for (size_t i = 0; i + 1 < z->rowbytes; i += 2) {
@@ -407,25 +415,6 @@ static int emit(pf_pngz *z, segment *s)
     return chunk_pieces(z->write, z->ctx, "IDAT", d, len, 3);
 }
 
-/* Segments for a span of n rows: the fewest of at most PF_PNGZ_SEG_MAX bytes, but at
-   least one a thread while they can hold PF_PNGZ_SEG_MIN. */
-static int plan_segments(const pf_pngz *z, int n, int *rows_per)
-{
-    size_t bytes = (size_t)n * (z->rowbytes + 1);
-    size_t k = (bytes + PF_PNGZ_SEG_MAX - 1) / PF_PNGZ_SEG_MAX;
-    if (k < (size_t)z->threads) {
-        size_t fit = bytes / PF_PNGZ_SEG_MIN;
-        k = fit < (size_t)z->threads ? fit : (size_t)z->threads;
-    }
-    if (k < 1)
-        k = 1;
-    if (k > (size_t)n)
-        k = (size_t)n;
-    int per = (int)(((size_t)n + k - 1) / k);
-    *rows_per = per;
-    return (n + per - 1) / per;
-}
-
 /* Runs segments [first, first + count) of span sp on the threads, then writes them. */
 static int run_round(pf_pngz *z, const span *sp, int first, int count, int per, int total_segs,
                      char *err, size_t errn)
@@ -474,7 +463,7 @@ static int run_span(pf_pngz *z, const span *sp, char *err, size_t errn)
 {
     if (sp->n <= 0)
         return 0;
-    int per, segs = plan_segments(z, sp->n, &per);
+    int per = z->seg_rows, segs = (sp->n + per - 1) / per;
     int round = z->threads * ROUND_PER_TH;
     for (int first = 0; first < segs; first += round) {
         int count = segs - first < round ? segs - first : round;
@@ -508,8 +497,7 @@ static size_t row_bytes(const pf_pngz_opts *o)
 
 PF_PNGZ_API int pf_pngz_worth(const pf_pngz_opts *o)
 {
-    int t = o->threads ? o->threads : online_cores();
-    if (t < 2 || o->width <= 0 || o->height <= 0)
+    if (o->width <= 0 || o->height <= 0)
         return 0;
     return (row_bytes(o) + 1) * (size_t)o->height >= PF_PNGZ_MIN_PARALLEL;
 }
@@ -547,10 +535,6 @@ PF_PNGZ_API int pf_pngz_begin(const pf_pngz_opts *o, pf_pngz_write_fn write, voi
     z->threads =
         o->threads ? (o->threads > MAX_THREADS ? MAX_THREADS : o->threads) : online_cores();
     z->rowbytes = row_bytes(o);
-    /* no more threads than segments of the smallest size the image can fill */
-    size_t fill = (z->rowbytes + 1) * (size_t)o->height / PF_PNGZ_SEG_MIN + 1;
-    if ((size_t)z->threads > fill)
-        z->threads = (int)fill;
     size_t px = (size_t)o->channels * (size_t)o->bits;
     z->bpp = px >= 8 ? (int)(px / 8) : 1;
     /* libpng's choice: Z_FILTERED for filtered rows, the default strategy for None */
@@ -559,8 +543,17 @@ PF_PNGZ_API int pf_pngz_begin(const pf_pngz_opts *o, pf_pngz_write_fn write, voi
     z->ctx = ctx;
     z->adler = adler32(0, NULL, 0);
     size_t rb = z->rowbytes;
-    /* gathered rows: enough for one segment a thread */
-    size_t gather = (size_t)z->threads * PF_PNGZ_SEG_MIN / (rb + 1) + 1;
+    /* segments of about a 64th of the image, from its size alone */
+    size_t total = (rb + 1) * (size_t)o->height, seg = total / 64;
+    seg = seg < PF_PNGZ_SEG_MIN ? PF_PNGZ_SEG_MIN : seg > PF_PNGZ_SEG_MAX ? PF_PNGZ_SEG_MAX : seg;
+    z->seg_rows = seg / (rb + 1) > 1 ? (int)(seg / (rb + 1)) : 1;
+    if (z->seg_rows > o->height)
+        z->seg_rows = o->height;
+    int segs = (o->height + z->seg_rows - 1) / z->seg_rows;
+    if (z->threads > segs) /* no more threads (and their buffers) than segments */
+        z->threads = segs;
+    /* gathered rows: a segment for each thread, 32 at most */
+    size_t gather = (size_t)(z->threads < 32 ? z->threads : 32) * (size_t)z->seg_rows;
     z->pend_cap = gather > (size_t)o->height ? o->height : (int)gather;
     z->seg_cap = z->threads * ROUND_PER_TH;
     z->prev = calloc(1, rb);
@@ -604,29 +597,26 @@ PF_PNGZ_API int pf_pngz_rows(pf_pngz *z, const void *rows, size_t pitch, int n, 
     }
     const unsigned char *src = rows;
     size_t rb = z->rowbytes;
-    int ends = z->y + z->pend_rows + n == z->o.height;
-    while (n > 0) {
-        span sp = {src, pitch, n};
-        if (z->pend_rows == 0 && (n >= z->pend_cap || ends)) {
-            src += (size_t)n * pitch; /* enough rows for the threads: deflated from here */
-            n = 0;
-        } else { /* few rows: gathered until they are enough, or the last */
-            int k = z->pend_cap - z->pend_rows < n ? z->pend_cap - z->pend_rows : n;
-            for (int i = 0; i < k; i++)
-                memcpy(z->pend + (size_t)(z->pend_rows + i) * rb, src + (size_t)i * pitch, rb);
-            z->pend_rows += k;
-            src += (size_t)k * pitch;
-            n -= k;
-            if (z->pend_rows < z->pend_cap && !(ends && n == 0))
-                continue;
-            sp = (span){z->pend, rb, z->pend_rows};
-            z->pend_rows = 0;
-        }
-        if (run_span(z, &sp, err, errn) != 0) {
-            z->failed = 1;
-            return -1;
-        }
+    int total = z->pend_rows + n, ends = z->y + total == z->o.height;
+    if (total < z->pend_cap && !ends) { /* few rows yet: gathered */
+        for (int i = 0; i < n; i++)
+            memcpy(z->pend + (size_t)(z->pend_rows + i) * rb, src + (size_t)i * pitch, rb);
+        z->pend_rows = total;
+        return 0;
     }
+    /* whole segments (all the rows at the end): the gathered rows, then the call's; the
+       rest, fewer than a segment and all the call's (pend_cap is whole segments), is
+       gathered for the next call */
+    int take = ends ? total : total / z->seg_rows * z->seg_rows;
+    span sp = {z->pend, src, rb, pitch, z->pend_rows, take};
+    if (run_span(z, &sp, err, errn) != 0) {
+        z->failed = 1;
+        return -1;
+    }
+    int from = take - z->pend_rows;
+    z->pend_rows = total - take;
+    for (int i = 0; i < z->pend_rows; i++)
+        memcpy(z->pend + (size_t)i * rb, src + (size_t)(from + i) * pitch, rb);
     return 0;
 }
 

@@ -28,9 +28,12 @@
 #define PF_PNGZ_API __attribute__((visibility("default")))
 #endif
 
-/* A segment's filtered bytes: at least MIN (a smaller one loses ratio to its restart),
-   at most MAX (more, smaller segments keep the threads evenly loaded). An image of
-   fewer than PF_PNGZ_MIN_PARALLEL filtered bytes is written serially (pf_pngz_worth). */
+/* A segment's filtered bytes: about a 64th of the image's, at least MIN (a smaller one
+   loses ratio to its restart), at most MAX (more, smaller segments keep the threads
+   evenly loaded). The segments depend on the image alone: the bytes written are the
+   same on any number of threads and however the rows are handed over. An image of
+   fewer than PF_PNGZ_MIN_PARALLEL filtered bytes is better written by libpng alone
+   (pf_pngz_worth). */
 #define PF_PNGZ_SEG_MIN      (128u << 10)
 #define PF_PNGZ_SEG_MAX      (1u << 20)
 #define PF_PNGZ_MIN_PARALLEL (2 * PF_PNGZ_SEG_MIN)
@@ -58,8 +61,9 @@ typedef struct pf_pngz_opts {
 
 typedef struct pf_pngz pf_pngz;
 
-/* Whether o's image is worth segments: more than one thread and at least
-   PF_PNGZ_MIN_PARALLEL filtered bytes. A writer may write the others as it did. */
+/* Whether o's image is worth segments: at least PF_PNGZ_MIN_PARALLEL filtered bytes,
+   whatever the threads (the bytes do not depend on them). A writer may write the others
+   as it did. */
 PF_PNGZ_API int pf_pngz_worth(const pf_pngz_opts *o);
 
 /* Starts the image data of o's image, written through write(ctx, ...). Returns 0, or -1

@@ -65,9 +65,9 @@ int pf_png_read_memory(const void *data, size_t size, const char *name,
    or (rarely) PF_NO_MEMORY, message in err; on failure no temporary file remains and
    a file already at path is untouched. Rows are filtered as libpng does by default
    (8 and 16 bits: each row's cheapest of the five filters; palettes and fewer bits: no
-   filter). On a machine of several cores, a frame of 256 KB or more of filtered rows
-   is deflated in segments on one thread per online core (pigz's method: one zlib
-   stream, the same pixels, other bytes than a serial deflate; the calling thread waits
+   filter). A frame of 256 KB or more of filtered rows is deflated in segments, on one
+   thread per online core (pigz's method: one zlib stream, the same pixels, other bytes
+   than libpng's deflate, the same bytes whatever the threads; the calling thread waits
    for them); pf_png_write_opts' threads chooses how many. */
 int pf_png_write(const char *path, const pf_frame *f, int zlib_level, char *err, size_t err_size);
 
