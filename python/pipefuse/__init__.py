@@ -836,8 +836,8 @@ class Pipeline:
         inputs: one array (one-input pipelines), a list in input order, or a dict by
         name. outputs: None (new arrays for every image output), a dict by name (others
         allocated; None skips one), or a list in output order (None skips; nothing is
-        allocated: the fastest form). Host frames: inputs are copied before submit
-        returns; outputs are written by wait. Device frames (PyTorch, CuPy, DLPack,
+        allocated: the fastest form). Host frames with CUDA: pageable inputs are copied
+        before submit returns; outputs are written by wait. Device frames (PyTorch, CuPy, DLPack,
         __cuda_array_interface__) run on `stream` (an int cudaStream_t, a torch or cupy
         stream; None: the arrays' framework's current stream) and are written in place,
         ordered on that stream.
