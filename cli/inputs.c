@@ -140,9 +140,10 @@ static int seen_folder(run_args *r, const struct stat *st)
     return 0;
 }
 
-/* The image files (*.png, *.jpg, *.jpeg) of root/rel (sorted), and with --recursive its subfolders' (sorted,
-   after the files), never the output folder itself when it lies inside, and each folder
-   once (by identity: a link to a folder above would list the tree again and again).
+/* The image files (*.png, *.jpg, *.jpeg) of root/rel (sorted), and with --recursive its
+   subfolders' (sorted, after the files), never the output folder itself when it lies
+   inside, and each folder once (by identity: a link to a folder above would list the
+   tree again and again).
    -2 when a signal stopped it (Ctrl-C or SIGTERM while a large tree is listed). */
 static int list_dir(run_args *r, const char *root, const char *rel, int depth)
 {
