@@ -159,7 +159,8 @@ typedef struct dec {
     unsigned char *row4; /* CMYK rows before they become RGB */
     int want_meta;
     pf_jpeg_meta *meta;
-    int y; /* rows delivered */
+    int y;        /* rows delivered */
+    int finished; /* read to the end of the file */
 } dec;
 
 static void on_progress(j_common_ptr c)
@@ -457,8 +458,10 @@ static int dec_rows(dec *d, const pf_frame *dst, int n, int mirror)
             mirror_row(row, (int)d->ci.output_width, d->channels);
         d->y++;
     }
-    if (d->y == (int)d->ci.output_height)
+    if (d->y == (int)d->ci.output_height && !d->finished) {
+        d->finished = 1;
         jpeg_finish_decompress(&d->ci); /* to EOI: a file cut in a later scan fails here */
+    }
     return PF_OK;
 }
 

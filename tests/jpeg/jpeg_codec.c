@@ -136,6 +136,9 @@ static void test_kinds(void)
                 CHECKF(st == PF_OK, "%s rows at %d: %s", kinds[k].name, y, err);
             }
             CHECK(pf_jpeg_rows_done(r) == fmt.height);
+            pf_frame none = rows; /* nothing more to read: 0 rows is no error, 1 is */
+            CHECK(pf_jpeg_rows_read(r, &none, 0, err, sizeof err) == PF_OK);
+            CHECK(pf_jpeg_rows_read(r, &none, 1, err, sizeof err) == PF_INVALID_ARGUMENT);
             CHECKF(frame_equals(&rows, ref, w, h, ch), "%s: rows differ", kinds[k].name);
             pf_frame_free(&rows);
             pf_jpeg_rows_close(r);
