@@ -26,4 +26,10 @@ void pf_exif_reset_orientation(unsigned char *tiff, size_t n, size_t at);
 pf_jpeg_meta *pf_jpeg_meta_make(const void *icc, size_t icc_size, const void *exif,
                                 size_t exif_size);
 
+/* A copy of the JPEG stream in (n bytes, SOI first, as an encoder wrote it) with m's EXIF
+   (APP1, in place of a JFIF APP0) and its ICC profile (APP2 segments, when it is of the
+   colour kind of `channels`) after SOI, in a malloc'd *out. PF_OK or PF_NO_MEMORY. */
+int pf_jpeg_splice_meta(const unsigned char *in, size_t n, const pf_jpeg_meta *m, int channels,
+                        unsigned char **out, size_t *out_n);
+
 #endif

@@ -190,6 +190,49 @@ PF_API int pf_jpeg_meta_new(const void *icc, size_t icc_size, const void *exif, 
     return PF_OK;
 }
 
+/* ---- Into a JPEG another encoder wrote (nvjpeg.c) ------------------------------------------ */
+
+/* (jpeg_internal.h) A JPEG stream with the metadata after SOI: EXIF (APP1, replacing a JFIF APP0, as EXIF
+   wants to come first) and the ICC profile (APP2 segments) where
+   it is of the frame's kind; without EXIF the profile follows the JFIF marker. */
+int pf_jpeg_splice_meta(const unsigned char *in, size_t n, const pf_jpeg_meta *m, int channels,
+                        unsigned char **out, size_t *out_n)
+{
+    size_t jfif_end = 2;
+    if (n > 6 && in[2] == 0xFF && in[3] == 0xE0 && 4 + ((size_t)in[4] << 8 | in[5]) <= n)
+        jfif_end = 4 + ((size_t)in[4] << 8 | in[5]);
+    int exif = m->exif_size && m->exif_size + 8 <= 65535;
+    int icc =
+        m->icc_size && strcmp(pf_jpeg_meta_icc_space(m), channels == 1 ? "GRAY" : "RGB ") == 0;
+    size_t segs = icc ? (m->icc_size + 65518) / 65519 : 0;
+    if (segs > 255)
+        icc = 0, segs = 0;
+    size_t head = exif ? 2 : jfif_end; /* copied before the metadata */
+    size_t cap = n + (exif ? m->exif_size + 10 : 0) + (icc ? m->icc_size + segs * 18 : 0);
+    unsigned char *b = malloc(cap), *p = b;
+    if (!b)
+        return PF_NO_MEMORY;
+    memcpy(p, in, head), p += head;
+    if (exif) {
+        size_t len = m->exif_size + 8;
+        *p++ = 0xFF, *p++ = 0xE1, *p++ = (unsigned char)(len >> 8), *p++ = (unsigned char)len;
+        memcpy(p, "Exif\0\0", 6), p += 6;
+        memcpy(p, m->exif, m->exif_size), p += m->exif_size;
+    }
+    for (size_t k = 0; k < segs; k++) {
+        size_t off = k * 65519, len = m->icc_size - off < 65519 ? m->icc_size - off : 65519;
+        size_t seg = len + 16;
+        *p++ = 0xFF, *p++ = 0xE2, *p++ = (unsigned char)(seg >> 8), *p++ = (unsigned char)seg;
+        memcpy(p, "ICC_PROFILE\0", 12), p += 12;
+        *p++ = (unsigned char)(k + 1), *p++ = (unsigned char)segs;
+        memcpy(p, m->icc + off, len), p += len;
+    }
+    memcpy(p, in + jfif_end, n - jfif_end), p += n - jfif_end;
+    *out = b;
+    *out_n = (size_t)(p - b);
+    return PF_OK;
+}
+
 /* ---- From a PNG's metadata ------------------------------------------------------------------- */
 
 /* iCCP: a keyword of 1-79 bytes, NUL, compression method 0, a zlib stream. The profile

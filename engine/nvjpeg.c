@@ -376,47 +376,6 @@ PF_API int pf_jpeg_gpu_decode(pf_jpeg_gpu *g, const void *const *data, const siz
 
 /* ---- Encoding -------------------------------------------------------------------------------- */
 
-/* nvJPEG's stream with the metadata after SOI: EXIF (APP1, replacing the JFIF APP0 that
-   nvJPEG wrote, as EXIF wants to come first) and the ICC profile (APP2 segments) where
-   it is of the frame's kind; without EXIF the profile follows the JFIF marker. */
-static int splice_meta(const unsigned char *in, size_t n, const pf_jpeg_meta *m, int channels,
-                       unsigned char **out, size_t *out_n)
-{
-    size_t jfif_end = 2;
-    if (n > 6 && in[2] == 0xFF && in[3] == 0xE0 && 4 + ((size_t)in[4] << 8 | in[5]) <= n)
-        jfif_end = 4 + ((size_t)in[4] << 8 | in[5]);
-    int exif = m->exif_size && m->exif_size + 8 <= 65535;
-    int icc =
-        m->icc_size && strcmp(pf_jpeg_meta_icc_space(m), channels == 1 ? "GRAY" : "RGB ") == 0;
-    size_t segs = icc ? (m->icc_size + 65518) / 65519 : 0;
-    if (segs > 255)
-        icc = 0, segs = 0;
-    size_t head = exif ? 2 : jfif_end; /* copied before the metadata */
-    size_t cap = n + (exif ? m->exif_size + 10 : 0) + (icc ? m->icc_size + segs * 18 : 0);
-    unsigned char *b = malloc(cap), *p = b;
-    if (!b)
-        return PF_NO_MEMORY;
-    memcpy(p, in, head), p += head;
-    if (exif) {
-        size_t len = m->exif_size + 8;
-        *p++ = 0xFF, *p++ = 0xE1, *p++ = (unsigned char)(len >> 8), *p++ = (unsigned char)len;
-        memcpy(p, "Exif\0\0", 6), p += 6;
-        memcpy(p, m->exif, m->exif_size), p += m->exif_size;
-    }
-    for (size_t k = 0; k < segs; k++) {
-        size_t off = k * 65519, len = m->icc_size - off < 65519 ? m->icc_size - off : 65519;
-        size_t seg = len + 16;
-        *p++ = 0xFF, *p++ = 0xE2, *p++ = (unsigned char)(seg >> 8), *p++ = (unsigned char)seg;
-        memcpy(p, "ICC_PROFILE\0", 12), p += 12;
-        *p++ = (unsigned char)(k + 1), *p++ = (unsigned char)segs;
-        memcpy(p, m->icc + off, len), p += len;
-    }
-    memcpy(p, in + jfif_end, n - jfif_end), p += n - jfif_end;
-    *out = b;
-    *out_n = (size_t)(p - b);
-    return PF_OK;
-}
-
 PF_API int pf_jpeg_gpu_encode(pf_jpeg_gpu *g, const pf_frame *f, const pf_jpeg_write_opts *opts,
                               const pf_jpeg_meta *meta, void *stream_, void **out, size_t *out_size,
                               char *err, size_t err_size)
@@ -483,7 +442,7 @@ PF_API int pf_jpeg_gpu_encode(pf_jpeg_gpu *g, const pf_frame *f, const pf_jpeg_w
     if (meta && (meta->exif_size || meta->icc_size)) {
         unsigned char *m;
         size_t mn;
-        int st = splice_meta(b, n, meta, f->channels, &m, &mn);
+        int st = pf_jpeg_splice_meta(b, n, meta, f->channels, &m, &mn);
         free(b);
         if (st != PF_OK) {
             set_err(err, err_size, "pf_jpeg_gpu_encode: out of memory");
