@@ -76,8 +76,8 @@ static const cli_opt run_opts[] = {
      "64 MB, off never bands, N bands every image taller than a band, N rows a band; the "
      "output is the same bit for bit (docs/batch.md)"},
     {"--file-timeout", 0, "S",
-     "give up on a file after S seconds in the engine, restarting its worker (default 600; "
-     "0: never)"},
+     "give up on a file S seconds after its decode began (decode, engine, encode and write "
+     "all count), restarting its worker (default 600; 0: never)"},
     {"--skip-existing", 0, NULL,
      "skip inputs whose outputs exist and were made, by the record of the run that wrote "
      "them (OUTDIR/.pipefuse-manifest), from the input as it is with this pipeline, --set, "

@@ -37,7 +37,8 @@ typedef struct item {
     int attempts; /* times sent to a worker */
     int suspect;  /* held by a worker that died naming no file: run alone */
     int entered;  /* the worker reported it entered the engine */
-    double t_engine, seconds;
+    int begun;    /* the worker reported its decode began: --file-timeout counts from then */
+    double t_begun, t_engine, seconds;
     char *msg;         /* outputs, or the reason it failed */
     char *kind;        /* failures: "bad input", "crashed", ... for the summary */
     char *where;       /* cli_where, once asked */
@@ -58,6 +59,7 @@ typedef struct worker {
     int outstanding;
     unsigned long long plans;
     int reaped, status; /* waited for (worker_gone), and how it ended */
+    int timing;         /* the input past --file-timeout being asked about ("H") */
 } worker;
 
 static volatile sig_atomic_t interrupted;
@@ -1112,6 +1114,7 @@ static void requeue(sup *s, int i, int suspect)
     s->w.outstanding--;
     t->state = ST_PENDING;
     t->entered = 0;
+    t->begun = 0;
     t->suspect |= suspect;
     if (t->attempts >= 32) { /* a bound, whatever happens */
         t->state = ST_SENT;
@@ -1327,6 +1330,14 @@ static int on_line(sup *s, char *line)
         w->ready = 1;
         sscanf(rest, "%d %d", &w->lanes, &w->codecs);
         return 0;
+    case 'B': {
+        int i = atoi(rest);
+        if (i >= 0 && i < s->o->n_inputs && s->it[i].state == ST_SENT) {
+            s->it[i].begun = 1;
+            s->it[i].t_begun = now_ms();
+        }
+        return 0;
+    }
     case 'E': {
         int i = atoi(rest);
         if (i >= 0 && i < s->o->n_inputs) {
@@ -1364,8 +1375,14 @@ static int on_line(sup *s, char *line)
         snprintf(w->crash, sizeof w->crash, "%s", strchr(rest, ' ') ? strchr(rest, ' ') + 1 : rest);
         return 0;
     case 'W':
-        if (!w->where[0])
+        if (rest[0] == '#') { /* "#index step": a thread in a file's decode or encode */
+            char *sp = strchr(rest, ' ');
+            if (sp && atoi(rest + 1) == w->timing && !w->where[0])
+                snprintf(w->where, sizeof w->where, "its %s (no plugin code on its thread)",
+                         sp + 1);
+        } else if (!w->where[0]) {
             snprintf(w->where, sizeof w->where, "%s", rest);
+        }
         return 0;
     case 'L':
         w->lost = 1;
@@ -1482,7 +1499,9 @@ static void worker_died(sup *s, int timed_out)
         if (timed_out >= 0)
             snprintf(msg, sizeof msg, "timed out after %g s (--file-timeout) in %s; worker killed",
                      s->o->file_timeout_s,
-                     w->where[0] ? w->where : "the engine (no plugin code on any thread's stack)");
+                     w->where[0] ? w->where
+                                 : "its decode, the engine or its encode (no plugin code on any "
+                                   "thread's stack)");
         else
             snprintf(msg, sizeof msg, "worker crashed: %s in %s", w->crash, how);
         /* w->crash is "SIGNAL\twhere" */
@@ -1572,6 +1591,7 @@ static int send_job(sup *s, int i)
     s->it[i].state = ST_SENT;
     s->it[i].attempts++;
     s->it[i].entered = 0;
+    s->it[i].begun = 0;
     s->w.outstanding++;
     return 0;
 }
@@ -1931,10 +1951,13 @@ static int supervise(sup *s)
             double t = now_ms();
             for (int i = 0; i < n; i++) {
                 item *it = &s->it[i];
-                if (it->state != ST_SENT || !it->entered ||
-                    t - it->t_engine < o->file_timeout_s * 1e3)
+                /* from its decode on, through the engine and its encode and write */
+                double t0 = it->begun ? it->t_begun : it->t_engine;
+                if (it->state != ST_SENT || !(it->begun || it->entered) ||
+                    t - t0 < o->file_timeout_s * 1e3)
                     continue;
                 /* Ask where the threads are, give them half a second, then kill. */
+                s->w.timing = i;
                 if (write(s->w.job_fd, "H\n", 2) == 2) {
                     double until = now_ms() + 500;
                     while (!s->w.where[0] && now_ms() < until) {

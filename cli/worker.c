@@ -24,7 +24,8 @@
  *   O kind json name     an output of the pipeline (kind i: image, t: table), then
  *   R lanes codecs       ready
  *   P width height       a lane planned the pipeline for a new shape
- *   E index              the file entered the engine (its time limit starts)
+ *   B index              the file's decode began (its time limit starts)
+ *   E index              the file entered the engine
  *   T index dec eng enc rows  milliseconds of a file done: decode, engine (submit to
  *                        wait done), encode and write; the rows of its bands (0: whole)
  *   D index 0 ms outs    done; D index 1 ms message: failed
@@ -536,6 +537,12 @@ static void on_where(int sig)
     (void)sig;
     char line[3900] = "W ";
     size_t k = where_am_i(0, line + 2, sizeof line - 4);
+    if (!k && tls_step && tls_job >= 0) { /* no plugin code: its file's decode or encode */
+        k = put(line, 2, sizeof line - 2, "#");
+        k = put_int(line, k, sizeof line - 2, tls_job);
+        k = put(line, k, sizeof line - 2, " ");
+        k = put(line, k, sizeof line - 2, tls_step) - 2;
+    }
     if (!k)
         return;
     k += 2;
@@ -1823,6 +1830,7 @@ static void decode(job *j)
 {
     tls_job = j->index;
     tls_step = "decode";
+    report("B %d", j->index); /* its time limit starts (run.c) */
     j->t0 = now_ms();
     double dec_start = j->t0;
     char err[2048] = "";

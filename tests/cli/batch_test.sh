@@ -19,7 +19,8 @@
 # starts under a low descriptor limit, without /proc, through the dynamic loader), links
 # (-r over links to a folder above, --name folders through a planted link), fresh
 # (--skip-existing judges outputs by what made them; names stay with their input), killed
-# (SIGKILL at random points, resumed with --retry-failed until every output is there once).
+# (SIGKILL at random points, resumed with --retry-failed until every output is there once),
+# codectime (--file-timeout ends a decode or an encode that hangs).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -1266,8 +1267,29 @@ section_killed() {
     exists "$W/out2/new.png"
 }
 
+# ---- codectime: --file-timeout ends a file whose decode or encode hangs (no plugin code
+# runs there), named, and the batch goes on ----------------------------------------------
+section_codectime() {
+    if nm -D "$PF" 2>/dev/null | grep -Eq '__(asan|tsan)_init'; then
+        echo "a sanitizer build: its runtime must come first, before an LD_PRELOAD: skipped"
+        return
+    fi
+    [ -e "$PLUG/stall.so" ] || { fail "no $PLUG/stall.so (tests/cli/stall.c)"; return; }
+    many "$W/in" 2
+    local step
+    for step in decode encode; do
+        PF_TEST_STALL=$step LD_PRELOAD="$PLUG/stall.so" timeout 120 "$PF" --plugin-path "$PLUG" \
+            run "$P/demo.json" "$W/in/f000.png" -o "$W/$step" --file-timeout 1 >"$W/stdout" 2>"$W/stderr"
+        rc=$?
+        expect 1 "a $step that hangs"
+        says "$W/stderr" "f000.png: FAILED: timed out after 1 s (--file-timeout) in its $step" \
+            "the hung $step named"
+        [ "$(count "$W/$step")" = 0 ] || fail "a hung $step left: $(ls -A "$W/$step")"
+    done
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed | codectime)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
