@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -68,8 +69,21 @@ static int create_temp(int dirfd, char *name, char *err, size_t errn)
         rnd[16] = 0;
         snprintf(name, 64, OUT_TMP_PREFIX "%s-%ld-%s", out_host_id(), (long)getpid(), rnd);
         int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0)
-            return fd;
+        if (fd >= 0) {
+            /* Its owner: a lock held on its open file description as long as it is open
+               (until renamed), which outlives no process and sees through PID
+               namespaces: out_remove_stale removes only a temporary whose lock it can
+               take. A sweeper that took it between the create and this lock has removed
+               the name (or holds it): another name then. */
+            struct stat st;
+            int locked = flock(fd, LOCK_EX | LOCK_NB);
+            if ((locked != 0 && errno == EWOULDBLOCK) ||
+                (fstat(fd, &st) == 0 && st.st_nlink == 0)) {
+                close(fd);
+                continue;
+            }
+            return fd; /* unlocked only where the file system has no locks */
+        }
         if (errno != EEXIST) {
             snprintf(err, errn, "cannot create a temporary file %s in the output directory: %s",
                      name, strerror(errno));
@@ -394,6 +408,7 @@ typedef struct out_file {
     png_out png;
     int jpeg; /* an image written as JPEG (cli_image_out_format) */
     pf_jpeg_writer *jw;
+    int lock_fd; /* the temporary's own lock (create_temp) kept until it is renamed */
 } out_file;
 
 struct out_stream {
@@ -415,6 +430,8 @@ void out_stream_abort(out_stream *s)
             fclose(f->fp);
         if (f->tmp[0])
             unlinkat(f->pfd, f->tmp, 0);
+        if (f->lock_fd >= 0) /* removed or renamed: its lock goes */
+            close(f->lock_fd);
         if (f->pfd >= 0 && f->pfd != s->o.dirfd)
             close(f->pfd);
     }
@@ -456,6 +473,8 @@ static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t
         return -1;
     }
     int fd = create_temp(f->pfd, f->tmp, e, sizeof e);
+    /* the lock stays with this descriptor once the FILE is closed, until the rename */
+    f->lock_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
     if (fd < 0) {
         f->tmp[0] = 0;
         snprintf(err, errn, "%s: %s", it->final_name, e);
@@ -494,7 +513,7 @@ int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream 
     }
     s->o = *o;
     for (int k = 0; k < n; k++)
-        s->f[k].pfd = -1;
+        s->f[k].pfd = s->f[k].lock_fd = -1;
     for (int k = 0; k < n; k++) {
         s->n = k + 1;
         if (open_item(s, k, &items[k], err, errn) != 0) {
@@ -666,11 +685,24 @@ int out_remove_stale(int dirfd)
         struct stat st;
         if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
-        int stale = now - st.st_mtime > 3600;
-        if (!stale && strncmp(de->d_name + plen, host, 8) == 0)
-            stale = process_gone((pid_t)pid);
+        /* Kept while its owner's lock is held: a process holds it open, whatever its
+           PID namespace (a pid in the name says nothing across containers of one host
+           name) or its age. Otherwise the name says: this host's process gone, or an
+           hour old. Taken, the lock is held while the name is removed, so no writer can
+           take it meanwhile (create_temp then makes another). */
+        int tfd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (tfd < 0)
+            continue;
+        int lk = flock(tfd, LOCK_EX | LOCK_NB), lk_errno = errno;
+        int ours = strncmp(de->d_name + plen, host, 8) == 0;
+        int stale;
+        if (lk != 0 && lk_errno == EWOULDBLOCK)
+            stale = 0; /* its writer holds it, however old, whatever its pid says */
+        else           /* another host's (a folder shared over NFS without locks) only when old */
+            stale = now - st.st_mtime > 3600 || (ours && process_gone((pid_t)pid));
         if (stale && unlinkat(dirfd, de->d_name, 0) == 0)
             removed++;
+        close(tfd);
     }
     closedir(d);
     return removed;

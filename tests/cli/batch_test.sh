@@ -20,7 +20,8 @@
 # (-r over links to a folder above, --name folders through a planted link), fresh
 # (--skip-existing judges outputs by what made them; names stay with their input), killed
 # (SIGKILL at random points, resumed with --retry-failed until every output is there once),
-# codectime (--file-timeout ends a decode or an encode that hangs).
+# codectime (--file-timeout ends a decode or an encode that hangs), owners (temporaries
+# removed only when no process holds their lock).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -1288,8 +1289,52 @@ section_codectime() {
     done
 }
 
+# ---- owners: a temporary is removed as stale only when no process holds its lock (a run
+# in another PID namespace, with another pid, or hours long, keeps its temporaries) ------
+section_owners() {
+    command -v flock >/dev/null || { echo "no flock(1): skipped"; return; }
+    many "$W/in" 2
+    mkdir -p "$W/out"
+    local live=.pftmp-00000000-999999-0123456789abcdef dead=.pftmp-00000000-999998-fedcba9876543210
+    : >"$W/out/$dead"
+    touch -d '2 hours ago' "$W/out/$dead"
+    # a writer elsewhere (its pid means nothing here) holds its temporary's lock
+    flock -x "$W/out/$live" sh -c "touch '$W/locked'; while [ -e '$W/hold' ]; do sleep 0.05; done" &
+    local holder=$! tries=0
+    touch "$W/hold"
+    while [ ! -e "$W/locked" ] && [ $tries -lt 3000 ]; do
+        sleep 0.02
+        tries=$((tries + 1))
+    done
+    touch -d '2 hours ago' "$W/out/$live"
+    pf run "$P/demo.json" "$W/in" -o "$W/out"
+    expect 0 "a run beside another's live temporary"
+    [ -e "$W/out/$live" ] || fail "a temporary whose writer holds its lock was removed"
+    absent "$W/out/$dead"
+    says "$W/stderr" "removed 1 temporary file(s)" "the dead one removed, said"
+    rm -f "$W/hold"
+    wait $holder
+    pf run "$P/demo.json" "$W/in" -o "$W/out" -q
+    expect 0 "a run after the writer ended"
+    absent "$W/out/$live"
+    # the worker's own temporaries are locked while they are written: a second run on the
+    # same folder never takes them (its sweep runs while the first one writes)
+    slow_pipeline 40
+    many "$W/in2" 16
+    "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in2" -o "$W/two" --jobs 2 -q 2>"$W/err1" &
+    local first=$!
+    gate_after 2 "$W/two"
+    gate_open
+    pf run "$W/slow.json" "$W/in2" -o "$W/two" --jobs 2 --skip-existing -q
+    wait $first
+    local rc1=$?
+    [ "$rc1" = 0 ] || fail "the first of two runs on one folder: exit $rc1: $(cat "$W/err1")"
+    expect 0 "the second of two runs on one folder"
+    no_temps "$W/two" "two runs on one folder"
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed | codectime)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed | codectime | owners)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
