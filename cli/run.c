@@ -58,8 +58,9 @@ typedef struct worker {
     char where[4000]; /* a W record (hang) */
     int outstanding;
     unsigned long long plans;
-    int reaped, status; /* waited for (worker_gone), and how it ended */
-    int timing;         /* the input past --file-timeout being asked about ("H") */
+    int reaped, status;             /* waited for (worker_gone), and how it ended */
+    int timing;                     /* the input past --file-timeout being asked about ("H") */
+    unsigned long long over_memory; /* killed for its resident memory (bytes) */
 } worker;
 
 static volatile sig_atomic_t interrupted;
@@ -1470,6 +1471,34 @@ static void drain_reports(sup *s)
         ;
 }
 
+/* The worker's own bound: the budget --max-memory gives the files in flight, half again
+   for what the budget does not count (the engine's threads, the codecs' buffers), and
+   1 GB for the program, its libraries and a GPU runtime. A stage that allocates past it
+   (a leak) would otherwise take the machine until the kernel's OOM killer chose. */
+static unsigned long long memory_bound(const run_opts *o)
+{
+    return o->max_memory + o->max_memory / 2 + (1ull << 30);
+}
+
+/* The worker's resident memory in bytes; 0 where it cannot be read (no /proc). */
+static unsigned long long worker_rss(pid_t pid)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/%ld/statm", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    unsigned long long size, rss;
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    if (sscanf(buf, "%llu %llu", &size, &rss) != 2)
+        return 0;
+    return rss * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
 /* The worker is gone (or killed for a timeout, culprit >= 0): blame, requeue, reap. */
 static void worker_died(sup *s, int timed_out)
 {
@@ -1496,7 +1525,14 @@ static void worker_died(sup *s, int timed_out)
     int culprit = timed_out >= 0 ? timed_out : w->crash_index;
     if (culprit >= 0 && culprit < n && s->it[culprit].state == ST_SENT) {
         char msg[8192];
-        if (timed_out >= 0)
+        if (timed_out >= 0 && w->over_memory)
+            snprintf(msg, sizeof msg,
+                     "its worker reached %.1f MB, over the %.1f MB that --max-memory %.1f MB "
+                     "bounds it to (a stage that holds memory it does not return); worker "
+                     "killed",
+                     w->over_memory / 1048576.0, memory_bound(s->o) / 1048576.0,
+                     s->o->max_memory / 1048576.0);
+        else if (timed_out >= 0)
             snprintf(msg, sizeof msg, "timed out after %g s (--file-timeout) in %s; worker killed",
                      s->o->file_timeout_s,
                      w->where[0] ? w->where
@@ -1514,7 +1550,11 @@ static void worker_died(sup *s, int timed_out)
             snprintf(msg, sizeof msg, "%s in %s (worker %s; restarted)", sig[0] ? sig : "crash",
                      tab ? tab + 1 : "an unknown place", how);
         }
-        finish(s, culprit, ST_FAILED, msg, timed_out >= 0 ? "timed out" : "crashed", 0);
+        finish(s, culprit, ST_FAILED, msg,
+               timed_out >= 0 && w->over_memory ? "memory"
+               : timed_out >= 0                 ? "timed out"
+                                                : "crashed",
+               0);
     }
     /* Everything else it held goes again; with no culprit named, the files that were
        in the engine are suspects and run alone. */
@@ -1839,11 +1879,11 @@ static void summary(sup *s, int was_interrupted)
     else if (said)
         fprintf(stderr, "; outputs in %s\n", o->outdir);
     if (s->n_failed) {
-        static const char *const kinds[] = {"failed", "crashed", "timed out", "name clash",
-                                            "stdout"};
-        static const char *const words[] = {"failed (bad input or pipeline)", "crashed a worker",
-                                            "timed out", "clashed by name",
-                                            "not written to stdout"};
+        static const char *const kinds[] = {"failed", "crashed",    "timed out",
+                                            "memory", "name clash", "stdout"};
+        static const char *const words[] = {
+            "failed (bad input or pipeline)", "crashed a worker", "timed out",
+            "over the memory bound",          "clashed by name",  "not written to stdout"};
         fprintf(stderr, "pipefuse: failures:");
         int first = 1;
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
@@ -1945,8 +1985,18 @@ static int supervise(sup *s)
             drain_reports(s);
             eof = 1;
         }
+        unsigned long long rss = eof ? 0 : worker_rss(s->w.pid);
         if (eof) {
             worker_died(s, -1);
+        } else if (rss > memory_bound(o)) {
+            /* the file in the engine when one is; else those in it run again alone */
+            int culprit = -1, in_engine = 0;
+            for (int i = 0; i < n; i++)
+                if (s->it[i].state == ST_SENT && (s->it[i].entered || s->it[i].begun))
+                    culprit = i, in_engine++;
+            s->w.over_memory = rss;
+            kill(s->w.pid, SIGKILL);
+            worker_died(s, in_engine == 1 ? culprit : -1);
         } else if (o->file_timeout_s > 0) {
             double t = now_ms();
             for (int i = 0; i < n; i++) {

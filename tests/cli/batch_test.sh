@@ -21,7 +21,8 @@
 # (--skip-existing judges outputs by what made them; names stay with their input), killed
 # (SIGKILL at random points, resumed with --retry-failed until every output is there once),
 # codectime (--file-timeout ends a decode or an encode that hangs), owners (temporaries
-# removed only when no process holds their lock).
+# removed only when no process holds their lock), memory (a stage past the worker's bound
+# from --max-memory fails its file).
 # PLUGIN_DIR holds faulty.so (plugins/faulty.c) and unruly.so (plugins/unruly.c).
 set -u
 SECTION=$1 PF=$2 HELPER=$3 SRC=$4 WORK=$5 PLUG=$6
@@ -1333,8 +1334,37 @@ section_owners() {
     no_temps "$W/two" "two runs on one folder"
 }
 
+# ---- memory: a stage that holds memory past the worker's bound from --max-memory fails
+# its file, named, and the batch goes on (it reached 2.5 GB under --max-memory 512M) -----
+section_memory() {
+    if nm -D "$PF" 2>/dev/null | grep -Eq '__(asan|tsan)_init'; then
+        echo "a sanitizer build: ulimit -v would not leave its shadow memory room: skipped"
+        return
+    fi
+    [ -r /proc/self/statm ] || { echo "no /proc: the bound is not kept: skipped"; return; }
+    many "$W/in" 6
+    cat >"$W/leak.json" <<'EOF'
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "pre", "op": "brightness", "inputs": ["x"]},
+  {"id": "bad", "op": "unruly_copy", "inputs": ["pre"], "params": {"mode": 6, "width": 17}}],
+ "outputs": {"out": "bad"}}
+EOF
+    # ulimit -v: should the bound fail, malloc fails at 8 GB, not the machine
+    (
+        ulimit -v 8388608
+        exec "$PF" --plugin-path "$PLUG" run "$W/leak.json" "$W/in" -o "$W/out" --max-memory 64M \
+            --jobs 1
+    ) >"$W/stdout" 2>"$W/stderr"
+    rc=$?
+    expect 1 "a stage that holds memory"
+    says "$W/stderr" "f004.png: FAILED: its worker reached" "the file over the bound named"
+    says "$W/stderr" "that --max-memory 64.0 MB bounds it to" "the bound named"
+    says "$W/stderr" "over the memory bound" "the summary's kind"
+    [ "$(ls "$W"/out/*.png | wc -l)" = 5 ] || fail "the other files: $(ls "$W/out" | tr '\n' ' ')"
+}
+
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed | codectime | owners)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed | codectime | owners | memory)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
