@@ -306,6 +306,93 @@ static int add_stage(pf_engine *e, const char *file, int plugin, int index,
     return PF_OK;
 }
 
+/* The longest prefix of p, at most n bytes, this process can read: pages are readable
+   whole, so a binary search over pf_readable's probes finds where the mapping ends. */
+static size_t readable_len(const void *p, size_t n)
+{
+    if (pf_readable(p, n))
+        return n;
+    size_t lo = 0, hi = n; /* lo readable, hi not */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pf_readable(p, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The plugin as the loader reads it: a stage descriptor whose declared size runs into
+   memory this process cannot read (built against a smaller struct yet claiming the
+   current size, at the end of a mapping) is read as far as it can be, its size cut
+   there, and the fields past it taken as unset, said once; checked and copied as any
+   other. view holds the plugin's list with such stages replaced by copies (freed with
+   clip_free); where the list itself cannot be read, view is pd and pf_plugin_check says
+   why. */
+typedef struct clipped {
+    pf_plugin_desc d;
+    const pf_stage_desc **stages;
+    pf_stage_desc **copies;
+    int n;
+} clipped;
+
+static const pf_plugin_desc *clip_stages(pf_engine *e, const char *path, const pf_plugin_desc *pd,
+                                         clipped *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!pd || !pf_readable(pd, sizeof *pd) || pd->n_stages <= 0 || pd->n_stages > 4096 ||
+        !pf_readable(pd->stages, sizeof *pd->stages * (size_t)pd->n_stages))
+        return pd;
+    int n = pd->n_stages;
+    c->stages = calloc((size_t)n, sizeof *c->stages);
+    c->copies = calloc((size_t)n, sizeof *c->copies);
+    if (!c->stages || !c->copies) {
+        free(c->stages);
+        free(c->copies);
+        memset(c, 0, sizeof *c);
+        return pd;
+    }
+    c->n = n;
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        const pf_stage_desc *s = pd->stages[i];
+        c->stages[i] = s;
+        if (!s || !pf_readable(s, sizeof s->size))
+            continue;
+        size_t want = s->size < sizeof *s ? s->size : sizeof *s;
+        size_t got = readable_len(s, want);
+        if (got >= want || got < sizeof s->size)
+            continue;
+        pf_stage_desc *cp = calloc(1, sizeof *cp);
+        if (!cp)
+            continue; /* pf_plugin_check refuses it, named */
+        memcpy(cp, s, got);
+        cp->size = (uint32_t)got;
+        c->copies[i] = cp;
+        c->stages[i] = cp;
+        any = 1;
+        pf_log(e, 1,
+               "%s: stages[%d]'s descriptor says it is %u bytes, but only its first %zu can be "
+               "read (a plugin built against another pipefuse?): the fields past them are "
+               "taken as unset",
+               path, i, s->size, got);
+    }
+    if (!any)
+        return pd;
+    c->d = *pd;
+    c->d.stages = (const pf_stage_desc *const *)c->stages;
+    return &c->d;
+}
+
+static void clip_free(clipped *c)
+{
+    for (int i = 0; c->copies && i < c->n; i++)
+        free(c->copies[i]);
+    free(c->copies);
+    free(c->stages);
+}
+
 static int load_plugin(pf_engine *e, const char *path)
 {
     struct stat st;
@@ -333,7 +420,9 @@ static int load_plugin(pf_engine *e, const char *path)
     const pf_plugin_desc *pd = entry(&host_api);
     first_error fe = {e, path, -1};
     int readable;
-    int rc = pf_plugin_check(pd, &readable, on_finding, &fe) == 0 ? PF_OK : PF_PLUGIN;
+    clipped clip;
+    const pf_plugin_desc *view = clip_stages(e, path, pd, &clip);
+    int rc = pf_plugin_check(view, &readable, on_finding, &fe) == 0 ? PF_OK : PF_PLUGIN;
     pf_plugin *pl =
         rc == PF_OK ? realloc(e->plugins, sizeof *pl * (size_t)(e->n_plugins + 1)) : NULL;
     char *copy = pl ? pf_strdup(path) : NULL;
@@ -342,13 +431,15 @@ static int load_plugin(pf_engine *e, const char *path)
     if (!copy) {
         if (rc == PF_PLUGIN && readable)
             note_refused(e, pd);
+        clip_free(&clip);
         dlclose(h);
         return rc == PF_OK ? PF_NO_MEMORY : rc;
     }
     int index = e->n_plugins++, first = e->n_stages;
     e->plugins[index] = (pf_plugin){copy, h, pd};
-    for (int i = 0; i < pd->n_stages && rc == PF_OK; i++)
-        rc = add_stage(e, path, index, i, pd->stages[i]);
+    for (int i = 0; i < pd->n_stages && rc == PF_OK; i++) /* copied: the view can go */
+        rc = add_stage(e, path, index, i, view->stages[i]);
+    clip_free(&clip);
     if (rc != PF_OK) { /* none of its stages stay */
         if (rc == PF_PLUGIN)
             note_refused(e, pd);

@@ -199,6 +199,32 @@ static void test_refused(void)
     d = case_dir("lying_ptr");
     expect_refused("lying_ptr", d, file_in(d, "lying_ptr.so"),
                    "stages[1] of 3 is memory this process cannot read", NULL);
+    /* a descriptor whose .size runs into unmapped memory: read as far as it can be, the
+       rest unset (said), and the stage loads; one whose readable part is under the
+       smallest descriptor is refused as too small, never read past */
+    d = case_dir("oversize");
+    pf_engine *oe = NULL;
+    int orc = create(d, 1, &oe);
+    CHECKF(orc == PF_OK && pf_engine_find_stage(oe, "tp_oversize") != NULL,
+           "oversize: %s, stage %s (%s; log: %s)", pf_status_name(orc),
+           oe && pf_engine_find_stage(oe, "tp_oversize") ? "loaded" : "missing",
+           pf_engine_errmsg(oe), logged);
+    CHECKF(strstr(logged, "stages[0]'s descriptor says it is") && strstr(logged, "can be read"),
+           "oversize: not said: %s", logged);
+    pf_pipeline *op = NULL;
+    if (orc == PF_OK) {
+        int prc = pf_pipeline_load_string(oe,
+                                          "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": "
+                                          "[{\"id\": \"s\", \"op\": \"tp_oversize\"}], "
+                                          "\"outputs\": {\"o\": \"s\"}}",
+                                          "oversize", &op);
+        CHECKF(prc == PF_OK, "oversize: a pipeline of its stage: %s", pf_engine_errmsg(oe));
+    }
+    pf_pipeline_destroy(op);
+    pf_engine_destroy(oe);
+    d = case_dir("oversize_short");
+    expect_refused("oversize_short", d, file_in(d, "oversize_short.so"), "too small", NULL);
+
     /* the validator (`pipefuse plugin check` walks the list when it may): not readable */
     static const char *const lying[] = {"lying", "lying.so", "lying_ptr", "lying_ptr.so"};
     for (int k = 0; k < 4; k += 2) {

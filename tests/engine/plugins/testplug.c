@@ -44,6 +44,9 @@
 #define TP_LYING                                                                                   \
     24 /* n_stages 2 for one stage whose pointer ends a page that the next does not follow;
           with TP_BAD_PTR, n_stages 3 and the second pointer into that unmapped page */
+#define TP_OVERSIZE                                                                                \
+    25 /* a stage descriptor whose .size claims the whole struct while only its first TP_KEEP
+          bytes lie before an unmapped page (a plugin built against a smaller struct) */
 
 #ifndef TP_CASE
 #error "build with -DTP_CASE=<case>"
@@ -452,6 +455,10 @@ static const pf_stage_desc *const tp_stages[] = {&tp_stage};
 static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, "tp_lying", 1, tp_gain_row),
                                        .doc = "a stage of a plugin that miscounts them"};
 
+#elif TP_CASE == TP_OVERSIZE
+static const pf_stage_desc tp_stage = {TP_POINT(PF_STAGE_DESC_SIZE, TP_STAGE_NAME, 1, tp_gain_row),
+                                       .doc = "a stage whose descriptor is shorter than it says"};
+
 #else
 #error "unknown TP_CASE"
 #endif
@@ -500,6 +507,26 @@ PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
                          "test plugin",
                          (const pf_stage_desc *const *)slots,
                          n};
+    return &d;
+}
+#elif TP_CASE == TP_OVERSIZE
+/* The descriptor's first TP_KEEP bytes end a page whose next page is unmapped; its .size
+   still says PF_STAGE_DESC_SIZE. */
+PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
+{
+    static pf_plugin_desc d;
+    static const pf_stage_desc *slots[1];
+    (void)host;
+    long pg = sysconf(_SC_PAGESIZE);
+    char *m =
+        mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || munmap(m + pg, (size_t)pg) != 0)
+        return NULL;
+    size_t keep = TP_KEEP;
+    memcpy(m + pg - keep, &tp_stage, keep);
+    slots[0] = (const pf_stage_desc *)(m + pg - keep);
+    d = (pf_plugin_desc){sizeof(pf_plugin_desc), TP_ABI, TP_PLUGIN_NAME, "0.0.1", "test plugin",
+                         slots, 1};
     return &d;
 }
 #else
