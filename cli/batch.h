@@ -100,7 +100,15 @@ typedef struct out_item {
        input's iCCP too) while it is of the frame's colour kind, and the EXIF. */
     const pf_jpeg_meta *jmeta;
     cli_format src_fmt;
+    /* PNG: the form written (pf_png_form: 0 the frame's own), and the input's density
+       (pHYs): kept at the same size (OUT_PHYS_SIZE, 0), carried through geometry
+       (OUT_PHYS_GEOMETRY: pf_png_meta_phys) or dropped (OUT_PHYS_DROP). */
+    int png_form;
+    int phys;
+    pf_png_geometry geometry;
 } out_item;
+
+enum { OUT_PHYS_SIZE = 0, OUT_PHYS_GEOMETRY, OUT_PHYS_DROP };
 
 typedef struct out_opts {
     int dirfd;
@@ -116,7 +124,11 @@ int out_write_set(const out_opts *o, const out_item *items, int n, char *err, si
 
 /* The same a row at a time, for images run in bands: out_stream_open creates every
    item's temporary and writes each PNG's header and metadata (frame gives the size and
-   format; its data is not read) and each table whole; out_stream_rows appends the next
+   format; its data is not read) and each table whole (a PNG of form palette, which
+   looks at every pixel first, is kept in memory as it comes and written at the commit;
+   auto is written in the frame's form as it comes while its rows are surveyed, and read
+   back and written again at the commit where its smallest form is another; the gray
+   forms are packed a band at a time); out_stream_rows appends the next
    n rows of PNG item k from rows 0..n-1 of rows; out_stream_commit finishes, syncs and
    renames them as out_write_set does and frees s; out_stream_abort removes every
    temporary and frees s. On failure open, rows and commit have removed nothing yet

@@ -97,7 +97,10 @@ static int create_temp(int dirfd, char *name, char *err, size_t errn)
 /* ---- PNG ----------------------------------------------------------------------------------------- */
 
 /* One PNG being written: libpng's state between calls. Every call into libpng sets jmp
-   first (png_err_fn jumps back there) and points err at its caller's buffer. */
+   first (png_err_fn jumps back there) and points err at its caller's buffer. The form
+   (pf_png_pack, pipefuse/png.h) is decided by png_begin: pk holds IHDR's depth and
+   colour type, the palette, and for auto and palette the whole image's packed rows
+   (NULL: the frame's own rows, or the gray forms, packed a band at a time into band). */
 typedef struct png_out {
     char *err;
     size_t errn;
@@ -105,6 +108,9 @@ typedef struct png_out {
     png_structp png;
     png_infop info;
     int rows_left;
+    int form;
+    pf_png_packed pk, band;
+    int next; /* the next row of pk.rows */
 } png_out;
 
 static void png_err_fn(png_structp png, png_const_charp msg)
@@ -139,43 +145,50 @@ static void png_warn_fn(png_structp png, png_const_charp msg)
     (void)msg;
 }
 
-static const int ctypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
-                             PNG_COLOR_TYPE_RGB_ALPHA};
-
 /* The metadata chunks an input may carry to its outputs (pf_png_read_meta keeps these),
    five bytes each as png_set_keep_unknown_chunks wants them. */
 static const png_byte meta_names[] = "gAMA\0cHRM\0sRGB\0iCCP\0sBIT\0pHYs\0tEXt\0zTXt\0iTXt";
 #define META_NAMES 9
 
-/* Whether the input's chunk `name` still describes frame f: pf_png_write_meta's rules
-   (pipefuse/png.h). gAMA, cHRM and sRGB say how stored values encode colour, and stages
-   work on stored values; text is about the picture: kept. An ICC profile is for gray or
-   for colour data: kept while the output is of the input's kind. sBIT holds for the
-   input's colour type and depth, pHYs for its pixel size: kept when those are the same. */
-static int meta_applies(const char *name, const pf_png_info *src, const pf_frame *f)
+/* Whether the input's chunk `name` still describes the image written (pk: its colour
+   type and depth): pf_png_write_opts' rules (pipefuse/png.h). gAMA, cHRM and sRGB say how
+   stored values encode colour, and stages work on stored values; text is about the
+   picture: kept. An ICC profile is for gray or for colour data: kept while the output
+   is of the input's kind (a palette is colour). sBIT holds for the input's colour type
+   and depth: kept when those written are the same. pHYs is the density of the input's
+   pixels: it->phys says whether it is kept at the same size, carried through the
+   output's geometry (phys gets the chunk written) or dropped. */
+static int meta_applies(const char *name, const out_item *it, const pf_png_packed *pk,
+                        unsigned char phys[9])
 {
+    const pf_png_info *src = it->src;
     if (!memcmp(name, "iCCP", 4))
-        return !(src->color_type & PNG_COLOR_MASK_COLOR) == (f->channels <= 2);
+        return !(src->color_type & PNG_COLOR_MASK_COLOR) ==
+               !(pk->color_type & PNG_COLOR_MASK_COLOR);
     if (!memcmp(name, "sBIT", 4))
-        return src->color_type == ctypes[f->channels - 1] &&
-               src->bit_depth == (f->sample == PF_U16 ? 16 : 8);
+        return src->color_type == pk->color_type && src->bit_depth == pk->bit_depth;
     if (!memcmp(name, "pHYs", 4))
-        return src->width == f->width && src->height == f->height;
+        return it->phys != OUT_PHYS_DROP &&
+               pf_png_meta_phys(it->meta, it->phys == OUT_PHYS_GEOMETRY ? &it->geometry : NULL,
+                                pk->width, pk->height, phys);
     return 1;
 }
 
-/* Hands libpng the chunks of meta that apply to f, all before the image data (text may
-   go anywhere; colour and density must). libpng copies each chunk; a failure longjmps. */
-static void set_meta(png_structp png, png_infop info, const pf_png_meta *meta,
-                     const pf_png_info *src, const pf_frame *f)
+/* Hands libpng the chunks of the input's meta that apply to the image written, all
+   before the image data (text may go anywhere; colour and density must). libpng copies
+   each chunk; a failure longjmps. */
+static void set_meta(png_structp png, png_infop info, const out_item *it, const pf_png_packed *pk)
 {
-    int n = pf_png_meta_count(meta), any = 0;
+    int n = pf_png_meta_count(it->meta), any = 0;
     for (int i = 0; i < n; i++) {
         const void *data;
         size_t size;
-        const char *name = pf_png_meta_chunk(meta, i, &data, &size);
-        if (!name || !meta_applies(name, src, f))
+        unsigned char phys[9];
+        const char *name = pf_png_meta_chunk(it->meta, i, &data, &size);
+        if (!name || !meta_applies(name, it, pk, phys))
             continue;
+        if (!memcmp(name, "pHYs", 4))
+            data = phys, size = sizeof phys; /* scaled or swapped */
         if (!any) /* gAMA and the others are known chunks: written only when asked for */
             png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, meta_names, META_NAMES);
         any = 1;
@@ -193,14 +206,15 @@ static void set_meta(png_structp png, png_infop info, const pf_png_meta *meta,
    its EXIF (eXIf), for a PNG output: written raw as the PNG chunks above are, so that a
    profile libpng would find fault with cannot fail the file. */
 static void set_jpeg_meta(png_structp png, png_infop info, const pf_jpeg_meta *jm,
-                          const pf_frame *f)
+                          const pf_png_packed *pk)
 {
+    const int gray = !(pk->color_type & PNG_COLOR_MASK_COLOR);
     static const png_byte names[] = "iCCP\0eXIf";
     const void *d;
     size_t n;
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_ALWAYS, names, 2);
     const char *space = pf_jpeg_meta_icc_space(jm);
-    if (pf_jpeg_meta_icc(jm, &d, &n) && strcmp(space, f->channels <= 2 ? "GRAY" : "RGB ") == 0) {
+    if (pf_jpeg_meta_icc(jm, &d, &n) && strcmp(space, gray ? "GRAY" : "RGB ") == 0) {
         static const char key[] = "ICC profile"; /* keyword, NUL, method 0, zlib data */
         uLongf zn = compressBound((uLong)n);
         png_byte *c = malloc(sizeof key + 1 + zn);
@@ -227,12 +241,41 @@ static void png_drop(png_out *w)
         png_destroy_write_struct(&w->png, w->info ? &w->info : NULL);
     w->png = NULL;
     w->info = NULL;
+    pf_png_packed_free(&w->pk);
+    pf_png_packed_free(&w->band);
 }
 
-/* Starts a PNG of f's size and format on fp: header and metadata chunks. */
+/* Forms that look at every pixel before the first row is written. */
+static int whole_form(int form)
+{
+    return form == PF_PNG_FORM_AUTO || form == PF_PNG_FORM_PALETTE;
+}
+
+/* w->pk for item it's form: for auto and palette from the whole image f, else IHDR's
+   fields only (the gray forms are checked on f's first row and packed by png_rows). */
+static int png_form(png_out *w, const pf_frame *f, const out_item *it, char *err, size_t errn)
+{
+    w->form =
+        it->png_form > 0 && it->png_form <= PF_PNG_FORM_GRAY4 ? it->png_form : PF_PNG_FORM_FRAME;
+    pf_frame head = *f;
+    if (!whole_form(w->form))
+        head.height = 1;
+    char e[512] = "";
+    if (pf_png_pack(&head, (pf_png_form)w->form, it->meta, &w->pk, e, sizeof e) != PF_OK) {
+        snprintf(err, errn, "cannot write PNG: %s", e);
+        return -1;
+    }
+    if (!whole_form(w->form)) {
+        pf_png_packed_free(&w->pk); /* the header's fields stay */
+        w->pk.height = f->height;
+    }
+    return 0;
+}
+
+/* Starts a PNG of f's size and format on fp in item it's form: header and metadata
+   chunks. For auto and palette f's data is the whole image, read now. */
 static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filter,
-                     const pf_png_meta *meta, const pf_png_info *src, const pf_jpeg_meta *jmeta,
-                     char *err, size_t errn)
+                     const out_item *it, char *err, size_t errn)
 {
     if ((f->sample != PF_U8 && f->sample != PF_U16) || f->channels < 1 || f->channels > 4) {
         snprintf(err, errn, "cannot write PNG: %d channels of %s samples", f->channels,
@@ -242,6 +285,9 @@ static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filt
     memset(w, 0, sizeof *w);
     w->err = err;
     w->errn = errn;
+    if (png_form(w, f, it, err, errn) != 0)
+        return -1;
+    const pf_png_packed *pk = &w->pk;
     w->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, w, png_err_fn, png_warn_fn);
     w->info = w->png ? png_create_info_struct(w->png) : NULL;
     if (!w->png || !w->info) {
@@ -255,22 +301,32 @@ static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filt
     png_set_user_limits(w->png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);
     png_set_compression_level(w->png, zlib);
     png_set_filter(w->png, PNG_FILTER_TYPE_BASE, filter);
-    png_set_IHDR(w->png, w->info, (png_uint_32)f->width, (png_uint_32)f->height,
-                 f->sample == PF_U16 ? 16 : 8, ctypes[f->channels - 1], PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    if (meta && src)
-        set_meta(w->png, w->info, meta, src, f);
-    if (jmeta)
-        set_jpeg_meta(w->png, w->info, jmeta, f);
+    png_set_IHDR(w->png, w->info, (png_uint_32)f->width, (png_uint_32)f->height, pk->bit_depth,
+                 pk->color_type, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    if (pk->n_palette) { /* libpng copies both */
+        png_color pal[256];
+        for (int i = 0; i < pk->n_palette; i++)
+            pal[i] =
+                (png_color){pk->palette[3 * i], pk->palette[3 * i + 1], pk->palette[3 * i + 2]};
+        png_set_PLTE(w->png, w->info, pal, pk->n_palette);
+        if (pk->n_trans)
+            png_set_tRNS(w->png, w->info, pk->trans, pk->n_trans, NULL);
+    }
+    if (it->meta && it->src)
+        set_meta(w->png, w->info, it, pk);
+    if (it->jmeta)
+        set_jpeg_meta(w->png, w->info, it->jmeta, pk);
     png_write_info(w->png, w->info);
     const uint16_t one = 1;
-    if (f->sample == PF_U16 && *(const uint8_t *)&one == 1)
+    if (pk->bit_depth == 16 && *(const uint8_t *)&one == 1)
         png_set_swap(w->png); /* libpng swaps a copy of each row */
     w->rows_left = f->height;
     return 0;
 }
 
-/* The next n rows, from rows 0..n-1 of f. */
+/* The next n rows, from rows 0..n-1 of f (auto and palette: from the rows packed by
+   png_begin, f being the same image). */
 static int png_rows(png_out *w, const pf_frame *f, int n, char *err, size_t errn)
 {
     w->err = err;
@@ -279,11 +335,29 @@ static int png_rows(png_out *w, const pf_frame *f, int n, char *err, size_t errn
         snprintf(err, errn, "cannot write PNG: %d rows more than its height", n - w->rows_left);
         return -1;
     }
+    const unsigned char *rows = f->data;
+    size_t pitch = f->pitch;
+    if (w->pk.rows) {
+        rows = w->pk.rows + (size_t)w->next * w->pk.pitch;
+        pitch = w->pk.pitch;
+    } else if (w->form >= PF_PNG_FORM_GRAY1 && w->form <= PF_PNG_FORM_GRAY4 && n > 0) {
+        pf_frame band = *f; /* each row packs on its own */
+        band.height = n;
+        char e[512] = "";
+        if (pf_png_pack(&band, (pf_png_form)w->form, NULL, &w->band, e, sizeof e) != PF_OK) {
+            snprintf(err, errn, "cannot write PNG: %s", e);
+            return -1;
+        }
+        rows = w->band.rows;
+        pitch = w->band.pitch;
+    }
     if (setjmp(w->jmp))
         return -1;
     for (int y = 0; y < n; y++)
-        png_write_row(w->png, (png_const_bytep)f->data + (size_t)y * f->pitch);
+        png_write_row(w->png, (png_const_bytep)rows + (size_t)y * pitch);
+    pf_png_packed_free(&w->band);
     w->rows_left -= n;
+    w->next += n;
     return 0;
 }
 
@@ -409,10 +483,19 @@ typedef struct out_file {
     int jpeg; /* an image written as JPEG (cli_image_out_format) */
     pf_jpeg_writer *jw;
     int lock_fd; /* the temporary's own lock (create_temp) kept until it is renamed */
+    /* A PNG of form auto or palette streamed a band at a time: its item; for palette the
+       image gathered here (filled rows of it) until the commit packs and writes it; for
+       auto the survey of the rows written in the frame's own form, which the commit
+       rewrites only where auto chooses another form. */
+    out_item item;
+    pf_frame whole;
+    int filled;
+    pf_png_survey *survey;
 } out_file;
 
 struct out_stream {
     out_opts o;
+    int whole; /* out_write_set: every item's frame holds the whole image */
     int n;
     out_file *f;
 };
@@ -425,6 +508,9 @@ void out_stream_abort(out_stream *s)
     for (int k = 0; k < s->n; k++) {
         out_file *f = &s->f[k];
         png_drop(&f->png);
+        pf_frame_free(&f->whole);
+        pf_png_survey_free(f->survey);
+        f->survey = NULL;
         pf_jpeg_writer_abort(f->jw);
         if (f->fp)
             fclose(f->fp);
@@ -489,9 +575,27 @@ static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t
     f->jpeg = it->is_png && cli_image_out_format(it->final_name, it->src_fmt) == CLI_FMT_JPEG;
     if (f->jpeg)
         rc = jpeg_begin(f, it, e, sizeof e);
-    else if (it->is_png)
-        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, it->meta, it->src,
-                       it->jmeta, e, sizeof e);
+    else if (it->is_png && !s->whole && it->png_form == PF_PNG_FORM_AUTO) {
+        f->item = *it; /* auto: the frame's form as the rows come, surveyed */
+        out_item own = *it;
+        own.png_form = PF_PNG_FORM_FRAME;
+        if (pf_png_survey_new(&f->survey) != PF_OK) {
+            snprintf(e, sizeof e, "out of memory");
+            rc = -1;
+        } else {
+            rc =
+                png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, &own, e, sizeof e);
+        }
+    } else if (it->is_png && !s->whole && whole_form(it->png_form)) {
+        f->item = *it; /* written at the commit, from the rows gathered */
+        const pf_frame *h = it->frame;
+        if (pf_frame_alloc(&f->whole, h->width, h->height, h->sample, h->channels) != PF_OK) {
+            snprintf(e, sizeof e, "out of memory for the %dx%d image its form (%s) looks at whole",
+                     h->width, h->height, pf_png_form_name((pf_png_form)it->png_form));
+            rc = -1;
+        }
+    } else if (it->is_png)
+        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, it, e, sizeof e);
     else
         write_table(f->fp, it->table, it->json);
     if (rc != 0)
@@ -499,8 +603,8 @@ static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t
     return rc;
 }
 
-int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream **out, char *err,
-                    size_t errn)
+static int stream_open(const out_opts *o, int whole, const out_item *items, int n, out_stream **out,
+                       char *err, size_t errn)
 {
     *out = NULL;
     out_stream *s = calloc(1, sizeof *s);
@@ -512,6 +616,7 @@ int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream 
         return -1;
     }
     s->o = *o;
+    s->whole = whole;
     for (int k = 0; k < n; k++)
         s->f[k].pfd = s->f[k].lock_fd = -1;
     for (int k = 0; k < n; k++) {
@@ -525,6 +630,30 @@ int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream 
     return 0;
 }
 
+int out_stream_open(const out_opts *o, const out_item *items, int n, out_stream **out, char *err,
+                    size_t errn)
+{
+    return stream_open(o, 0, items, n, out, err, errn);
+}
+
+/* n rows more of f's image, gathered in f->whole. */
+static int gather(out_file *f, const pf_frame *rows, int n, char *err, size_t errn)
+{
+    pf_frame *w = &f->whole;
+    if (n < 0 || n > w->height - f->filled || rows->width != w->width ||
+        rows->channels != w->channels || rows->sample != w->sample) {
+        snprintf(err, errn, "cannot write PNG: %d rows of %dx%d do not continue the image", n,
+                 rows->width, rows->height);
+        return -1;
+    }
+    size_t bytes = (size_t)w->width * (size_t)w->channels * (w->sample == PF_U16 ? 2 : 1);
+    for (int y = 0; y < n; y++)
+        memcpy((unsigned char *)w->data + (size_t)(f->filled + y) * w->pitch,
+               (const unsigned char *)rows->data + (size_t)y * rows->pitch, bytes);
+    f->filled += n;
+    return 0;
+}
+
 int out_stream_rows(out_stream *s, int k, const pf_frame *rows, int n, char *err, size_t errn)
 {
     char e[1024] = "";
@@ -532,20 +661,108 @@ int out_stream_rows(out_stream *s, int k, const pf_frame *rows, int n, char *err
         snprintf(err, errn, "output %d is not an image", k);
         return -1;
     }
-    if (s->f[k].jpeg ? pf_jpeg_writer_rows(s->f[k].jw, rows, n, e, sizeof e) != PF_OK
-                     : png_rows(&s->f[k].png, rows, n, e, sizeof e) != 0) {
+    if (s->f[k].jpeg         ? pf_jpeg_writer_rows(s->f[k].jw, rows, n, e, sizeof e) != PF_OK
+        : s->f[k].whole.data ? gather(&s->f[k], rows, n, e, sizeof e) != 0
+                             : png_rows(&s->f[k].png, rows, n, e, sizeof e) != 0) {
+        snprintf(err, errn, "%s: %s", s->f[k].final_name, e);
+        return -1;
+    }
+    pf_frame band = *rows;
+    band.height = n;
+    if (s->f[k].survey && n > 0 && pf_png_survey_rows(s->f[k].survey, &band) != PF_OK) {
+        snprintf(e, sizeof e, "cannot survey %d rows of %dx%d", n, rows->width, rows->height);
         snprintf(err, errn, "%s: %s", s->f[k].final_name, e);
         return -1;
     }
     return 0;
 }
 
+/* An auto PNG written in the frame's own form band by band, where the survey says auto
+   chooses another: read back from its temporary and written again in auto's form. */
+static int rewrite_auto(out_file *f, const out_opts *o, char *e, size_t en)
+{
+    const pf_frame *h = f->item.frame;
+    struct stat st;
+    if (fflush(f->fp) != 0 || fstat(fileno(f->fp), &st) != 0) {
+        snprintf(e, en, "write error: %s", strerror(errno));
+        return -1;
+    }
+    unsigned char *buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+    if (!buf) {
+        snprintf(e, en, "out of memory reading it back for its smallest form");
+        return -1;
+    }
+    /* the temporary is open for writing only: read through a descriptor of its own */
+    int rfd = openat(f->pfd, f->tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    size_t got = 0;
+    while (rfd >= 0 && got < (size_t)st.st_size) {
+        ssize_t r = pread(rfd, buf + got, (size_t)st.st_size - got, (off_t)got);
+        if (r <= 0) {
+            errno = r < 0 ? errno : EIO;
+            break;
+        }
+        got += (size_t)r;
+    }
+    if (rfd < 0 || got < (size_t)st.st_size) {
+        snprintf(e, en, "cannot read it back: %s", strerror(errno));
+        if (rfd >= 0)
+            close(rfd);
+        free(buf);
+        return -1;
+    }
+    close(rfd);
+    pf_frame img;
+    memset(&img, 0, sizeof img);
+    char re[1024] = "";
+    int rc = pf_png_read_memory(buf, got, f->final_name,
+                                (unsigned long long)h->width * (unsigned long long)h->height, &img,
+                                NULL, re, sizeof re) == PF_OK
+                 ? 0
+                 : -1;
+    free(buf);
+    if (rc != 0) {
+        snprintf(e, en, "cannot read it back: %s", re);
+        return -1;
+    }
+    if (ftruncate(fileno(f->fp), 0) != 0 || fseek(f->fp, 0, SEEK_SET) != 0) {
+        snprintf(e, en, "cannot rewrite it: %s", strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = png_begin(&f->png, f->fp, &img, o->zlib, o->png_filter, &f->item, e, en);
+    if (rc == 0)
+        rc = png_rows(&f->png, &img, img.height, e, en);
+    if (rc == 0)
+        rc = png_finish(&f->png, e, en);
+    pf_frame_free(&img);
+    return rc;
+}
+
 /* Item k finished, flushed, synced and closed; removed on failure. */
-static int close_item(out_file *f, char *err, size_t errn)
+static int close_item(out_file *f, const out_opts *o, char *err, size_t errn)
 {
     char e[1024] = "";
     int rc = 0;
-    if (f->jpeg) {
+    if (f->whole.data) { /* gathered: now in its form */
+        if (f->filled != f->whole.height) {
+            snprintf(e, sizeof e, "cannot write PNG: %d rows missing", f->whole.height - f->filled);
+            rc = -1;
+        } else {
+            rc =
+                png_begin(&f->png, f->fp, &f->whole, o->zlib, o->png_filter, &f->item, e, sizeof e);
+            if (rc == 0)
+                rc = png_rows(&f->png, &f->whole, f->whole.height, e, sizeof e);
+        }
+        pf_frame_free(&f->whole);
+        if (rc == 0)
+            rc = png_finish(&f->png, e, sizeof e);
+    } else if (f->survey) { /* auto in bands: written in the frame's form */
+        rc = png_finish(&f->png, e, sizeof e);
+        if (rc == 0 && !pf_png_survey_auto_is_frame(f->survey, f->item.meta))
+            rc = rewrite_auto(f, o, e, sizeof e);
+        pf_png_survey_free(f->survey);
+        f->survey = NULL;
+    } else if (f->jpeg) {
         rc = pf_jpeg_writer_finish(f->jw, e, sizeof e) == PF_OK ? 0 : -1;
         f->jw = NULL; /* freed either way */
     } else if (f->is_png) {
@@ -573,7 +790,7 @@ int out_stream_commit(out_stream *s, char *err, size_t errn)
 {
     int rc = 0;
     for (int k = 0; k < s->n && rc == 0; k++)
-        rc = close_item(&s->f[k], err, errn);
+        rc = close_item(&s->f[k], &s->o, err, errn);
     if (rc != 0) {
         out_stream_abort(s);
         return -1;
@@ -605,7 +822,7 @@ int out_stream_commit(out_stream *s, char *err, size_t errn)
 int out_write_set(const out_opts *o, const out_item *items, int n, char *err, size_t errn)
 {
     out_stream *s;
-    if (out_stream_open(o, items, n, &s, err, errn) != 0)
+    if (stream_open(o, 1, items, n, &s, err, errn) != 0)
         return -1;
     for (int k = 0; k < n; k++)
         if (items[k].is_png &&

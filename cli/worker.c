@@ -162,6 +162,9 @@ static struct {
        job reader's, for --band-rows auto), with the last answer. */
     int bandable, halo;
     pf_pipeline *probe;
+    /* A pipeline never planned that tells each output's PNG form and its geometry from
+       the input's (job_items: pHYs through resize, crop, quarter turns). */
+    pf_pipeline *forms;
     pf_shape probe_shape;
     unsigned long long probe_bytes, probe_dev;
     pthread_mutex_t wmu;
@@ -886,7 +889,8 @@ static int setup(char *err, size_t errn)
         if (o->band_rows > 0) /* said once per run, whatever the restarts (notice) */
             notice(0, msg);
     }
-    if (W.bandable && o->band_rows < 0 && load_pipeline(W.e, &W.probe, err, errn) != 0) {
+    if (load_pipeline(W.e, &W.forms, err, errn) != 0 ||
+        (W.bandable && o->band_rows < 0 && load_pipeline(W.e, &W.probe, err, errn) != 0)) {
         pf_pipeline_destroy(p);
         return -1;
     }
@@ -1746,7 +1750,13 @@ static int job_items(job *j, const pf_frame *frames, out_item *items, int *order
         if (!j->names[k] || !j->names[k][0])
             break;
         items[n] = (out_item){j->names[k], img,     &frames[k], &j->tab[k], W.json[k],
-                              j->meta,     &j->src, j->jmeta,   j->fmt};
+                              j->meta,     &j->src, j->jmeta,   j->fmt,     .phys = OUT_PHYS_DROP};
+        /* its form, and the input's density through its geometry */
+        if (img && pf_pipeline_output_png_form(W.forms, k) > 0)
+            items[n].png_form = pf_pipeline_output_png_form(W.forms, k);
+        if (img && pf_pipeline_output_geometry(W.forms, k, j->src.width, j->src.height,
+                                               &items[n].geometry))
+            items[n].phys = OUT_PHYS_GEOMETRY;
         order[n] = k;
         if (img && commit < 0)
             commit = n;

@@ -159,11 +159,12 @@ static int set_find(colour_set *s, uint32_t k, int add)
 
 typedef struct facts {
     int c, bits16;
-    int can8;   /* every sample an 8-bit value (16-bit ones multiples of 257) */
-    int opaque; /* no alpha, or all at the maximum */
-    int gray;   /* one or two channels, or r = g = b everywhere */
-    int low;    /* gray samples all levels of 1, 2 or 4 bits: that depth; else 8 */
-    int n;      /* distinct pixels, 257 meaning more than 256 */
+    int can8;         /* every sample an 8-bit value (16-bit ones multiples of 257) */
+    int opaque;       /* no alpha, or all at the maximum */
+    int gray;         /* one or two channels, or r = g = b everywhere */
+    int low;          /* gray samples all levels of 1, 2 or 4 bits: that depth; else 8 */
+    int n;            /* distinct pixels, 257 meaning more than 256 */
+    unsigned lowmask; /* 1: 1 bit fits, 2: 2 bits, 4: 4 bits (so far) */
 } facts;
 
 static unsigned sample(const pf_frame *f, const unsigned char *row, int x, int ch)
@@ -195,14 +196,20 @@ static uint32_t key_at(const pf_frame *f, const unsigned char *row, int x)
     }
 }
 
-static void look(const pf_frame *f, colour_set *set, facts *k)
+static void look_init(const pf_frame *f, colour_set *set, facts *k)
 {
-    const unsigned max = f->sample == PF_U16 ? 65535u : 255u;
     k->c = f->channels;
     k->bits16 = f->sample == PF_U16;
     k->can8 = 1, k->opaque = 1, k->gray = 1; /* one or two channels are gray */
-    unsigned lowmask = 7;                    /* 1: 1 bit fits, 2: 2 bits, 4: 4 bits */
+    k->lowmask = 7;
     set_init(set);
+}
+
+/* The facts of f's rows added to those of the rows before (look_init). */
+static void look_rows(const pf_frame *f, colour_set *set, facts *k)
+{
+    const unsigned max = f->sample == PF_U16 ? 65535u : 255u;
+    unsigned lowmask = k->lowmask;
     for (int y = 0; y < f->height; y++) {
         const unsigned char *row = (const unsigned char *)f->data + (size_t)y * f->pitch;
         for (int x = 0; x < f->width; x++) {
@@ -226,7 +233,14 @@ static void look(const pf_frame *f, colour_set *set, facts *k)
         }
     }
     k->n = set->n;
+    k->lowmask = lowmask;
     k->low = lowmask & 1 ? 1 : lowmask & 2 ? 2 : lowmask & 4 ? 4 : 8;
+}
+
+static void look(const pf_frame *f, colour_set *set, facts *k)
+{
+    look_init(f, set, k);
+    look_rows(f, set, k);
 }
 
 /* ---- Packing ---------------------------------------------------------------------------- */
@@ -623,4 +637,69 @@ PF_API int pf_png_pack(const pf_frame *f, pf_png_form form, const pf_png_meta *m
     if (st != PF_OK)
         pf_png_packed_free(out);
     return st;
+}
+
+/* ---- Surveys: auto's choice over bands ---------------------------------------------------- */
+
+struct pf_png_survey {
+    colour_set set;
+    facts k;
+    int width, height, channels;
+    pf_sample sample;
+};
+
+PF_API int pf_png_survey_new(pf_png_survey **out)
+{
+    if (!out)
+        return PF_INVALID_ARGUMENT;
+    *out = calloc(1, sizeof **out);
+    return *out ? PF_OK : PF_NO_MEMORY;
+}
+
+PF_API int pf_png_survey_rows(pf_png_survey *s, const pf_frame *band)
+{
+    if (!s || !band || !band->data || band->width <= 0 || band->height <= 0 || band->channels < 1 ||
+        band->channels > 4 || (band->sample != PF_U8 && band->sample != PF_U16) ||
+        (s->height &&
+         (band->width != s->width || band->channels != s->channels || band->sample != s->sample)))
+        return PF_INVALID_ARGUMENT;
+    if (!s->height) {
+        look_init(band, &s->set, &s->k);
+        s->width = band->width, s->channels = band->channels, s->sample = band->sample;
+    }
+    look_rows(band, &s->set, &s->k);
+    s->height += band->height;
+    return PF_OK;
+}
+
+PF_API int pf_png_survey_auto_is_frame(const pf_png_survey *s, const pf_png_meta *meta)
+{
+    if (!s || !s->height)
+        return 0;
+    const facts *k = &s->k;
+    const pf_frame f = {NULL, s->width, s->height, 0, s->sample, s->channels}; /* its size */
+    pf_png_source src = {0};
+    if (meta)
+        pf_png_meta_source(meta, &src);
+    /* pack_auto's choice, without the pixels */
+    const int keep_kind = src.has_iccp;
+    const int gray = keep_kind ? f.channels <= 2 : k->gray;
+    const int alpha = !k->opaque;
+    const int depth = !k->can8 ? 16 : gray && !alpha && k->low < 8 ? k->low : 8;
+    const int oc = (gray ? 1 : 3) + alpha;
+    if (k->can8 && k->n <= 256 && !(keep_kind && f.channels <= 2)) {
+        if (src.n_palette)
+            return 0; /* the source's palette may fit: only the pixels tell */
+        int nt = 0;
+        for (int i = 0; i < s->set.n; i++)
+            nt += (s->set.list[i] & 255u) != 255u;
+        if (raw_size(&f, depth_for(k->n), 3 * k->n + nt) < raw_size(&f, oc * depth, 0))
+            return 0;
+    }
+    return depth == (f.sample == PF_U16 ? 16 : 8) && oc == f.channels;
+}
+
+PF_API void pf_png_survey_free(pf_png_survey *s)
+{
+    free(s);
 }

@@ -1,13 +1,19 @@
 #!/bin/bash
 # tests/cli/meta_test.sh: pipefuse run keeps the input's PNG metadata (gAMA, cHRM, sRGB,
 # iCCP, sBIT, pHYs and text chunks) where it still describes the output, and --strip
-# drops it.
+# drops it; pHYs follows the geometry (scaled by resize, kept by crop and pad, swapped by
+# a quarter turn, dropped by other rotations); outputs are written in the form their
+# format asks (palette, gray1/2/4, auto: the smallest lossless one), whole or in bands,
+# and read back as the same pixels.
 #
 #   meta_test.sh PIPEFUSE WORK_DIR
 #
 # The inputs are written here with Python's zlib and struct: an RGB8 file carrying every
-# kept chunk but sRGB (text before and after the image data), an RGB8 file with sRGB, and
-# a gray8 file with an ICC profile.
+# kept chunk but sRGB (text before and after the image data; 1200 colours, so that auto
+# keeps it RGB), an RGB8 file with sRGB, a gray8 file with an ICC profile, a thresholded
+# gray8 page (0 and 255 only) of unequal densities, and an RGB8 file of few colours.
+# The outputs are decoded by a small PNG reader of the test's own (every colour type and
+# depth, the five filters), not by pipefuse.
 set -u
 PF=$1 WORK=$2
 W=$WORK/meta
@@ -55,7 +61,7 @@ import struct, sys, zlib
 def chunk(t, d):
     return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
 def png(path, w, h, ctype, channels, pre, post):
-    raw = b"".join(b"\0" + bytes((x * 7 + y * 13 + c * 50) & 255 for x in range(w) for c in range(channels)) for y in range(h))
+    raw = b"".join(b"\0" + bytes((x * 7 + y * 13 * (c + 1) + c * 50) & 255 for x in range(w) for c in range(channels)) for y in range(h))
     ihdr = struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0)
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr))
@@ -133,11 +139,106 @@ def idat(path):
 sys.exit(idat(sys.argv[1]) != idat(sys.argv[2]))
 EOF
 
-# A resize: pHYs (the pixel size) dropped, the rest kept.
+# ---- Output forms and pHYs through geometry ----------------------------------------------
+
+# decode PNG: a reader of its own. Prints "W H CT DEPTH NPLTE" then one line of the
+# pixels as RGBA (gray and palettes expanded, low-bit gray scaled to 0..255), or "BAD ...".
+cat >"$W/decode.py" <<'EOF'
+import struct, sys, zlib
+def decode(path):
+    b, p, chunks = open(path, "rb").read(), 8, []
+    while p < len(b):
+        n, t = struct.unpack(">I4s", b[p:p + 8])
+        chunks.append((t, b[p + 8:p + 8 + n]))
+        p += 12 + n
+    w, h, depth, ct, _, _, il = struct.unpack(">IIBBBBB", chunks[0][1])
+    assert il == 0, "interlaced"
+    plte = b"".join(d for t, d in chunks if t == b"PLTE")
+    trns = b"".join(d for t, d in chunks if t == b"tRNS")
+    raw = zlib.decompress(b"".join(d for t, d in chunks if t == b"IDAT"))
+    ch = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[ct]
+    bpp = max(1, ch * depth // 8)
+    stride = (w * ch * depth + 7) // 8
+    prev, rows, q = bytearray(stride), [], 0
+    for y in range(h):
+        f, line = raw[q], bytearray(raw[q + 1:q + 1 + stride])
+        q += 1 + stride
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            up, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1: line[i] = (line[i] + a) & 255
+            elif f == 2: line[i] = (line[i] + up) & 255
+            elif f == 3: line[i] = (line[i] + (a + up) // 2) & 255
+            elif f == 4:
+                pa, pb, pc = abs(up - c), abs(a - c), abs(a + up - 2 * c)
+                pr = a if pa <= pb and pa <= pc else up if pb <= pc else c
+                line[i] = (line[i] + pr) & 255
+            elif f != 0: raise ValueError("filter %d" % f)
+        rows.append(line)
+        prev = line
+    px = []
+    for line in rows:
+        if depth < 8:
+            per = 8 // depth
+            s = [(line[x // per] >> (8 - depth * (x % per + 1))) & ((1 << depth) - 1) for x in range(w)]
+        elif depth == 8:
+            s = list(line)
+        else:
+            s = [line[2 * i] << 8 | line[2 * i + 1] for i in range(w * ch)]
+        for x in range(w):
+            v = s[x * ch:(x + 1) * ch]
+            if ct == 3:
+                k = v[0]
+                px.append(tuple(plte[3 * k:3 * k + 3]) + (trns[k] if k < len(trns) else 255,))
+                continue
+            if depth < 8:
+                v = [e * 255 // ((1 << depth) - 1) for e in v]
+            top = 65535 if depth == 16 else 255
+            if ct == 0: px.append((v[0], v[0], v[0], top))
+            elif ct == 4: px.append((v[0], v[0], v[0], v[1]))
+            elif ct == 2: px.append((v[0], v[1], v[2], top))
+            else: px.append(tuple(v))
+    return w, h, ct, depth, len(plte) // 3, px
+try:
+    w, h, ct, depth, npl, px = decode(sys.argv[1])
+    print(w, h, ct, depth, npl)
+    if len(sys.argv) < 3:
+        print(" ".join(",".join(map(str, p)) for p in px))
+except Exception as e:
+    print("BAD", e)
+EOF
+
+# form OUT: "CT DEPTH NPLTE" of OUT, from its IHDR and PLTE
+form() { python3 "$W/decode.py" "$1" head | cut -d' ' -f3-; }
+# same_pixels A B WHAT: A and B decode to the same size and RGBA pixels
+same_pixels() {
+    local a b
+    a=$(python3 "$W/decode.py" "$1" | sed '1s/ [0-9]* [0-9]* [0-9]*$//')
+    b=$(python3 "$W/decode.py" "$2" | sed '1s/ [0-9]* [0-9]* [0-9]*$//')
+    case "$a$b" in *BAD*) fail "$3: cannot decode: $a $b" | head -c 300; return ;; esac
+    [ "$a" = "$b" ] || fail "$3: the pixels differ from $(basename "$2")'s"
+}
+# phys OUT: "X Y UNIT" of OUT's pHYs, or "none"
+phys() {
+    python3 - "$1" <<'EOF'
+import struct, sys
+b, p = open(sys.argv[1], "rb").read(), 8
+while p < len(b):
+    n, t = struct.unpack(">I4s", b[p:p + 8])
+    if t == b"pHYs":
+        print("%d %d %d" % struct.unpack(">IIB", b[p + 8:p + 17])); sys.exit()
+    p += 12 + n
+print("none")
+EOF
+}
+
+
+# A resize to half: pHYs halved (11811 / 2 rounded half up), the rest kept.
 run "resize" "$W/half.json" "$W/rgb.png" -o "$W/half"
 chunks "$W/half/rgb.png" >"$W/rgb.half"
-grep -q '^pHYs' "$W/rgb.half" && fail "resize: pHYs kept for another size"
-if ! diff <(meta_of "$W/rgb.in" | grep -v '^pHYs' | sort) <(meta_of "$W/rgb.half" | sort) \
+[ "$(phys "$W/half/rgb.png")" = "5906 5906 1" ] ||
+    fail "resize: pHYs $(phys "$W/half/rgb.png"), not the input's halved"
+if ! diff <(meta_of "$W/rgb.in" | grep -v '^pHYs' | sort) <(meta_of "$W/rgb.half" | grep -v '^pHYs' | sort) \
     >"$W/diff"; then
     fail "resize: the other metadata differs from the input's:"
     sed 's/^/    | /' "$W/diff" >&2
@@ -169,6 +270,101 @@ expect_meta "$W/fmt/rgb.w.png" "$W/rgb.in" '^sBIT '
 expect_meta "$W/fmt/gray.g.png" "$W/gray.in" '^$'
 expect_meta "$W/fmt/gray.c.png" "$W/gray.in" '^iCCP '
 expect_meta "$W/fmt/gray.w.png" "$W/gray.in" '^iCCP '
+
+python3 - "$W" <<'EOF' || fail "cannot write the form inputs"
+import struct, sys, zlib
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+def png(path, w, h, ctype, pixel, pre):
+    ch = 1 if ctype == 0 else 3
+    raw = b"".join(b"\0" + bytes(v for x in range(w) for v in pixel(x, y)) for y in range(h))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0)))
+        for t, d in pre: f.write(chunk(t, d))
+        f.write(chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+# a thresholded page, 3000 x 4000 pixels a metre (unequal: a quarter turn shows)
+png(sys.argv[1] + "/page.png", 40, 30, 0,
+    lambda x, y: (255 if (x * 3 + y * 5) % 7 < 4 else 0,),
+    [(b"pHYs", struct.pack(">IIB", 3000, 4000, 1)), (b"gAMA", struct.pack(">I", 45455))])
+# 36 colours
+png(sys.argv[1] + "/few.png", 24, 18, 2,
+    lambda x, y: ((x // 2) * 20, (y // 6) * 100, 60), [(b"pHYs", struct.pack(">IIB", 2835, 2835, 1))])
+EOF
+
+# Every form of the page, whole and in bands of 4 rows (auto and palette gathered
+# whole, the gray forms packed band by band): the same files either way.
+cat >"$W/forms.json" <<'EOF'
+{"pipefuse": 1, "name": "forms", "inputs": ["page"],
+ "stages": [{"id": "b", "op": "brightness", "params": {"amount": 0}}],
+ "outputs": {"ref": {"from": "b", "format": "gray8"}, "auto": "b",
+             "pal": {"from": "b", "format": "palette"}, "g1": {"from": "b", "format": "gray1"},
+             "g2": {"from": "b", "format": "gray2"}, "g4": {"from": "b", "format": "gray4"}}}
+EOF
+run "forms" "$W/forms.json" "$W/page.png" -o "$W/forms" --band-rows off
+run "forms, bands" "$W/forms.json" "$W/page.png" -o "$W/forms4" --band-rows 4
+for o in ref auto pal g1 g2 g4; do
+    f=$W/forms/page.$o.png
+    [ -f "$f" ] || { fail "forms: no $o output"; continue; }
+    cmp -s "$f" "$W/forms4/page.$o.png" || fail "forms: $o differs in bands of 4 rows"
+    [ "$(phys "$f")" = "3000 4000 1" ] || fail "forms: $o: pHYs $(phys "$f"), not the input's"
+    same_pixels "$f" "$W/forms/page.ref.png" "forms: $o"
+done
+for want in "ref 0 8 0" "auto 0 1 0" "pal 3 1 2" "g1 0 1 0" "g2 0 2 0" "g4 0 4 0"; do
+    set -- $want
+    got=$(form "$W/forms/page.$1.png")
+    [ "$got" = "$2 $3 $4" ] || fail "forms: $1 is colour type, depth, palette '$got', not '$2 $3 $4'"
+done
+[ "$(stat -c %s "$W/forms/page.g1.png")" -lt "$(stat -c %s "$W/forms/page.ref.png")" ] ||
+    fail "forms: gray1 is not smaller than gray8"
+
+# A colour image of few colours: its palette (exact), auto (a palette too), and gray1
+# (the image made gray first, as gray8 is).
+cat >"$W/rgbforms.json" <<'EOF'
+{"pipefuse": 1, "name": "rgbforms", "inputs": ["photo"],
+ "stages": [{"id": "b", "op": "brightness", "params": {"amount": 0}}],
+ "outputs": {"ref": {"from": "b", "format": "rgb8"}, "auto": "b",
+             "pal": {"from": "b", "format": "palette"}}}
+EOF
+run "rgb forms" "$W/rgbforms.json" "$W/few.png" -o "$W/rgbforms"
+for o in auto pal; do
+    same_pixels "$W/rgbforms/few.$o.png" "$W/rgbforms/few.ref.png" "rgb forms: $o"
+    [ "$(form "$W/rgbforms/few.$o.png")" = "3 8 36" ] ||
+        fail "rgb forms: $o is $(form "$W/rgbforms/few.$o.png"), not an 8-bit palette of 36"
+    [ "$(phys "$W/rgbforms/few.$o.png")" = "2835 2835 1" ] || fail "rgb forms: $o: pHYs"
+done
+sed 's/"format": "palette"/"format": "gray1"/' "$W/rgbforms.json" >"$W/rgbgray.json"
+run "gray1 of colour" "$W/rgbgray.json" "$W/few.png" -o "$W/rgbgray"
+[ "$(form "$W/rgbgray/few.pal.png")" = "0 1 0" ] ||
+    fail "gray1 of colour: $(form "$W/rgbgray/few.pal.png"), not 1-bit gray"
+
+# pHYs through geometry: resize scales it by the size's ratios, crop and pad keep it, a
+# quarter turn swaps it (after a resize too), a rotation by 30 degrees drops it.
+cat >"$W/geo.json" <<'EOF'
+{"pipefuse": 1, "name": "geo", "inputs": ["page"],
+ "stages": [
+   {"id": "rs", "inputs": ["page"], "op": "resize", "params": {"width": 20, "height": 10, "mode": "nearest"}},
+   {"id": "cr", "inputs": ["page"], "op": "crop", "params": {"x": 2, "y": 3, "width": 10, "height": 12}},
+   {"id": "pd", "inputs": ["page"], "op": "pad", "params": {"left": 3, "top": 1}},
+   {"id": "q", "inputs": ["page"], "op": "rotate", "params": {"angle": "90"}},
+   {"id": "h", "inputs": ["page"], "op": "rotate", "params": {"angle": "180"}},
+   {"id": "rq", "op": "rotate", "inputs": ["rs"], "params": {"angle": "270"}},
+   {"id": "d90", "inputs": ["page"], "op": "rotate", "params": {"degrees": 90}},
+   {"id": "d30", "inputs": ["page"], "op": "rotate", "params": {"degrees": 30}}],
+ "outputs": {"rs": "rs", "cr": "cr", "pd": "pd", "q": "q", "h": "h", "rq": "rq",
+             "d90": {"from": "d90", "format": "gray8"}, "d30": {"from": "d30", "format": "gray4"}}}
+EOF
+run "geometry" "$W/geo.json" "$W/page.png" -o "$W/geo"
+for want in "rs 1500 1333 1" "cr 3000 4000 1" "pd 3000 4000 1" "q 4000 3000 1" "h 3000 4000 1" \
+    "rq 1333 1500 1" "d90 4000 3000 1" "d30 none"; do
+    o=${want%% *}
+    got=$(phys "$W/geo/page.$o.png")
+    [ "$got" = "${want#* }" ] || fail "geometry: $o: pHYs '$got', not '${want#* }'"
+    chunks "$W/geo/page.$o.png" | meta_of /dev/stdin | grep -v '^pHYs ' >"$W/geo.out"
+    chunks "$W/page.png" | meta_of /dev/stdin | grep -v '^pHYs ' | cmp -s - "$W/geo.out" ||
+        fail "geometry: $o: the other metadata is not the input's: $(cat "$W/geo.out")"
+done
+# a quarter turn by angle or by degrees: the same pixels
+same_pixels "$W/geo/page.d90.png" "$W/geo/page.q.png" "geometry: degrees 90"
 
 if [ "$failures" -ne 0 ]; then
     echo "meta: $failures failure(s)" >&2

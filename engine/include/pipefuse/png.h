@@ -119,6 +119,18 @@ void pf_png_geometry_then(pf_png_geometry *g, const pf_png_geometry *next);
    (NULL: the size rule above): 1 and data filled, or 0 when no pHYs is written. */
 int pf_png_meta_phys(const pf_png_meta *meta, const pf_png_geometry *g, int w, int h,
                      unsigned char data[9]);
+/* The geometry of image output i of p relative to p's first input for a first input of
+   width x height: 1 and *g filled, composed along the output's chain of primary inputs
+   (each stage's first) from the built-in geometry plugin's stages: resize scales by
+   (output width / input width, output height / input height), crop, pad, flip and a
+   half turn keep the grid, a quarter turn (rotate's angle 90 or 270, or degrees an odd
+   multiple of 90) swaps it; other stages keep it where they are not resample stages.
+   0 (no density should be carried) for a rotation by other degrees, a resample stage of
+   another plugin, a chain that starts at another input, a table output, a size a stage
+   refuses, or a bad argument. Reads only the loaded pipeline (no plan needed): safe
+   while other threads run it, not while its params are changed. */
+int pf_pipeline_output_geometry(const pf_pipeline *p, int i, int width, int height,
+                                pf_png_geometry *g);
 
 /* ---- Output forms: palette and low-bit gray --------------------------------------------
  *
@@ -181,6 +193,19 @@ typedef struct pf_png_packed {
 int pf_png_pack(const pf_frame *f, pf_png_form form, const pf_png_meta *meta, pf_png_packed *out,
                 char *err, size_t err_size);
 void pf_png_packed_free(pf_png_packed *p);
+
+/* A survey of an image's rows, band after band, for a writer that writes each band as
+   it comes: pf_png_survey_auto_is_frame then says, from what the rows held, whether
+   PF_PNG_FORM_AUTO keeps the frame's own form for the whole image (1: what was written
+   band by band in that form is auto's file), or may choose another (0: pack the whole
+   image with pf_png_pack to know; also where the source's palette might fit). Bands must
+   have one width, channel count and sample type (else PF_INVALID_ARGUMENT); a survey
+   holds about 7 KB whatever the image. */
+typedef struct pf_png_survey pf_png_survey;
+int pf_png_survey_new(pf_png_survey **out);
+int pf_png_survey_rows(pf_png_survey *s, const pf_frame *band);
+int pf_png_survey_auto_is_frame(const pf_png_survey *s, const pf_png_meta *meta);
+void pf_png_survey_free(pf_png_survey *s);
 
 /* Writing with options: pf_png_write_meta's file handling and chunk rules, with a form
    and a geometry. Initialise with pf_png_write_options_init, then set what differs. */
