@@ -1125,7 +1125,7 @@ section_fresh() {
     cmp -s "$W/sigma2.png" "$W/out/f000.png" && fail "another --set: f000.png not made again"
     # every option that changes the bytes, and none that does not
     local opt
-    for opt in "--zlib 3" "--png-filter paeth" "--strip"; do
+    for opt in "--zlib 3" "--png-filter paeth" "--format jpeg" "--quality 70" "--strip"; do
         pf run "$P/demo.json" "$W/in" -o "$W/out" --set glow.sigma=5 $opt --skip-existing -q
         [ -z "$(skips)" ] || fail "$opt: $(skips) skipped, expected none"
     done
