@@ -469,6 +469,93 @@ static void test_phys(pf_rng *r)
     pf_png_meta_free(m);
 }
 
+/* ---- Surveys: auto's choice from bands ------------------------------------------------ */
+
+/* A random frame of n colours, of a kind auto reduces or not: gray, opaque, on the levels
+   of some depth, 16-bit samples that are 8-bit values, or none of these. */
+static pf_frame survey_frame(pf_rng *r)
+{
+    static const int counts[] = {1, 2, 3, 5, 16, 17, 200, 256, 257, 1000};
+    const int w = pf_rng_range(r, 1, 40), h = pf_rng_range(r, 1, 30), c = pf_rng_range(r, 1, 4);
+    const int wide = pf_rng_range(r, 0, 1), gray = pf_rng_range(r, 0, 1);
+    const int opaque = pf_rng_range(r, 0, 1), can8 = pf_rng_range(r, 0, 3) > 0;
+    const int levels = pf_rng_range(r, 0, 4); /* 1, 2, 4 bits, or any */
+    const int n = counts[pf_rng_range(r, 0, 9)];
+    pf_frame f = make(w, h, wide ? PF_U16 : PF_U8, c);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            pf_rng pick; /* colour i: the same samples wherever it is drawn */
+            pf_rng_seed(&pick, (uint64_t)pf_rng_range(r, 0, n - 1) + 1000u * (uint64_t)n);
+            unsigned v[4];
+            for (int k = 0; k < 4; k++) {
+                int s = pf_rng_range(&pick, 0, 255);
+                if (levels < 3) {
+                    const int top = (1 << (1 << levels)) - 1; /* 1, 3 or 15 */
+                    s = s % (top + 1) * 255 / top;
+                }
+                v[k] = wide ? (can8 ? 257u * (unsigned)s : (unsigned)pf_rng_range(&pick, 0, 65535))
+                            : (unsigned)s;
+            }
+            if (gray)
+                v[1] = v[2] = v[0];
+            if (opaque)
+                v[3] = wide ? 65535u : 255u;
+            for (int k = 0; k < c; k++) {
+                const unsigned s = c == 2 && k == 1 ? v[3] : v[k];
+                if (wide)
+                    ((uint16_t *)((char *)f.data + (size_t)y * f.pitch))[c * x + k] = (uint16_t)s;
+                else
+                    px8(&f, x, y)[k] = (uint8_t)s;
+            }
+        }
+    return f;
+}
+
+/* The survey of a frame's rows in random bands says auto keeps the frame's form exactly
+   when pf_png_pack's auto on the whole frame does (rows NULL); bands of another width
+   are refused. */
+static void test_survey(pf_rng *r)
+{
+    char err[256];
+    int kept = 0, other = 0;
+    for (int t = 0; t < 400; t++) {
+        pf_frame f = survey_frame(r);
+        pf_png_packed pk;
+        CHECK(pf_png_pack(&f, PF_PNG_FORM_AUTO, NULL, &pk, err, sizeof err) == PF_OK);
+        const int own = pk.rows == NULL;
+        pf_png_packed_free(&pk);
+        pf_png_survey *s = NULL;
+        CHECK(pf_png_survey_new(&s) == PF_OK);
+        for (int y = 0; y < f.height;) {
+            pf_frame band = f;
+            band.data = (char *)f.data + (size_t)y * f.pitch;
+            band.height = pf_rng_range(r, 1, 7);
+            if (band.height > f.height - y)
+                band.height = f.height - y;
+            CHECK(pf_png_survey_rows(s, &band) == PF_OK);
+            y += band.height;
+        }
+        const int said = pf_png_survey_auto_is_frame(s, NULL);
+        CHECKF(said == own,
+               "frame %d (%dx%d, %d channels, %s): the survey says %d, auto on the whole frame %d",
+               t, f.width, f.height, f.channels, f.sample == PF_U16 ? "u16" : "u8", said, own);
+        kept += own, other += !own;
+        pf_frame other_width = f;
+        other_width.width = f.width > 1 ? f.width - 1 : 2;
+        if (other_width.width <= f.width)
+            CHECK(pf_png_survey_rows(s, &other_width) == PF_INVALID_ARGUMENT);
+        pf_png_survey_free(s);
+        pf_frame_free(&f);
+    }
+    CHECKF(kept > 20 && other > 20, "the frames tried: %d kept their form, %d did not", kept,
+           other);
+    pf_png_survey *s = NULL;
+    CHECK(pf_png_survey_new(&s) == PF_OK);
+    CHECK(pf_png_survey_auto_is_frame(s, NULL) == 0); /* no rows: nothing known */
+    pf_png_survey_free(s);
+    pf_png_survey_free(NULL);
+}
+
 int main(void)
 {
     dir = pf_test_tmpdir("png_form");
@@ -480,5 +567,6 @@ int main(void)
     test_median_cut(&r);
     test_auto_reductions(&r);
     test_phys(&r);
+    test_survey(&r);
     return pf_test_done("png_form");
 }
