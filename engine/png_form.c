@@ -688,8 +688,22 @@ PF_API int pf_png_survey_auto_is_frame(const pf_png_survey *s, const pf_png_meta
     const int depth = !k->can8 ? 16 : gray && !alpha && k->low < 8 ? k->low : 8;
     const int oc = (gray ? 1 : 3) + alpha;
     if (k->can8 && k->n <= 256 && !(keep_kind && f.channels <= 2)) {
-        if (src.n_palette)
-            return 0; /* the source's palette may fit: only the pixels tell */
+        if (src.n_palette) { /* pack_source's choice: every colour in the source's palette */
+            int fits = 1;
+            for (int i = 0; fits && i < s->set.n; i++) {
+                int found = 0;
+                for (int e = 0; !found && e < src.n_palette; e++) {
+                    const unsigned a = e < src.n_trans ? src.trans[e] : 255u;
+                    found = ((uint32_t)src.palette[3 * e] << 24 |
+                             (uint32_t)src.palette[3 * e + 1] << 16 |
+                             (uint32_t)src.palette[3 * e + 2] << 8 | a) == s->set.list[i];
+                }
+                fits = found;
+            }
+            if (fits && raw_size(&f, depth_for(src.n_palette), 3 * src.n_palette + src.n_trans) <
+                            raw_size(&f, oc * depth, 0))
+                return 0;
+        }
         int nt = 0;
         for (int i = 0; i < s->set.n; i++)
             nt += (s->set.list[i] & 255u) != 255u;

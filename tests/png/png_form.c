@@ -511,44 +511,69 @@ static pf_frame survey_frame(pf_rng *r)
     return f;
 }
 
+/* Whether the survey of f's rows in random bands says what pf_png_pack's auto on the
+   whole frame does: the frame's own form (rows NULL) or another; *own gets the latter. */
+static int survey_agrees(pf_rng *r, const pf_frame *f, const pf_png_meta *m, int *own)
+{
+    char err[256];
+    pf_png_packed pk;
+    CHECK(pf_png_pack(f, PF_PNG_FORM_AUTO, m, &pk, err, sizeof err) == PF_OK);
+    *own = pk.rows == NULL;
+    pf_png_packed_free(&pk);
+    pf_png_survey *s = NULL;
+    CHECK(pf_png_survey_new(&s) == PF_OK);
+    for (int y = 0; y < f->height;) {
+        pf_frame band = *f;
+        band.data = (char *)f->data + (size_t)y * f->pitch;
+        band.height = pf_rng_range(r, 1, 7);
+        if (band.height > f->height - y)
+            band.height = f->height - y;
+        CHECK(pf_png_survey_rows(s, &band) == PF_OK);
+        y += band.height;
+    }
+    const int said = pf_png_survey_auto_is_frame(s, m);
+    pf_frame other = *f; /* a band of another width */
+    other.width = f->width > 1 ? f->width - 1 : 2;
+    if (other.width < f->width)
+        CHECK(pf_png_survey_rows(s, &other) == PF_INVALID_ARGUMENT);
+    pf_png_survey_free(s);
+    return said == *own;
+}
+
 /* The survey of a frame's rows in random bands says auto keeps the frame's form exactly
-   when pf_png_pack's auto on the whole frame does (rows NULL); bands of another width
-   are refused. */
+   when pf_png_pack's auto on the whole frame does, with a source palette too; bands of
+   another width are refused. */
 static void test_survey(pf_rng *r)
 {
     char err[256];
-    int kept = 0, other = 0;
+    int kept = 0, other = 0, own;
     for (int t = 0; t < 400; t++) {
         pf_frame f = survey_frame(r);
-        pf_png_packed pk;
-        CHECK(pf_png_pack(&f, PF_PNG_FORM_AUTO, NULL, &pk, err, sizeof err) == PF_OK);
-        const int own = pk.rows == NULL;
-        pf_png_packed_free(&pk);
-        pf_png_survey *s = NULL;
-        CHECK(pf_png_survey_new(&s) == PF_OK);
-        for (int y = 0; y < f.height;) {
-            pf_frame band = f;
-            band.data = (char *)f.data + (size_t)y * f.pitch;
-            band.height = pf_rng_range(r, 1, 7);
-            if (band.height > f.height - y)
-                band.height = f.height - y;
-            CHECK(pf_png_survey_rows(s, &band) == PF_OK);
-            y += band.height;
-        }
-        const int said = pf_png_survey_auto_is_frame(s, NULL);
-        CHECKF(said == own,
-               "frame %d (%dx%d, %d channels, %s): the survey says %d, auto on the whole frame %d",
-               t, f.width, f.height, f.channels, f.sample == PF_U16 ? "u16" : "u8", said, own);
+        CHECKF(survey_agrees(r, &f, NULL, &own),
+               "frame %d (%dx%d, %d channels, %s): the survey differs from auto on the frame (%d)",
+               t, f.width, f.height, f.channels, f.sample == PF_U16 ? "u16" : "u8", own);
         kept += own, other += !own;
-        pf_frame other_width = f;
-        other_width.width = f.width > 1 ? f.width - 1 : 2;
-        if (other_width.width <= f.width)
-            CHECK(pf_png_survey_rows(s, &other_width) == PF_INVALID_ARGUMENT);
-        pf_png_survey_free(s);
         pf_frame_free(&f);
     }
     CHECKF(kept > 20 && other > 20, "the frames tried: %d kept their form, %d did not", kept,
            other);
+    /* a palette source (test_source_palette's): its pixels fit its palette; one pixel off
+       does not; a frame of its size with many colours keeps RGBA */
+    pf_frame f;
+    pf_png_meta *m = NULL;
+    CHECK(pf_png_read_meta(path_of("src.png"), 0, &f, NULL, &m, err, sizeof err) == PF_OK);
+    CHECKF(survey_agrees(r, &f, m, &own) && !own, "source palette: survey or auto (%d) wrong", own);
+    uint8_t *p = px8(&f, 5, 5);
+    p[0] = 1, p[1] = 2, p[2] = 3, p[3] = 255;
+    CHECKF(survey_agrees(r, &f, m, &own), "a pixel off the source palette (auto %d)", own);
+    for (int y = 0; y < f.height; y++)
+        for (int x = 0; x < f.width; x++) {
+            p = px8(&f, x, y);
+            p[0] = (uint8_t)(x * 9), p[1] = (uint8_t)(y * 7), p[2] = (uint8_t)(x ^ y), p[3] = 200;
+        }
+    CHECKF(survey_agrees(r, &f, m, &own), "many colours, a palette source (auto %d)", own);
+    pf_frame_free(&f);
+    pf_png_meta_free(m);
     pf_png_survey *s = NULL;
     CHECK(pf_png_survey_new(&s) == PF_OK);
     CHECK(pf_png_survey_auto_is_frame(s, NULL) == 0); /* no rows: nothing known */

@@ -197,8 +197,8 @@ void pf_png_packed_free(pf_png_packed *p);
 /* A survey of an image's rows, band after band, for a writer that writes each band as
    it comes: pf_png_survey_auto_is_frame then says, from what the rows held, whether
    PF_PNG_FORM_AUTO keeps the frame's own form for the whole image (1: what was written
-   band by band in that form is auto's file), or may choose another (0: pack the whole
-   image with pf_png_pack to know; also where the source's palette might fit). Bands must
+   band by band in that form is auto's file), or chooses another (0: pack the whole
+   image with pf_png_pack; meta: the source's palette and iCCP, as for it). Bands must
    have one width, channel count and sample type (else PF_INVALID_ARGUMENT); a survey
    holds about 7 KB whatever the image. */
 typedef struct pf_png_survey pf_png_survey;
