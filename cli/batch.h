@@ -184,6 +184,11 @@ const char *fresh_key_of(const fresh_db *db, const char *where);
    one line, one write. 0, or -1 with errno (the caller says it once). */
 int fresh_record(fresh_db *db, int dirfd, const char *where, const char *key, const char *fp,
                  const struct stat *in, char *const *names, int n);
+/* Rewrites the manifest with only its latest records when most of its lines are
+   superseded (each run appends a line per input), holding it locked so that no line of
+   a run appending meanwhile is lost. 1 rewritten, 0 not needed (or no locks here), -1
+   failed (the manifest stays as it was). */
+int fresh_compact(int dirfd);
 
 /* ---- worker.c ------------------------------------------------------------------------------------- */
 

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -457,71 +459,172 @@ const char *fresh_key_of(const fresh_db *db, const char *where)
     return db->r[r].key;
 }
 
+/* A record as its manifest line, checksum and newline included (malloc'd). */
+static int record_line(const record *r, char **line, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    if (!m)
+        return -1;
+    fputs("R1\t", m);
+    put_escaped(m, r->where);
+    fputc('\t', m);
+    put_escaped(m, r->key);
+    fprintf(m, "\t%s\t%llu\t%lld\t%lld\t%d", r->fp, r->in.size, r->in.sec, r->in.nsec, r->n);
+    for (int k = 0; k < r->n; k++) {
+        fputc('\t', m);
+        put_escaped(m, r->names[k]);
+        fprintf(m, "\t%llu\t%llu\t%lld\t%lld", r->out[k].ino, r->out[k].size, r->out[k].sec,
+                r->out[k].nsec);
+    }
+    if (fclose(m) != 0) {
+        free(buf);
+        return -1;
+    }
+    char tail[16];
+    snprintf(tail, sizeof tail, "\t%08x\n", crc_of(buf, n));
+    char *l = realloc(buf, n + strlen(tail) + 1);
+    if (!l) {
+        free(buf);
+        return -1;
+    }
+    memcpy(l + n, tail, strlen(tail) + 1);
+    *line = l;
+    *len = n + strlen(tail);
+    return 0;
+}
+
+/* The manifest open for appending and share-locked (fresh_compact takes it exclusively):
+   reopened when a compaction replaced the file since it was opened, so that no line goes
+   to the replaced one. A line an earlier run cut (a full disk) is ended first, so the
+   next one starts a line of its own. 0, or -1 with errno. */
+static int open_append(fresh_db *db, int dirfd)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        if (db->fd < 0) {
+            db->fd = openat(dirfd, FRESH_FILE, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                            0644);
+            if (db->fd < 0)
+                return -1;
+        }
+        struct stat st, now;
+        if (flock(db->fd, LOCK_SH) != 0 && errno != ENOLCK && errno != EOPNOTSUPP)
+            return -1;
+        if (fstat(db->fd, &st) == 0 && fstatat(dirfd, FRESH_FILE, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_ino == now.st_ino && st.st_dev == now.st_dev) {
+            char last = '\n';
+            if (st.st_size > 0 && pread(db->fd, &last, 1, st.st_size - 1) != 1)
+                last = '\n';
+            if (last != '\n' && write(db->fd, "\n", 1) != 1) {
+                int e = errno;
+                flock(db->fd, LOCK_UN);
+                errno = e;
+                return -1;
+            }
+            return 0;
+        }
+        close(db->fd); /* replaced by a compaction: the new file */
+        db->fd = -1;
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+int fresh_compact(int dirfd)
+{
+    int fd = openat(dirfd, FRESH_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    /* no appender while it is rewritten; one that waits reopens the new file */
+    if (flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        return 0; /* no locks here: never compacted, as appenders could not be held */
+    }
+    fresh_db *db = NULL;
+    int rc = fresh_open(dirfd, &db), kept = 0;
+    struct stat st, now;
+    if (rc != 0 || fstat(fd, &st) != 0 ||
+        fstatat(dirfd, FRESH_FILE, &now, AT_SYMLINK_NOFOLLOW) != 0 || st.st_ino != now.st_ino) {
+        fresh_close(db); /* unreadable, or replaced meanwhile: another run compacted it */
+        close(fd);
+        return 0;
+    }
+    char *live = calloc((size_t)db->n + 1, 1);
+    for (int i = 0; live && i < db->n; i++)
+        for (int k = 0; k < db->r[i].n && !live[i]; k++)
+            if (map_get(&db->by_name, db->r[i].names[k]) == i)
+                live[i] = 1, kept++;
+    /* only when most lines are superseded: a rewrite costs what the file holds */
+    if (live && db->lines > 4 * kept + 64) {
+        char tmp[64];
+        unsigned char r[8];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+            memset(r, 0, sizeof r);
+        snprintf(tmp, sizeof tmp, OUT_TMP_PREFIX "%s-%ld-%02x%02x%02x%02x%02x%02x%02x%02x",
+                 out_host_id(), (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+        int out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        FILE *f = out >= 0 ? fdopen(out, "w") : NULL;
+        if (out >= 0)
+            flock(out, LOCK_EX); /* its owner, as outfile.c's temporaries */
+        int bad = !f;
+        for (int i = 0; f && i < db->n; i++) {
+            if (!live[i])
+                continue;
+            char *line = NULL;
+            size_t len = 0;
+            if (record_line(&db->r[i], &line, &len) != 0 || fwrite(line, 1, len, f) != len)
+                bad = 1;
+            free(line);
+        }
+        if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+            bad = 1;
+        if (!bad && renameat(dirfd, tmp, dirfd, FRESH_FILE) != 0)
+            bad = 1;
+        if (bad && out >= 0)
+            unlinkat(dirfd, tmp, 0);
+        if (f)
+            fclose(f);
+        else if (out >= 0)
+            close(out);
+        rc = bad ? -1 : 1;
+    }
+    free(live);
+    fresh_close(db);
+    close(fd); /* the lock goes: waiting appenders find the new file */
+    return rc;
+}
+
 int fresh_record(fresh_db *db, int dirfd, const char *where, const char *key, const char *fp,
                  const struct stat *in, char *const *names, int n)
 {
-    if (!db || n < 1)
+    if (!db || n < 1 || n > RUN_MAX_IO)
         return 0;
-    if (db->fd < 0) {
-        db->fd =
-            openat(dirfd, FRESH_FILE, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (db->fd < 0)
-            return -1;
-        /* a line cut by an earlier run: the next line starts a line of its own */
-        struct stat st;
-        char last = '\n';
-        int rfd = openat(dirfd, FRESH_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (rfd >= 0 && fstat(rfd, &st) == 0 && st.st_size > 0)
-            if (pread(rfd, &last, 1, st.st_size - 1) != 1)
-                last = '\n';
-        if (rfd >= 0)
-            close(rfd);
-        if (last != '\n' && write(db->fd, "\n", 1) != 1)
-            return -1;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m)
-        return -1;
-    file_id iid = id_of(in);
-    fputs("R1\t", m);
-    put_escaped(m, where);
-    fputc('\t', m);
-    put_escaped(m, key ? key : "");
-    fprintf(m, "\t%s\t%llu\t%lld\t%lld\t%d", fp, iid.size, iid.sec, iid.nsec, n);
-    int bad = 0;
+    file_id ids[RUN_MAX_IO];
     for (int k = 0; k < n; k++) {
         struct stat st;
-        if (fstatat(dirfd, names[k], &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            bad = 1;
-            break;
-        }
-        file_id o = id_of(&st);
-        fputc('\t', m);
-        put_escaped(m, names[k]);
-        fprintf(m, "\t%llu\t%llu\t%lld\t%lld", o.ino, o.size, o.sec, o.nsec);
+        if (fstatat(dirfd, names[k], &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return 0; /* an output gone already: no record, made again next time */
+        ids[k] = id_of(&st);
     }
-    if (fclose(m) != 0 || bad) {
-        free(buf);
-        return bad ? 0 : -1; /* an output gone already: no record, made again next time */
-    }
-    char tail[16];
-    snprintf(tail, sizeof tail, "\t%08x\n", crc_of(buf, len));
-    char *line = realloc(buf, len + strlen(tail) + 1);
-    if (!line) {
-        free(buf);
+    record r = {(char *)where, (char *)(key ? key : ""), "", id_of(in), n, (char **)names, ids};
+    snprintf(r.fp, sizeof r.fp, "%s", fp);
+    char *line = NULL;
+    size_t len = 0;
+    if (record_line(&r, &line, &len) != 0)
+        return -1;
+    if (open_append(db, dirfd) != 0) {
+        free(line);
         return -1;
     }
-    memcpy(line + len, tail, strlen(tail) + 1);
-    len += strlen(tail);
     ssize_t w;
     while ((w = write(db->fd, line, len)) < 0 && errno == EINTR)
         ;
-    free(line);
+    int e = w < 0 ? errno : ENOSPC;
     if (w > 0 && w < (ssize_t)len && write(db->fd, "\n", 1) != 1) /* a cut line: ended */
-        errno = ENOSPC;
-    if (w != (ssize_t)len && errno == 0)
-        errno = EIO;
+        e = ENOSPC;
+    flock(db->fd, LOCK_UN);
+    free(line);
+    errno = e;
     return w == (ssize_t)len ? 0 : -1;
 }

@@ -2212,6 +2212,10 @@ int cli_run(int argc, char **argv, const cli_common *c)
             int rc = supervise(&s);
             /* again at the end: a process of an earlier run may have been dying at the start */
             out_remove_stale(s.dirfd);
+            if (s.fresh && fresh_compact(s.dirfd) < 0 && !o.quiet)
+                fprintf(stderr,
+                        "pipefuse run: %s/%s: cannot rewrite it without its old lines: %s\n",
+                        o.outdir, FRESH_FILE, strerror(errno));
             close_joblog(&s); /* before the summary, which says when it is incomplete */
             if (rc != 0)
                 status = PF_EXIT_USAGE;

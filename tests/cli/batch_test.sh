@@ -1158,6 +1158,16 @@ section_fresh() {
     [ "$(skips)" = 5 ] || fail "a cut record: $(skips) skipped, expected 5"
     pf run "$W/p.json" "$W/in" -o "$W/p" --skip-existing
     [ "$(skips)" = 6 ] || fail "after a cut record: $(skips) skipped, expected 6"
+    # the manifest keeps only its latest records once most lines are superseded
+    local k
+    for k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+        pf run "$W/p.json" "$W/in" -o "$W/cmp" --set "glow.sigma=$((k % 2 + 2))" -q
+    done
+    [ "$(wc -l <"$W/cmp/.pipefuse-manifest")" -le 64 ] ||
+        fail "the manifest grew without bound: $(wc -l <"$W/cmp/.pipefuse-manifest") lines for 6 inputs"
+    pf run "$W/p.json" "$W/in" -o "$W/cmp" --set glow.sigma=2 --skip-existing
+    [ "$(skips)" = 6 ] || fail "after the manifest was rewritten: $(skips) skipped, expected 6"
+    no_temps "$W/cmp" "the manifest's rewrite"
     # the plugins' identities: a rebuilt plugin makes its outputs again
     mkdir -p "$W/plug"
     cp "$PLUG/faulty.so" "$W/plug/"
