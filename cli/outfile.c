@@ -265,6 +265,19 @@ static int png_form(png_out *w, const pf_frame *f, const out_item *it, char *err
         snprintf(err, errn, "cannot write PNG: %s", e);
         return -1;
     }
+    const void *icc;
+    size_t icc_n;
+    if (w->form == PF_PNG_FORM_AUTO && it->jmeta && pf_jpeg_meta_icc(it->jmeta, &icc, &icc_n) &&
+        !(w->pk.color_type & PNG_COLOR_MASK_COLOR) != (f->channels <= 2)) {
+        /* a JPEG input's ICC profile is for gray or colour as the frame is: auto may not
+           trade them (as for a PNG input's iCCP), and the frame's own form is lossless */
+        pf_png_packed_free(&w->pk);
+        w->form = PF_PNG_FORM_FRAME;
+        if (pf_png_pack(f, PF_PNG_FORM_FRAME, NULL, &w->pk, e, sizeof e) != PF_OK) {
+            snprintf(err, errn, "cannot write PNG: %s", e);
+            return -1;
+        }
+    }
     if (!whole_form(w->form)) {
         pf_png_packed_free(&w->pk); /* the header's fields stay */
         w->pk.height = f->height;

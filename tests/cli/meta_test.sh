@@ -337,6 +337,36 @@ run "gray1 of colour" "$W/rgbgray.json" "$W/few.png" -o "$W/rgbgray"
 [ "$(form "$W/rgbgray/few.pal.png")" = "0 1 0" ] ||
     fail "gray1 of colour: $(form "$W/rgbgray/few.pal.png"), not 1-bit gray"
 
+# A JPEG input of gray pixels with an RGB ICC profile: auto keeps the PNG output RGB,
+# with the profile (a gray PNG could not carry an RGB profile). The JPEG is made by
+# pipefuse from a PNG whose iCCP it carries.
+python3 - "$W" <<'EOF' || fail "cannot write the gray RGB input"
+import struct, sys, zlib
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+prof = bytearray(132)
+prof[0:4] = struct.pack(">I", 132)
+prof[12:20] = b"mntrRGB "
+prof[36:40] = b"acsp"
+raw = b"".join(b"\0" + bytes(v for x in range(32) for v in (x * 8,) * 3) for y in range(16))
+with open(sys.argv[1] + "/grayrgb.png", "wb") as f:
+    f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 32, 16, 8, 2, 0, 0, 0)))
+    f.write(chunk(b"iCCP", b"rgb\0\0" + zlib.compress(bytes(prof))))
+    f.write(chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+EOF
+if "$PF" run "$W/bright.json" "$W/grayrgb.png" -o "$W/gj" --format jpeg -q 2>"$W/stderr"; then
+    run "gray RGB JPEG" "$W/bright.json" "$W/gj/grayrgb.jpg" -o "$W/gjp" --format png
+    [ "$(form "$W/gjp/grayrgb.png")" = "2 8 0" ] ||
+        fail "gray RGB JPEG with an RGB profile: written as $(form "$W/gjp/grayrgb.png"), not RGB8"
+    grep -q '^iCCP' <(chunks "$W/gjp/grayrgb.png") || fail "gray RGB JPEG: its profile dropped"
+    run "gray RGB JPEG, stripped" "$W/bright.json" "$W/gj/grayrgb.jpg" -o "$W/gjs" --format png \
+        --strip
+    [ "$(form "$W/gjs/grayrgb.png")" = "0 8 0" ] ||
+        fail "gray RGB JPEG, no profile: written as $(form "$W/gjs/grayrgb.png"), not gray8"
+elif ! grep -q -i "jpeg" "$W/stderr"; then
+    fail "gray RGB to JPEG: $(cat "$W/stderr")"
+fi
+
 # pHYs through geometry: resize scales it by the size's ratios, crop and pad keep it, a
 # quarter turn swaps it (after a resize too), a rotation by 30 degrees drops it.
 cat >"$W/geo.json" <<'EOF'
