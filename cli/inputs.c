@@ -894,7 +894,8 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         int is_dir = stat(a, &st) == 0 && S_ISDIR(st.st_mode), before = r.n_files;
         /* folders once per argument: the same folder under two arguments ("-r tree
            tree/a") is the same files given twice, which take_once names */
-        memset(r.seen, 0, sizeof *r.seen * r.seen_cap);
+        if (r.seen) /* none yet: NULL, which memset may not take even for 0 bytes */
+            memset(r.seen, 0, sizeof *r.seen * r.seen_cap);
         r.n_seen = 0;
         int got = is_dir ? list_dir(&r, a, "", 0) : add_file(&r, a, "", 0);
         if (got == -2 || (got == 0 && stop_signal)) {
