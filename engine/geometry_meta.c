@@ -2,7 +2,8 @@
  * input's, for the density (pHYs) an output carries (pipefuse/png.h).
  *
  * The plugin ABI says nothing of geometry, so the engine composes it from what it knows:
- * the stages of the built-in geometry plugin by name and params, along the chain of
+ * the stages of the built-in geometry plugin by name and params (and composite's overlay,
+ * which keeps its base's grid), along the chain of
  * primary inputs (each stage's first) from the output back to the pipeline's first
  * input. Point, stencil and other non-resample stages keep the grid; a resample stage
  * of another plugin, or an arbitrary rotation, leaves it unknown, and then no density
@@ -44,12 +45,17 @@ static double param_value(const pf_node *n, const char *name, int *found)
     }
 }
 
-/* The step of one built-in geometry stage from a grid of size in to one of size out:
-   1 and *g set, or 0 where it is not known. */
-static int geometry_step(const pf_node *n, pf_shape in, pf_shape out, pf_png_geometry *g)
+/* The step of one built-in resample stage (plugin's) from a grid of size in to one of
+   size out: 1 and *g set, or 0 where it is not known. */
+static int geometry_step(const char *plugin, const pf_node *n, pf_shape in, pf_shape out,
+                         pf_png_geometry *g)
 {
     const char *name = n->desc->name;
     pf_png_geometry_init(g);
+    if (strcmp(plugin, "composite") == 0) /* a logo laid over the base: the base's grid */
+        return strcmp(name, "overlay") == 0;
+    if (strcmp(plugin, "geometry") != 0)
+        return 0;
     if (strcmp(name, "crop") == 0 || strcmp(name, "pad") == 0 || strcmp(name, "flip") == 0)
         return 1;
     if (strcmp(name, "resize") == 0) {
@@ -104,9 +110,9 @@ PF_API int pf_pipeline_output_geometry(const pf_pipeline *p, int i, int width, i
         pf_shape out = s;
         char err[256] = "";
         pf_png_geometry step;
-        ok = pl && pl->desc && pl->desc->name && strcmp(pl->desc->name, "geometry") == 0 &&
-             nd->desc->shape && nd->desc->shape(nd->params, &s, &out, err, sizeof err) == 0 &&
-             out.width > 0 && out.height > 0 && geometry_step(nd, s, out, &step);
+        ok = pl && pl->desc && pl->desc->name && nd->desc->shape &&
+             nd->desc->shape(nd->params, &s, &out, err, sizeof err) == 0 && out.width > 0 &&
+             out.height > 0 && geometry_step(pl->desc->name, nd, s, out, &step);
         if (ok)
             pf_png_geometry_then(&acc, &step);
         s = out;

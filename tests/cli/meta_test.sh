@@ -393,6 +393,15 @@ for want in "rs 1500 1333 1" "cr 3000 4000 1" "pd 3000 4000 1" "q 4000 3000 1" "
     chunks "$W/page.png" | meta_of /dev/stdin | grep -v '^pHYs ' | cmp -s - "$W/geo.out" ||
         fail "geometry: $o: the other metadata is not the input's: $(cat "$W/geo.out")"
 done
+# a logo laid over the page: the page's grid, its density
+cat >"$W/logo.json" <<'EOF'
+{"pipefuse": 1, "name": "logo", "inputs": ["page", "logo"],
+ "stages": [{"id": "o", "op": "overlay", "inputs": ["page", "logo"], "params": {"x": 3, "y": 2}}],
+ "outputs": {"o": "o"}}
+EOF
+run "overlay" "$W/logo.json" "$W/page.png" --input "logo=$W/few.png" -o "$W/logo"
+[ "$(phys "$W/logo/page.png")" = "3000 4000 1" ] ||
+    fail "overlay: pHYs '$(phys "$W/logo/page.png")', not the page's"
 # a quarter turn by angle or by degrees: the same pixels
 same_pixels "$W/geo/page.d90.png" "$W/geo/page.q.png" "geometry: degrees 90"
 

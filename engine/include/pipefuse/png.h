@@ -124,7 +124,8 @@ int pf_png_meta_phys(const pf_png_meta *meta, const pf_png_geometry *g, int w, i
    (each stage's first) from the built-in geometry plugin's stages: resize scales by
    (output width / input width, output height / input height), crop, pad, flip and a
    half turn keep the grid, a quarter turn (rotate's angle 90 or 270, or degrees an odd
-   multiple of 90) swaps it; other stages keep it where they are not resample stages.
+   multiple of 90) swaps it; composite's overlay keeps its base's (its first input's);
+   other stages keep it where they are not resample stages.
    0 (no density should be carried) for a rotation by other degrees, a resample stage of
    another plugin, a chain that starts at another input, a table output, a size a stage
    refuses, or a bad argument. Reads only the loaded pipeline (no plan needed): safe
