@@ -1,6 +1,6 @@
 /* cli/batch.h: what the files of `pipefuse run` share.
  *
- * run.c parses the command line, lists the inputs and supervises; worker.c is the
+ * run.c parses the command line, lists the inputs and supervises; batch/ is the
  * worker process (the engine, decode and encode threads); outfile.c writes an input's
  * outputs safely and commits them together. The supervisor forks the worker before it
  * touches the engine or CUDA, and forks a fresh one whenever a worker dies.
@@ -42,7 +42,7 @@ typedef struct run_opts {
     unsigned long long max_pixels;
     unsigned long long max_memory; /* bytes */
     /* the inputs' pixels, from their headers (1 MP for a header that cannot be read),
-       for --backend auto's choice (worker.c, auto_backend) */
+       for --backend auto's choice (batch/backend.c, auto_backend) */
     unsigned long long batch_pixels;
     const char **sets;
     int n_sets;
@@ -190,10 +190,10 @@ int fresh_record(fresh_db *db, int dirfd, const char *where, const char *key, co
    failed (the manifest stays as it was). */
 int fresh_compact(int dirfd);
 
-/* ---- worker.c ------------------------------------------------------------------------------------- */
+/* ---- batch/ (the worker process) ------------------------------------------------------------ */
 
 /* Runs the worker process: reads "J <index>\t<path>\n" jobs from job_fd, writes
-   reports to rep_fd (see worker.c for the protocol). Never returns. */
+   reports to rep_fd (see batch/worker.h for the protocol). Never returns. */
 void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd);
 
 /* Writes the options a worker needs to fd, for a worker started by exec. */

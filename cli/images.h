@@ -25,7 +25,7 @@ typedef struct cli_image_opts {
 
 /* The batch's settings: set by the command line (cli_image_option) in the supervisor,
    inherited by a forked worker and passed to an executed one (cli_image_opts_str and
-   cli_image_opts_load, worker.c's configuration). */
+   cli_image_opts_load, batch/config.c's configuration). */
 extern cli_image_opts cli_images;
 
 /* opt (and its value v, NULL for a flag) when it is one of ours: 1 taken, 0 not ours,
@@ -61,7 +61,7 @@ int cli_rows_open(const char *path, unsigned long long max_pixels, unsigned long
 int cli_rows_read(cli_rows *r, pf_frame *dst, int n, char *err, size_t errn);
 void cli_rows_close(cli_rows *r);
 
-/* A JPEG input's header for the batch's estimates, as worker.c reads a PNG's IHDR: the
+/* A JPEG input's header for the batch's estimates, as batch/budget.c reads a PNG's IHDR: the
    size after its orientation, depth 8, PNG colour type 0 (gray) or 2 (RGB), and
    *interlace 1 when it cannot be read by rows. 0, or -1 when path is no JPEG. */
 int cli_jpeg_ihdr(const char *path, unsigned long long *w, unsigned long long *h, int *depth,

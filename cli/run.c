@@ -2,7 +2,7 @@
  *
  * This process is the supervisor: it lists the inputs (directories expanded, a shard
  * taken, existing outputs skipped, a joblog's failures retried), forks a worker
- * (worker.c) before touching the engine, hands it input indexes and logs the results
+ * (batch/worker.c) before touching the engine, hands it input indexes and logs the results
  * in input order. When the worker dies (a signal, exit() in a stage, a lost GPU
  * context) or a file runs past --file-timeout, the file at fault fails with its
  * stage named, the other files it held are sent again, and a fresh worker goes on.
@@ -1191,7 +1191,7 @@ static void self_exe(void)
     }
 }
 
-/* Forks and executes this program again as a worker (see worker.c's worker_entry): a
+/* Forks and executes this program again as a worker (see batch/config.c's worker_entry): a
    fresh process, so CUDA starts clean in it whatever this one did. Where the program
    cannot be executed again, the forked copy works on its own. Either way the worker
    holds only its own ends of the pipes: one holding the job pipe's write end would

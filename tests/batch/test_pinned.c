@@ -1,4 +1,4 @@
-/* tests/batch/test_pinned.c: the batch's pool of page-locked frames (cli/pinned.c).
+/* tests/batch/test_pinned.c: the batch's pool of page-locked frames (cli/batch/pinned.c).
  * Without a device the engines record the ranges and lock nothing, so the pool's own
  * rules are checked on any machine: frames of the asked size and pitch, blocks reused
  * best fit and never handed out twice, a free block far larger than the frame left for
@@ -8,7 +8,7 @@
  * and threads taking and giving back frames at once. */
 #include <pthread.h>
 
-#include "../../cli/pinned.h"
+#include "../../cli/batch/pinned.h"
 #include "testutil.h"
 
 #define MIB (1u << 20)

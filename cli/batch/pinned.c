@@ -1,4 +1,4 @@
-/* cli/pinned.c: page-locked frames for the batch's GPU lanes (pinned.h).
+/* cli/batch/pinned.c: page-locked frames for the batch's GPU lanes (pinned.h).
  *
  * A frame in memory its engine registered moves by DMA: the upload reads it where the
  * decoder left it and the download writes where the encoder reads, with no copy through

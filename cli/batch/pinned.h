@@ -1,4 +1,4 @@
-/* cli/pinned.h: a pool of page-locked frames for the batch's GPU lanes (pinned.c).
+/* cli/batch/pinned.h: a pool of page-locked frames for the batch's GPU lanes (pinned.c).
  *
  * Frames whose memory every lane's engine registered (pf_engine_register_host) move by
  * DMA, so the lane does not copy them through staging. Thread-safe: decoders take input
