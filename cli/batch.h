@@ -114,6 +114,9 @@ typedef struct out_opts {
     int dirfd;
     int zlib;
     int png_filter;
+    /* threads deflating one large PNG's image data in segments (engine/png_deflate.h;
+       the bytes do not depend on it); 0 or 1: the writer's thread alone */
+    int png_threads;
 } out_opts;
 
 /* Writes every item to its own temporary file, syncs them all, renames them in order

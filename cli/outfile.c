@@ -28,6 +28,7 @@
 
 #include "batch.h"
 #include "images.h"
+#include "png_deflate.h" /* engine/: exported, not installed */
 
 static char host_id[16];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
@@ -111,6 +112,10 @@ typedef struct png_out {
     int form;
     pf_png_packed pk, band;
     int next; /* the next row of pk.rows */
+    /* A large image's data deflated in segments on several threads (png_deflate.h):
+       the IDAT chunks and IEND then go to fp through z, not through libpng. */
+    FILE *fp;
+    pf_pngz *z;
 } png_out;
 
 static void png_err_fn(png_structp png, png_const_charp msg)
@@ -237,6 +242,8 @@ static void set_jpeg_meta(png_structp png, png_infop info, const pf_jpeg_meta *j
 
 static void png_drop(png_out *w)
 {
+    pf_pngz_free(w->z);
+    w->z = NULL;
     if (w->png)
         png_destroy_write_struct(&w->png, w->info ? &w->info : NULL);
     w->png = NULL;
@@ -287,7 +294,27 @@ static int png_form(png_out *w, const pf_frame *f, const out_item *it, char *err
 
 /* Starts a PNG of f's size and format on fp in item it's form: header and metadata
    chunks. For auto and palette f's data is the whole image, read now. */
-static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filter,
+/* The segments' writes (png_deflate.h): to the file, the reason kept as png_write_fn's. */
+static int z_write(void *ctx, const void *data, size_t n)
+{
+    png_out *w = ctx;
+    if (fwrite(data, 1, n, w->fp) == n)
+        return 0;
+    if (!w->err[0])
+        snprintf(w->err, w->errn, "write error: %s", strerror(errno ? errno : EIO));
+    return -1;
+}
+
+/* PNG's samples a pixel for a colour type. */
+static int png_channels(int color_type)
+{
+    return color_type == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+           : color_type == PNG_COLOR_TYPE_RGB     ? 3
+           : color_type == PNG_COLOR_TYPE_GA      ? 2
+                                                  : 1;
+}
+
+static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filter, int threads,
                      const out_item *it, char *err, size_t errn)
 {
     if ((f->sample != PF_U8 && f->sample != PF_U16) || f->channels < 1 || f->channels > 4) {
@@ -332,9 +359,25 @@ static int png_begin(png_out *w, FILE *fp, const pf_frame *f, int zlib, int filt
         set_jpeg_meta(w->png, w->info, it->jmeta, pk);
     png_write_info(w->png, w->info);
     const uint16_t one = 1;
-    if (pk->bit_depth == 16 && *(const uint8_t *)&one == 1)
+    int little = *(const uint8_t *)&one == 1;
+    if (pk->bit_depth == 16 && little)
         png_set_swap(w->png); /* libpng swaps a copy of each row */
     w->rows_left = f->height;
+    /* A large image: its data deflated in segments, on several threads where the batch
+       has them to spare (the bytes are the same on any number) */
+    w->fp = fp;
+    pf_pngz_opts zo = {f->width,
+                       f->height,
+                       pk->bit_depth,
+                       png_channels(pk->color_type),
+                       zlib,
+                       filter,
+                       threads > 1 ? threads : 1,
+                       pk->bit_depth == 16 && little};
+    if (pf_pngz_worth(&zo) && pf_pngz_begin(&zo, z_write, w, &w->z, err, errn) != 0) {
+        png_drop(w);
+        return -1;
+    }
     return 0;
 }
 
@@ -364,6 +407,19 @@ static int png_rows(png_out *w, const pf_frame *f, int n, char *err, size_t errn
         rows = w->band.rows;
         pitch = w->band.pitch;
     }
+    if (w->z) {
+        char zerr[512] = "";
+        int rc = pf_pngz_rows(w->z, rows, pitch, n, zerr, sizeof zerr);
+        pf_png_packed_free(&w->band);
+        if (rc != 0) { /* a failed write's reason (z_write's) before the deflater's */
+            if (!err[0])
+                snprintf(err, errn, "cannot write PNG: %s", zerr);
+            return -1;
+        }
+        w->rows_left -= n;
+        w->next += n;
+        return 0;
+    }
     if (setjmp(w->jmp))
         return -1;
     for (int y = 0; y < n; y++)
@@ -381,6 +437,13 @@ static int png_finish(png_out *w, char *err, size_t errn)
     if (w->rows_left) {
         snprintf(err, errn, "cannot write PNG: %d rows missing", w->rows_left);
         return -1;
+    }
+    if (w->z) { /* every chunk was written before the image data: IEND is left */
+        int rc = pf_pngz_chunk(z_write, w, "IEND", NULL, 0);
+        png_drop(w);
+        if (rc != 0 && !err[0])
+            snprintf(err, errn, "write error: %s", strerror(errno ? errno : EIO));
+        return rc != 0 ? -1 : 0;
     }
     if (setjmp(w->jmp))
         return -1;
@@ -596,8 +659,8 @@ static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t
             snprintf(e, sizeof e, "out of memory");
             rc = -1;
         } else {
-            rc =
-                png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, &own, e, sizeof e);
+            rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, s->o.png_threads,
+                           &own, e, sizeof e);
         }
     } else if (it->is_png && !s->whole && whole_form(it->png_form)) {
         f->item = *it; /* written at the commit, from the rows gathered */
@@ -608,7 +671,8 @@ static int open_item(out_stream *s, int k, const out_item *it, char *err, size_t
             rc = -1;
         }
     } else if (it->is_png)
-        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, it, e, sizeof e);
+        rc = png_begin(&f->png, f->fp, it->frame, s->o.zlib, s->o.png_filter, s->o.png_threads, it,
+                       e, sizeof e);
     else
         write_table(f->fp, it->table, it->json);
     if (rc != 0)
@@ -742,7 +806,8 @@ static int rewrite_auto(out_file *f, const out_opts *o, char *e, size_t en)
         rc = -1;
     }
     if (rc == 0)
-        rc = png_begin(&f->png, f->fp, &img, o->zlib, o->png_filter, &f->item, e, en);
+        rc = png_begin(&f->png, f->fp, &img, o->zlib, o->png_filter, o->png_threads, &f->item, e,
+                       en);
     if (rc == 0)
         rc = png_rows(&f->png, &img, img.height, e, en);
     if (rc == 0)
@@ -761,8 +826,8 @@ static int close_item(out_file *f, const out_opts *o, char *err, size_t errn)
             snprintf(e, sizeof e, "cannot write PNG: %d rows missing", f->whole.height - f->filled);
             rc = -1;
         } else {
-            rc =
-                png_begin(&f->png, f->fp, &f->whole, o->zlib, o->png_filter, &f->item, e, sizeof e);
+            rc = png_begin(&f->png, f->fp, &f->whole, o->zlib, o->png_filter, o->png_threads,
+                           &f->item, e, sizeof e);
             if (rc == 0)
                 rc = png_rows(&f->png, &f->whole, f->whole.height, e, sizeof e);
         }

@@ -162,6 +162,18 @@ void job_outs(job *j, const out_item *items, const int *order, int n)
                                          used ? ", " : "", items[i].final_name);
 }
 
+/* Threads for one PNG's deflate (png_deflate.h): the codec threads' share for each
+   file being decoded or encoded now, so that one large file alone uses every core and a
+   batch of many files keeps one a file. */
+int png_threads(void)
+{
+    pthread_mutex_lock(&W.mu);
+    int busy = W.encoding + W.decoding;
+    int t = W.codecs / (busy > 0 ? busy : 1);
+    pthread_mutex_unlock(&W.mu);
+    return t > 1 ? t : 1;
+}
+
 static void encode(job *j)
 {
     double enc_start = now_ms();
@@ -171,7 +183,7 @@ static void encode(job *j)
         out_item items[RUN_MAX_IO];
         int order[RUN_MAX_IO];
         int n = job_items(j, j->out, items, order);
-        out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter};
+        out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter, png_threads()};
         if (n < 0 || out_write_set(&oo, items, n, j->err, sizeof j->err) != 0)
             j->status = 1;
         else

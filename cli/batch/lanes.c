@@ -372,7 +372,7 @@ static void run_banded(lane *L, job *j)
     }
     for (int i = 0; i < n; i++)
         item_of[order[i]] = i;
-    out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter};
+    out_opts oo = {W.dirfd, W.o->zlib, W.o->png_filter, png_threads()};
     double t = now_ms();
     if (out_stream_open(&oo, items, n, &bw.os, j->err, sizeof j->err) != 0) {
         j->status = 1;

@@ -218,6 +218,7 @@ job *pop(queue *q);
 void push(queue *q, job *j);
 void reader_error(job *j, const char *err);
 void to_encode(job *j);
+int png_threads(void);
 
 /* lanes.c */
 void *lane_main(void *arg);

@@ -215,6 +215,27 @@ print("%08x" % x)' 2>/dev/null)
         fail "the PNG write error without its reason: $(cat "$W/stderr")"
     exists "$W/fsize/rgba8.png"
     [ "$(count "$W/fsize")" = 1 ] || fail "past the size limit left: $(ls -A "$W/fsize")"
+
+    # a large PNG's image data is deflated in segments (one IDAT chunk each, on the
+    # codec threads the batch has to spare): one valid zlib stream, the same pixels and
+    # the same bytes whole or in bands, however many threads
+    "$HELPER" image "$W/big.png" 1500 1200 3 16 || fail "cli_helper image"
+    for t in 1 3; do
+        pf run "$P/sharpen.json" "$W/big.png" -o "$W/seg$t" --band-rows off --threads $t -q
+        expect 0 "a large PNG, --threads $t"
+        whole_png "$W/seg$t/big.png"
+    done
+    pf run "$P/sharpen.json" "$W/big.png" -o "$W/segb" --band-rows 64 -q
+    expect 0 "a large PNG in bands"
+    cmp -s "$W/seg1/big.png" "$W/seg3/big.png" || fail "segmented deflate: bytes differ with the threads"
+    cmp -s "$W/seg1/big.png" "$W/segb/big.png" || fail "segmented deflate: bytes differ in bands"
+    local idats
+    idats=$(python3 -c 'import struct, sys
+d = open(sys.argv[1], "rb").read(); i = 8; n = 0
+while i < len(d):
+    L, = struct.unpack(">I", d[i:i + 4]); n += d[i + 4:i + 8] == b"IDAT"; i += 12 + L
+print(n)' "$W/seg1/big.png" 2>/dev/null)
+    [ "${idats:-0}" -gt 1 ] || fail "a large PNG in one IDAT segment: ${idats:-?}"
 }
 
 # ---- faults: a stage's crash, exit or hang costs its file only ---------------------------
