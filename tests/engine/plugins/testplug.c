@@ -525,8 +525,8 @@ PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
     size_t keep = TP_KEEP;
     memcpy(m + pg - keep, &tp_stage, keep);
     slots[0] = (const pf_stage_desc *)(m + pg - keep);
-    d = (pf_plugin_desc){sizeof(pf_plugin_desc), TP_ABI, TP_PLUGIN_NAME, "0.0.1", "test plugin",
-                         slots, 1};
+    d = (pf_plugin_desc){
+        sizeof(pf_plugin_desc), TP_ABI, TP_PLUGIN_NAME, "0.0.1", "test plugin", slots, 1};
     return &d;
 }
 #else
