@@ -58,8 +58,9 @@ typedef struct worker {
     char where[4000]; /* a W record (hang) */
     int outstanding;
     unsigned long long plans;
-    int reaped, status;             /* waited for (worker_gone), and how it ended */
-    int timing;                     /* the input past --file-timeout being asked about ("H") */
+    int reaped, status; /* waited for (worker_gone), and how it ended */
+    int timing;         /* the input past --file-timeout being asked about ("H") */
+    int timing_seen;    /* a thread answered that it is in that input's decode or encode */
     unsigned long long over_memory; /* killed for its resident memory (bytes) */
 } worker;
 
@@ -1378,9 +1379,11 @@ static int on_line(sup *s, char *line)
     case 'W':
         if (rest[0] == '#') { /* "#index step": a thread in a file's decode or encode */
             char *sp = strchr(rest, ' ');
-            if (sp && atoi(rest + 1) == w->timing && !w->where[0])
+            if (sp && atoi(rest + 1) == w->timing) {
+                w->timing_seen = 1; /* a thread is still in its decode or encode */
                 snprintf(w->where, sizeof w->where, "its %s (no plugin code on its thread)",
                          sp + 1);
+            }
         } else if (!w->where[0]) {
             snprintf(w->where, sizeof w->where, "%s", rest);
         }
@@ -2001,20 +2004,29 @@ static int supervise(sup *s)
             double t = now_ms();
             for (int i = 0; i < n; i++) {
                 item *it = &s->it[i];
-                /* from its decode on, through the engine and its encode and write */
-                double t0 = it->begun ? it->t_begun : it->t_engine;
+                /* its decode from its start, its engine run, encode and write from its
+                   entry into the engine (a wait for a lane between them is no fault) */
+                double t0 = it->entered ? it->t_engine : it->t_begun;
                 if (it->state != ST_SENT || !(it->begun || it->entered) ||
                     t - t0 < o->file_timeout_s * 1e3)
                     continue;
                 /* Ask where the threads are, give them half a second, then kill. */
                 s->w.timing = i;
+                s->w.timing_seen = 0;
                 if (write(s->w.job_fd, "H\n", 2) == 2) {
                     double until = now_ms() + 500;
-                    while (!s->w.where[0] && now_ms() < until) {
+                    while (!(it->entered ? s->w.where[0] : s->w.timing_seen) && now_ms() < until) {
                         struct pollfd q = {s->w.rep_fd, POLLIN, 0};
                         if (poll(&q, 1, 50) > 0 && read_reports(s) != 0)
                             break;
                     }
+                }
+                if (!it->entered && !s->w.timing_seen) {
+                    /* no thread decodes it: decoded, it waits for a lane, timed from its
+                       entry into the engine */
+                    it->begun = 0;
+                    s->w.where[0] = 0;
+                    continue;
                 }
                 kill(s->w.pid, SIGKILL);
                 worker_died(s, i);
