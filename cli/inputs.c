@@ -895,7 +895,6 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         /* folders once per argument: the same folder under two arguments ("-r tree
            tree/a") is the same files given twice, which take_once names */
         if (r.seen) /* none yet: NULL, which memset may not take even for 0 bytes */
-            if (r.seen)
             memset(r.seen, 0, sizeof *r.seen * r.seen_cap);
         r.n_seen = 0;
         int got = is_dir ? list_dir(&r, a, "", 0) : add_file(&r, a, "", 0);
