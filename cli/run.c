@@ -1476,11 +1476,12 @@ static void drain_reports(sup *s)
 
 /* The worker's own bound: the budget --max-memory gives the files in flight, half again
    for what the budget does not count (the engine's threads, the codecs' buffers), and
-   1 GB for the program, its libraries and a GPU runtime. A stage that allocates past it
-   (a leak) would otherwise take the machine until the kernel's OOM killer chose. */
+   2 GB for the program, its libraries and a GPU runtime (a CUDA context and its lanes'
+   page-locked staging). A stage that allocates past it (a leak) would otherwise take the
+   machine until the kernel's OOM killer chose. */
 static unsigned long long memory_bound(const run_opts *o)
 {
-    return o->max_memory + o->max_memory / 2 + (1ull << 30);
+    return o->max_memory + o->max_memory / 2 + (2ull << 30);
 }
 
 /* The worker's resident memory in bytes; 0 where it cannot be read (no /proc). */
