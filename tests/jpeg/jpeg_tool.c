@@ -87,12 +87,18 @@ int main(int argc, char **argv)
     }
     if (argc == 4 && strcmp(argv[1], "diff") == 0) {
         pf_frame a, b;
-        if (load(argv[2], &a) != PF_OK || load(argv[3], &b) != PF_OK)
+        if (load(argv[2], &a) != PF_OK)
             return 1;
+        if (load(argv[3], &b) != PF_OK) {
+            pf_frame_free(&a);
+            return 1;
+        }
         if (a.width != b.width || a.height != b.height || a.channels != b.channels ||
             a.sample != PF_U8 || b.sample != PF_U8) {
             printf("shape %dx%dx%d vs %dx%dx%d\n", a.width, a.height, a.channels, b.width, b.height,
                    b.channels);
+            pf_frame_free(&a);
+            pf_frame_free(&b);
             return 1;
         }
         double se = 0;
@@ -106,6 +112,8 @@ int main(int argc, char **argv)
             }
         double mse = se / ((double)a.width * a.height * a.channels);
         printf("max=%d psnr=%.1f\n", mx, mse > 0 ? 10 * log10(255.0 * 255.0 / mse) : 99.0);
+        pf_frame_free(&a);
+        pf_frame_free(&b);
         return 0;
     }
     fprintf(stderr, "usage: jpeg_tool make|info|diff ...\n");

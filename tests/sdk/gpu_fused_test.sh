@@ -15,6 +15,11 @@ rm -rf "$W" && mkdir -p "$W" || exit 1
 unset PIPEFUSE_PLUGIN_PATH
 . "$(dirname "$0")/testlib.sh"
 
+# a CPU-only build (the sanitizer presets) runs nothing on a device
+if "$PF" info 2>/dev/null | grep -q '^cuda: *not built'; then
+    echo "gpu_fused_test: $PF is built without CUDA; skipped"
+    exit 77
+fi
 for stage in emboss soften profile; do
     run "$stage" "$PF" plugin check "$PLUGIN" --stage "$stage"
     if grep -q "skipped (no CUDA device)" "$W/$stage.out"; then
