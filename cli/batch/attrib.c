@@ -228,11 +228,31 @@ static int culprit(void)
     return atomic_load(&engine_jobs) == 1 ? atomic_load(&engine_last) : -1;
 }
 
+/* Whether the failing thread was started by plugin code (a thread a stage made): its
+   outermost frames, where its start routine is, are in a plugin. Such a thread serves
+   no file of the worker's, so none is blamed: the files in flight run again one at a
+   time, as for other faults no file can be named for. Only a whole stack is judged (a
+   deeper one's outer frames are not seen: a stage's runaway recursion). */
+static int plugin_thread(void)
+{
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    if (n <= 0 || n >= 64)
+        return 0;
+    for (int i = n - 1; i >= 0 && i >= n - 3; i--) {
+        int plugin = -1;
+        attribute((uintptr_t)frames[i] - 1, &plugin);
+        if (plugin >= 0)
+            return 1;
+    }
+    return 0;
+}
+
 static void crash_record(const char *what, uintptr_t pc)
 {
     char line[3900];
     size_t n = put(line, 0, sizeof line, "C ");
-    n = put_int(line, n, sizeof line, culprit());
+    n = put_int(line, n, sizeof line, plugin_thread() ? -1 : culprit());
     n = put(line, n, sizeof line, " ");
     n = put(line, n, sizeof line, what);
     n = put(line, n, sizeof line, "\t");

@@ -17,9 +17,11 @@
  *  12 alarm(1) (SIGALRM's default action ends the process)
  *  13 signal(SIGCHLD, SIG_IGN), setenv, system("true")
  *  14 forks a child that crashes (SIGSEGV), then copies
+ *  15 starts a thread of its own that crashes (SIGSEGV), and waits for it
  * Modes 9, 10 and 14 copy correctly in the parent: their file is no fault. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,7 +57,7 @@ typedef struct unruly_params {
 } unruly_params;
 
 static const pf_param_desc unruly_table[] = {
-    PF_INT_PARAM(unruly_params, mode, 0, 0, 14, "0 copy; 1..14 misbehave (see unruly.c)"),
+    PF_INT_PARAM(unruly_params, mode, 0, 0, 15, "0 copy; 1..15 misbehave (see unruly.c)"),
     PF_INT_PARAM(unruly_params, width, 0, 0, 1 << 20, "misbehave on inputs this wide (0: all)")};
 
 static int same_shape(const void *params, const pf_shape *in, pf_shape *out, char *err, size_t n)
@@ -81,6 +83,13 @@ __attribute__((noinline)) static int recurse(int depth)
 #pragma GCC diagnostic pop
 
 static volatile int zero;
+
+static void *crash_thread(void *arg)
+{
+    (void)arg;
+    *(volatile int *)(uintptr_t)zero = 1;
+    return NULL;
+}
 
 static int misbehave(const pf_stage_args *a, int mode)
 {
@@ -161,6 +170,12 @@ static int misbehave(const pf_stage_args *a, int mode)
             _exit(0);
         }
         break;
+    case 15: {
+        pthread_t t;
+        if (pthread_create(&t, NULL, crash_thread, NULL) == 0)
+            pthread_join(t, NULL);
+        break;
+    }
     }
     return 0;
 }
