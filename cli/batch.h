@@ -1,9 +1,10 @@
 /* cli/batch.h: what the files of `pipefuse run` share.
  *
- * run.c parses the command line, lists the inputs and supervises; batch/ is the
- * worker process (the engine, decode and encode threads); outfile.c writes an input's
- * outputs safely and commits them together. The supervisor forks the worker before it
- * touches the engine or CUDA, and forks a fresh one whenever a worker dies.
+ * batch/ holds the supervisor (batch/supervisor.h: the command line, the inputs, the
+ * log) and the worker process (batch/worker.h: the engine, decode and encode threads);
+ * outfile.c writes an input's outputs safely and commits them together. The supervisor
+ * forks the worker before it touches the engine or CUDA, and forks a fresh one whenever
+ * a worker dies.
  */
 #ifndef PF_CLI_BATCH_H
 #define PF_CLI_BATCH_H
@@ -203,7 +204,7 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd);
 int run_config_write(int fd, const run_opts *o);
 
 /* Joblog and job-line escaping: tab, newline, carriage return and backslash as \t \n
-   \r \\ (run.c); cli_unescape takes any other escaped byte as itself (the joblog's
+   \r \\ (batch/joblog.c); cli_unescape takes any other escaped byte as itself (the joblog's
    outputs column escapes commas as \,). */
 void cli_escape(FILE *f, const char *s);
 void cli_unescape(char *s);

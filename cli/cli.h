@@ -99,7 +99,7 @@ int cli_output_path(const char *outdir, const char *input, const char *output, c
    names only known fields and gives the n outputs different names. */
 int cli_names_check(const char *tmpl, const char *const *outputs, const char *const *exts, int n,
                     int single_image, char *err, size_t errn);
-/* Registers an input (the path run.c gets, copied) and its folder below its directory
+/* Registers an input (the path batch/run.c gets, copied) and its folder below its directory
    argument ("", "a/b" or "a/b/"); cli_names_finish then makes names unique and must come
    before lookups. */
 int cli_names_add(const char *input, const char *dir);

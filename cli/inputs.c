@@ -1,4 +1,4 @@
-/* cli/inputs.c: `pipefuse run` as the user writes it, turned into the batch that run.c
+/* cli/inputs.c: `pipefuse run` as the user writes it, turned into the batch that batch/run.c
  * carries out.
  *
  * Before the batch: --backend cuda is refused once when no GPU can run it (asked in a
@@ -8,7 +8,7 @@
  * of other inputs there are left out (x.edges.png beside x.png, when -o is the input
  * folder); names are made unique (names.c); '-' as the input is stdin, spooled to a
  * temporary file, and '-' as -o runs into a temporary folder whose one output is then
- * copied to stdout. run.c gets plain files.
+ * copied to stdout. batch/run.c gets plain files.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,7 +34,7 @@ typedef struct found {
 } found;
 
 typedef struct run_args {
-    char **pass; /* arguments for run.c, in order, without inputs and our own options */
+    char **pass; /* arguments for batch/run.c, in order, without inputs and our own options */
     int n_pass;
     const char *pipeline, *outdir, *tmpl;
     const char *table_format;
@@ -93,7 +93,7 @@ static int add_file(run_args *r, const char *path, const char *dir, int listed)
         return -1;
     found *f = &r->files[r->n_files];
     f->path = NULL;
-    if (path[0] == '-' && asprintf(&f->path, "./%s", path) < 0) /* not an option to run.c */
+    if (path[0] == '-' && asprintf(&f->path, "./%s", path) < 0) /* not an option to batch/run.c */
         return -1;
     if (!f->path)
         f->path = strdup(path);
@@ -193,7 +193,7 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
             break;
         }
         struct stat st;
-        if (stat(full, &st) != 0) { /* a dangling link: run.c reports it if it is a PNG */
+        if (stat(full, &st) != 0) { /* a dangling link: batch/run.c reports it if it is a PNG */
             st.st_mode = 0;
         }
         if (S_ISDIR(st.st_mode)) {
@@ -231,7 +231,7 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
     return rc;
 }
 
-/* Splits the normalised arguments: ours (--name, --recursive, -o, inputs) and run.c's. */
+/* Splits the normalised arguments: ours (--name, --recursive, -o, inputs) and batch/run.c's. */
 static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r)
 {
     int ended = 0;
@@ -250,7 +250,7 @@ static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r
         }
         const cli_opt *o = cli_find_option(cmd, a);
         const char *v = o && o->arg && i + 1 < argc ? argv[i + 1] : NULL;
-        if (o && o->arg && !v) { /* run.c says what is missing */
+        if (o && o->arg && !v) { /* batch/run.c says what is missing */
             if (push_str(&r->pass, &r->n_pass, (char *)a) != 0)
                 return -1;
             continue;
@@ -282,7 +282,7 @@ static int split_args(int argc, char **argv, const cli_command *cmd, run_args *r
     return 0;
 }
 
-/* Ctrl-C or SIGTERM before the batch starts (run.c has its own handler from then
+/* Ctrl-C or SIGTERM before the batch starts (batch/run.c has its own handler from then
    on): a read of stdin or of a piped pipeline stops, so that the private temporary
    folder is removed instead of left behind, and so does the listing of the inputs. */
 static void on_stop(int sig)
@@ -706,7 +706,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    /* as run.c does for the batch: stdin or a piped pipeline copied past ulimit -f fails
+    /* as batch/run.c does for the batch: stdin or a piped pipeline copied past ulimit -f fails
        with EFBIG, said, and the private folder is removed (the signal killed the process
        and left it) */
     signal(SIGXFSZ, SIG_IGN);
@@ -717,7 +717,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         goto done;
     }
     r.quiet |= c->quiet;
-    int retry = 0; /* --retry-failed FILE brings inputs of its own (run.c) */
+    int retry = 0; /* --retry-failed FILE brings inputs of its own (batch/run.c) */
     for (int k = 0; k < r.n_pass; k++)
         retry |= strcmp(r.pass[k], "--retry-failed") == 0;
     if (!r.pipeline || !r.outdir || (!r.n_positional && !retry)) {
@@ -747,7 +747,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     if (!e)
         goto done;
     /* A pipeline that is no regular file (`run <(make-pipeline) ...`, a FIFO) can be read
-       once, but this process, run.c and every worker read it: it is copied into the
+       once, but this process, batch/run.c and every worker read it: it is copied into the
        private temporary folder and read from there, its messages naming it as given. */
     struct stat pst;
     if (stat(r.pipeline, &pst) == 0 && !S_ISREG(pst.st_mode) && !S_ISDIR(pst.st_mode)) {
@@ -919,7 +919,7 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     if (r.out_exists) { /* names stay with the inputs the folder's records name */
         int ofd = open(r.outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (ofd >= 0 && fresh_open(ofd, &fresh) != 0) {
-            fresh_close(fresh); /* unreadable: run.c says so */
+            fresh_close(fresh); /* unreadable: batch/run.c says so */
             fresh = NULL;
         }
         if (ofd >= 0)
@@ -946,9 +946,9 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         goto done;
     }
     /* -o DIR and the folders of names (templates with '/', --recursive) are made by
-       run.c once the whole command line is accepted (a refused one leaves no folder), the
+       batch/run.c once the whole command line is accepted (a refused one leaves no folder), the
        latter per input in its precheck: one that cannot be made fails its inputs only */
-    /* run.c's arguments: the pipeline, -o, the files, then the other options */
+    /* batch/run.c's arguments: the pipeline, -o, the files, then the other options */
     run_argv = calloc((size_t)(r.n_pass + r.n_files + 4), sizeof *run_argv);
     if (!run_argv)
         goto oom;
@@ -963,12 +963,12 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
     p = NULL;
     pf_engine_destroy(e);
     e = NULL;
-    if (stop_signal) { /* before run.c's handler: nothing has run */
+    if (stop_signal) { /* before batch/run.c's handler: nothing has run */
         fprintf(stderr, "pipefuse run: interrupted before the batch started; nothing run\n");
         status = 130;
         goto done;
     }
-    /* run.c copies the output to stdout as its input ends, so that a write that fails
+    /* batch/run.c copies the output to stdout as its input ends, so that a write that fails
        fails the input in the log, the joblog and the summary, and closes out_fd */
     cli_run_stdio(spool_path, to_stdout ? r.outdir : NULL);
     cli_run_streams(out_fd, pipe_spool != NULL);

@@ -8,7 +8,7 @@
  * so "{dir}/{stem}.png" is "x.png" at the top. Without --name the template is
  * "{dir}/{stem}.{ext}" for the one image output of a pipeline with one, else
  * "{dir}/{stem}.{output}.{ext}"; a template without {dir} gets "{dir}/" in front.
- * inputs.c sets the table up before the batch; run.c asks for names through
+ * inputs.c sets the table up before the batch; batch/run.c asks for names through
  * cli_output_name, records each input's folder and stem in the joblog
  * (cli_output_key) and gives a retried input the ones it had (cli_names_fix).
  */
@@ -26,7 +26,7 @@
 #include "pipefuse/tools.h"
 
 typedef struct name_entry {
-    char *input; /* the path run.c is given */
+    char *input; /* the path batch/run.c is given */
     char *dir;   /* "" or "a/b" */
     char *stem;
     int fixed;  /* from a joblog (cli_names_fix): never renamed */
