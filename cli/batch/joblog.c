@@ -59,7 +59,7 @@ int add_input(run_opts *o, const char *arg)
 /* A joblog field: tab, newline, carriage return and backslash escaped (\t \n \r \\),
    so a line is one record of tab-separated fields whatever bytes a name holds; with
    comma, a comma too (\,): in the outputs column ", " separates the names. */
-static void escape_field(FILE *f, const char *s, int comma)
+void escape_field(FILE *f, const char *s, int comma)
 {
     for (; s && *s; s++) {
         if (*s == '\t')
@@ -463,65 +463,6 @@ int joblog_drop_cut_line(int fd, const char *file)
             "newline: an earlier run's writing stopped there); removed before appending\n",
             file, lines + 1, (long long)(pos - line_start));
     return 0;
-}
-
-void joblog_line(sup *s, int i)
-{
-    if (s->joblog < 0)
-        return;
-    item *t = &s->it[i];
-    static const char *const names[] = {"pending", "sent", "ok", "failed", "skipped"};
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len); /* the line, then one write */
-    if (!m) {
-        if (!s->joblog_err) {
-            s->joblog_err = ENOMEM;
-            clear_status(s);
-            fprintf(stderr, "pipefuse run: --joblog %s: out of memory\n", s->o->joblog);
-        }
-        return;
-    }
-    cli_escape(m, shown(s, i));
-    fprintf(m, "\t%s\t%.3f\t", names[t->state], t->seconds);
-    /* the outputs column: the names, each with its commas escaped, joined by ", " (the
-       names the worker wrote: send_job gave it these); with -o - the image went to
-       stdout and no file stays, as the log line says: "-" */
-    if (s->o->stdout_dir && t->state == ST_OK)
-        fputc('-', m);
-    for (int k = 0;
-         k < s->n_out && !s->o->stdout_dir && (t->state == ST_OK || t->state == ST_SKIPPED); k++) {
-        char *f = final_name(s, i, k);
-        if (k)
-            fputs(", ", m);
-        escape_field(m, f, 1);
-        free(f);
-    }
-    fputc('\t', m);
-    if (t->state == ST_FAILED)
-        cli_escape(m, t->msg);
-    /* the name column: the folder and stem its outputs are named from (a retry names
-       the input so again, whatever the command line gives it) */
-    char *key = cli_output_key(s->o->inputs[i]);
-    fputc('\t', m);
-    cli_escape(m, key);
-    free(key);
-    fputc('\n', m);
-    /* a line per input as it ends: a killed batch keeps its log */
-    int bad = fclose(m) != 0;
-    if (bad)
-        errno = ENOMEM;
-    else
-        bad = append_whole(s->joblog, buf, len) != 0;
-    free(buf);
-    if (bad && !s->joblog_err) {
-        s->joblog_err = errno ? errno : EIO;
-        clear_status(s);
-        fprintf(stderr,
-                "pipefuse run: --joblog %s: cannot write: %s (the batch goes on; its lines "
-                "from %s on may be missing)\n",
-                s->o->joblog, strerror(s->joblog_err), shown(s, i));
-    }
 }
 
 /* s on the log as one line: control bytes (a newline or tab in a file name, which

@@ -133,11 +133,11 @@ static inline int cmp_str(const void *a, const void *b)
 }
 
 /* joblog.c */
+void escape_field(FILE *f, const char *s, int comma);
 int add_input(run_opts *o, const char *arg);
 int append_whole(int fd, const char *buf, size_t len);
 int first_claim(const run_opts *o, const char *name);
 int joblog_drop_cut_line(int fd, const char *file);
-void joblog_line(sup *s, int i);
 void log_text(const char *s);
 int read_failed(run_opts *o, const char *file);
 int take_failed(run_opts *o);
@@ -149,6 +149,7 @@ int parse_band_rows(const char *v);
 void take_shard(run_opts *o);
 
 /* progress.c */
+void joblog_line(sup *s, int i);
 void clear_status(sup *s);
 char *final_name(const sup *s, int i, int k);
 void finish(sup *s, int i, int state, const char *msg, const char *kind, double ms);
