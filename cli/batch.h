@@ -2,7 +2,7 @@
  *
  * batch/ holds the supervisor (batch/supervisor.h: the command line, the inputs, the
  * log) and the worker process (batch/worker.h: the engine, decode and encode threads);
- * outfile.c writes an input's outputs safely and commits them together. The supervisor
+ * batch/outfile.c (and pngout.c) writes an input's outputs safely and commits them together. The supervisor
  * forks the worker before it touches the engine or CUDA, and forks a fresh one whenever
  * a worker dies.
  */
@@ -79,7 +79,7 @@ void cli_run_streams(int stdout_fd, int pipeline_piped);
    (for the fingerprint; copied). */
 void cli_run_plugins(const char *ids);
 
-/* ---- outfile.c: an input's outputs, written safely and committed together ---------------- */
+/* ---- batch/outfile.c: an input's outputs, written safely and committed together ---------------- */
 
 /* Temporary files are "<OUTDIR>/.pftmp-<host>-<pid>-<random>": created with
    O_CREAT|O_EXCL|O_NOFOLLOW (never through a link), synced, then renamed; the prefix

@@ -129,7 +129,7 @@ cli_format cli_format_of_name(const char *name, const char **ext);
    with why (naming the name, the output and what to write) in err. */
 int cli_format_check(const char *name, const char *output, const char *out_ext, char *err,
                      size_t errn);
-/* Temporary files of runs in OUTDIR start with this (outfile.c); no output may. */
+/* Temporary files of runs in OUTDIR start with this (batch/outfile.c); no output may. */
 #define OUT_TMP_PREFIX ".pftmp-"
 /* The records of what made the outputs (freshness.c), in OUTDIR; no output may take it. */
 #define OUT_RECORDS ".pipefuse-manifest"

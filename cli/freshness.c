@@ -566,7 +566,7 @@ int fresh_compact(int dirfd)
         int out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         FILE *f = out >= 0 ? fdopen(out, "w") : NULL;
         if (out >= 0)
-            flock(out, LOCK_EX); /* its owner, as outfile.c's temporaries */
+            flock(out, LOCK_EX); /* its owner, as batch/outfile.c's temporaries */
         int bad = !f;
         for (int i = 0; f && i < db->n; i++) {
             if (!live[i])

@@ -625,7 +625,7 @@ void cli_unmake_outdir(const char *dir, int made)
 /* Creates every folder below the output folder (dirfd, shown as outdir) that the name
    of an output needs, a component at a time relative to the one above, never through a
    link: a link planted where a folder of the name goes (by another user of a shared
-   folder) is refused, not followed, as outfile.c's open_parent refuses it. */
+   folder) is refused, not followed, as batch/outfile.c's open_parent refuses it. */
 int cli_names_mkdirs(int dirfd, const char *outdir, const char *name, char *err, size_t errn)
 {
     int fd = dirfd, rc = 0;
