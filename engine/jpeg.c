@@ -32,6 +32,7 @@
 
 #include "internal.h"
 #include "jpeg_internal.h"
+#include "safefile.h"
 
 #define PF_API __attribute__((visibility("default")))
 
@@ -1126,33 +1127,6 @@ PF_API int pf_jpeg_encode(const pf_frame *f, const pf_jpeg_write_opts *opts,
     return st;
 }
 
-/* The process umask, without changing it (Linux shows it in /proc/self/status; elsewhere
-   it is read once by setting and resetting it). */
-static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
-static mode_t umask_cached;
-static void read_umask_once(void)
-{
-    umask_cached = umask(022);
-    umask(umask_cached);
-}
-
-static mode_t current_umask(void)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    if (f) {
-        char line[256];
-        unsigned m;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "Umask: %o", &m) == 1) {
-                fclose(f);
-                return (mode_t)m;
-            }
-        fclose(f);
-    }
-    pthread_once(&umask_once, read_umask_once);
-    return umask_cached;
-}
-
 PF_API int pf_jpeg_write(const char *path, const pf_frame *f, const pf_jpeg_write_opts *opts,
                          const pf_jpeg_meta *meta, char *err, size_t err_size)
 {
@@ -1171,58 +1145,19 @@ PF_API int pf_jpeg_write(const char *path, const pf_frame *f, const pf_jpeg_writ
     int st = check_frame(path, f, &o, err, err_size);
     if (st != PF_OK)
         return st;
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t dir_len = (size_t)(base - path), base_len = strlen(base);
-    if (base_len == 0) {
-        set_err(err, err_size, "%s: cannot write: is a directory", path);
-        return PF_IO;
-    }
-    if (base_len > 200)
-        base_len = 200;
-    char *tmp = malloc(dir_len + base_len + 10);
-    if (!tmp) {
-        set_err(err, err_size, "%s: out of memory", path);
-        return PF_NO_MEMORY;
-    }
-    snprintf(tmp, dir_len + base_len + 10, "%.*s.%.*s.XXXXXX", (int)dir_len, path, (int)base_len,
-             base);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        set_err(err, err_size, "%s: cannot create a temporary file %s: %s", path, tmp,
-                strerror(errno));
-        free(tmp);
-        return PF_IO;
-    }
+    char *tmp = NULL;
     FILE *fp = NULL;
-    if (fchmod(fd, 0644 & ~current_umask()) != 0) {
-        set_err(err, err_size, "%s: cannot set the mode of %s: %s", path, tmp, strerror(errno));
-        st = PF_IO;
-        close(fd);
-    } else if (!(fp = fdopen(fd, "wb"))) {
-        set_err(err, err_size, "%s: cannot write: %s", path, strerror(errno));
-        st = PF_IO;
-        close(fd);
-    }
+    st = pf_safe_open(path, &tmp, &fp, err, err_size);
+    if (st != PF_OK)
+        return st;
     pf_jpeg_writer *w = NULL;
-    if (st == PF_OK)
-        st = pf_jpeg_writer_begin(fp, path, f, &o, meta, &w, err, err_size);
+    st = pf_jpeg_writer_begin(fp, path, f, &o, meta, &w, err, err_size);
     if (st == PF_OK)
         st = pf_jpeg_writer_rows(w, f, f->height, err, err_size);
     if (st == PF_OK)
         st = pf_jpeg_writer_finish(w, err, err_size);
     else
         pf_jpeg_writer_abort(w);
-    if (fp && fclose(fp) != 0 && st == PF_OK) { /* a full disk shows up here */
-        set_err(err, err_size, "%s: write error: %s", path, strerror(errno));
-        st = PF_IO;
-    }
-    if (st == PF_OK && rename(tmp, path) != 0) {
-        set_err(err, err_size, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-        st = PF_IO;
-    }
-    if (st != PF_OK)
-        unlink(tmp);
-    free(tmp);
+    st = pf_safe_close(path, tmp, fp, st, err, err_size);
     return st;
 }

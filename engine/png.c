@@ -31,6 +31,7 @@
 #include "pipefuse/png.h"
 #include "png_deflate.h"
 #include "png_form.h"
+#include "safefile.h"
 
 #define PF_API __attribute__((visibility("default")))
 
@@ -1191,35 +1192,6 @@ static int write_image(writer *w)
     return PF_OK;
 }
 
-static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
-static mode_t umask_cached;
-static void read_umask_once(void)
-{
-    umask_cached = umask(022);
-    umask(umask_cached);
-}
-
-/* The process umask, without changing it. umask() can only be read by setting it,
-   which races with other threads creating files at that moment; Linux (4.7 and
-   later) shows it in /proc/self/status. Elsewhere it is read once, by set and reset. */
-static mode_t current_umask(void)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    if (f) {
-        char line[256];
-        unsigned m;
-        while (fgets(line, sizeof line, f)) {
-            if (sscanf(line, "Umask: %o", &m) == 1) {
-                fclose(f);
-                return (mode_t)m;
-            }
-        }
-        fclose(f);
-    }
-    pthread_once(&umask_once, read_umask_once);
-    return umask_cached;
-}
-
 /* Whether a frame can be written as a PNG at path with zlib_level: PF_OK, or the reason. */
 static int check_write(const char *path, const pf_frame *f, int zlib_level, char *err,
                        size_t err_size)
@@ -1261,32 +1233,6 @@ static int write_file(const char *path, const pf_frame *f, const pf_png_write_op
     if (st != PF_OK)
         return st;
 
-    /* "<dir>/.<base>.XXXXXX": hidden, in the same directory (so rename is atomic) and
-       recognisably ours. The base is shortened so the name stays within NAME_MAX. */
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t dir_len = (size_t)(base - path), base_len = strlen(base);
-    if (base_len == 0) {
-        set_err(err, err_size, "%s: cannot write: is a directory", path);
-        return PF_IO;
-    }
-    if (base_len > 200)
-        base_len = 200;
-    char *tmp = malloc(dir_len + base_len + 10);
-    if (!tmp) {
-        set_err(err, err_size, "%s: out of memory", path);
-        return PF_NO_MEMORY;
-    }
-    snprintf(tmp, dir_len + base_len + 10, "%.*s.%.*s.XXXXXX", (int)dir_len, path, (int)base_len,
-             base);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        set_err(err, err_size, "%s: cannot create a temporary file %s: %s", path, tmp,
-                strerror(errno));
-        free(tmp);
-        return PF_IO;
-    }
-
     writer w;
     memset(&w, 0, sizeof w);
     w.io.name = path;
@@ -1302,23 +1248,14 @@ static int write_file(const char *path, const pf_frame *f, const pf_png_write_op
 
     /* the form first: the chunks that apply depend on it */
     char perr[256] = "";
+    char *tmp = NULL;
     st = pf_png_pack(f, o->form, meta, &w.packed, perr, sizeof perr);
-    if (st != PF_OK) {
+    if (st != PF_OK)
         fail(&w.io, st, "%s: cannot write PNG: %s", path, perr);
-        close(fd);
-    } else if ((st = select_meta(&w, meta)) != PF_OK) {
+    else if ((st = select_meta(&w, meta)) != PF_OK)
         fail(&w.io, st, "%s: out of memory for its metadata", path);
-        close(fd);
-    } else if (fchmod(fd, 0644 & ~current_umask()) != 0) {
-        /* mkstemp creates 0600; give the file the mode any new file would have. */
-        fail(&w.io, PF_IO, "%s: cannot set the mode of %s: %s", path, tmp, strerror(errno));
-        st = PF_IO;
-        close(fd);
-    } else if (!(w.fp = fdopen(fd, "wb"))) {
-        fail(&w.io, PF_IO, "%s: cannot write: %s", path, strerror(errno));
-        st = PF_IO;
-        close(fd);
-    }
+    else
+        st = pf_safe_open(path, &tmp, &w.fp, err, err_size);
 
     if (st == PF_OK) {
         w.png = png_create_write_struct_2(PNG_LIBPNG_VER_STRING, &w.io, on_png_error,
@@ -1333,19 +1270,8 @@ static int write_file(const char *path, const pf_frame *f, const pf_png_write_op
         }
         if (w.png)
             png_destroy_write_struct(&w.png, w.info ? &w.info : NULL);
-        /* The data may still sit in stdio's buffer: a full disk shows up here. */
-        if (fclose(w.fp) != 0 && st == PF_OK) {
-            fail(&w.io, PF_IO, "%s: write error: %s", path, strerror(errno));
-            st = PF_IO;
-        }
+        st = pf_safe_close(path, tmp, w.fp, st, err, err_size);
     }
-    if (st == PF_OK && rename(tmp, path) != 0) {
-        fail(&w.io, PF_IO, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-        st = PF_IO;
-    }
-    if (st != PF_OK)
-        unlink(tmp);
-    free(tmp);
     free(w.keep);
     pf_png_packed_free(&w.packed);
     return st;
