@@ -16,6 +16,7 @@
 
 #include "exec_cuda.h"
 #include "executor.h"
+#include "pipefuse/bands.h"
 #include "fuse.h"
 #include "hostmem.h"
 #include "watchdog.h"
@@ -513,7 +514,7 @@ static int plan_shapes(pf_pipeline *p, const pf_shape *inputs, int n_inputs)
         pf_errf(p->errmsg, "%s: NULL input shapes for %d input(s)", p->source, n_inputs);
         return PF_INVALID_ARGUMENT;
     }
-    int same = p->plan && n_inputs == p->n_inputs;
+    int same = p->plan && !p->plan->strip_rows && n_inputs == p->n_inputs;
     for (int i = 0; same && i < n_inputs; i++)
         same = p->plan->in_shapes[i].width == inputs[i].width &&
                p->plan->in_shapes[i].height == inputs[i].height;
@@ -793,6 +794,186 @@ PF_API int pf_pipeline_wait_timeout(pf_pipeline *p, int ticket, int timeout_ms)
 {
     GUARD(p);
     int rc = complete(p, ticket, timeout_ms);
+    leave(p);
+    return rc;
+}
+
+/* ---- Strips (pipefuse/bands.h, strip.c) --------------------------------------------------- */
+
+PF_API int pf_pipeline_plan_strips(pf_pipeline *p, const pf_shape *inputs, int n_inputs, int rows,
+                                   int *n_strips)
+{
+    GUARD_SETTLED(p);
+    if (n_strips)
+        *n_strips = 0;
+    int rc = PF_OK;
+    if (!inputs || rows <= 0) {
+        pf_errf(p->errmsg, "%s: pf_pipeline_plan_strips: %s", p->source,
+                !inputs ? "NULL input shapes" : "rows must be at least 1");
+        rc = PF_INVALID_ARGUMENT;
+    }
+    int same = rc == PF_OK && p->plan && p->plan->strip_rows == rows && n_inputs == p->n_inputs;
+    for (int i = 0; same && i < n_inputs; i++)
+        same = p->plan->in_shapes[i].width == inputs[i].width &&
+               p->plan->in_shapes[i].height == inputs[i].height;
+    if (rc == PF_OK && !same) {
+        p->strip_rows = rows;
+        rc = pf_pipeline_replan(p, inputs, n_inputs);
+        p->strip_rows = 0;
+    }
+    if (rc == PF_OK && n_strips)
+        *n_strips = p->plan->n_strips;
+    leave(p);
+    return rc;
+}
+
+/* The strip plan's strip s, or a message. */
+static int strip_check(pf_pipeline *p, int s, const char *call)
+{
+    if (!p->plan || !p->plan->strip_rows) {
+        pf_errf(p->errmsg, "%s: %s: no strip plan (pf_pipeline_plan_strips first)", p->source,
+                call);
+        return PF_NOT_PLANNED;
+    }
+    if (s < 0 || s >= p->plan->n_strips) {
+        pf_errf(p->errmsg, "%s: %s: strip %d; the plan has strips 0 to %d", p->source, call, s,
+                p->plan->n_strips - 1);
+        return PF_INVALID_ARGUMENT;
+    }
+    return PF_OK;
+}
+
+PF_API int pf_pipeline_strip(pf_pipeline *p, int s, int *y0, int *y1, pf_region *in_rows,
+                             int n_inputs)
+{
+    GUARD(p);
+    int rc = strip_check(p, s, "pf_pipeline_strip");
+    if (rc == PF_OK) {
+        const pf_plan *plan = p->plan;
+        int a = s * plan->strip_rows, b = a + plan->strip_rows;
+        if (y0)
+            *y0 = a;
+        if (y1)
+            *y1 = b < plan->out_height ? b : plan->out_height;
+        for (int i = 0; in_rows && i < n_inputs && i < p->n_inputs; i++)
+            in_rows[i] = pf_plan_window(plan, s, i);
+    }
+    leave(p);
+    return rc;
+}
+
+PF_API int pf_pipeline_strip_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, int rows,
+                                    pf_memory *m)
+{
+    GUARD_SETTLED(p);
+    int rc = PF_INVALID_ARGUMENT;
+    if (rows <= 0)
+        pf_errf(p->errmsg, "%s: pf_pipeline_strip_memory: rows must be at least 1", p->source);
+    else {
+        p->strip_rows = rows;
+        rc = pf_plan_memory(p, inputs, n_inputs, m);
+        p->strip_rows = 0;
+    }
+    leave(p);
+    return rc;
+}
+
+/* Frame f holding rows r of an image `height` rows tall, as the executor reads it: a
+   frame of the whole height whose row y is f's row y - r.y0 (an address computed, the
+   rows outside r never read). */
+static pf_frame strip_frame(const pf_frame *f, pf_region r, int height)
+{
+    pf_frame v = *f;
+    v.data = (void *)((uintptr_t)f->data - (uintptr_t)r.y0 * (uintptr_t)f->pitch);
+    v.height = height;
+    return v;
+}
+
+static int run_strip(pf_pipeline *p, int s, const pf_frame *inputs, int n_in, pf_frame *outputs,
+                     int n_out)
+{
+    int rc = strip_check(p, s, "pf_pipeline_run_strip");
+    if (rc != PF_OK)
+        return rc;
+    const pf_plan *plan = p->plan;
+    if (n_in != p->n_inputs || !inputs || n_out < 0 || n_out > p->n_outputs ||
+        (n_out && !outputs)) {
+        pf_errf(p->errmsg,
+                "%s: pf_pipeline_run_strip: %d input and %d output frame(s) given; "
+                "the pipeline has %d and %d",
+                p->source, inputs ? n_in : 0, outputs ? n_out : 0, p->n_inputs, p->n_outputs);
+        return PF_INVALID_ARGUMENT;
+    }
+    pf_frame vin[PF_MAX_FRAMES], vout[PF_MAX_FRAMES], *outs[PF_MAX_FRAMES];
+    const pf_region rows = {s * plan->strip_rows, (s + 1) * plan->strip_rows < plan->out_height
+                                                      ? (s + 1) * plan->strip_rows
+                                                      : plan->out_height};
+    for (int i = 0; i < n_in; i++) {
+        const pf_frame *f = &inputs[i];
+        pf_region w = pf_plan_window(plan, s, i);
+        rc = check_frame(p, f, "input", p->nodes[i].id);
+        if (rc != PF_OK)
+            return rc;
+        if (f->width != plan->in_shapes[i].width || (w.y1 > w.y0 && f->height != w.y1 - w.y0)) {
+            pf_errf(p->errmsg,
+                    "%s: input '%s': strip %d reads rows %d..%d of the %dx%d image: a %dx%d frame "
+                    "expected, %dx%d given",
+                    p->source, p->nodes[i].id, s, w.y0, w.y1 - 1, plan->in_shapes[i].width,
+                    plan->in_shapes[i].height, plan->in_shapes[i].width, w.y1 - w.y0, f->width,
+                    f->height);
+            return PF_SHAPE;
+        }
+        vin[i] = strip_frame(f, w.y1 > w.y0 ? w : (pf_region){0, 0}, plan->in_shapes[i].height);
+    }
+    for (int o = 0; o < p->n_outputs; o++) {
+        outs[o] = NULL;
+        if (o >= n_out || !outputs[o].data)
+            continue;
+        const pf_frame *f = &outputs[o];
+        pf_shape sh = plan->shapes[p->outputs[o].node];
+        rc = check_frame(p, f, "output", p->outputs[o].name);
+        if (rc == PF_OK && (f->width != sh.width || f->height != rows.y1 - rows.y0)) {
+            pf_errf(p->errmsg,
+                    "%s: output '%s': strip %d makes rows %d..%d of the %dx%d image: a %dx%d "
+                    "frame expected, %dx%d given",
+                    p->source, p->outputs[o].name, s, rows.y0, rows.y1 - 1, sh.width, sh.height,
+                    sh.width, rows.y1 - rows.y0, f->width, f->height);
+            rc = PF_SHAPE;
+        }
+        for (int q = 0; q < n_in && rc == PF_OK; q++)
+            if (pf_frames_overlap(f, &inputs[q])) {
+                pf_errf(p->errmsg,
+                        "%s: output '%s' and input '%s' overlap in memory; a strip's "
+                        "outputs need memory of their own",
+                        p->source, p->outputs[o].name, p->nodes[q].id);
+                rc = PF_INVALID_ARGUMENT;
+            }
+        for (int q = 0; q < o && rc == PF_OK; q++)
+            if (q < n_out && outputs[q].data && pf_frames_overlap(f, &outputs[q])) {
+                pf_errf(p->errmsg,
+                        "%s: output '%s' and output '%s' overlap in memory; each "
+                        "image output needs its own buffer",
+                        p->source, p->outputs[q].name, p->outputs[o].name);
+                rc = PF_INVALID_ARGUMENT;
+            }
+        if (rc != PF_OK)
+            return rc;
+        vout[o] = strip_frame(f, rows, sh.height);
+        outs[o] = &vout[o];
+    }
+    unsigned long long a0, s0;
+    frame_begin(p, &a0, &s0);
+    rc = pf_cpu_strip(p, p->exec_state, s, vin, outs);
+    if (rc == PF_OK)
+        frame_end(p, a0, s0);
+    return rc;
+}
+
+PF_API int pf_pipeline_run_strip(pf_pipeline *p, int s, const pf_frame *inputs, int n_in,
+                                 pf_frame *outputs, int n_out)
+{
+    GUARD_SETTLED(p);
+    int rc = run_strip(p, s, inputs, n_in, outputs, n_out);
     leave(p);
     return rc;
 }

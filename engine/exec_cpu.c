@@ -24,6 +24,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,6 +56,8 @@ typedef struct cpu_job {
     int lut_node;                /* ... the node whose values they hold */
     pf_task_fn fn;               /* the task run_job hands the pool, behind the cancel point */
     const pf_cpu_run *run;       /* the frame's cancel count */
+    int strip;                   /* the strip running (plan->strip_rows), else -1 */
+    int lo, hi;                  /* the rows the unit (or conversion) runs: [lo, hi) */
     pthread_mutex_t mu;
     char err[PF_ERRMSG_MAX];
 } cpu_job;
@@ -64,10 +67,12 @@ static int band_count(int rows, int band_rows)
     return (rows + band_rows - 1) / band_rows;
 }
 
-/* The end of unit u's band that starts at row y0, of rows in all. */
-static int band_end(const pf_unit *u, int y0, int rows)
+/* Rows [*y0, *y1) of task `band` of unit j->u: its band_rows rows from j->lo, up to j->hi. */
+static void task_rows(const cpu_job *j, int band, int *y0, int *y1)
 {
-    return y0 + u->cpu_band_rows < rows ? y0 + u->cpu_band_rows : rows;
+    const int r = j->u->cpu_band_rows;
+    *y0 = j->lo + band * r;
+    *y1 = *y0 + r < j->hi ? *y0 + r : j->hi;
 }
 
 static void job_fail(cpu_job *j, const char *id, const char *path, int y0, int y1, const char *msg)
@@ -174,8 +179,9 @@ static int point_task(void *ctx, int band, int worker)
 {
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
-    int y0 = band * u->cpu_band_rows, h = u->shape.height;
-    return point_rows(j, u->shape.width, h, y0, band_end(u, y0, h), worker);
+    int y0, y1;
+    task_rows(j, band, &y0, &y1);
+    return point_rows(j, u->shape.width, u->shape.height, y0, y1, worker);
 }
 
 /* ---- Point units as table lookups (cpu_lut.c) ------------------------------------------ */
@@ -259,9 +265,9 @@ static int lut_build(void *ctx, const pf_frame *in, const pf_frame *in2, const p
 static int lut_task(void *ctx, int band, int worker)
 {
     cpu_job *j = ctx;
-    const pf_unit *u = j->u;
-    int y0 = band * u->cpu_band_rows, h = u->shape.height;
-    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_in2, j->lut_out, y0, band_end(u, y0, h));
+    int y0, y1;
+    task_rows(j, band, &y0, &y1);
+    pf_cpu_lut_rows(j->lut, j->lut_in, j->lut_in2, j->lut_out, y0, y1);
     return 0;
 }
 
@@ -304,16 +310,14 @@ static int region_task(void *ctx, int band, int worker)
 {
     cpu_job *j = ctx;
     const pf_unit *u = j->u;
-    const pf_plan *plan = j->plan;
     const pf_cpu_state *st = j->st;
     int id = u->nodes[0];
     const pf_node *node = &j->p->nodes[id];
     pf_image in[PF_MAX_INPUTS];
     for (int k = 0; k < node->n_in; k++)
         in[k] = st->buf[node->in[k]];
-    int rows = u->kind == PF_UNIT_REDUCE ? u->shape.height : plan->shapes[id].height;
-    int y0 = band * u->cpu_band_rows;
-    int y1 = band_end(u, y0, rows);
+    int y0, y1;
+    task_rows(j, band, &y0, &y1);
     char msg[1024] = "";
     pf_stage_args a;
     memset(&a, 0, sizeof a);
@@ -385,9 +389,9 @@ static int native_task(void *ctx, int band, int worker)
     int id = u->nodes[0];
     const pf_node *node = &j->p->nodes[id];
     const pf_frame *in = &j->inputs[node->in[0]], *out = j->direct_out[id];
-    int reduce = u->kind == PF_UNIT_REDUCE, rows = reduce ? in->height : out->height;
-    int y0 = band * u->cpu_band_rows;
-    int y1 = band_end(u, y0, rows);
+    int reduce = u->kind == PF_UNIT_REDUCE;
+    int y0, y1;
+    task_rows(j, band, &y0, &y1);
     char msg[1024] = "";
     pf_native_args a;
     memset(&a, 0, sizeof a);
@@ -431,8 +435,9 @@ static int upload_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_frame *f = j->frames;
     const pf_image *im = &j->st->buf[j->node];
-    int y1 = (band + 1) * PF_CONVERT_ROWS < f->height ? (band + 1) * PF_CONVERT_ROWS : f->height;
-    for (int y = band * PF_CONVERT_ROWS; y < y1; y++)
+    int y0 = j->lo + band * PF_CONVERT_ROWS;
+    int y1 = y0 + PF_CONVERT_ROWS < j->hi ? y0 + PF_CONVERT_ROWS : j->hi;
+    for (int y = y0; y < y1; y++)
         pf_row_to_float4((const char *)f->data + (size_t)y * f->pitch, f->sample, f->channels,
                          f->width, pf_image_row(im, y));
     return 0;
@@ -443,14 +448,37 @@ static int download_task(void *ctx, int band, int worker)
     cpu_job *j = ctx;
     const pf_frame *f = j->frames;
     const pf_image *im = &j->st->buf[j->node];
-    int y1 = (band + 1) * PF_CONVERT_ROWS < f->height ? (band + 1) * PF_CONVERT_ROWS : f->height;
-    for (int y = band * PF_CONVERT_ROWS; y < y1; y++)
+    int y0 = j->lo + band * PF_CONVERT_ROWS;
+    int y1 = y0 + PF_CONVERT_ROWS < j->hi ? y0 + PF_CONVERT_ROWS : j->hi;
+    for (int y = y0; y < y1; y++)
         pf_row_from_float4(pf_image_row(im, y), f->width, (char *)f->data + (size_t)y * f->pitch,
                            f->sample, f->channels);
     return 0;
 }
 
 /* ---- A frame ---------------------------------------------------------------------------------- */
+
+/* The output rows of strip s. */
+static pf_region strip_rows(const pf_plan *plan, int s)
+{
+    int y0 = s * plan->strip_rows;
+    return (pf_region){y0, y0 + plan->strip_rows < plan->out_height ? y0 + plan->strip_rows
+                                                                    : plan->out_height};
+}
+
+/* Strip s's images: each node's buffer holds its window, the image's row y at buffer
+   row y - window.y0, so the image's data is the buffer moved up by that many rows
+   (computed as an address: the rows above are never read). */
+static void strip_images(const pf_plan *plan, pf_cpu_state *st, int s)
+{
+    for (int i = 0; i < st->n_nodes; i++) {
+        if (!st->base[i])
+            continue;
+        pf_region w = pf_plan_window(plan, s, i);
+        st->buf[i].data =
+            (pf_float4 *)((uintptr_t)st->base[i] - (uintptr_t)w.y0 * (uintptr_t)st->buf[i].pitch);
+    }
+}
 
 /* Which inputs point units convert themselves (every used consumer is a point unit
    that has it among its first PF_DIRECT_INPUTS inputs, and no output shows it), and
@@ -467,10 +495,17 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
             continue;
         /* An output sharing memory with an input (in place, or at another offset) is
            stored last, from its buffer, once every unit has read the inputs: stored
-           during the units, it would change pixels that others have yet to read. */
+           during the units, it would change pixels that others have yet to read. Strips'
+           frames share none (pf_pipeline_run_strip), and their unit stores the output's
+           rows only where its window is the strip's rows: a point unit's members share
+           one window, which another member may make taller. */
         int shared = 0;
-        for (int i = 0; i < p->n_inputs && !shared; i++)
+        for (int i = 0; i < p->n_inputs && !shared && j->strip < 0; i++)
             shared = pf_frames_overlap(outputs[o], &j->inputs[i]);
+        if (j->strip >= 0) {
+            pf_region w = pf_plan_window(plan, j->strip, id), r = strip_rows(plan, j->strip);
+            shared = w.y0 != r.y0 || w.y1 != r.y1;
+        }
         if (shared)
             continue;
         for (int q = 0; q < p->n_outputs; q++)
@@ -556,6 +591,9 @@ int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         return PF_INTERNAL;
     }
     int rc = PF_OK;
+    j.strip = plan->strip_rows ? run->strip : -1;
+    if (j.strip >= 0)
+        strip_images(plan, st, j.strip);
     j.inputs = inputs;
     j.direct_in = st->direct_in;
     j.direct_out = st->direct_out;
@@ -567,7 +605,11 @@ int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
             continue;
         j.frames = &inputs[i];
         j.node = i;
-        rc = run_job(&j, band_count(inputs[i].height, PF_CONVERT_ROWS), upload_task);
+        pf_region w =
+            j.strip >= 0 ? pf_plan_window(plan, j.strip, i) : (pf_region){0, inputs[i].height};
+        j.lo = w.y0;
+        j.hi = w.y1;
+        rc = run_job(&j, band_count(w.y1 - w.y0, PF_CONVERT_ROWS), upload_task);
     }
     for (int ui = 0; ui < plan->n_units && rc == PF_OK; ui++) {
         const pf_unit *u = &plan->units[ui];
@@ -577,10 +619,14 @@ int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
             rc = PF_CANCELLED;
             break;
         }
-        int rows = u->kind == PF_UNIT_POINT || u->kind == PF_UNIT_REDUCE
-                       ? u->shape.height
-                       : plan->shapes[u->nodes[0]].height;
-        int bands = band_count(rows, u->cpu_band_rows);
+        pf_region w = {0, u->kind == PF_UNIT_POINT || u->kind == PF_UNIT_REDUCE
+                              ? u->shape.height
+                              : plan->shapes[u->nodes[0]].height};
+        if (j.strip >= 0)
+            w = pf_plan_window(plan, j.strip, u->nodes[0]);
+        j.lo = w.y0;
+        j.hi = w.y1;
+        int bands = w.y1 > w.y0 ? band_count(w.y1 - w.y0, u->cpu_band_rows) : 0;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         pf_task_fn fn = u->kind == PF_UNIT_POINT ? point_task : region_task;
@@ -606,7 +652,10 @@ int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
             continue;
         j.frames = f;
         j.node = p->outputs[o].node;
-        rc = run_job(&j, band_count(f->height, PF_CONVERT_ROWS), download_task);
+        pf_region w = j.strip >= 0 ? strip_rows(plan, j.strip) : (pf_region){0, f->height};
+        j.lo = w.y0;
+        j.hi = w.y1;
+        rc = run_job(&j, band_count(w.y1 - w.y0, PF_CONVERT_ROWS), download_task);
     }
     /* Tables last, from the partials the reduce units left: a frame that fails leaves the
        last completed frame's tables as they were (pf_pipeline_table). */

@@ -8,9 +8,12 @@
 
 typedef struct pf_cpu_state {
     int n_nodes;
-    pf_image *buf; /* per node: whole float images (inputs and stored nodes),
+    pf_image *buf;    /* per node: whole float images (inputs and stored nodes),
                                  pointing into pool */
-    void **pool;   /* the images' memory, shared (pf_plan_host_buffers) */
+    pf_float4 **base; /* per node: its buffer's first row; in strips buf[i].data is set
+                         for each strip so that row y of the image is row y - (the
+                         window's first) of the buffer (exec_cpu.c) */
+    void **pool;      /* the images' memory, shared (pf_plan_host_buffers) */
     int n_pool;
     double **partials;        /* per node, reduce stages: bands * partial_len */
     int workers;              /* threads that may run tasks at once */
@@ -50,6 +53,10 @@ typedef struct pf_cpu_run {
                         at its next cancel point once it differs */
     double *unit_ms;  /* per unit: the measured times; NULL: pf_watchdog_unit_ran at once */
     int tables;       /* combine the reduce units' partials into p->tables */
+    int strip;        /* a strip plan (plan->strip_rows): the strip to run; inputs[i] and
+                         outputs[o] are then frames of the whole image's height whose rows
+                         of the strip's windows (inputs) and rows (outputs) are the
+                         caller's memory (pf_pipeline_run_strip) */
 } pf_cpu_run;
 int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
                     pf_frame *const *outputs, const pf_cpu_run *run);

@@ -1,7 +1,8 @@
 /* engine/exec_cpu_state.c: what the CPU executor allocates for a plan, once, so that
- * running a frame allocates nothing: a whole float image for every pipeline input and
- * stored node (nodes whose lives do not overlap share one), the reduce stages' partials (one row per band) and per-worker scratch
- * (stencil and resample tasks, point-chain chunks). */
+ * running a frame allocates nothing: a whole float image (in strips, a window of rows)
+ * for every pipeline input and stored node (nodes whose lives do not overlap share
+ * one), the reduce stages' partials (one row per band) and per-worker scratch (stencil
+ * and resample tasks, point-chain chunks). */
 #include <stdlib.h>
 
 #include "cpu_lut.h"
@@ -34,7 +35,7 @@ static int alloc_images(const pf_pipeline *p, pf_cpu_state *st)
         im->width = plan->shapes[i].width;
         im->height = plan->shapes[i].height;
         im->pitch = pf_align_up((size_t)im->width * sizeof(pf_float4));
-        im->data = st->pool[buf_of[i]];
+        im->data = st->base[i] = st->pool[buf_of[i]];
     }
     free(buf_of), free(bytes);
     return rc;
@@ -82,11 +83,13 @@ int pf_cpu_state_make(const pf_pipeline *p, pf_cpu_state **out)
         return PF_NO_MEMORY;
     st->n_nodes = p->n_nodes;
     st->buf = calloc((size_t)p->n_nodes, sizeof(pf_image));
+    st->base = calloc((size_t)p->n_nodes, sizeof(pf_float4 *));
     st->partials = calloc((size_t)p->n_nodes, sizeof(double *));
     st->direct_in = calloc((size_t)p->n_inputs + 1, 1);
     st->direct_out = calloc((size_t)p->n_nodes, sizeof *st->direct_out);
     st->lut_inputs = calloc((size_t)p->n_inputs + 1, sizeof *st->lut_inputs);
-    if (!st->buf || !st->partials || !st->direct_in || !st->direct_out || !st->lut_inputs)
+    if (!st->buf || !st->base || !st->partials || !st->direct_in || !st->direct_out ||
+        !st->lut_inputs)
         return PF_NO_MEMORY;
     return alloc_all(p, st);
 }
@@ -101,6 +104,7 @@ void pf_cpu_state_free(pf_cpu_state *st)
     for (int i = 0; i < st->n_nodes && st->partials; i++)
         free(st->partials[i]);
     free(st->buf);
+    free(st->base);
     free(st->partials);
     free(st->direct_in);
     free(st->direct_out);

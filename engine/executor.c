@@ -252,6 +252,14 @@ static int cpu_submit(pf_pipeline *p, void *state, const pf_frame *in, pf_frame 
     return rc;
 }
 
+int pf_cpu_strip(pf_pipeline *p, void *state, int s, const pf_frame *in, pf_frame *const *out)
+{
+    cpu_exec *c = state;
+    cpu_settle(p, c);
+    pf_cpu_run run = {.err = p->errmsg, .cancel0 = atomic_load(&p->cancels), .strip = s};
+    return pf_exec_cpu_run(p, c->st, in, out, &run);
+}
+
 int pf_cpu_queue(pf_pipeline *p, void *state, const pf_frame *in, pf_frame *const *out, int *ticket)
 {
     cpu_exec *c = state;
@@ -430,6 +438,8 @@ const pf_executor pf_executor_cuda = {
    implementation, else the CPU with a one-line notice. */
 static const pf_executor *choose(pf_pipeline *p)
 {
+    if (p->strip_rows)
+        return &pf_executor_cpu; /* strips run on the CPU (pipefuse/bands.h) */
     int cuda = p->opts.backend == PF_BACKEND_CUDA;
     if (p->opts.backend == PF_BACKEND_AUTO && pf_cuda_lost(p->eng))
         cuda = 1; /* fail with the reason rather than switch executors silently */

@@ -43,6 +43,9 @@ extern const pf_executor pf_executor_cpu;
    thread and returns; its wait completes it. Frames checked as for submit. */
 int pf_cpu_queue(pf_pipeline *p, void *state, const pf_frame *in, pf_frame *const *out,
                  int *ticket);
+/* Runs strip s of a strip plan (plan->strip_rows) on the CPU, now: frames of the whole
+   image's height whose rows of the strip are the caller's (exec_cpu.h, pf_cpu_run). */
+int pf_cpu_strip(pf_pipeline *p, void *state, int s, const pf_frame *in, pf_frame *const *out);
 /* Lets a queued CPU frame complete (its status kept for its wait), so that the calling
    thread may change or read what the frame reads; nothing for other executors. */
 void pf_pipeline_settle(pf_pipeline *p);

@@ -220,6 +220,8 @@ struct pf_pipeline {
     int n_outputs;
     pf_options opts;
     struct pf_plan *plan;           /* pure data (plan.h) */
+    int strip_rows;                 /* the plan being made is for strips of this many rows
+                                       (pf_pipeline_plan_strips); 0: whole frames */
     const struct pf_executor *exec; /* the executor carrying it out (executor.h) */
     void *exec_state;               /* its state for this plan */
     pf_table_buf *tables;           /* per node, reduce stages: the plan's tables */

@@ -39,6 +39,8 @@ void pf_plan_free(pf_plan *plan)
     free(plan->cons_first);
     free(plan->cons);
     free(plan->is_out);
+    free(plan->win);
+    free(plan->win_rows);
     free(plan);
 }
 
@@ -655,10 +657,11 @@ static int has_image(const pf_pipeline *p, const pf_plan *plan, int i, int every
            (every_node && plan->unit_of[i] >= 0 && p->nodes[i].desc->kind != PF_STAGE_REDUCE);
 }
 
+/* A node's float image: its whole height, or its tallest window in strips. */
 static size_t host_image_bytes(const pf_plan *plan, int i)
 {
-    return pf_align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) *
-           (size_t)plan->shapes[i].height;
+    int rows = plan->strip_rows ? plan->win_rows[i] : plan->shapes[i].height;
+    return pf_align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) * (size_t)rows;
 }
 
 /* pf_plan_host_buffers, for the images has_image(.., every_node) names. */
@@ -888,6 +891,8 @@ static int plan_layout(pf_pipeline *p, const pf_shape *in, int n_in, int device,
             rc = unit_io(p, plan);
         if (rc == PF_OK)
             rc = colour_streams(p, plan);
+        if (rc == PF_OK && p->strip_rows)
+            rc = pf_plan_strips(p, plan, p->strip_rows);
         if (rc == PF_OK)
             pf_watchdog_predict(p, plan); /* bands */
     }

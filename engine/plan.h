@@ -57,6 +57,14 @@ typedef struct pf_plan {
     int n_units;
     int n_unfused_units; /* launch units the frame would take without fusion */
     int n_streams;
+    /* Strips (strip.c, pipefuse/bands.h): the image outputs, all out_height rows tall,
+       run strip_rows rows at a time, strip s on rows [s strip_rows, (s + 1) strip_rows)
+       of them; every node holds only a window of its rows, win[s * n_nodes + i] for
+       node i in strip s (empty: lo == hi), its buffer win_rows[i] rows tall. A point
+       unit's members share one window. strip_rows 0: whole frames. */
+    int strip_rows, n_strips, out_height;
+    pf_region *win;
+    int *win_rows;
     double budget_ms; /* watchdog budget per launch; 0: no splitting */
     double bandwidth; /* bytes/s the cost model assumes (measured on the device) */
     int bandwidth_measured;
@@ -64,8 +72,20 @@ typedef struct pf_plan {
 
 /* Plans p for input shapes into *out, for an executor whose buffers are on the device
    when device is set; checks the max_memory option against what the plan needs.
+   With p->strip_rows, plans strips of that many output rows (the CPU's only).
    Errors in p->errmsg. Allocates no buffer. */
 int pf_plan_build(pf_pipeline *p, const pf_shape *in, int n_in, int device, pf_plan **out);
+/* strip.c: the windows of plan's strips of `rows` output rows (plan->win and its
+   fields), after its units are made; PF_UNSUPPORTED with the reason in p->errmsg when p
+   cannot run in strips, PF_NO_MEMORY. */
+int pf_plan_strips(pf_pipeline *p, pf_plan *plan, int rows);
+/* The window of node i in strip s (its whole image without strips). */
+static inline pf_region pf_plan_window(const pf_plan *plan, int s, int i)
+{
+    if (!plan->strip_rows)
+        return (pf_region){0, plan->shapes[i].height};
+    return plan->win[(size_t)s * (size_t)plan->n_nodes + (size_t)i];
+}
 void pf_plan_free(pf_plan *plan);
 /* The CPU executor's whole float images (every pipeline input and stored node), shared
    between nodes whose lives do not overlap: units run one at a time in plan order, so a

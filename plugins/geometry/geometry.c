@@ -10,6 +10,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,33 @@ static int run_mapped(const pf_stage_args *a, map_fn map, pf_float4 fill)
     return 0;
 }
 
+/* rows_in of a map: the input rows that output rows r read, clamped as mapped_px reads.
+   A map is affine along an output row, so a row's sources lie between those of its
+   first and last pixels. */
+static int mapped_rows(const void *params, map_fn map, const pf_shape *in, const pf_shape *out,
+                       pf_region r, pf_region *rows)
+{
+    int lo = in->height, hi = -1;
+    for (int y = r.y0; y < r.y1; y++)
+        for (int e = 0; e < 2; e++) {
+            int sx, sy;
+            map(params, in->width, in->height, e ? out->width - 1 : 0, y, &sx, &sy);
+            sy = sy < 0 ? 0 : sy >= in->height ? in->height - 1 : sy;
+            lo = sy < lo ? sy : lo;
+            hi = sy > hi ? sy : hi;
+        }
+    *rows = hi < lo ? (pf_region){0, 0} : (pf_region){lo, hi + 1};
+    return 0;
+}
+
+#define MAPPED_ROWS(id)                                                                            \
+    static int id##_rows_in(const void *params, const pf_shape *in, const pf_shape *out, int k,    \
+                            pf_region r, pf_region *rows)                                          \
+    {                                                                                              \
+        (void)k;                                                                                   \
+        return mapped_rows(params, id##_map, in, out, r, rows);                                    \
+    }
+
 #define MAPPED_RUN(id)                                                                             \
     static int id##_run(const pf_stage_args *a)                                                    \
     {                                                                                              \
@@ -154,6 +182,17 @@ static int crop_run(const pf_stage_args *a)
     return run_mapped(&shifted, pad_map, pf_f4(p->color[0], p->color[1], p->color[2], p->color[3]));
 }
 
+static int crop_rows_in(const void *params, const pf_shape *in, const pf_shape *out, int k,
+                        pf_region r, pf_region *rows)
+{
+    (void)k;
+    long long x0, y0;
+    pf_crop_origin((const pf_crop_params *)params, in->width, in->height, out->width, out->height,
+                   &x0, &y0);
+    pf_pad_params m = {.left = (int)-x0, .top = (int)-y0};
+    return mapped_rows(&m, pad_map, in, out, r, rows);
+}
+
 static int flip_map(const void *params, int w, int h, int x, int y, int *sx, int *sy)
 {
     int axis = ((const pf_flip_params *)params)->axis;
@@ -162,6 +201,7 @@ static int flip_map(const void *params, int w, int h, int x, int y, int *sx, int
     return 1;
 }
 MAPPED_RUN(flip)
+MAPPED_ROWS(flip)
 
 static int rotate_shape(const void *params, const pf_shape *in, pf_shape *out, char *err,
                         size_t err_size)
@@ -234,6 +274,36 @@ static int rotate_any_run(const pf_stage_args *a)
     return 0;
 }
 
+/* Any angle reads the two rows around each pixel's source, the corners of the region
+   bounding them (the map is affine); quarter and half turns are maps. */
+static int rotate_rows_in(const void *params, const pf_shape *in, const pf_shape *out, int k,
+                          pf_region r, pf_region *rows)
+{
+    (void)k;
+    const pf_rotate_params *p = (const pf_rotate_params *)params;
+    if (p->degrees == 0)
+        return mapped_rows(params, rotate_map, in, out, r, rows);
+    if (r.y1 <= r.y0) {
+        *rows = (pf_region){0, 0};
+        return 0;
+    }
+    double s, c;
+    pf_sincos_deg(p->degrees, &s, &c);
+    int lo = INT32_MAX, hi = INT32_MIN;
+    for (int e = 0; e < 4; e++) {
+        double fx, fy;
+        int x0, y0;
+        pf_rotate_source(s, c, out->width, out->height, in->width, in->height,
+                         e & 1 ? out->width - 1 : 0, e & 2 ? r.y1 - 1 : r.y0, &x0, &y0, &fx, &fy);
+        lo = y0 < lo ? y0 : lo;
+        hi = y0 + 1 > hi ? y0 + 1 : hi;
+    }
+    lo = lo < 0 ? 0 : lo;
+    hi = hi >= in->height ? in->height - 1 : hi;
+    *rows = hi < lo ? (pf_region){0, 0} : (pf_region){lo, hi + 1};
+    return 0;
+}
+
 static int rotate_run(const pf_stage_args *a)
 {
     if (((const pf_rotate_params *)a->params)->degrees != 0)
@@ -256,6 +326,8 @@ static int pad_map(const void *params, int w, int h, int x, int y, int *sx, int 
     *sy = y - p->top;
     return *sx >= 0 && *sx < w && *sy >= 0 && *sy < h;
 }
+
+MAPPED_ROWS(pad)
 
 static int pad_run(const pf_stage_args *a)
 {
@@ -419,6 +491,26 @@ static int resize_run(const pf_stage_args *a)
     return 0;
 }
 
+/* The rows every tap of output rows r reads, clamped to the input as resize_run reads. */
+static int resize_rows_in(const void *params, const pf_shape *in, const pf_shape *out, int k,
+                          pf_region r, pf_region *rows)
+{
+    (void)k;
+    const pf_resize_params *p = (const pf_resize_params *)params;
+    int lo = in->height, hi = -1;
+    for (int y = r.y0; y < r.y1; y++) {
+        pf_span sp = pf_axis_span(p->mode, p->antialias, in->height, out->height, y);
+        for (int i = 0; i<sp.count; i += sp.count - 1> 0 ? sp.count - 1 : 1) {
+            int idx;
+            pf_span_weight(&sp, i, &idx);
+            lo = idx < lo ? idx : lo;
+            hi = idx > hi ? idx : hi;
+        }
+    }
+    *rows = hi < lo ? (pf_region){0, 0} : (pf_region){lo, hi + 1};
+    return 0;
+}
+
 /* ---- Descriptors ------------------------------------------------------------------------- */
 
 #define INT_ROW(T, f, doc, d, hi) PF_INT_PARAM(T, f, d, 0, hi, doc)
@@ -540,7 +632,8 @@ int pad_cuda(const pf_stage_args *a);
                                      .run_cpu = id##_run,                                          \
                                      .run_cuda = PF_CUDA(id##_cuda),                               \
                                      .native_ok = id##_native_ok,                                  \
-                                     .run_native = id##_native}
+                                     .run_native = id##_native,                                    \
+                                     .rows_in = id##_rows_in}
 
 RESAMPLE(resize,
          "Resize to a given size, into or over a box keeping the aspect ratio, or by a "

@@ -34,6 +34,49 @@ extern "C" {
    params count (a radius follows them). */
 int pf_pipeline_band_halo(const pf_pipeline *p, int *halo, char *why, size_t why_size);
 
+/* ---- Strips: pipelines with resample stages, a band of output rows at a time ----------
+ *
+ * pf_pipeline_band_halo's bands are frames of their own, which a resize cannot be cut
+ * into. Strips are bands of the outputs' rows run on one plan for the whole image: each
+ * stage computes the rows of its output the later stages need, from the rows of its
+ * inputs it reads (a stencil its radius more, a resample stage what its rows_in says),
+ * as on the whole frame, so every strip's rows are the whole frame's, bit for bit, and
+ * each node holds only its rows of the strip. A program reads the rows each strip asks
+ * of the inputs, runs it and writes its output rows: a resize, crop or any-angle rotate
+ * of a photo in a fraction of the whole frames' memory. Strips run on the CPU. */
+
+/* Whether p can run in strips: PF_OK, or PF_UNSUPPORTED with the reason in why: a used
+   reduce stage (its table needs the whole frame) or a resample stage without rows_in.
+   (Outputs of different heights are refused when planned.) Reads p only. */
+int pf_pipeline_strips_possible(const pf_pipeline *p, char *why, size_t why_size);
+
+/* Plans p on the CPU for whole inputs of these shapes run in strips of `rows` output
+   rows (the image outputs, one height), *n_strips of them (NULL: not wanted). The
+   memory limit (max_memory) counts the strips' buffers. pf_pipeline_run and the other
+   frame calls plan whole frames again. PF_UNSUPPORTED with the reason in the message
+   when p cannot run in strips. */
+int pf_pipeline_plan_strips(pf_pipeline *p, const pf_shape *inputs, int n_inputs, int rows,
+                            int *n_strips);
+
+/* Strip s of the current strip plan: the output rows [*y0, *y1) it computes and, per
+   input (n_inputs entries of in_rows), the rows [y0, y1) it reads ({0, 0}: none).
+   Windows move down the image from strip to strip for resizes, crops, pads and stencils,
+   not for a vertical flip or a quarter turn (whose first strip reads the last rows, or
+   every row). */
+int pf_pipeline_strip(pf_pipeline *p, int s, int *y0, int *y1, pf_region *in_rows, int n_inputs);
+
+/* The memory a strip plan of `rows` rows needs, as pf_pipeline_memory (nothing planned:
+   the current plan stays). */
+int pf_pipeline_strip_memory(pf_pipeline *p, const pf_shape *inputs, int n_inputs, int rows,
+                             pf_memory *m);
+
+/* Runs strip s: inputs[i] holds input i's rows in_rows[i] of pf_pipeline_strip (its
+   height that many rows; any height when none), outputs[o] receives the output rows
+   [y0, y1) (its height y1 - y0; NULL data: not wanted). Synchronous, on the caller's
+   thread and the engine's pool; frames in other memory than each other. */
+int pf_pipeline_run_strip(pf_pipeline *p, int s, const pf_frame *inputs, int n_in,
+                          pf_frame *outputs, int n_out);
+
 /* ---- PNG rows ------------------------------------------------------------------------- */
 
 typedef struct pf_png_rows pf_png_rows;

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define PF_ABI_MAJOR         1
-#define PF_ABI_MINOR         5
+#define PF_ABI_MINOR         6
 #define PF_ABI_VERSION       ((uint32_t)((PF_ABI_MAJOR << 16) | PF_ABI_MINOR))
 #define PF_PLUGIN_ENTRY_NAME "pf_plugin_entry"
 #define PF_MAX_INPUTS        8
@@ -355,6 +355,18 @@ typedef struct pf_stage_desc {
        other functions of the sums fuse too. run_cpu with combine, and run_cuda with
        combine, must give fn(sum) for every entry. NULL: the table is the sum itself. */
     const char *reduce_finish;
+
+    /* ---- ABI 1.6 ---- */
+    /* resample, optional: the rows of input k (of the stage's n_in inputs, shapes in[])
+       that computing output rows out_rows of an output of shape *out reads, as a region
+       [y0, y1) of the input ([0, 0) when it reads none), clamped reads included; 0, or
+       non-zero when it cannot say. The engine may then run a pipeline in strips of
+       output rows (pipefuse/bands.h), each stage on the rows its consumers need, with
+       only those rows of its inputs held: run_cpu and run_native must then read no other
+       row of input k for that region. NULL: the stage needs its whole input, and a
+       pipeline using it runs whole frames. */
+    int (*rows_in)(const void *params, const pf_shape *in, const pf_shape *out, int k,
+                   pf_region out_rows, pf_region *in_rows);
 } pf_stage_desc;
 
 /* pf_stage_desc.separable_max: the largest radius a separable stage may declare. */
