@@ -767,8 +767,7 @@ static void plan_memory(const pf_pipeline *p, const pf_plan *plan, pf_memory *m,
         int used = i < p->n_inputs || plan->unit_of[i] >= 0;
         if (!used || (i >= p->n_inputs && p->nodes[i].desc->kind == PF_STAGE_REDUCE))
             continue;
-        double im = (double)pf_align_up((size_t)plan->shapes[i].width * sizeof(pf_float4)) *
-                    plan->shapes[i].height;
+        double im = (double)host_image_bytes(plan, i); /* a window's rows in strips */
         if (im > big) {
             big = im;
             *largest = i;

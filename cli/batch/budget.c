@@ -106,14 +106,122 @@ static unsigned long long band_need(unsigned long long est, unsigned long long h
     return est / h * (unsigned long long)s.height + 1 + plan_host_bytes(&m);
 }
 
+/* The pipeline's input shapes for a w x h file: the other inputs (--input) their own. */
+static void file_shapes(int w, int h, pf_shape *shapes)
+{
+    for (int i = 0; i < W.n_in; i++)
+        shapes[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : (pf_shape){w, h};
+}
+
+/* A strip plan of `rows` output rows for a w x h file (W.probe planned for it): the
+   buffers' bytes, the tallest window of the file's rows a strip reads (*in_rows), the
+   outputs' height, and whether the windows move down the image (a reader streams them).
+   0, or -1 when the engine refuses (the lane then says why, on the whole frame). */
+static int strip_probe(int w, int h, int rows, unsigned long long *plan_bytes, int *in_rows,
+                       int *out_h, int *streams)
+{
+    pf_shape shapes[RUN_MAX_IO];
+    file_shapes(w, h, shapes);
+    pf_memory m;
+    memset(&m, 0, sizeof m);
+    m.size = sizeof m;
+    int n = 0;
+    if (pf_pipeline_strip_memory(W.probe, shapes, W.n_in, rows, &m) != PF_OK ||
+        pf_pipeline_plan_strips(W.probe, shapes, W.n_in, rows, &n) != PF_OK)
+        return -1;
+    *plan_bytes = plan_host_bytes(&m);
+    *in_rows = 0;
+    *streams = 1;
+    pf_region last = {0, 0}, win[RUN_MAX_IO];
+    for (int s = 0; s < n; s++) {
+        int y0, y1;
+        if (pf_pipeline_strip(W.probe, s, &y0, &y1, win, W.n_in) != PF_OK)
+            return -1;
+        *out_h = y1;
+        if (win[0].y1 <= win[0].y0)
+            continue;
+        *in_rows = win[0].y1 - win[0].y0 > *in_rows ? win[0].y1 - win[0].y0 : *in_rows;
+        *streams &= win[0].y0 >= last.y0 && win[0].y1 >= last.y1;
+        last = win[0];
+    }
+    return 0;
+}
+
+/* plan_job for a pipeline that runs in strips (W.stripable), on the CPU: strips when
+   --band-rows asks for them, or (auto) when the whole frame would hold over
+   BAND_AUTO_BYTES or --max-memory, of as many output rows as keep a strip's buffers
+   within the lanes' share of BAND_AUTO_BYTES, fewer under --max-memory, down to the
+   smallest strip that fits. Only where a reader can stream the windows (not a vertical flip, say). */
+static void plan_strips(job *j, int w, int h)
+{
+    const unsigned long long budget = W.o->max_memory;
+    long long rows = W.o->band_rows;
+    if (atomic_load(&W.gpu) || rows == 0)
+        return;
+    if (rows < 0) {
+        pf_shape shapes[RUN_MAX_IO];
+        file_shapes(w, h, shapes);
+        pf_memory m;
+        memset(&m, 0, sizeof m);
+        m.size = sizeof m;
+        if (pf_pipeline_memory(W.probe, shapes, W.n_in, &m) != PF_OK)
+            return;
+        const unsigned long long need = j->est + plan_host_bytes(&m);
+        if (need <= (budget && budget < BAND_AUTO_BYTES ? budget : BAND_AUTO_BYTES))
+            return;
+        rows = 256;
+    }
+    /* The frames of a strip: its window of the input, two sets of output rows; est counts
+       the input and one output the input's size per image output. */
+    const unsigned long long row_bytes =
+        j->est / (unsigned long long)h / (1u + (unsigned)W.n_images);
+    /* a lane's strip buffers: BAND_AUTO_BYTES shared by the lanes, 4 to 16 MiB each */
+    unsigned long long target = BAND_AUTO_BYTES / (unsigned)(W.lanes > 0 ? W.lanes : 1);
+    target = target < BAND_BYTES / 2   ? BAND_BYTES / 2
+             : target > 2 * BAND_BYTES ? 2 * BAND_BYTES
+                                       : target;
+    unsigned long long plan_bytes = 0, frames = 0;
+    int in_rows = 0, out_h = 0, streams = 0;
+    for (;;) {
+        if (strip_probe(w, h, (int)rows, &plan_bytes, &in_rows, &out_h, &streams) != 0)
+            return;
+        frames = row_bytes * ((unsigned long long)in_rows +
+                              2ull * (unsigned long long)rows * (unsigned)W.n_images) +
+                 1;
+        int fits = plan_bytes <= target && (!budget || frames + plan_bytes <= budget / 2);
+        if (W.o->band_rows > 0 || fits || rows <= 8)
+            break;
+        rows = rows * 3 / 4 > 8 ? rows * 3 / 4 : 8;
+    }
+    static atomic_int said;
+    if (!streams && W.o->band_rows > 0 && !W.o->quiet && !atomic_exchange(&said, 1)) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "--band-rows %d: images run whole: the rows a band reads run up the image "
+                 "(a vertical flip or a turn), and files are read from the top",
+                 W.o->band_rows);
+        notice(0, msg);
+    }
+    if (!streams || rows >= out_h)
+        return;
+    j->band_rows = (int)rows;
+    j->strips = 1;
+    j->est = frames;
+}
+
 void plan_job(job *j)
 {
     j->est = worker_estimate_bytes(j->path, W.n_images, &j->pixels);
     unsigned long long w, h;
     int depth, ctype, interlace;
-    if (!W.bandable || !j->est || read_ihdr(j->path, &w, &h, &depth, &ctype, &interlace) != 0 ||
-        interlace || w == 0 || h == 0 || w > (1u << 20) || h > (1u << 20))
+    if (!(W.bandable || W.stripable) || !j->est ||
+        read_ihdr(j->path, &w, &h, &depth, &ctype, &interlace) != 0 || interlace || w == 0 ||
+        h == 0 || w > (1u << 20) || h > (1u << 20))
         return;
+    if (W.stripable) {
+        plan_strips(j, (int)w, (int)h);
+        return;
+    }
     for (int i = 1; i < W.n_in; i++) /* other inputs are cut into the same bands */
         if (!W.unused[i] && ((unsigned long long)W.bound[i].width != w ||
                              (unsigned long long)W.bound[i].height != h))
@@ -129,8 +237,7 @@ void plan_job(job *j)
             memset(&m, 0, sizeof m);
             m.size = sizeof m;
             pf_shape shapes[RUN_MAX_IO];
-            for (int i = 0; i < W.n_in; i++)
-                shapes[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : s;
+            file_shapes(s.width, s.height, shapes);
             if (pf_pipeline_memory(W.probe, shapes, W.n_in, &m) != PF_OK)
                 return; /* the lane says why, on the whole frame */
             W.probe_shape = s;

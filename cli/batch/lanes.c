@@ -37,13 +37,15 @@ static void drop(cached *c)
 }
 
 /* The lane's pipeline planned for primary input shape s: the job's (the other inputs'
-   own shapes), or its bands' (banded: every input's). Cached, or loaded and planned. */
+   own shapes), or its bands' (banded: every input's), or (banded 2) the job's in strips
+   of j->band_rows output rows. Cached, or loaded and planned. */
 static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
 {
     cached *hit = NULL, *victim = &L->c[0];
+    const int rows = banded == 2 ? j->band_rows : 0;
     for (int i = 0; i < PLAN_CACHE; i++) {
         if (L->c[i].p && L->c[i].shape.width == s.width && L->c[i].shape.height == s.height &&
-            L->c[i].banded == banded)
+            L->c[i].banded == banded && L->c[i].rows == rows)
             hit = &L->c[i];
         if (!L->c[i].p || (victim->p && L->c[i].use < victim->use))
             victim = &L->c[i];
@@ -59,13 +61,15 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
     pf_shape shapes[RUN_MAX_IO];
     shapes[0] = s;
     for (int i = 1; i < W.n_in; i++)
-        shapes[i] = banded && !W.unused[i] ? s : (pf_shape){W.bound[i].width, W.bound[i].height};
+        shapes[i] =
+            banded == 1 && !W.unused[i] ? s : (pf_shape){W.bound[i].width, W.bound[i].height};
     /* Before any buffer: the plan's bytes (the engine counts them from the shapes) and
        the file's frames, against --max-memory. */
     pf_memory m;
     memset(&m, 0, sizeof m);
     m.size = sizeof m;
-    if (pf_pipeline_memory(p, shapes, W.n_in, &m) != PF_OK) {
+    if ((rows ? pf_pipeline_strip_memory(p, shapes, W.n_in, rows, &m)
+              : pf_pipeline_memory(p, shapes, W.n_in, &m)) != PF_OK) {
         snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
         pf_pipeline_destroy(p);
         return NULL;
@@ -91,7 +95,8 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
         pf_pipeline_destroy(p);
         return NULL;
     }
-    if (pf_pipeline_plan(p, shapes, W.n_in) != PF_OK) {
+    if ((rows ? pf_pipeline_plan_strips(p, shapes, W.n_in, rows, NULL)
+              : pf_pipeline_plan(p, shapes, W.n_in)) != PF_OK) {
         snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
         pf_pipeline_destroy(p);
         return NULL;
@@ -119,6 +124,7 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
     victim->p = p;
     victim->shape = s;
     victim->banded = banded;
+    victim->rows = rows;
     victim->use = ++L->clock;
     victim->bytes = pb;
     victim->dev_bytes = m.device_bytes;
@@ -313,17 +319,35 @@ static void *band_writer_main(void *arg)
     return NULL;
 }
 
+/* Reads and drops the file's next n rows, through the window's buffer. */
+static int skip_rows(job *j, pf_frame *in, int n, char *err, size_t errn)
+{
+    while (n > 0) {
+        int k = n < in->height ? n : in->height;
+        if (cli_rows_read(j->rows, in, k, err, errn) != PF_OK)
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
 /* A large image in bands (docs/batch.md), from the input decode opened to the outputs'
-   commit: output rows [y0, y0 + R) come from a frame of the input's rows [a, a + R + 2
-   halo), a = y0 - halo kept inside the image, so every band is one shape (one plan) and
-   a band at the top or bottom edge holds that edge, where stages clamp their reads as
-   on the whole frame. Consecutive windows overlap: the rows kept move up, the rest are
-   read. The lane reads and runs a band while band_writer_main encodes the one before.
-   Nothing is written under the final names unless every row was. */
+   commit. Frames of bands (a pipeline of point and stencil stages): output rows [y0, y0
+   + R) come from a frame of the input's rows [a, a + R + 2 halo), a = y0 - halo kept
+   inside the image, so every band is one shape (one plan) and a band at the top or
+   bottom edge holds that edge, where stages clamp their reads as on the whole frame.
+   Strips (j->strips, a pipeline with resample stages, pipefuse/bands.h): one plan for
+   the whole image, strip s computing output rows [y0, y1) from the window of input
+   rows the engine names, windows moving down the image. Either way consecutive windows
+   overlap: the rows kept move up, the rest are read (rows no window holds are read and
+   dropped). The lane reads and runs a band while band_writer_main encodes the one
+   before. Nothing is written under the final names unless every row was. */
 static void run_banded(lane *L, job *j)
 {
     const int w = j->in[0].width, h = j->in[0].height, R = j->band_rows, halo = W.halo;
-    const int hb = R + 2 * halo; /* below h: plan_job bands only taller images */
+    const int strips = j->strips;
+    int hb = R + 2 * halo; /* below h: plan_job bands only taller images */
+    int n_bands = (h + R - 1) / R;
     pf_frame in, out[2][RUN_MAX_IO], hdr[RUN_MAX_IO];
     out_item items[RUN_MAX_IO];
     int order[RUN_MAX_IO], item_of[RUN_MAX_IO], n = 0, entered = 0, started = 0;
@@ -340,10 +364,26 @@ static void run_banded(lane *L, job *j)
     bw.item_of = item_of;
     bw.index = j->index;
     j->eng_ms = 0;
-    pf_pipeline *p = pipeline_for(L, j, (pf_shape){w, hb}, 1);
+    pf_pipeline *p =
+        strips ? pipeline_for(L, j, (pf_shape){w, h}, 2) : pipeline_for(L, j, (pf_shape){w, hb}, 1);
     if (!p) {
         j->status = 1;
         goto done;
+    }
+    if (strips) { /* the buffer holds the tallest window */
+        pf_region win[RUN_MAX_IO];
+        int y0, y1;
+        hb = 1;
+        pf_shape shapes[RUN_MAX_IO];
+        for (int i = 0; i < W.n_in; i++)
+            shapes[i] = i ? (pf_shape){W.bound[i].width, W.bound[i].height} : (pf_shape){w, h};
+        if (pf_pipeline_plan_strips(p, shapes, W.n_in, R, &n_bands) != PF_OK) {
+            snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
+            j->status = 1;
+            goto done;
+        }
+        for (int s = 0; s < n_bands && pf_pipeline_strip(p, s, &y0, &y1, win, W.n_in) == PF_OK; s++)
+            hb = win[0].y1 - win[0].y0 > hb ? win[0].y1 - win[0].y0 : hb;
     }
     if (pf_frame_alloc(&in, w, hb, j->in[0].sample, j->in[0].channels) != PF_OK) {
         snprintf(j->err, sizeof j->err, "out of memory for a band of %dx%d", w, hb);
@@ -357,14 +397,16 @@ static void run_banded(lane *L, job *j)
         pf_pipeline_output_info(p, k, &oi);
         int ch = pf_pipeline_output_channels(p, k, j->in[0].channels);
         pf_sample smp = oi.bits == 16 ? PF_U16 : oi.bits == 8 ? PF_U8 : j->in[0].sample;
+        /* frames of bands: the band's shape; strips: R rows of the whole output */
+        int oh = strips ? R : oi.shape.height;
         for (int b = 0; b < 2; b++)
-            if (pf_frame_alloc(&out[b][k], oi.shape.width, oi.shape.height, smp, ch) != PF_OK) {
+            if (pf_frame_alloc(&out[b][k], oi.shape.width, oh, smp, ch) != PF_OK) {
                 snprintf(j->err, sizeof j->err, "out of memory for a band of %dx%d", w, hb);
                 j->status = 1;
                 goto done;
             }
         hdr[k] = out[0][k]; /* the header's: the whole image's size */
-        hdr[k].height = h;
+        hdr[k].height = strips ? oi.shape.height : h;
     }
     if ((n = job_items(j, hdr, items, order)) < 0) {
         j->status = 1;
@@ -388,22 +430,39 @@ static void run_banded(lane *L, job *j)
     engine_enter(j);
     entered = 1;
     j->eng_ms = 0;
-    for (int y0 = 0, a = 0, have = 0, i = 0; y0 < h; y0 += R, i++) {
-        int y1 = y0 + R < h ? y0 + R : h, b = i % 2;
-        int na = y0 - halo < 0 ? 0 : y0 - halo > h - hb ? h - hb : y0 - halo;
+    int a = 0, have = 0; /* the buffer holds the input's rows [a, a + have) */
+    for (int i = 0; i < n_bands; i++) {
+        int y0 = i * R, y1 = y0 + R < h ? y0 + R : h, b = i % 2;
+        int na = y0 - halo < 0 ? 0 : y0 - halo > h - hb ? h - hb : y0 - halo, nb = na + hb;
+        pf_region win[RUN_MAX_IO];
+        if (strips) {
+            if (pf_pipeline_strip(p, i, &y0, &y1, win, W.n_in) != PF_OK) {
+                snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
+                j->status = 1;
+                goto done;
+            }
+            na = win[0].y0, nb = win[0].y1;
+            if (nb <= na) /* it reads none: the window stays */
+                na = a, nb = a + have;
+        }
         t = now_ms();
         int keep = a + have - na; /* rows of the last window in this one */
         if (keep > 0 && na > a)
             memmove(in.data, (char *)in.data + (size_t)(na - a) * in.pitch,
                     (size_t)keep * in.pitch);
-        have = keep > 0 ? keep : 0;
-        a = na;
-        pf_frame dst = frame_rows(&in, have, hb - have);
-        if (have < hb && cli_rows_read(j->rows, &dst, hb - have, err, sizeof err) != PF_OK) {
+        if (keep < 0 && skip_rows(j, &in, -keep, err, sizeof err) != 0) {
             reader_error(j, err);
             goto done;
         }
-        have = hb;
+        have = keep > 0 ? keep : 0;
+        a = na;
+        pf_frame dst = frame_rows(&in, have, nb - na - have);
+        if (have < nb - na &&
+            cli_rows_read(j->rows, &dst, nb - na - have, err, sizeof err) != PF_OK) {
+            reader_error(j, err);
+            goto done;
+        }
+        have = nb - na;
         j->dec_ms += now_ms() - t;
         /* output set b is free once band i - 2 is written */
         pthread_mutex_lock(&bw.mu);
@@ -415,10 +474,22 @@ static void run_banded(lane *L, job *j)
             break;
         double t1 = now_ms();
         pf_frame ins[RUN_MAX_IO]; /* the other inputs (--input): the same rows of each */
-        ins[0] = in;
-        for (int k = 1; k < W.n_in; k++)
-            ins[k] = W.unused[k] ? W.bound[k] : frame_rows(&W.bound[k], a, hb);
-        int rc = pf_pipeline_run(p, ins, W.n_in, out[b], W.n_out);
+        ins[0] = strips && have ? frame_rows(&in, 0, have) : in;
+        int rc;
+        if (strips) { /* other inputs: the window of each; outputs: the strip's rows */
+            pf_frame outs[RUN_MAX_IO];
+            for (int k = 1; k < W.n_in; k++)
+                ins[k] = win[k].y1 <= win[k].y0
+                             ? W.bound[k]
+                             : frame_rows(&W.bound[k], win[k].y0, win[k].y1 - win[k].y0);
+            for (int k = 0; k < W.n_out; k++)
+                outs[k] = frame_rows(&out[b][k], 0, y1 - y0);
+            rc = pf_pipeline_run_strip(p, i, ins, W.n_in, outs, W.n_out);
+        } else {
+            for (int k = 1; k < W.n_in; k++)
+                ins[k] = W.unused[k] ? W.bound[k] : frame_rows(&W.bound[k], a, hb);
+            rc = pf_pipeline_run(p, ins, W.n_in, out[b], W.n_out);
+        }
         j->eng_ms += now_ms() - t1;
         if (rc != PF_OK) {
             entered = 0;
@@ -428,10 +499,16 @@ static void run_banded(lane *L, job *j)
         pthread_mutex_lock(&bw.mu);
         bw.y0[b] = y0;
         bw.y1[b] = y1;
-        bw.a[b] = a;
+        bw.a[b] = strips ? y0 : a; /* strips: the frames hold the strip's rows */
         bw.posted = i + 1;
         pthread_cond_broadcast(&bw.cv);
         pthread_mutex_unlock(&bw.mu);
+    }
+    /* strips: the rows after the last window, read to the file's end (as a whole
+       frame's decode reads them: a truncated file fails) */
+    if (strips && a + have < h && skip_rows(j, &in, h - a - have, err, sizeof err)) {
+        reader_error(j, err);
+        goto done;
     }
     /* the last bands written (or a failure), then the commit */
     pthread_mutex_lock(&bw.mu);

@@ -99,16 +99,22 @@ static int setup(char *err, size_t errn)
     char why[512] = "";
     W.bandable = o->band_rows != 0 && !W.has_tables &&
                  pf_pipeline_band_halo(p, &W.halo, why, sizeof why) == PF_OK;
-    if (o->band_rows != 0 && !W.bandable && !o->quiet) {
+    char why_strips[512] = "";
+    W.stripable = o->band_rows != 0 && !W.bandable && !W.has_tables &&
+                  pf_pipeline_strips_possible(p, why_strips, sizeof why_strips) == PF_OK;
+    if (o->band_rows != 0 && !W.bandable && !W.stripable && !o->quiet) {
         if (W.has_tables)
             snprintf(why, sizeof why, "the pipeline has table outputs");
+        else if (why_strips[0]) /* not cut into frames, nor run in strips: the latter's reason */
+            snprintf(why, sizeof why, "%s", why_strips);
         char msg[700];
         snprintf(msg, sizeof msg, "--band-rows %d: images run whole: %s", o->band_rows, why);
         if (o->band_rows > 0) /* said once per run, whatever the restarts (notice) */
             notice(0, msg);
     }
     if (load_pipeline(W.e, &W.forms, err, errn) != 0 ||
-        (W.bandable && o->band_rows < 0 && load_pipeline(W.e, &W.probe, err, errn) != 0)) {
+        (((W.bandable && o->band_rows < 0) || W.stripable) &&
+         load_pipeline(W.e, &W.probe, err, errn) != 0)) {
         pf_pipeline_destroy(p);
         return -1;
     }

@@ -86,9 +86,11 @@ struct job {
     int ticket;
     double t0;
     double dec_ms, eng_ms, enc_ms; /* where its time went */
-    /* Banded (run_banded): rows per band (0: whole frames), the input open for rows from
-       its decode on, and the outputs' names once the lane has written and committed them. */
-    int band_rows;
+    /* Banded (run_banded): rows per band (0: whole frames), whether the bands are strips
+       of output rows (pipefuse/bands.h: a pipeline with resample stages), the input open
+       for rows from its decode on, and the outputs' names once the lane has written and
+       committed them. */
+    int band_rows, strips;
     cli_rows *rows;
     int written;
     char outs[3000];
@@ -104,7 +106,9 @@ typedef struct queue {
 typedef struct cached {
     pf_pipeline *p;
     pf_shape shape;
-    int banded; /* planned for bands: every input has the band's shape */
+    int banded; /* planned for bands: every input has the band's shape; 2: strips of
+                   `rows` output rows of whole inputs */
+    int rows;
     unsigned long long use;
     unsigned long long bytes, dev_bytes;
 } cached;
@@ -156,6 +160,9 @@ struct worker_state {
        and a pipeline never planned that tells the whole-frame memory of a shape (the
        job reader's, for --band-rows auto), with the last answer. */
     int bandable, halo;
+    /* Or, a pipeline with resample stages that cannot be cut into frames of bands (with
+       no reduce stage), whether it runs in strips of output rows on the CPU. */
+    int stripable;
     pf_pipeline *probe;
     /* A pipeline never planned that tells each output's PNG form and its geometry from
        the input's (job_items: pHYs through resize, crop, quarter turns). */

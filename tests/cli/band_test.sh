@@ -7,8 +7,11 @@
 #           rows give the same files byte for byte: point chains, stencil chains (the
 #           halo), several outputs, 8/16-bit gray, gray+alpha, RGB, RGBA, palette and tRNS
 #           inputs, 1/2/4-bit gray, interlaced inputs (read whole), metadata before and
-#           after the image data, --strip, two files at once; a pipeline that needs whole
-#           frames (a resize, a position-dependent op) says so and still runs
+#           after the image data, --strip, two files at once; pipelines with resample
+#           stages and position-dependent ops in strips of output rows (pipefuse/bands.h):
+#           a resize of every kind, a crop and pad, a turn by any angle, a vignette; one
+#           whose rows run up the image (a vertical flip) and one with a table output say
+#           they run whole, and still run
 # errors    a file cut short or corrupt in the middle of its image data fails naming the
 #           row, leaves no output and no temporary, and the other files of the batch
 #           are written; --max-memory counts a band, not the whole image, and auto bands
@@ -16,7 +19,9 @@
 # gpu       identity with --backend cuda (bands are frames on the GPU); 77 without a GPU
 # memory    the peak resident memory of a 12-megapixel photo through a point and a
 #           stencil pipeline stays under 64 MB in bands (GNU time; skipped without it),
-#           and is over it with --band-rows off (the point pipeline: so the bound bites)
+#           and is over it with --band-rows off (the point pipeline: so the bound bites);
+#           four of them at once through half size, a grade and a blur (strips) under
+#           150 MB, where one whole frame is over it
 set -u
 SECTION=$1
 PF=$2
@@ -111,6 +116,12 @@ EOF
         '"blur": "g", "neg": "i", "edges": {"from": "s", "format": "rgb16"}, "mask": "t", "same": "photo"'
     pipeline resize '{"id": "r", "op": "resize", "params": {"width": 40, "height": 30}}' '"out": "r"'
     pipeline vignette '{"id": "b", "op": "brightness", "params": {"amount": 0.1}}, {"id": "v", "op": "vignette"}' '"out": "v"'
+    pipeline half '{"id": "r", "op": "resize", "params": {"scale": 0.5}}, {"id": "b", "op": "brightness", "params": {"amount": 0.05}}, {"id": "g", "op": "gaussian", "params": {"sigma": 1.5}}' '"out": "g"'
+    pipeline lanczos '{"id": "s", "op": "sobel"}, {"id": "r", "op": "resize", "params": {"width": 123, "mode": "lanczos3"}}, {"id": "v", "op": "vignette"}' '"out": "v", "gray": {"from": "v", "format": "gray8"}'
+    pipeline crop_pad '{"id": "c", "op": "crop", "params": {"width_pct": 70, "height_pct": 60, "gravity": "center"}}, {"id": "p", "op": "pad", "params": {"top": 9, "bottom": 2, "left": 3}}, {"id": "m", "op": "median3"}' '"out": "m"'
+    pipeline rotate '{"id": "t", "op": "rotate", "params": {"degrees": 7}}, {"id": "a", "op": "resize", "params": {"scale": 0.37, "mode": "area"}}' '"out": "a"'
+    pipeline flipv '{"id": "f", "op": "flip", "params": {"axis": "vertical"}}, {"id": "r", "op": "resize", "params": {"scale": 0.5}}' '"out": "r"'
+    pipeline hist '{"id": "r", "op": "resize", "params": {"scale": 0.5}}, {"id": "h", "op": "histogram"}' '"small": "r", "hist": "h"'
     # the reader by rows gives pf_png_read_meta's rows, format and metadata
     for f in "$SRC"/tests/data/pngsuite/*.png "$SRC"/tests/data/pngsuite/interlaced/*.png "$W/in/meta.png"; do
         for rows in 1 7; do
@@ -157,24 +168,29 @@ EOF
                 --plugin-path "$PLUGINS"
             expect 0 "pos_$op, whole"
             pf run "$W/pos_$op.json" "$W/in/rgb8.png" -o "$W/pos_$op.4" --band-rows 4 \
-                --plugin-path "$PLUGINS"
+                --plugin-path "$PLUGINS" -v
             expect 0 "pos_$op, --band-rows 4"
             same "$W/pos_$op.off" "$W/pos_$op.4" "pos_$op, --band-rows 4"
         done
-        [ "$BACKEND" = cpu ] && says "$W/stderr" "images run whole" "pos_direct, --band-rows 4"
+        # in strips: every pixel computed where it is in the whole image
+        [ "$BACKEND" = cpu ] && says "$W/stderr" "run in bands of rows" "pos_direct, --band-rows 4"
     else
         fail "no plugin folder given: the position tests did not run"
     fi
-    for p in point stencil multi resize vignette; do
+    for p in point stencil multi resize vignette half lanczos crop_pad rotate flipv hist; do
         pf run "$W/$p.json" "$W/in" -o "$W/$p.off" --band-rows off -v
         expect 0 "$p, whole frames"
         grep -q "in bands of rows" "$W/stderr" && fail "$p, --band-rows off: files run in bands"
         for rows in 1 5 16; do
             pf run "$W/$p.json" "$W/in" -o "$W/$p.$rows" --band-rows "$rows" -v
             expect 0 "$p, --band-rows $rows"
-            case $p in
-            resize | vignette)
+            case $p:$BACKEND in
+            flipv:* | hist:*)
                 says "$W/stderr" "images run whole" "$p, --band-rows $rows"
+                grep -q "in bands of rows" "$W/stderr" && fail "$p, --band-rows $rows: banded"
+                ;;
+            resize:cuda | vignette:cuda | half:cuda | lanczos:cuda | crop_pad:cuda | rotate:cuda)
+                # strips run on the CPU: on the GPU such pipelines run whole frames
                 grep -q "in bands of rows" "$W/stderr" && fail "$p, --band-rows $rows: banded"
                 ;;
             *) says "$W/stderr" "run in bands of rows" "$p, --band-rows $rows" ;;
@@ -182,8 +198,10 @@ EOF
             same "$W/$p.off" "$W/$p.$rows" "$p, --band-rows $rows"
         done
     done
-    grep -q "stage v (op vignette) may read the pixel's position" "$W/stderr" ||
-        fail "vignette: the reason it runs whole is not given: $(cat "$W/stderr")"
+    pf run "$W/flipv.json" "$W/in/rgb8.png" -o "$W/flipv.again" --band-rows 8
+    says "$W/stderr" "the rows a band reads run up the image" "flipv, --band-rows 8"
+    pf run "$W/hist.json" "$W/in/rgb8.png" -o "$W/hist.again" --band-rows 8
+    says "$W/stderr" "the pipeline has table outputs" "hist, --band-rows 8"
     # two inputs: the second (--input, the same size) is cut into the same bands
     pf run "$W/stencil.json" "$W/in/rgb8.png" -o "$W/second" --band-rows off
     expect 0 "a second input: making it"
@@ -313,6 +331,15 @@ memory)
     peak point-whole "$W/point.json" "$W/photo.png" --band-rows off
     [ "$mb" -ge 64 ] || fail "point, --band-rows off: $mb MB: the bound of 64 MB proves nothing"
     cmp -s "$W/point/photo.png" "$W/point-whole/photo.png" || fail "point: banded and whole differ"
+    # a resize in strips: four photos at once (four lanes, whatever the cores)
+    pipeline half '{"id": "r", "op": "resize", "params": {"scale": 0.5}}, {"id": "b", "op": "brightness", "params": {"amount": 0.05}}, {"id": "c", "op": "contrast", "params": {"amount": 1.1}}, {"id": "g", "op": "gaussian", "params": {"sigma": 1.5}}' '"out": "g"'
+    mkdir -p "$W/four"
+    for i in 1 2 3 4; do ln -s "$W/photo.png" "$W/four/p$i.png"; done
+    peak half "$W/half.json" "$W/four" --jobs 4
+    [ "$mb" -lt 150 ] || fail "half: four 12-megapixel photos in strips peak at $mb MB, over 150 MB"
+    peak half-whole "$W/half.json" "$W/photo.png" --band-rows off
+    [ "$mb" -ge 150 ] || fail "half, --band-rows off: $mb MB: the bound of 150 MB proves nothing"
+    cmp -s "$W/half/p1.png" "$W/half-whole/photo.png" || fail "half: strips and whole differ"
     ;;
 *)
     echo "unknown section $SECTION" >&2
