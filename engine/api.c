@@ -911,10 +911,22 @@ static int run_strip(pf_pipeline *p, int s, const pf_frame *inputs, int n_in, pf
     for (int i = 0; i < n_in; i++) {
         const pf_frame *f = &inputs[i];
         pf_region w = pf_plan_window(plan, s, i);
+        if (w.y1 <= w.y0) { /* the strip reads none of it: only its format counts */
+            static unsigned char none[16];
+            if ((unsigned)f->sample > PF_F32 || f->channels < 1 || f->channels > 4) {
+                pf_errf(p->errmsg, "%s: input '%s': sample %d, %d channels: not a frame format",
+                        p->source, p->nodes[i].id, (int)f->sample, f->channels);
+                return PF_INVALID_ARGUMENT;
+            }
+            vin[i] = (pf_frame){
+                none,       plan->in_shapes[i].width, plan->in_shapes[i].height, 0, f->sample,
+                f->channels};
+            continue;
+        }
         rc = check_frame(p, f, "input", p->nodes[i].id);
         if (rc != PF_OK)
             return rc;
-        if (f->width != plan->in_shapes[i].width || (w.y1 > w.y0 && f->height != w.y1 - w.y0)) {
+        if (f->width != plan->in_shapes[i].width || f->height != w.y1 - w.y0) {
             pf_errf(p->errmsg,
                     "%s: input '%s': strip %d reads rows %d..%d of the %dx%d image: a %dx%d frame "
                     "expected, %dx%d given",
@@ -923,7 +935,7 @@ static int run_strip(pf_pipeline *p, int s, const pf_frame *inputs, int n_in, pf
                     f->height);
             return PF_SHAPE;
         }
-        vin[i] = strip_frame(f, w.y1 > w.y0 ? w : (pf_region){0, 0}, plan->in_shapes[i].height);
+        vin[i] = strip_frame(f, w, plan->in_shapes[i].height);
     }
     for (int o = 0; o < p->n_outputs; o++) {
         outs[o] = NULL;
@@ -941,7 +953,7 @@ static int run_strip(pf_pipeline *p, int s, const pf_frame *inputs, int n_in, pf
             rc = PF_SHAPE;
         }
         for (int q = 0; q < n_in && rc == PF_OK; q++)
-            if (pf_frames_overlap(f, &inputs[q])) {
+            if (vin[q].pitch && pf_frames_overlap(f, &inputs[q])) {
                 pf_errf(p->errmsg,
                         "%s: output '%s' and input '%s' overlap in memory; a strip's "
                         "outputs need memory of their own",

@@ -101,6 +101,24 @@ static int overlay_shape(const void *params, const pf_shape *in, pf_shape *out, 
     return 0;
 }
 
+/* Rows r of the output read the base's rows r and the overlay's rows under them. */
+static int overlay_rows_in(const void *params, const pf_shape *in, const pf_shape *out, int k,
+                           pf_region r, pf_region *rows)
+{
+    (void)out;
+    const pf_overlay_params *p = (const pf_overlay_params *)params;
+    if (k == 0) {
+        *rows = r;
+        return 0;
+    }
+    const long long oy = pf_gravity_y(p->gravity, in[0].height, in[1].height, p->y);
+    long long y0 = r.y0 - oy, y1 = r.y1 - oy;
+    y0 = y0 < 0 ? 0 : y0;
+    y1 = y1 > in[1].height ? in[1].height : y1;
+    *rows = y1 > y0 ? (pf_region){(int)y0, (int)y1} : (pf_region){0, 0};
+    return 0;
+}
+
 /* alpha_over of the overlay (its alpha times opacity) where it covers the base; the
    base elsewhere. */
 static int overlay_run(const pf_stage_args *a)
@@ -155,6 +173,7 @@ static const pf_stage_desc composite_overlay_desc = {
     .run_cpu = overlay_run,
     .run_cuda = PF_CUDA(composite_overlay_cuda),
     .out_channels = 3, /* a colour logo over a gray photo stays in colour */
+    .rows_in = overlay_rows_in,
 };
 
 static const pf_stage_desc *const composite_stages[] = {

@@ -15,7 +15,8 @@
 # errors    a file cut short or corrupt in the middle of its image data fails naming the
 #           row, leaves no output and no temporary, and the other files of the batch
 #           are written; --max-memory counts a band, not the whole image, and auto bands
-#           a file that would be over it whole
+#           a file that would be over it whole (frames of bands, and strips), failing it
+#           only below one band's need
 # gpu       identity with --backend cuda (bands are frames on the GPU); 77 without a GPU
 # memory    the peak resident memory of a 12-megapixel photo through a point and a
 #           stencil pipeline stays under 64 MB in bands (GNU time; skipped without it),
@@ -302,6 +303,21 @@ EOF
     expect 0 "sharpen, auto, --max-memory 10M"
     says "$W/stderr" "run in bands of rows" "sharpen, auto, --max-memory 10M"
     same "$W/mem/sq_whole" "$W/mem/sq_auto" "sharpen in bands under --max-memory 10M"
+    # the same for strips: half size and a blur of the 2000x1500 photo needs some 60 MB
+    # whole; under --max-memory 8M it runs in strips, below one strip's need it fails
+    pipeline half '{"id": "r", "op": "resize", "params": {"scale": 0.5}}, {"id": "g", "op": "gaussian", "params": {"sigma": 2}}' '"out": "g"'
+    pf run "$W/half.json" "$W/mem/wide.png" -o "$W/mem/half_whole" --band-rows off
+    expect 0 "half, whole, no budget"
+    pf run "$W/half.json" "$W/mem/wide.png" -o "$W/mem/half_whole_16" --band-rows off --max-memory 16M
+    expect 1 "half, whole, --max-memory 16M"
+    pf run "$W/half.json" "$W/mem/wide.png" -o "$W/mem/half_auto" --max-memory 8M -v
+    expect 0 "half, auto, --max-memory 8M"
+    says "$W/stderr" "run in bands of rows" "half, auto, --max-memory 8M"
+    same "$W/mem/half_whole" "$W/mem/half_auto" "half in strips under --max-memory 8M"
+    pf run "$W/half.json" "$W/mem/wide.png" -o "$W/mem/half_tiny" --max-memory 1M
+    expect 1 "half, auto, --max-memory 1M"
+    says "$W/stderr" "over --max-memory" "half, auto, --max-memory 1M"
+    [ -e "$W/mem/half_tiny/wide.png" ] && fail "half, --max-memory 1M: an output was written"
     ;;
 memory)
     TIME=/usr/bin/time

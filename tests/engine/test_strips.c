@@ -241,6 +241,14 @@ static void test_maps(void)
                  "{\"id\": \"r\", \"op\": \"resize\", \"inputs\": [\"m\"], \"params\": "
                  "{\"scale\": 0.75, \"mode\": \"bicubic\"}}], \"outputs\": {\"out\": \"r\"}}",
                  2, 64, 48, PF_U8, 4, some_rows, 5, 1);
+    /* an overlay (a resample stage of two inputs) of the same size, offset */
+    check_strips("overlay",
+                 "{\"pipefuse\": 1, \"inputs\": [\"a\", \"b\"], \"stages\": ["
+                 "{\"id\": \"m\", \"op\": \"overlay\", \"inputs\": [\"a\", \"b\"], "
+                 "\"params\": {\"x\": 9, \"y\": 17, \"opacity\": 0.6}},"
+                 "{\"id\": \"r\", \"op\": \"resize\", \"inputs\": [\"m\"], \"params\": "
+                 "{\"scale\": 0.5}}], \"outputs\": {\"out\": \"r\"}}",
+                 2, 64, 48, PF_U8, 4, some_rows, 5, 1);
 }
 
 static void test_memory_and_refusals(void)
