@@ -705,3 +705,101 @@ out:
     free(res1);
     free(resn);
 }
+
+/* rows_in (ABI 1.6): a resample stage computing output rows r from inputs whose rows
+   outside what rows_in names for r were all changed must give the same rows, bit for bit,
+   as from the inputs themselves: strips hand it only those rows. Output bands at the
+   top, in the middle and at the bottom, one row and several. */
+void pc_check_rows_in(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
+                      pc_img *in, int n_in)
+{
+    pf_shape ins[PF_MAX_INPUTS], os;
+    pf_image ims[PF_MAX_INPUTS], fims[PF_MAX_INPUTS];
+    pc_img far[PF_MAX_INPUTS], whole = {0}, band = {0};
+    pc_scratch s = {0};
+    char err[1024] = "";
+    int made = 0, checked = 0;
+    for (int k = 0; k < n_in; k++) {
+        ims[k] = in[k].im;
+        ins[k] = (pf_shape){in[k].im.width, in[k].im.height};
+    }
+    if (d->shape(ps->st, ins, &os, err, sizeof err) != 0 || os.width <= 0 || os.height <= 0 ||
+        os.width > PC_MAX_SIDE || os.height > PC_MAX_SIDE)
+        return; /* pc_check_regions says why */
+    for (; made < n_in; made++)
+        if (pc_img_copy(&far[made], &in[made]) != 0)
+            break;
+    if (made < n_in || pc_img_new(&whole, os.width, os.height) != 0 ||
+        pc_img_new(&band, os.width, os.height) != 0 ||
+        scratch_new(&s, scratch_size_for(d, ps->st, os.width, os.height)) != 0) {
+        fail(c, NULL, "rows_in (%s): out of memory for a %dx%d check", set, os.width, os.height);
+        goto out;
+    }
+    pc_doing("stage %s: run_cpu on the whole image with %s", d->name, set);
+    if (call_stage(d, ps->st, ims, n_in, &whole.im, 0, os.height, &s, NULL, err, sizeof err) != 0)
+        goto out; /* pc_check_regions reports it */
+    const int h = os.height;
+    const int bands[][2] = {
+        {0, 1},     {0, h < 5 ? h : 5},    {h / 3, h / 3 + 1}, {h / 2, h / 2 + 7},
+        {h - 1, h}, {h > 4 ? h - 4 : 0, h}};
+    for (int b = 0; b < 6; b++) {
+        pf_region r = {bands[b][0], bands[b][1] < h ? bands[b][1] : h}, rows[PF_MAX_INPUTS];
+        if (r.y0 < 0 || r.y1 <= r.y0)
+            continue;
+        for (int k = 0; k < n_in; k++) {
+            pc_doing("stage %s: rows_in(rows %d..%d, input %d) with %s", d->name, r.y0, r.y1 - 1, k,
+                     set);
+            rows[k] = (pf_region){-1, -1};
+            if (d->rows_in(ps->st, ins, &os, k, r, &rows[k]) != 0 || rows[k].y0 < 0 ||
+                rows[k].y1 > ins[k].height || rows[k].y1 < rows[k].y0) {
+                fail(c,
+                     "return 0 and the rows [y0, y1) of input k that the output rows read, "
+                     "within the input (y0 == y1 when none)",
+                     "rows_in (%s): for output rows %d..%d of input %d (%d rows) it returned "
+                     "rows %d..%d",
+                     set, r.y0, r.y1 - 1, k, ins[k].height, rows[k].y0, rows[k].y1 - 1);
+                goto out;
+            }
+            /* every row outside them changed */
+            for (int y = 0; y < ins[k].height; y++) {
+                pf_float4 *px = pf_image_row(&far[k].im, y);
+                const pf_float4 *src = pf_image_row(&in[k].im, y);
+                int inside = y >= rows[k].y0 && y < rows[k].y1;
+                for (int x = 0; x < ins[k].width; x++)
+                    px[x] = inside ? src[x]
+                                   : pf_f4((float)pc_rng_unit(c), (float)pc_rng_unit(c),
+                                           (float)pc_rng_unit(c), (float)pc_rng_unit(c));
+            }
+            fims[k] = far[k].im;
+        }
+        pc_doing("stage %s: run_cpu on rows %d..%d with the rows outside rows_in changed", d->name,
+                 r.y0, r.y1 - 1);
+        if (call_stage(d, ps->st, fims, n_in, &band.im, r.y0, r.y1, &s, NULL, err, sizeof err) !=
+            0) {
+            fail(c, "a stage must run on any band of rows",
+                 "rows_in (%s): run_cpu failed on rows %d..%d: %s", set, r.y0, r.y1 - 1,
+                 err[0] ? err : "no message in a->err");
+            goto out;
+        }
+        for (int y = r.y0; y < r.y1; y++)
+            if (memcmp(pf_image_row(&whole.im, y), pf_image_row(&band.im, y),
+                       sizeof(pf_float4) * (size_t)os.width) != 0) {
+                fail(c,
+                     "make rows_in name every input row that the output rows read (clamped "
+                     "reads included): strips hold no other",
+                     "rows_in (%s): output row %d (of rows %d..%d) changed when input rows "
+                     "outside those rows_in names (input 0: rows %d..%d of %d) changed",
+                     set, y, r.y0, r.y1 - 1, rows[0].y0, rows[0].y1 - 1, ins[0].height);
+                goto out;
+            }
+        checked++;
+    }
+    pass(c, "rows_in (%s): %d bands of output rows read only the input rows it names", set,
+         checked);
+out:
+    free(s.p);
+    pc_img_free(&whole);
+    pc_img_free(&band);
+    for (int k = 0; k < made; k++)
+        pc_img_free(&far[k]);
+}

@@ -49,6 +49,11 @@ void pc_check_stage(pc *c, const pf_stage_desc *d)
             pc_check_regions(c, d, &sets[s], set_names[s], in, n_in);
         if (d->kind == PF_STAGE_STENCIL)
             pc_check_radius(c, d, &sets[s], set_names[s], n_in);
+        if (d->kind == PF_STAGE_RESAMPLE && d->rows_in)
+            pc_check_rows_in(c, d, &sets[s], set_names[s], in, n_in);
+        else if (d->kind == PF_STAGE_RESAMPLE && s == 0)
+            warn(c, "rows_in: not declared (plugin ABI 1.6): pipelines using the stage run "
+                    "whole frames, never in strips of rows");
         if (d->kind == PF_STAGE_POINT && (d->flags & PF_STAGE_PER_CHANNEL))
             pc_check_per_channel(c, d, &sets[s], set_names[s], n_in);
     }

@@ -174,6 +174,9 @@ void pc_check_per_channel(pc *c, const pf_stage_desc *d, const pc_params *ps, co
 void pc_check_radius(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set, int n_in);
 void pc_check_reduce(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
                      pc_img *in, int n_in);
+/* rows_in (resample stages that declare it): the rows it names are all a band reads. */
+void pc_check_rows_in(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
+                      pc_img *in, int n_in);
 void pc_check_regions(pc *c, const pf_stage_desc *d, const pc_params *ps, const char *set,
                       pc_img *in, int n_in);
 

@@ -47,6 +47,9 @@ broken region_ignorer "FAIL  regions (default params): writes outside its region
 broken wide_radius "FAIL  reads beyond its declared radius 1"
 # Radii up to PF_MAX_RADIUS are checked on an image sized for them; above, refused.
 broken deep_radius "FAIL  reads beyond its declared radius 30"
+# rows_in (ABI 1.6) must name every input row a band of output rows reads
+broken short_rows "FAIL  rows_in (default params): output row" \
+    "fix: make rows_in name every input row that the output rows read"
 grep -q "not checked" "$W/deep_radius.out" && fail "deep_radius: a check reported as not done"
 broken huge_radius "FAIL  sdk_huge_radius: with its default params: these params make radius() return 300; a stencil's radius must be 0 to 256 (PF_MAX_RADIUS)" \
     "fix: return the farthest distance the stage reads" \
