@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -140,6 +141,26 @@ static int seen_folder(run_args *r, const struct stat *st)
     return 0;
 }
 
+/* Tests only (docs/testing.md): with PF_TEST_LIST_GATE=FILE in the environment and FILE
+   there, each folder about to be read is written into FILE, a line, and the listing
+   waits while FILE holds anything: a test empties it to let the listing go on to the
+   next folder or removes it to let it run free, and so signals a run in the middle of a
+   listing however fast or loaded the machine. A signal ends the wait; the listing then
+   stops as it does anywhere else. */
+static void list_gate(const char *path)
+{
+    const char *gate = getenv("PF_TEST_LIST_GATE");
+    int fd = gate && *gate ? open(gate, O_WRONLY | O_APPEND | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return;
+    int said = dprintf(fd, "%s\n", path) > 0;
+    close(fd);
+    struct stat st;
+    struct timespec t = {0, 2000000};
+    while (said && !stop_signal && stat(gate, &st) == 0 && st.st_size > 0)
+        nanosleep(&t, NULL);
+}
+
 /* The image files (*.png, *.jpg, *.jpeg) of root/rel (sorted), and with --recursive its
    subfolders' (sorted, after the files), never the output folder itself when it lies
    inside, and each folder once (by identity: a link to a folder above would list the
@@ -177,6 +198,7 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
         r->n_looped++;
         return 0;
     }
+    list_gate(path);
     char **files = NULL, **dirs = NULL;
     int nf = 0, nd = 0, rc = 0;
     for (struct dirent *de; rc == 0 && (de = readdir(d));) {

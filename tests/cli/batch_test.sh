@@ -17,7 +17,8 @@
 # a directory without PNGs), names (long input names and output directories), gpu
 # (the batch on the GPU, a kernel that traps; exit 77 without a GPU), start (the worker
 # starts under a low descriptor limit, without /proc, through the dynamic loader), links
-# (-r over links to a folder above, --name folders through a planted link), fresh
+# (-r over links to a folder above, --name folders through a planted link), listing
+# (Ctrl-C or SIGTERM while -r lists a tree: status 130 at once, nothing written), fresh
 # (--skip-existing judges outputs by what made them; names stay with their input), killed
 # (SIGKILL at random points, resumed with --retry-failed until every output is there once),
 # codectime (--file-timeout ends a decode or an encode that hangs), owners (temporaries
@@ -1129,6 +1130,86 @@ section_links() {
     exists "$W/out/real/x/top.result.png"
 }
 
+# ---- listing: Ctrl-C or SIGTERM while -r lists a tree --------------------------------------
+# The listing's gate (PF_TEST_LIST_GATE, cli/inputs.c): each folder the listing is about
+# to read is written into the file, which then holds it there until the file is emptied.
+# list_reached PID FOLDER: waits until run PID holds at FOLDER; fails naming where it is.
+list_reached() {
+    local tries=0
+    while [ ! -s "$W/listgate" ]; do
+        tries=$((tries + 1))
+        if [ $tries -gt 6000 ] || ! kill -0 "$1" 2>/dev/null; then
+            fail "the listing never reached $2 (the run ended, or 120 s passed)"
+            return 1
+        fi
+        sleep 0.02
+    done
+    [ "$(cat "$W/listgate")" = "$2" ] && return
+    fail "the listing held at '$(cat "$W/listgate")', expected $2"
+    return 1
+}
+
+# A tree whose folders each link back to its top, the listing held at the deepest folder
+# with the links passed on the way (each folder listed once) and images found above it,
+# and folders still to come after it: the signal ends the run at once (a bound no
+# machine's load comes near: the run stops in milliseconds, and one that did not stop
+# would wait at the gate for ever) with status 130, saying so, no folder after it listed,
+# no -o folder made and nothing written.
+section_listing() {
+    local dirs=("$W/tree" "$W/tree/d/" "$W/tree/d/d/" "$W/tree/d/d/d/") up="" k sig pid waited
+    mkdir -p "$W/tree/d/d/d" "$W/tree/e" "$W/gen"
+    "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    for k in 0 1 2 3; do
+        cp "$W/gen/rgb8.png" "${dirs[$k]}/p$k.png"
+        if [ $k -gt 0 ]; then
+            up=../$up
+            ln -s "$up" "${dirs[$k]}/back"
+        fi
+    done
+    cp "$W/gen/rgb8.png" "$W/tree/e/p4.png"
+    # the variable without its file changes nothing: the whole tree runs
+    rm -f "$W/listgate"
+    PF_TEST_LIST_GATE=$W/listgate pf run "$P/demo.json" -r "$W/tree" -o "$W/free" --backend cpu
+    expect 0 "-r with no gate file"
+    says "$W/stderr" "5 of 5 input(s) done" "-r with no gate file: every image"
+    for sig in INT TERM; do
+        : >"$W/listgate"
+        (
+            trap - INT
+            export PF_TEST_LIST_GATE=$W/listgate
+            exec "$PF" run "$P/demo.json" -r "$W/tree" -o "$W/out_$sig" --backend cpu
+        ) >"$W/stdout" 2>"$W/stderr" &
+        pid=$!
+        for k in 0 1 2; do
+            list_reached $pid "${dirs[$k]}" || break
+            : >"$W/listgate" # on to the next folder
+        done
+        list_reached $pid "${dirs[3]}"
+        kill -$sig $pid
+        waited=0
+        while kill -0 $pid 2>/dev/null && [ $waited -lt 600 ]; do
+            sleep 0.05
+            waited=$((waited + 1))
+        done
+        if kill -0 $pid 2>/dev/null; then
+            fail "SIG$sig while listing: the run still goes on 30 s later"
+            kill -9 $pid
+            wait $pid
+            rm -f "$W/listgate"
+            continue
+        fi
+        wait $pid
+        rc=$?
+        expect 130 "SIG$sig while listing"
+        says "$W/stderr" "interrupted while listing the inputs; nothing run" "SIG$sig while listing: said"
+        says "$W/stderr" "listed already" "SIG$sig while listing: the links back passed on the way"
+        [ "$(cat "$W/listgate")" = "${dirs[3]}" ] ||
+            fail "SIG$sig while listing: listed after the signal: $(tr '\n' ' ' <"$W/listgate")"
+        [ ! -e "$W/out_$sig" ] || fail "SIG$sig while listing: -o made: $(ls -AR "$W/out_$sig")"
+        rm -f "$W/listgate"
+    done
+}
+
 # ---- fresh: --skip-existing skips only outputs this run would make again: the pipeline's
 # content, every --set and --input, the output options, the plugins and version recorded
 # with them (OUTDIR/.pipefuse-manifest); names stay with their input -------------------
@@ -1401,7 +1482,7 @@ EOF
 }
 
 case $SECTION in
-files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | fresh | killed | codectime | owners | memory)
+files | faults | unruly | parallel | resume | retry | temps | pixels | shards | interrupt | limits | names | gpu | start | links | listing | fresh | killed | codectime | owners | memory)
     "section_$SECTION" ;;
 *) echo "batch_test.sh: unknown section $SECTION" >&2; exit 2 ;;
 esac
