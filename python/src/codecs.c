@@ -65,6 +65,39 @@ PyObject *pf_py_read_png(PyObject *m, PyObject *args)
     return r;
 }
 
+/* write_png's and write_jpeg's common end: the image l describes (in view, checked by the
+   caller) packed into rows without gaps and written, as a JPEG with jpeg's options when
+   given, else as a PNG at zlib level; both without the GIL. Releases view and path_obj
+   whatever happens. */
+static PyObject *pack_and_write(PyObject *path_obj, Py_buffer *view, const layout *l, int level,
+                                const pf_jpeg_write_opts *jpeg)
+{
+    int c = l->ndim == 3 ? (int)l->shape[2] : 1;
+    size_t item = l->sample == PF_U8 ? 1 : l->sample == PF_U16 ? 2 : 4;
+    pf_frame f = {
+        NULL, (int)l->shape[1], (int)l->shape[0], (size_t)l->shape[1] * (size_t)c * item, l->sample,
+        c};
+    void *packed = PyMem_RawMalloc(f.pitch * (size_t)f.height);
+    if (!packed) {
+        PyBuffer_Release(view);
+        Py_DECREF(path_obj);
+        return PyErr_NoMemory();
+    }
+    f.data = packed;
+    char err[1024] = "";
+    const char *path = PyBytes_AS_STRING(path_obj);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS pf_staging_pack(l, packed);
+    rc = jpeg ? pf_jpeg_write(path, &f, jpeg, NULL, err, sizeof err)
+              : pf_png_write(path, &f, level, err, sizeof err);
+    Py_END_ALLOW_THREADS PyMem_RawFree(packed);
+    PyBuffer_Release(view);
+    Py_DECREF(path_obj);
+    if (rc != PF_OK)
+        return pf_py_raise_status(rc, err);
+    Py_RETURN_NONE;
+}
+
 /* write_png(path, array, level): an 8- or 16-bit image of any layout NumPy describes
    (copied to packed rows first where the library could not take it). */
 PyObject *pf_py_write_png(PyObject *m, PyObject *args)
@@ -101,28 +134,7 @@ PyObject *pf_py_write_png(PyObject *m, PyObject *args)
                          l.ndim > 2 ? l.shape[2] : 0);
         return NULL;
     }
-    int c = l.ndim == 3 ? (int)l.shape[2] : 1;
-    size_t item = l.sample == PF_U16 ? 2 : 1;
-    pf_frame f = {
-        NULL, (int)l.shape[1], (int)l.shape[0], (size_t)l.shape[1] * (size_t)c * item, l.sample, c};
-    void *packed = PyMem_RawMalloc(f.pitch * (size_t)f.height);
-    if (!packed) {
-        PyBuffer_Release(&view);
-        Py_DECREF(path_obj);
-        return PyErr_NoMemory();
-    }
-    f.data = packed;
-    char err[1024] = "";
-    const char *path = PyBytes_AS_STRING(path_obj);
-    int rc;
-    Py_BEGIN_ALLOW_THREADS pf_staging_pack(&l, packed);
-    rc = pf_png_write(path, &f, level, err, sizeof err);
-    Py_END_ALLOW_THREADS PyMem_RawFree(packed);
-    PyBuffer_Release(&view);
-    Py_DECREF(path_obj);
-    if (rc != PF_OK)
-        return pf_py_raise_status(rc, err);
-    Py_RETURN_NONE;
+    return pack_and_write(path_obj, &view, &l, level, NULL);
 }
 
 /* ---- JPEG (pipefuse/jpeg.h) ---------------------------------------------------------------- */
@@ -198,25 +210,5 @@ PyObject *pf_py_write_jpeg(PyObject *m, PyObject *args)
                         "and tall");
         return NULL;
     }
-    size_t item = l.sample == PF_U8 ? 1 : l.sample == PF_U16 ? 2 : 4;
-    pf_frame f = {
-        NULL, (int)l.shape[1], (int)l.shape[0], (size_t)l.shape[1] * (size_t)c * item, l.sample, c};
-    void *packed = PyMem_RawMalloc(f.pitch * (size_t)f.height);
-    if (!packed) {
-        PyBuffer_Release(&view);
-        Py_DECREF(path_obj);
-        return PyErr_NoMemory();
-    }
-    f.data = packed;
-    char err[1024] = "";
-    const char *path = PyBytes_AS_STRING(path_obj);
-    int rc;
-    Py_BEGIN_ALLOW_THREADS pf_staging_pack(&l, packed);
-    rc = pf_jpeg_write(path, &f, &opts, NULL, err, sizeof err);
-    Py_END_ALLOW_THREADS PyMem_RawFree(packed);
-    PyBuffer_Release(&view);
-    Py_DECREF(path_obj);
-    if (rc != PF_OK)
-        return pf_py_raise_status(rc, err);
-    Py_RETURN_NONE;
+    return pack_and_write(path_obj, &view, &l, 0, &opts);
 }
