@@ -322,6 +322,14 @@ static int set_param_value(pf_pipeline *p, const char *key, const json_t *v, dou
         free(names);
         return PF_PARAM;
     }
+    for (int b = 0; b < n->n_bind; b++)
+        if (&n->desc->params[n->bind[b].param] == pd) {
+            pf_errf(p->errmsg,
+                    "%s: %s: bound to a reduction of stage '%s' in the pipeline file; its value "
+                    "comes from each frame's table",
+                    p->source, key, p->nodes[n->bind[b].src].id);
+            return PF_PARAM;
+        }
     /* Validate on a copy, so that a rejected value changes nothing; a frame loop changes
        params, so the copy is on the stack unless the struct is larger than its buffer. */
     _Alignas(max_align_t) unsigned char stack[4096];

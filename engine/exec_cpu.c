@@ -294,8 +294,10 @@ static int lut_plan(cpu_job *j, int ui, pf_task_fn *run_task)
     } else {
         return PF_OK;
     }
-    int rc = pf_cpu_lut_get(&j->st->luts, j->plan->n_units, ui, j->p->param_version, j->lut_in,
-                            j->lut_in2, j->lut_out, lut_build, j, &j->lut);
+    /* the tables follow the params: those set through the API, and bound ones */
+    int rc = pf_cpu_lut_get(&j->st->luts, j->plan->n_units, ui,
+                            j->p->param_version + j->st->bound_serial, j->lut_in, j->lut_in2,
+                            j->lut_out, lut_build, j, &j->lut);
     j->run_to = u->n_nodes;
     j->run_from = rc == PF_OK ? n : 0;
     if (n)
@@ -635,10 +637,20 @@ int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
             fn = native_task;
         j.run_from = 0;
         j.run_to = u->n_nodes;
+        for (int a = 0; a < u->n_nodes; a++) /* params bound to tables made earlier */
+            if (p->nodes[u->nodes[a]].n_bind &&
+                pf_bind_apply(p, u->nodes[a], (const double *const *)st->bind_tables))
+                st->bound_serial++;
         if (u->kind == PF_UNIT_POINT)
             rc = lut_plan(&j, ui, &fn);
         if (rc == PF_OK)
             rc = run_job(&j, bands, fn);
+        if (rc == PF_OK && u->kind == PF_UNIT_REDUCE && st->bind_tables[u->nodes[0]]) {
+            const pf_node *rn = &p->nodes[u->nodes[0]];
+            rn->desc->combine(rn->params, &u->shape, st->partials[u->nodes[0]],
+                              band_count(u->shape.height, u->cpu_band_rows),
+                              st->bind_tables[u->nodes[0]]);
+        }
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
         if (run->unit_ms)

@@ -15,12 +15,16 @@ typedef struct pf_cpu_state {
                          window's first) of the buffer (exec_cpu.c) */
     void **pool;      /* the images' memory, shared (pf_plan_host_buffers) */
     int n_pool;
-    double **partials;        /* per node, reduce stages: bands * partial_len */
-    int workers;              /* threads that may run tasks at once */
-    size_t worker_scratch;    /* bytes per worker */
-    unsigned char *scratch;   /* workers * worker_scratch */
-    int chunk;                /* pixels per point-chain chunk (PF_CPU_CHUNK) */
-    struct pf_cpu_luts *luts; /* point units' tables, made on first use (cpu_lut.c) */
+    double **partials;          /* per node, reduce stages: bands * partial_len */
+    double **bind_tables;       /* per node, reduce stages whose table binds params: the
+                                 frame's table, combined as soon as the stage has run */
+    unsigned long bound_serial; /* bumped when a bound param's value changes: the point
+                                   units' tables (cpu_lut.c) are made again */
+    int workers;                /* threads that may run tasks at once */
+    size_t worker_scratch;      /* bytes per worker */
+    unsigned char *scratch;     /* workers * worker_scratch */
+    int chunk;                  /* pixels per point-chain chunk (PF_CPU_CHUNK) */
+    struct pf_cpu_luts *luts;   /* point units' tables, made on first use (cpu_lut.c) */
     /* A frame's bookkeeping, made here so a frame allocates nothing (exec_cpu.c's job):
        per input, per node, and the inputs a table build stands in for. */
     char *direct_in;

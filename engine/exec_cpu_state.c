@@ -61,6 +61,16 @@ static int alloc_all(const pf_pipeline *p, pf_cpu_state *st)
         if (!st->partials[i])
             return PF_NO_MEMORY;
         st->bytes += len * sizeof(double);
+        for (int c = i + 1; c < p->n_nodes && !st->bind_tables[i]; c++)
+            for (int k = 0; k < p->nodes[c].n_bind && !st->bind_tables[i]; k++)
+                if (p->nodes[c].used && p->nodes[c].bind[k].src == i) {
+                    size_t cells = (size_t)plan->shapes[i].width * (size_t)plan->shapes[i].height;
+                    st->bind_tables[i] = calloc(cells ? cells : 1, sizeof(double));
+                    st->allocations++;
+                    if (!st->bind_tables[i])
+                        return PF_NO_MEMORY;
+                    st->bytes += cells * sizeof(double);
+                }
     }
     st->workers = p->eng->threads;
     st->worker_scratch = pf_align_up(scratch ? scratch : PF_ALIGN);
@@ -85,11 +95,12 @@ int pf_cpu_state_make(const pf_pipeline *p, pf_cpu_state **out)
     st->buf = calloc((size_t)p->n_nodes, sizeof(pf_image));
     st->base = calloc((size_t)p->n_nodes, sizeof(pf_float4 *));
     st->partials = calloc((size_t)p->n_nodes, sizeof(double *));
+    st->bind_tables = calloc((size_t)p->n_nodes, sizeof(double *));
     st->direct_in = calloc((size_t)p->n_inputs + 1, 1);
     st->direct_out = calloc((size_t)p->n_nodes, sizeof *st->direct_out);
     st->lut_inputs = calloc((size_t)p->n_inputs + 1, sizeof *st->lut_inputs);
-    if (!st->buf || !st->base || !st->partials || !st->direct_in || !st->direct_out ||
-        !st->lut_inputs)
+    if (!st->buf || !st->base || !st->partials || !st->bind_tables || !st->direct_in ||
+        !st->direct_out || !st->lut_inputs)
         return PF_NO_MEMORY;
     return alloc_all(p, st);
 }
@@ -103,6 +114,9 @@ void pf_cpu_state_free(pf_cpu_state *st)
     free(st->pool);
     for (int i = 0; i < st->n_nodes && st->partials; i++)
         free(st->partials[i]);
+    for (int i = 0; i < st->n_nodes && st->bind_tables; i++)
+        free(st->bind_tables[i]);
+    free(st->bind_tables);
     free(st->buf);
     free(st->base);
     free(st->partials);

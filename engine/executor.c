@@ -436,10 +436,29 @@ const pf_executor pf_executor_cuda = {
 
 /* auto takes CUDA when a device is usable and every used stage has a CUDA
    implementation, else the CPU with a one-line notice. */
+/* The first used stage with params bound to a reduction, or -1. */
+static int bound_stage(const pf_pipeline *p)
+{
+    for (int i = p->n_inputs; i < p->n_nodes; i++)
+        if (p->nodes[i].used && p->nodes[i].n_bind)
+            return i;
+    return -1;
+}
+
 static const pf_executor *choose(pf_pipeline *p)
 {
     if (p->strip_rows)
         return &pf_executor_cpu; /* strips run on the CPU (pipefuse/bands.h) */
+    int bound = bound_stage(p);
+    if (bound >= 0 && p->opts.backend == PF_BACKEND_AUTO) {
+        if (!p->notified_cpu)
+            pf_log(p->eng, 0,
+                   "running on the CPU: stage '%s' has parameters bound to a reduction, which "
+                   "the CPU backend computes",
+                   p->nodes[bound].id);
+        p->notified_cpu = 1;
+        return &pf_executor_cpu;
+    }
     int cuda = p->opts.backend == PF_BACKEND_CUDA;
     if (p->opts.backend == PF_BACKEND_AUTO && pf_cuda_lost(p->eng))
         cuda = 1; /* fail with the reason rather than switch executors silently */
@@ -597,6 +616,14 @@ int pf_pipeline_replan(pf_pipeline *p, const pf_shape *in, int n_in)
     if (rc != PF_OK)
         return rc;
     const pf_executor *ex = choose(p);
+    int bound = bound_stage(p);
+    if (ex->device && bound >= 0) {
+        pf_errf(p->errmsg,
+                "%s: %s: stage '%s' has parameters bound to a reduction, which the CPU backend "
+                "computes; run it with backend auto or cpu",
+                p->source, p->nodes[bound].path, p->nodes[bound].id);
+        return PF_UNSUPPORTED;
+    }
     rc = pf_plan_build(p, in, n_in, ex->device, &p->plan);
     if (rc != PF_OK)
         return rc;

@@ -146,6 +146,30 @@ const char *pf_param_type_name(pf_param_type t);
 
 /* ---- Graph IR (pipeline_load.c fills it) ------------------------------------------------------------ */
 
+/* A parameter bound to a reduction (docs/pipeline-format.md, "Parameters bound to a
+   reduction"): per frame, the value a rule reads from a reduce stage's table, times
+   scale plus offset, clamped to the parameter's range (bind.c). */
+typedef enum pf_bind_rule {
+    PF_BIND_PERCENTILE, /* histogram: the centre of the bin where arg percent is reached */
+    PF_BIND_MEAN,       /* histogram or stats */
+    PF_BIND_MIN,
+    PF_BIND_MAX,
+    PF_BIND_OTSU,      /* histogram: the level between Otsu's two classes */
+    PF_BIND_GAIN_TO,   /* histogram or stats: arg / mean */
+    PF_BIND_GREY_GAIN, /* histogram or stats: the mean of R, G and B's means / this mean */
+    PF_BIND_RULES
+} pf_bind_rule;
+#define PF_BIND_RGB        4    /* pf_binding.channel: R, G and B together */
+#define PF_MAX_BINDS       8    /* bound parameters of one stage */
+#define PF_BIND_PARAMS_MAX 1024 /* bytes of params of a stage with bound parameters */
+typedef struct pf_binding {
+    int param;   /* index into desc->params (a float) */
+    int src;     /* the reduce node (histogram or stats) */
+    int rule;    /* pf_bind_rule */
+    int channel; /* 0 to 3: R, G, B, A; PF_BIND_RGB */
+    double arg, scale, offset;
+} pf_binding;
+
 typedef struct pf_node {
     char *id;                  /* stage id, or the input's name */
     const pf_stage_desc *desc; /* NULL for a pipeline input */
@@ -155,6 +179,10 @@ typedef struct pf_node {
     void *params;          /* desc->params_size bytes; NULL for inputs */
     char *path;            /* JSON path for messages: "stages[3]", "inputs[0]" */
     int used;              /* reaches an output (unused stages are not run) */
+    int n_bind;            /* params bound to reductions; their sources are earlier nodes */
+    pf_binding *bind;
+    void *unbound; /* with bindings: the params as the file gives them, bound ones at
+                              their defaults: what runs when a frame gives no value */
 } pf_node;
 
 #define PF_BITS_LIKE_INPUT 0 /* an output whose sample size follows the primary input */
@@ -254,6 +282,11 @@ struct pf_pipeline {
    pf_pipeline_free_ir. Unused stages are warned about through pf_log. */
 int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source);
 void pf_pipeline_free_ir(pf_pipeline *p);
+
+/* bind.c: writes the values of node's bound params for this frame into its params,
+   from the tables of their sources (tables[src]: the combined table, rows x 4); returns
+   whether the params changed. */
+int pf_bind_apply(const pf_pipeline *p, int node, const double *const *tables);
 
 /* Index of the node with this id, or -1. */
 int pf_find_node(const pf_pipeline *p, const char *id);

@@ -41,8 +41,13 @@ typedef struct stage_in {
     int plugin;
     void *params; /* owned here until it moves into its node */
     int n_in;
-    int ref[PF_MAX_INPUTS];
-    int order; /* position among the stages in topological order */
+    /* its edges for the order: the inputs, then the sources of bound params */
+    int n_edges;
+    int ref[PF_MAX_INPUTS + PF_MAX_BINDS];
+    int n_bind;
+    pf_binding *bind; /* src: a ref until build; NULL without bindings */
+    char *bind_path;  /* PATH_SIZE per binding: where each is, for messages */
+    int order;        /* position among the stages in topological order */
 } stage_in;
 
 typedef struct out_in {
@@ -624,6 +629,175 @@ static void param_names(const pf_stage_desc *d, char *buf, size_t size)
     }
 }
 
+/* ---- Parameters bound to a reduction ---- */
+
+static const char *const bind_keys[] = {"from",      "percentile", "median", "mean",
+                                        "min",       "max",        "otsu",   "gain_to",
+                                        "grey_gain", "channel",    "scale",  "offset"};
+/* the rule keys, in pf_bind_rule order (median is percentile 50) */
+static const char *const bind_rules[PF_BIND_RULES] = {"percentile", "mean",    "min",      "max",
+                                                      "otsu",       "gain_to", "grey_gain"};
+static const char *const bind_channels[] = {"r", "g", "b", "a", "rgb"};
+
+/* A number at path that is finite (and, with lo <= hi, within them). */
+static int bind_number(loader *L, const char *path, json_t *v, double lo, double hi, double *out)
+{
+    if (!json_is_number(v))
+        return wrong_type(L, path, v, "a number");
+    *out = json_number_value(v);
+    if (!(*out == *out) || *out > 1e300 || *out < -1e300 || (lo <= hi && (*out < lo || *out > hi)))
+        return fail(L, PF_PARAM, path, "%g is outside [%g, %g]", *out, lo, hi);
+    return PF_OK;
+}
+
+/* Param pd of stage k bound to a reduction by the object v at path: the rule and its
+   source (checked once every stage is known: check_bindings). */
+static int stage_binding(loader *L, int k, const char *path, const pf_param_desc *pd, json_t *v)
+{
+    stage_in *s = &L->st[k];
+    const pf_stage_desc *d = s->desc;
+    char kpath[PATH_SIZE];
+    if (d->kind != PF_STAGE_POINT || !(d->flags & PF_STAGE_BINDABLE))
+        return fail(L, PF_PARAM, path,
+                    "%s.%s cannot be bound to a reduction: stage %s does not declare "
+                    "PF_STAGE_BINDABLE (the color plugin's stages do)",
+                    d->name, pd->name, d->name);
+    if (pd->type != PF_PARAM_FLOAT)
+        return fail(L, PF_PARAM, path,
+                    "%s.%s is %s; only a float parameter can be bound to a reduction", d->name,
+                    pd->name, pf_param_type_name(pd->type));
+    if (d->params_size > PF_BIND_PARAMS_MAX)
+        return fail(L, PF_PARAM, path,
+                    "%s's params are %zu bytes; a stage with bound parameters has at most %d",
+                    d->name, d->params_size, PF_BIND_PARAMS_MAX);
+    int st = check_keys(L, v, path, KEYS(bind_keys), "a bound parameter");
+    if (st)
+        return st;
+    if (s->n_bind == PF_MAX_BINDS)
+        return fail(L, PF_PARAM, path, "more than %d bound parameters in one stage", PF_MAX_BINDS);
+    if (!s->bind) {
+        s->bind = calloc(PF_MAX_BINDS, sizeof *s->bind);
+        s->bind_path = calloc(PF_MAX_BINDS, PATH_SIZE);
+        if (!s->bind || !s->bind_path)
+            return nomem(L);
+    }
+    pf_binding *b = &s->bind[s->n_bind];
+    *b = (pf_binding){.param = (int)(pd - d->params),
+                      .rule = -1,
+                      .channel = PF_BIND_RGB,
+                      .scale = 1,
+                      .offset = 0};
+    json_t *from = json_object_get(v, "from");
+    path_key(kpath, path, "from");
+    if (!from)
+        return fail(L, PF_PARAM, path,
+                    "a bound parameter needs \"from\": the id of a histogram or stats stage");
+    if (!json_is_string(from))
+        return wrong_type(L, kpath, from, "the id of a histogram or stats stage (a string)");
+    const char *name = json_string_value(from);
+    if (strcmp(name, s->id) == 0)
+        return fail(L, PF_PIPELINE, kpath, "cycle: %s -> %s (a stage cannot read its own result)",
+                    name, name);
+    b->src = resolve(L, name);
+    if (b->src < 0)
+        return dangling(L, kpath, name, s->id);
+    if (b->src < L->n_inputs)
+        return fail(L, PF_PARAM, kpath,
+                    "'%s' is a pipeline input; a bound parameter reads a histogram or stats "
+                    "stage's table",
+                    name);
+    int median = 0;
+    for (int r = -1; r < PF_BIND_RULES; r++) {
+        const char *key = r < 0 ? "median" : bind_rules[r];
+        json_t *rv = json_object_get(v, key);
+        if (!rv)
+            continue;
+        path_key(kpath, path, key);
+        if (b->rule >= 0 || median)
+            return fail(L, PF_PARAM, kpath, "one rule per bound parameter: %s and %s",
+                        median ? "median" : bind_rules[b->rule], key);
+        if (r == PF_BIND_PERCENTILE) {
+            if ((st = bind_number(L, kpath, rv, 0, 100, &b->arg)))
+                return st;
+        } else if (r == PF_BIND_GAIN_TO) {
+            if ((st = bind_number(L, kpath, rv, 1e-9, 1e9, &b->arg)))
+                return st;
+        } else if (!json_is_true(rv)) {
+            return wrong_type(L, kpath, rv, "true");
+        }
+        if (r < 0)
+            median = 1, b->arg = 50;
+        b->rule = r < 0 ? PF_BIND_PERCENTILE : r;
+    }
+    if (b->rule < 0)
+        return fail(L, PF_PARAM, path,
+                    "a bound parameter needs a rule: \"percentile\": P, \"median\", "
+                    "\"mean\", \"min\", \"max\", \"otsu\" (true), \"gain_to\": T or "
+                    "\"grey_gain\": true");
+    json_t *ch = json_object_get(v, "channel");
+    if (ch) {
+        path_key(kpath, path, "channel");
+        int c = -1;
+        for (int i = 0; json_is_string(ch) && i < 5; i++)
+            if (strcmp(json_string_value(ch), bind_channels[i]) == 0)
+                c = i;
+        if (c < 0)
+            return fail(L, PF_PARAM, kpath,
+                        "channel must be \"r\", \"g\", \"b\", \"a\" or "
+                        "\"rgb\" (R, G and B together)");
+        b->channel = c;
+    }
+    if (b->rule == PF_BIND_GREY_GAIN && b->channel > 2) {
+        path_key(kpath, path, "channel");
+        return fail(L, PF_PARAM, ch ? kpath : path,
+                    "grey_gain is the gain of one colour channel: give \"channel\": \"r\", "
+                    "\"g\" or \"b\"");
+    }
+    json_t *sc = json_object_get(v, "scale"), *of = json_object_get(v, "offset");
+    path_key(kpath, path, "scale");
+    if (sc && (st = bind_number(L, kpath, sc, 1, 0, &b->scale)))
+        return st;
+    path_key(kpath, path, "offset");
+    if (of && (st = bind_number(L, kpath, of, 1, 0, &b->offset)))
+        return st;
+    for (int i = 0; i < s->n_bind; i++)
+        if (s->bind[i].param == b->param)
+            return fail(L, PF_PARAM, path, "%s.%s is bound twice", d->name, pd->name);
+    snprintf(s->bind_path + (size_t)s->n_bind * PATH_SIZE, PATH_SIZE, "%s", path);
+    s->ref[s->n_in + s->n_bind] = b->src;
+    s->n_bind++;
+    return PF_OK;
+}
+
+/* Every binding's source is a histogram or stats stage whose table its rule reads. */
+static int check_bindings(loader *L)
+{
+    for (int k = 0; k < L->n_stages; k++) {
+        stage_in *s = &L->st[k];
+        for (int i = 0; i < s->n_bind; i++) {
+            const pf_binding *b = &s->bind[i];
+            const pf_stage_desc *rd = ref_desc(L, b->src);
+            const char *path = s->bind_path + (size_t)i * PATH_SIZE;
+            char fpath[PATH_SIZE];
+            path_key(fpath, path, "from");
+            int hist = rd && strcmp(rd->name, "histogram") == 0;
+            int stats = rd && strcmp(rd->name, "stats") == 0;
+            if (!rd || rd->kind != PF_STAGE_REDUCE || !(hist || stats))
+                return fail(L, PF_PARAM, fpath,
+                            "'%s' is %s %s stage; a bound parameter reads a histogram or stats "
+                            "stage's table",
+                            ref_name(L, b->src), rd && rd->kind == PF_STAGE_REDUCE ? "a" : "not a",
+                            rd ? rd->name : "reduce");
+            if (stats && (b->rule == PF_BIND_PERCENTILE || b->rule == PF_BIND_OTSU))
+                return fail(L, PF_PARAM, path,
+                            "%s reads a histogram; '%s' is a stats stage (min, max, mean and "
+                            "stddev)",
+                            b->rule == PF_BIND_OTSU ? "otsu" : "a percentile", ref_name(L, b->src));
+        }
+    }
+    return PF_OK;
+}
+
 static int stage_params(loader *L, int k, const char *base)
 {
     stage_in *s = &L->st[k];
@@ -661,9 +835,16 @@ static int stage_params(loader *L, int k, const char *base)
             return fail(L, PF_PARAM, ppath, "unknown parameter '%s' of %s (it takes: %s)", key,
                         d->name, msg);
         }
+        if (json_is_object(v)) { /* bound to a reduction; the default until a frame */
+            int st = stage_binding(L, k, ppath, pd, v);
+            if (st)
+                return st;
+            continue;
+        }
         if (pf_param_set_json(pd, v, s->params, msg, sizeof msg) != PF_OK)
             return fail(L, PF_PARAM, ppath, "%s (%s.%s)", msg, d->name, pd->name);
     }
+    s->n_edges = s->n_in + s->n_bind;
     if (pf_stage_params_ok(d, s->params, msg, sizeof msg) != 0)
         return fail(L, PF_PARAM, obj ? path : base, "%s (%s)", msg, d->name);
     return PF_OK;
@@ -689,10 +870,11 @@ static int walk_stage(loader *L, json_t *stages, int k)
     return st;
 }
 
-/* The stages as a graph: references below n_inputs are pipeline inputs, outside it. */
+/* The stages as a graph: references below n_inputs are pipeline inputs, outside it. A
+   bound param's source is an edge like an input: it runs before, and is used. */
 static pf_graph stage_graph(const loader *L)
 {
-    pf_graph g = {L->n_stages, &L->st[0].n_in, &L->st[0].ref[0], sizeof(stage_in), L->n_inputs};
+    pf_graph g = {L->n_stages, &L->st[0].n_edges, &L->st[0].ref[0], sizeof(stage_in), L->n_inputs};
     return g;
 }
 
@@ -761,7 +943,8 @@ static int walk_stages(loader *L, json_t *v)
         if (st)
             return st;
     }
-    return order_stages(L);
+    int st = check_bindings(L);
+    return st ? st : order_stages(L);
 }
 
 /* ---- Outputs ----------------------------------------------------------------------------- */
@@ -1084,6 +1267,17 @@ static int build(loader *L)
         nd->n_in = s->n_in;
         for (int i = 0; i < s->n_in; i++)
             nd->in[i] = node_of(L, s->ref[i]);
+        if (s->n_bind) { /* the params as given, bound ones at their defaults */
+            nd->n_bind = s->n_bind;
+            nd->bind = s->bind;
+            s->bind = NULL;
+            for (int i = 0; i < nd->n_bind; i++)
+                nd->bind[i].src = node_of(L, nd->bind[i].src);
+            nd->unbound = malloc(s->desc->params_size ? s->desc->params_size : 1);
+            if (!nd->unbound)
+                return nomem(L);
+            memcpy(nd->unbound, nd->params, s->desc->params_size);
+        }
         nd->used = L->used[ni + k];
         char path[PATH_SIZE];
         path_index(path, "stages", (size_t)k);
@@ -1190,8 +1384,11 @@ int pf_load_pipeline(pf_pipeline *p, const char *text, const char *source)
     else
         pf_pipeline_free_ir(p);
 
-    for (int k = 0; k < L.n_stages; k++)
+    for (int k = 0; k < L.n_stages; k++) {
         free(L.st[k].params);
+        free(L.st[k].bind);
+        free(L.st[k].bind_path);
+    }
     free(L.st);
     free(L.inputs);
     free(L.outs);
@@ -1211,6 +1408,8 @@ void pf_pipeline_free_ir(pf_pipeline *p)
         free(p->nodes[i].id);
         free(p->nodes[i].params);
         free(p->nodes[i].path);
+        free(p->nodes[i].bind);
+        free(p->nodes[i].unbound);
     }
     free(p->nodes);
     p->nodes = NULL;

@@ -159,8 +159,8 @@ static int merge_ok(fuse_state *f, int a, int b)
             f->stack[top++] = q;
             while (top > 0) {
                 const pf_node *n = &p->nodes[f->stack[--top]];
-                for (int k = 0; k < n->n_in; k++) {
-                    int v = n->in[k];
+                for (int k = 0; k < n->n_in + n->n_bind; k++) {
+                    int v = k < n->n_in ? n->in[k] : n->bind[k - n->n_in].src;
                     if (v < lo || f->mark[v] == f->gen)
                         continue;
                     if (--f->budget < 0)
@@ -292,14 +292,17 @@ static int form_groups(const pf_pipeline *p, const pf_plan *plan, int *group, in
         if (!is_point(p, i))
             continue;
         const pf_node *node = &p->nodes[i];
-        f.ext[i] = malloc(sizeof(int) * PF_MAX_INPUTS);
+        /* a bound param's source counts as an input: the unit runs after it */
+        f.ext[i] = malloc(sizeof(int) * (PF_MAX_INPUTS + PF_MAX_BINDS));
         if (!f.ext[i]) {
             rc = -1;
             break;
         }
-        f.cap_ext[i] = PF_MAX_INPUTS;
+        f.cap_ext[i] = PF_MAX_INPUTS + PF_MAX_BINDS;
         for (int k = 0; k < node->n_in; k++)
             f.ext[i][f.n_ext[i]++] = node->in[k];
+        for (int k = 0; k < node->n_bind; k++)
+            f.ext[i][f.n_ext[i]++] = node->bind[k].src;
         f.budget = PF_FUSE_BUDGET;
         int nc = candidates(&f, i, cand);
         for (int c = 0; c < nc && f.budget >= 0 && rc == 0; c++) {
@@ -400,10 +403,13 @@ static int make_units(pf_pipeline *p, pf_plan *plan)
     }
     /* Order raw units topologically, of those ready the one holding the earliest node
        first (Kahn's algorithm over a heap of first nodes). */
+    int bound = 0; /* bound params: their sources' units go first */
     for (int j = p->n_inputs; j < nn; j++) {
         int u = first_unit[j];
-        for (int k = 0; u >= 0 && k < p->nodes[j].n_in; k++) {
-            int pu = first_unit[p->nodes[j].in[k]];
+        const pf_node *n = &p->nodes[j];
+        bound |= n->n_bind > 0;
+        for (int k = 0; u >= 0 && k < n->n_in + n->n_bind; k++) {
+            int pu = first_unit[k < n->n_in ? n->in[k] : n->bind[k - n->n_in].src];
             pending[u] += pu >= 0 && pu != u;
         }
     }
@@ -420,6 +426,12 @@ static int make_units(pf_pipeline *p, pf_plan *plan)
                 if (cu >= 0 && cu != u && --pending[cu] == 0)
                     pf_heap_push(heap, &nh, head[cu]);
             }
+            for (int c = j + 1; bound && c < nn; c++) /* units whose params j's table binds */
+                for (int k = 0; k < p->nodes[c].n_bind; k++) {
+                    int cu = first_unit[c];
+                    if (p->nodes[c].bind[k].src == j && cu >= 0 && cu != u && --pending[cu] == 0)
+                        pf_heap_push(heap, &nh, head[cu]);
+                }
         }
     }
     if (placed < nraw) { /* cannot happen: groups are formed acyclic */

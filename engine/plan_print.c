@@ -85,6 +85,31 @@ static double unit_bytes(const pf_pipeline *p, int u, const pf_fusion_view *v, p
     return b;
 }
 
+/* The binding of param k of node n, or -1. */
+static int bound_index(const pf_node *n, int k)
+{
+    for (int b = 0; b < n->n_bind; b++)
+        if (n->bind[b].param == k)
+            return b;
+    return -1;
+}
+
+/* A bound param as the plan shows it: "{percentile 0.5 of hist rgb}", scale and offset
+   where given. */
+static void print_binding(const pf_pipeline *p, const pf_binding *b, char *buf, size_t size)
+{
+    static const char *const rules[PF_BIND_RULES] = {"percentile", "mean",    "min",      "max",
+                                                     "otsu",       "gain_to", "grey_gain"};
+    static const char *const channels[] = {"r", "g", "b", "a", "rgb"};
+    char arg[32] = "", mod[64] = "";
+    if (b->rule == PF_BIND_PERCENTILE || b->rule == PF_BIND_GAIN_TO)
+        snprintf(arg, sizeof arg, " %g", b->arg);
+    if (b->scale != 1 || b->offset != 0)
+        snprintf(mod, sizeof mod, " * %g + %g", b->scale, b->offset);
+    snprintf(buf, size, "{%s%s of %s %s%s, per frame}", rules[b->rule], arg, p->nodes[b->src].id,
+             channels[b->channel], mod);
+}
+
 /* The pipeline's inputs and stages with their shapes and params. */
 static void print_stages(const pf_pipeline *p, FILE *f)
 {
@@ -109,7 +134,11 @@ static void print_stages(const pf_pipeline *p, FILE *f)
                 plan->shapes[i].width, plan->shapes[i].height);
         for (int k = 0; k < n->desc->n_params; k++) {
             char v[256];
-            pf_param_format(&n->desc->params[k], n->params, v, sizeof v);
+            int b = bound_index(n, k);
+            if (b >= 0)
+                print_binding(p, &n->bind[b], v, sizeof v);
+            else
+                pf_param_format(&n->desc->params[k], n->params, v, sizeof v);
             fprintf(f, " %s=%s", n->desc->params[k].name, v);
         }
         fputc('\n', f);

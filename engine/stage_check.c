@@ -321,6 +321,10 @@ static void check_later_fields(walk *w)
         note(w, PF_CHECK_ERROR, "flags", "declare only the PF_STAGE_* flags of pipefuse/plugin.h",
              "%s: declares flags 0x%x; this engine knows 0x%x", w->label, d->flags,
              PF_STAGE_FLAGS_KNOWN);
+    if ((d->flags & PF_STAGE_BINDABLE) && d->kind != PF_STAGE_POINT)
+        note(w, PF_CHECK_ERROR, "flags",
+             "drop PF_STAGE_BINDABLE: only a point stage's params may be bound",
+             "%s: declares PF_STAGE_BINDABLE on a %s stage", w->label, kind_names[d->kind]);
     if ((d->flags & PF_STAGE_PER_CHANNEL) && d->kind != PF_STAGE_POINT)
         note(w, PF_CHECK_ERROR, "flags", "drop PF_STAGE_PER_CHANNEL: it is a point stage's claim",
              "%s: declares PF_STAGE_PER_CHANNEL on a %s stage; only point stages may", w->label,

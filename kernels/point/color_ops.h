@@ -35,6 +35,9 @@ typedef struct color_levels_params {
 typedef struct color_linear_params {
     float a, b;
 } color_linear_params;
+typedef struct color_gains_params {
+    float r, g, b;
+} color_gains_params;
 typedef struct color_matrix_params {
     float matrix[16], offset[4];
 } color_matrix_params;
@@ -143,6 +146,13 @@ PF_POINT_FN pf_float4 color_linear(const color_linear_params *p, const pf_float4
 {
     pf_float4 c = in[0];
     return pf_f4(p->a * c.x + p->b, p->a * c.y + p->b, p->a * c.z + p->b, p->a * c.w + p->b);
+}
+
+/* R, G and B each times its own gain (a white balance); alpha kept. Per channel. */
+PF_POINT_FN pf_float4 color_gains(const color_gains_params *p, const pf_float4 *in, pf_pos pos)
+{
+    pf_float4 c = in[0];
+    return pf_f4(c.x * p->r, c.y * p->g, c.z * p->b, c.w);
 }
 
 /* (r, g, b, a) = matrix * (r, g, b, a) + offset, matrix row-major 4x4. */

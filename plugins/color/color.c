@@ -64,7 +64,7 @@ extern const char pf_src_color_ops[];
                                             .doc = sdoc,                                           \
                                             .n_inputs = 1,                                         \
                                             .check = chk,                                          \
-                                            .flags = fl,                                           \
+                                            .flags = (fl) | PF_STAGE_BINDABLE,                     \
                                             .out_channels = ch,                                    \
                                             PF_PARAMS(fn##_table)};
 
@@ -129,6 +129,12 @@ COLOR_STAGE("linear", color_linear, color_linear_params, NULL, PF_STAGE_PER_CHAN
             PF_FLOAT_PARAM(color_linear_params, a, 1, -1e6, 1e6, "factor"),
             PF_FLOAT_PARAM(color_linear_params, b, 0, -1e6, 1e6, "offset"))
 
+COLOR_STAGE("gains", color_gains, color_gains_params, NULL, PF_STAGE_PER_CHANNEL,
+            "R, G and B each times its own gain (a white balance); alpha kept",
+            PF_FLOAT_PARAM(color_gains_params, r, 1, 0, 100, "factor on R"),
+            PF_FLOAT_PARAM(color_gains_params, g, 1, 0, 100, "factor on G"),
+            PF_FLOAT_PARAM(color_gains_params, b, 1, 0, 100, "factor on B"))
+
 static const float color_identity44[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 static const float color_zero4[4] = {0, 0, 0, 0};
 
@@ -154,7 +160,7 @@ _Static_assert(sizeof color_zero4 == sizeof(((color_matrix_params *)0)->offset),
 static const pf_stage_desc *const color_stages[] = {
     &color_brightness_desc, &color_contrast_desc,  &color_gamma_desc,      &color_invert_desc,
     &color_grayscale_desc,  &color_threshold_desc, &color_saturation_desc, &color_levels_desc,
-    &color_linear_desc,     &color_matrix_desc,    &color_vignette_desc,
+    &color_linear_desc,     &color_gains_desc,     &color_matrix_desc,     &color_vignette_desc,
 };
 
 PF_DEFINE_PLUGIN("color", "0.1.0", "Per-pixel colour adjustments (point stages, fusable)",

@@ -383,7 +383,12 @@ typedef struct pf_stage_desc {
    executor tabulates chains of such stages over every 8- and 16-bit code value, so a
    false claim gives wrong pixels. */
 #define PF_STAGE_PER_CHANNEL 1u
-#define PF_STAGE_FLAGS_KNOWN PF_STAGE_PER_CHANNEL
+/* point (ABI 1.6): its float params may be bound to a reduction in a pipeline file
+   ({"from": "hist", "percentile": 0.5}), a value per frame: none of them changes the
+   output's shape or what the engine plans, and check() refusing a frame's values is
+   not an error (the stage then runs with the file's values). */
+#define PF_STAGE_BINDABLE    2u
+#define PF_STAGE_FLAGS_KNOWN (PF_STAGE_PER_CHANNEL | PF_STAGE_BINDABLE)
 
 #define PF_STAGE_DESC_SIZE ((uint32_t)sizeof(pf_stage_desc))
 
