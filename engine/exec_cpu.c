@@ -350,15 +350,16 @@ static int region_task(void *ctx, int band, int worker)
 
 /* ---- Resample units in the frames' own format ---------------------------------------------- */
 
-/* Whether resample node id can copy pixels from its caller frame into frame out without
-   converting (the stage's run_native, for these params): its one input is a pipeline
-   input, of out's format, 8- or 16-bit (where the float path stores exactly the samples
-   it loaded; a float frame's gray output is a luma, which turns -0 into +0). */
+/* Whether resample or stencil node id can run from its caller frame into frame out
+   without converting (the stage's run_native, for these params): its one input is a
+   pipeline input, of out's format, 8- or 16-bit (where the float path stores exactly the
+   samples it loaded; a float frame's gray output is a luma, which turns -0 into +0). */
 static int native_fits(const cpu_job *j, int id, const pf_frame *out)
 {
     const pf_node *n = &j->p->nodes[id];
-    if (!n->desc || n->desc->kind != PF_STAGE_RESAMPLE || !n->desc->run_native || n->n_in != 1 ||
-        n->in[0] >= j->p->n_inputs || !n->desc->native_ok(n->params))
+    if (!n->desc || (n->desc->kind != PF_STAGE_RESAMPLE && n->desc->kind != PF_STAGE_STENCIL) ||
+        !n->desc->run_native || n->n_in != 1 || n->in[0] >= j->p->n_inputs ||
+        !n->desc->native_ok(n->params))
         return 0;
     const pf_frame *in = &j->inputs[n->in[0]];
     return (in->sample == PF_U8 || in->sample == PF_U16) && in->sample == out->sample &&
@@ -523,8 +524,9 @@ static void plan_direct(cpu_job *j, pf_frame *const *outputs)
             int cn = plan->cons[c], ui = plan->unit_of[cn];
             if (!p->nodes[cn].used)
                 continue;
-            if (ui >= 0 && plan->units[ui].kind == PF_UNIT_RESAMPLE) {
-                ok = j->direct_out[cn] != NULL; /* a native copy reads the frame itself */
+            if (ui >= 0 && (plan->units[ui].kind == PF_UNIT_RESAMPLE ||
+                            plan->units[ui].kind == PF_UNIT_STENCIL)) {
+                ok = j->direct_out[cn] != NULL; /* a native run reads the frame itself */
                 continue;
             }
             if (ui >= 0 && plan->units[ui].kind == PF_UNIT_REDUCE && reduce_native(j, cn))
@@ -632,7 +634,8 @@ int pf_exec_cpu_run(pf_pipeline *p, pf_cpu_state *st, const pf_frame *inputs,
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         pf_task_fn fn = u->kind == PF_UNIT_POINT ? point_task : region_task;
-        if ((u->kind == PF_UNIT_RESAMPLE && j.direct_out[u->nodes[0]]) ||
+        if (((u->kind == PF_UNIT_RESAMPLE || u->kind == PF_UNIT_STENCIL) &&
+             j.direct_out[u->nodes[0]]) ||
             (u->kind == PF_UNIT_REDUCE && reduce_native(&j, u->nodes[0])))
             fn = native_task;
         j.run_from = 0;

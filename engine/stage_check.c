@@ -334,10 +334,12 @@ static void check_later_fields(walk *w)
              "set both native_ok and run_native, or neither",
              "%s: declares %s without %s; they come together", w->label,
              d->native_ok ? "native_ok" : "run_native", d->native_ok ? "run_native" : "native_ok");
-    else if (d->run_native && d->kind != PF_STAGE_RESAMPLE && d->kind != PF_STAGE_REDUCE)
+    else if (d->run_native && d->kind != PF_STAGE_RESAMPLE && d->kind != PF_STAGE_REDUCE &&
+             !(d->kind == PF_STAGE_STENCIL && w->abi_minor >= 6))
         note(w, PF_CHECK_ERROR, "run_native", "drop native_ok and run_native from this stage",
-             "%s: declares run_native on a %s stage; only resample and reduce stages may", w->label,
-             kind_names[d->kind]);
+             "%s: declares run_native on a %s stage; only resample and reduce stages may (and "
+             "stencils, from ABI 1.6)",
+             w->label, kind_names[d->kind]);
 }
 
 /* reduce_sum (ABI 1.3): a known value, on a reduce stage. */

@@ -309,6 +309,56 @@ static int median3_run(const pf_stage_args *a)
     return run3x3(a, median3_inner, median3_at);
 }
 
+/* median3 on the frames' own codes (run_native): the engine's load of an 8- or 16-bit
+   code is monotone and makes no NaN, so the median of the loaded values is the load of
+   the median code, which the store gives back: the float path's bytes, without its
+   float image. The first and last pixels of a row take their clamped neighbourhood. */
+static int median3_native_ok(const void *params)
+{
+    (void)params;
+    return 1;
+}
+
+#define MEDIAN3_ROWS(T, inner)                                                                     \
+    for (int y = a->region.y0; y < a->region.y1; y++) {                                            \
+        const T *rows[3];                                                                          \
+        for (int j = 0; j < 3; j++) {                                                              \
+            int yy = y + j - 1 < 0 ? 0 : y + j - 1 >= h ? h - 1 : y + j - 1;                       \
+            rows[j] = (const T *)((const char *)a->in + (size_t)yy * a->in_pitch);                 \
+        }                                                                                          \
+        T *o = (T *)((char *)a->out + (size_t)y * a->out_pitch);                                   \
+        inner(rows[0], rows[1], rows[2], o, w *ch, ch);                                            \
+        for (int x = 0; x<w; x += w - 1> 0 ? w - 1 : 1)                                            \
+            for (int c = 0; c < ch; c++) {                                                         \
+                T v[9];                                                                            \
+                for (int j = 0; j < 9; j++) {                                                      \
+                    int xx = x + j % 3 - 1;                                                        \
+                    xx = xx < 0 ? 0 : xx >= w ? w - 1 : xx;                                        \
+                    v[j] = rows[j / 3][xx * ch + c];                                               \
+                }                                                                                  \
+                for (int i = 1; i < 9; i++) /* insertion sort: nine values */                      \
+                    for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {                               \
+                        T t = v[k];                                                                \
+                        v[k] = v[k - 1], v[k - 1] = t;                                             \
+                    }                                                                              \
+                o[x * ch + c] = v[4];                                                              \
+            }                                                                                      \
+    }
+
+static int median3_native(const pf_native_args *a)
+{
+    const int w = a->in_width, h = a->in_height, ch = a->channels;
+    if (a->sample == 0)
+        MEDIAN3_ROWS(uint8_t, filter_median3_codes8)
+    else if (a->sample == 1)
+        MEDIAN3_ROWS(uint16_t, filter_median3_codes16)
+    else {
+        snprintf(a->err, a->err_size, "median3: run_native on float samples");
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- Descriptors ----------------------------------------------------------------------- */
 
 #define FLOAT_ROW(T, f, doc, d, lo, hi) PF_FLOAT_PARAM(T, f, d, lo, hi, doc)
@@ -393,7 +443,8 @@ STENCIL(unsharp,
         gaussian_radius, gaussian_scratch, 10, WITH_PARAMS(unsharp),
         .cuda_scratch_bytes = PF_CUDA(gaussian_cuda_scratch));
 STENCIL(median3, "3x3 median per channel, alpha included, on the stored (straight) values",
-        radius_one, NULL, 6, .params_size = 0, FILTER3X3_FN(median3));
+        radius_one, NULL, 6, .params_size = 0, FILTER3X3_FN(median3),
+        .native_ok = median3_native_ok, .run_native = median3_native);
 
 static const pf_stage_desc *const filter_stages[] = {&gaussian, &box, &sobel, &unsharp, &median3};
 

@@ -11,6 +11,7 @@
 #define PF_PLUGIN_FILTER_ROWS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pipefuse/plugin.h"
 
@@ -52,6 +53,13 @@ int filter_row_opaque(const pf_float4 *src, int w);
 void filter_median3_inner(const float *u, const float *m, const float *d, float *o, int n);
 void filter_sobel_inner(const float *u, const float *m, const float *d, float *o, int n,
                         float scale);
+/* median3 on 8- or 16-bit codes: samples step .. n - step - 1 of a row of n samples
+   (step: the samples a pixel holds), each the median of its 3x3 neighbourhood's samples
+   of the same channel in the rows above (u), at (m) and below (d). */
+void filter_median3_codes8(const uint8_t *u, const uint8_t *m, const uint8_t *d, uint8_t *o, int n,
+                           int step);
+void filter_median3_codes16(const uint16_t *u, const uint16_t *m, const uint16_t *d, uint16_t *o,
+                            int n, int step);
 
 /* unsharp's last step over a row of w pixels: each colour v + amount (v - b) where
    |v - b| > threshold, else v; alpha v's. dst holds b and receives the result. */

@@ -1417,14 +1417,16 @@ section_owners() {
     local live=.pftmp-00000000-999999-0123456789abcdef dead=.pftmp-00000000-999998-fedcba9876543210
     : >"$W/out/$dead"
     touch -d '2 hours ago' "$W/out/$dead"
-    # a writer elsewhere (its pid means nothing here) holds its temporary's lock
+    # a writer elsewhere (its pid means nothing here) holds its temporary's lock until
+    # "hold" goes (made first: a holder started before it would let go at once)
+    touch "$W/hold"
     flock -x "$W/out/$live" sh -c "touch '$W/locked'; while [ -e '$W/hold' ]; do sleep 0.05; done" &
     local holder=$! tries=0
-    touch "$W/hold"
-    while [ ! -e "$W/locked" ] && [ $tries -lt 3000 ]; do
+    while [ ! -e "$W/locked" ] && [ $tries -lt 30000 ]; do
         sleep 0.02
         tries=$((tries + 1))
     done
+    [ -e "$W/locked" ] || fail "the lock holder did not start in 10 minutes"
     touch -d '2 hours ago' "$W/out/$live"
     pf run "$P/demo.json" "$W/in" -o "$W/out"
     expect 0 "a run beside another's live temporary"

@@ -3,6 +3,8 @@
  *   liar_point  a point stage declared per-channel that reads the position (x / 4096 is
  *               added to R): through tables, R holds the code's position instead;
  *   liar_copy   a resample stage whose float run writes 0 and whose run_native copies;
+ *   liar_stencil  a stencil (radius 1) whose float run writes 0 and whose run_native
+ *               copies;
  *   liar_count  a reduce stage whose float run counts nothing and whose run_native
  *               counts the band's pixels.
  */
@@ -116,8 +118,22 @@ static const pf_stage_desc liar_count_desc = {.size = PF_STAGE_DESC_SIZE,
                                               .native_ok = yes,
                                               .run_native = count_native};
 
+static int radius_one(const void *params)
+{
+    return 1;
+}
+static const pf_stage_desc liar_stencil_desc = {.size = PF_STAGE_DESC_SIZE,
+                                                .kind = PF_STAGE_STENCIL,
+                                                .name = "liar_stencil",
+                                                .doc = "0 in float, a copy natively",
+                                                .n_inputs = 1,
+                                                .params_size = sizeof(liar_params),
+                                                .radius = radius_one,
+                                                .run_cpu = copy_run,
+                                                .native_ok = yes,
+                                                .run_native = copy_native};
 static const pf_stage_desc *const liar_stages[] = {&liar_point_desc, &liar_copy_desc,
-                                                   &liar_count_desc};
+                                                   &liar_stencil_desc, &liar_count_desc};
 
 PF_DEFINE_PLUGIN("liar", "1.0.0", "fast paths that differ from the float code (tests only)",
                  liar_stages)

@@ -306,6 +306,8 @@ static const char *const moves[] = {
     "{\"id\": \"s\", \"op\": \"resize\", \"params\": {\"width\": 41, \"height\": 7, \"mode\": "
     "\"nearest\"}}",
     "{\"id\": \"s\", \"op\": \"resize\", \"params\": {\"scale\": 2.3, \"mode\": \"nearest\"}}",
+    /* a stencil on the codes (median3's run_native: a selection) */
+    "{\"id\": \"s\", \"op\": \"median3\"}",
     /* not copies: the float path, the same bytes as ever */
     "{\"id\": \"s\", \"op\": \"resize\", \"params\": {\"scale\": 0.7, \"mode\": \"bilinear\"}}",
     "{\"id\": \"s\", \"op\": \"rotate\", \"params\": {\"degrees\": 30}}",
@@ -422,6 +424,17 @@ static void check_paths_taken(pf_rng *r)
         for (int x = 0; x < 4 * b.width; x++)
             zero &= ((const uint8_t *)b.data + (size_t)y * b.pitch)[x] == 0;
     CHECKF(zero, "float frames took the native copy");
+    pf_pipeline_destroy(p);
+
+    p = load("{\"id\": \"s\", \"op\": \"liar_stencil\"}");
+    run(p, &in, &a);
+    run(p, &fin, &b);
+    CHECKF(same_frames(&a, &in), "a stencil stage with run_native did not copy RGBA8");
+    zero = 1;
+    for (int y = 0; y < b.height; y++)
+        for (int x = 0; x < 4 * b.width; x++)
+            zero &= ((const uint8_t *)b.data + (size_t)y * b.pitch)[x] == 0;
+    CHECKF(zero, "float frames took the stencil's native run");
     pf_pipeline_destroy(p);
 
     p = load("{\"id\": \"s\", \"op\": \"liar_count\"}");

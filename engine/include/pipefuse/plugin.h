@@ -299,7 +299,9 @@ typedef struct pf_stage_desc {
        uses it when the stage reads a caller frame and writes one of the same 8- or
        16-bit format. A reduce stage fills a->partial from the input rows of a->region of
        an 8- or 16-bit caller frame, the same numbers as run_cpu on the float image the
-       engine would load (a histogram counting codes). */
+       engine would load (a histogram counting codes). From ABI 1.6 a stencil stage may
+       offer it too, as a resample stage does (the same bytes as its float path would
+       store: median3 selects among the codes). */
     int (*native_ok)(const void *params);
     int (*run_native)(const pf_native_args *a);
 
