@@ -420,6 +420,13 @@ static void print_fusion(const pf_stage_desc *d)
     else
         printf("    fusion: none, and no CUDA implementation: pipelines using it run on the "
                "CPU\n");
+    if (d->flags & PF_STAGE_BINDABLE)
+        printf("    bound params: its float params may take each frame's value from a "
+               "histogram or stats stage ({\"from\": \"hist\", \"percentile\": 0.5}; "
+               "docs/pipeline-format.md)\n");
+    if (d->kind == PF_STAGE_RESAMPLE && d->rows_in)
+        printf("    strips: says which input rows a band of its output reads (rows_in): large "
+               "images run in strips of rows\n");
 }
 
 static int cmd_stages(int argc, char **argv, const cli_common *c)

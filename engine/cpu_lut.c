@@ -24,6 +24,19 @@
 
 #include "cpu_lut.h"
 
+/* Integer forms a table of two 8-bit codes may be, each checked on every pair. */
+enum {
+    PAIR_GENERIC = -1,
+    PAIR_A,
+    PAIR_B,
+    PAIR_CONST,
+    PAIR_ADD,
+    PAIR_ABSDIFF,
+    PAIR_MUL,
+    PAIR_FORMS
+};
+#define PAIR_BLOCK 192 /* bytes a step of the rows: whole pixels of 1 to 4 channels */
+
 struct pf_cpu_lut {
     int built;
     unsigned long version;     /* param_version the tables were built for */
@@ -36,7 +49,14 @@ struct pf_cpu_lut {
     uint32_t *tab32;           /* RGBA8 to RGBA8: table c's bytes shifted to channel c's
                                     place in a little-endian pixel word, 4 x 256; or NULL */
     int copy;                  /* the tables are the identity on the same format */
-    unsigned char *mem;        /* tab, tab32 and the build's rows in one block, kept from
+    /* Two 8-bit inputs into 8-bit: per output channel the integer form its table is, for
+       every pair of codes (PAIR_*), and with all of them known (pair_forms), the rows run
+       those forms over the samples instead of looking them up: byte-wise operations the
+       compiler runs 16 or 32 at a time. pair_mask[f]: a block's bytes of form f. */
+    int pair_form[4], pair_forms;
+    unsigned char pair_mask[PAIR_FORMS][PAIR_BLOCK];
+    unsigned char pair_const[PAIR_BLOCK]; /* a block's bytes of constant channels */
+    unsigned char *mem;                   /* tab, tab32 and the build's rows in one block, kept from
                                   one build to the next: a parameter changed between
                                   frames rebuilds without allocating */
     size_t mem_size;
@@ -103,6 +123,52 @@ static void fill_codes(unsigned char *row, pf_sample s, int channels, int codes,
         }
 }
 
+/* Form f of codes a and b; the same expressions as the rows below. */
+static unsigned pair_value(int f, unsigned a, unsigned b, unsigned k)
+{
+    switch (f) {
+    case PAIR_A:
+        return a;
+    case PAIR_B:
+        return b;
+    case PAIR_CONST:
+        return k;
+    case PAIR_ADD:
+        return a + b > 255 ? 255 : a + b;
+    case PAIR_ABSDIFF:
+        return a > b ? a - b : b - a;
+    default: { /* round(a b / 255): x / 255 as (x + 1 + (x >> 8)) >> 8 */
+        unsigned x = a * b + 127;
+        return (x + 1 + (x >> 8)) >> 8;
+    }
+    }
+}
+
+/* Which integer form each channel's pair table is (all 65536 entries compared); 1 when
+   every channel has one, with the block masks made. */
+static int classify_pairs(pf_cpu_lut *l, int co)
+{
+    for (int c = 0; c < co; c++) {
+        const unsigned char *t = l->tab + (size_t)c * 65536;
+        l->pair_form[c] = PAIR_GENERIC;
+        for (int f = 0; f < PAIR_FORMS && l->pair_form[c] == PAIR_GENERIC; f++) {
+            int same = 1;
+            for (unsigned k = 0; k < 65536 && same; k++)
+                same = t[k] == pair_value(f, k >> 8, k & 255, t[0]);
+            if (same)
+                l->pair_form[c] = f;
+        }
+        if (l->pair_form[c] == PAIR_GENERIC)
+            return 0;
+    }
+    for (int f = 0; f < PAIR_FORMS; f++)
+        for (int i = 0; i < PAIR_BLOCK; i++)
+            l->pair_mask[f][i] = l->pair_form[i % co] == f ? 0xff : 0;
+    for (int i = 0; i < PAIR_BLOCK; i++)
+        l->pair_const[i] = l->tab[(size_t)(i % co) * 65536];
+    return 1;
+}
+
 static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const pf_frame *in2,
                  const pf_frame *out, pf_cpu_lut_build_fn fn, void *ctx)
 {
@@ -141,6 +207,7 @@ static int build(pf_cpu_lut *l, unsigned long version, const pf_frame *in, const
     if (rc != PF_OK)
         return rc;
     l->pairs = in2 != NULL;
+    l->pair_forms = l->pairs && out->sample == PF_U8 && ci == co && classify_pairs(l, co);
     /* The identity on one format (brightness 0, say) is a row copy. */
     l->copy = !in2 && in->sample == out->sample && ci == co;
     for (int c = 0; c < co && l->copy; c++)
@@ -309,12 +376,87 @@ static void rows_rgba8(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *
     }
 
 PAIR_ROWS(pairs_u8, uint8_t)
+
+/* Form f over n bytes of a block, into the bytes of d that mask m selects: in 8-bit
+   (16-bit for the product) lanes, the same values as pair_value. */
+#define PAIR_FORM_BYTES(expr)                                                                      \
+    for (int i = 0; i < n; i++) {                                                                  \
+        const uint8_t a = A[i], b = B[i];                                                          \
+        const uint8_t v = (uint8_t)(expr);                                                         \
+        (void)a, (void)b;                                                                          \
+        D[i] = (uint8_t)((v & m[i]) | (D[i] & ~m[i]));                                             \
+    }
+
+static inline uint8_t add_sat8(uint8_t a, uint8_t b)
+{
+    const uint8_t s = (uint8_t)(a + b);
+    return (uint8_t)(s | (uint8_t) - (s < a));
+}
+
+static inline uint8_t mul255_8(uint8_t a, uint8_t b)
+{
+    const uint16_t x = (uint16_t)(a * b + 127);
+    return (uint8_t)((uint16_t)(x + 1 + (x >> 8)) >> 8);
+}
+
+static void pair_form_bytes(int f, const uint8_t *restrict A, const uint8_t *restrict B,
+                            uint8_t *restrict D, const uint8_t *restrict m, int n,
+                            const uint8_t *restrict K)
+{
+    switch (f) {
+    case PAIR_A:
+        PAIR_FORM_BYTES(a)
+        break;
+    case PAIR_B:
+        PAIR_FORM_BYTES(b)
+        break;
+    case PAIR_CONST:
+        for (int i = 0; i < n; i++)
+            D[i] = (uint8_t)((K[i] & m[i]) | (D[i] & ~m[i]));
+        break;
+    case PAIR_ADD:
+        PAIR_FORM_BYTES(add_sat8(a, b))
+        break;
+    case PAIR_ABSDIFF:
+        PAIR_FORM_BYTES(a > b ? a - b : b - a)
+        break;
+    default:
+        PAIR_FORM_BYTES(mul255_8(a, b))
+        break;
+    }
+}
+
+/* Two 8-bit inputs into 8-bit where every channel's table is an integer form
+   (classify_pairs): the same bytes as the lookups, block by block. */
+static void pairs_forms_u8(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *in2,
+                           const pf_frame *out, int y0, int y1)
+{
+    const int n = in->width * out->channels;
+    int used[PAIR_FORMS] = {0};
+    for (int c = 0; c < out->channels; c++)
+        used[l->pair_form[c]] = 1;
+    for (int y = y0; y < y1; y++) {
+        const uint8_t *a = (const uint8_t *)in->data + (size_t)y * in->pitch;
+        const uint8_t *b = (const uint8_t *)in2->data + (size_t)y * in2->pitch;
+        uint8_t *d = (uint8_t *)out->data + (size_t)y * out->pitch;
+        for (int i = 0; i < n; i += PAIR_BLOCK) {
+            int len = n - i < PAIR_BLOCK ? n - i : PAIR_BLOCK;
+            for (int f = 0; f < PAIR_FORMS; f++)
+                if (used[f])
+                    pair_form_bytes(f, a + i, b + i, d + i, l->pair_mask[f], len, l->pair_const);
+        }
+    }
+}
 PAIR_ROWS(pairs_u16, uint16_t)
 PAIR_ROWS(pairs_f32, float)
 
 void pf_cpu_lut_rows(const pf_cpu_lut *l, const pf_frame *in, const pf_frame *in2,
                      const pf_frame *out, int y0, int y1)
 {
+    if (l->pairs && l->pair_forms) {
+        pairs_forms_u8(l, in, in2, out, y0, y1);
+        return;
+    }
     if (l->pairs) {
         (out->sample == PF_U8    ? pairs_u8
          : out->sample == PF_U16 ? pairs_u16

@@ -228,6 +228,11 @@ static void check_live_param(pf_rng *r)
 /* ---- Two 8-bit inputs: tables over every pair of codes ------------------------------ */
 
 static const char *const pairs[] = {
+    /* tables that are integer forms (cpu_lut.c's classify_pairs): run as byte operations */
+    "{\"id\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", \"b\"]}",
+    "{\"id\": \"s\", \"op\": \"difference\", \"inputs\": [\"a\", \"b\"]}",
+    "{\"id\": \"s\", \"op\": \"multiply\", \"inputs\": [\"b\", \"a\"]}",
+    /* and tables that are not: looked up */
     "{\"id\": \"s\", \"op\": \"add\", \"inputs\": [\"a\", \"b\"], \"params\": {\"scale\": "
     "0.7}}",
     "{\"id\": \"s\", \"op\": \"blend\", \"inputs\": [\"a\", \"b\"], \"params\": "
