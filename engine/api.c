@@ -234,6 +234,10 @@ static int plan_still_fits(const pf_pipeline *p, int i)
         return 1;
     const pf_unit *u = &plan->units[plan->unit_of[i]];
     const pf_shape *in = &plan->shapes[n->in[0]];
+    /* strips: a stencil's or resample stage's params may move the rows it reads (a
+       radius, a flip's axis, a crop's corner), which the windows were worked out from */
+    if (plan->strip_rows && n->desc->kind != PF_STAGE_POINT)
+        return 0;
     if (n->desc->shape) {
         pf_shape s;
         char err[256];

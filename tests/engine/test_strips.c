@@ -299,6 +299,23 @@ static void test_memory_and_refusals(void)
     free(out.data);
     pf_pipeline_destroy(p);
 
+    /* a parameter that moves the rows a stage reads drops the strip plan: the windows
+       were worked out from the old value */
+    p = pf_test_load_string(eng,
+                            ONE_IN("{\"id\": \"f\", \"op\": \"flip\", \"inputs\": [\"x\"], "
+                                   "\"params\": {\"axis\": \"horizontal\"}}",
+                                   "\"out\": \"f\""),
+                            "params", "cpu");
+    pf_shape fs = {16, 40};
+    CHECK(pf_pipeline_plan_strips(p, &fs, 1, 8, &n) == PF_OK && n == 5);
+    CHECK(pf_pipeline_strip(p, 0, &y0, &y1, &win, 1) == PF_OK && win.y0 == 0 && win.y1 == 8);
+    CHECK(pf_pipeline_set_param(p, "f.axis", "\"vertical\"") == PF_OK);
+    CHECK(pf_pipeline_strip(p, 0, &y0, &y1, &win, 1) == PF_NOT_PLANNED);
+    CHECK(pf_pipeline_plan_strips(p, &fs, 1, 8, &n) == PF_OK);
+    CHECKF(pf_pipeline_strip(p, 0, &y0, &y1, &win, 1) == PF_OK && win.y0 == 32 && win.y1 == 40,
+           "a vertical flip's first strip reads rows %d..%d", win.y0, win.y1 - 1);
+    pf_pipeline_destroy(p);
+
     char why[512];
     p = pf_test_load_string(
         eng,

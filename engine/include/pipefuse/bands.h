@@ -53,8 +53,10 @@ int pf_pipeline_strips_possible(const pf_pipeline *p, char *why, size_t why_size
 /* Plans p on the CPU for whole inputs of these shapes run in strips of `rows` output
    rows (the image outputs, one height), *n_strips of them (NULL: not wanted). The
    memory limit (max_memory) counts the strips' buffers. pf_pipeline_run and the other
-   frame calls plan whole frames again. PF_UNSUPPORTED with the reason in the message
-   when p cannot run in strips. */
+   frame calls plan whole frames again; a parameter change of a stencil or resample stage
+   (which may move the rows it reads) drops the strip plan, and the strip calls then
+   return PF_NOT_PLANNED until strips are planned again. PF_UNSUPPORTED with the reason
+   in the message when p cannot run in strips. */
 int pf_pipeline_plan_strips(pf_pipeline *p, const pf_shape *inputs, int n_inputs, int rows,
                             int *n_strips);
 
