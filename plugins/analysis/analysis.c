@@ -143,7 +143,9 @@ static int histogram_native(const pf_native_args *a)
                  ci);
         return -1;
     }
-    uint32_t *count = calloc((size_t)codes * (size_t)ci, sizeof *count);
+    /* 8-bit counts on the stack (4 KB); 16-bit's 1 MB on the heap */
+    uint32_t small[4 * 256];
+    uint32_t *count = codes == 256 ? small : calloc((size_t)codes * (size_t)ci, sizeof *count);
     if (!count) {
         snprintf(a->err, a->err_size, "histogram: out of memory for %d counts", codes * ci);
         return -1;
@@ -158,6 +160,20 @@ static int histogram_native(const pf_native_args *a)
         memset(count, 0, sizeof *count * (size_t)codes * (size_t)ci);
         for (int y = y0; y < y1; y++) {
             const char *row = (const char *)a->in + (size_t)y * a->in_pitch;
+            if (a->sample == 0 && (ci == 4 || ci == 3)) {
+                /* one pass over the pixels, the channels' counts apart: increments of
+                   one count follow each other less often (a run of one value in a
+                   channel no longer waits on its own last store four times a pixel) */
+                const uint8_t *p = (const uint8_t *)row;
+                uint32_t *n0 = count, *n1 = count + 256, *n2 = count + 512, *n3 = count + 768;
+                if (ci == 4)
+                    for (int x = 0; x < w; x++, p += 4)
+                        n0[p[0]]++, n1[p[1]]++, n2[p[2]]++, n3[p[3]]++;
+                else
+                    for (int x = 0; x < w; x++, p += 3)
+                        n0[p[0]]++, n1[p[1]]++, n2[p[2]]++;
+                continue;
+            }
             for (int c = 0; c < ci; c++) {
                 uint32_t *n = count + (size_t)c * (size_t)codes;
                 if (a->sample == 0)
@@ -182,7 +198,8 @@ static int histogram_native(const pf_native_args *a)
                     a->partial[(size_t)histogram_bin((float)k / max, bins) * 4 + (size_t)c] += n[k];
         }
     }
-    free(count);
+    if (count != small)
+        free(count);
     return 0;
 }
 
