@@ -143,11 +143,17 @@ static int histogram_native(const pf_native_args *a)
                  ci);
         return -1;
     }
-    /* 8-bit counts on the stack (4 KB); 16-bit's 1 MB on the heap */
+    /* 8-bit samples are counted by code, 16-bit ones by bin: code k's float k / 65535 is
+       binned by its exact fraction (histogram_bin), floor(k bins / 65535), which the
+       count computes in integers; a band then adds bins, not 65536 codes a channel. The
+       counts on the stack where they fit (4 KB). */
+    const int by_bin = a->sample == 1, slots = by_bin ? bins : codes;
     uint32_t small[4 * 256];
-    uint32_t *count = codes == 256 ? small : calloc((size_t)codes * (size_t)ci, sizeof *count);
+    uint32_t *count = (size_t)slots * (size_t)ci <= sizeof small / sizeof small[0]
+                          ? small
+                          : calloc((size_t)slots * (size_t)ci, sizeof *count);
     if (!count) {
-        snprintf(a->err, a->err_size, "histogram: out of memory for %d counts", codes * ci);
+        snprintf(a->err, a->err_size, "histogram: out of memory for %d counts", slots * ci);
         return -1;
     }
     /* rows at a time whose samples fit a 32-bit count (2^31 samples: more rows than an
@@ -157,7 +163,7 @@ static int histogram_native(const pf_native_args *a)
     const int step = fit < 1 ? 1 : fit < (size_t)band ? (int)fit : band > 0 ? band : 1;
     for (int y0 = a->region.y0; y0 < a->region.y1; y0 += step) {
         int y1 = a->region.y1 - y0 > step ? y0 + step : a->region.y1;
-        memset(count, 0, sizeof *count * (size_t)codes * (size_t)ci);
+        memset(count, 0, sizeof *count * (size_t)slots * (size_t)ci);
         for (int y = y0; y < y1; y++) {
             const char *row = (const char *)a->in + (size_t)y * a->in_pitch;
             if (a->sample == 0 && (ci == 4 || ci == 3)) {
@@ -175,13 +181,16 @@ static int histogram_native(const pf_native_args *a)
                 continue;
             }
             for (int c = 0; c < ci; c++) {
-                uint32_t *n = count + (size_t)c * (size_t)codes;
+                uint32_t *n = count + (size_t)c * (size_t)slots;
                 if (a->sample == 0)
                     for (int x = 0; x < w; x++)
                         n[((const uint8_t *)row)[x * ci + c]]++;
                 else
-                    for (int x = 0; x < w; x++)
-                        n[((const uint16_t *)row)[x * ci + c]]++;
+                    for (int x = 0; x < w; x++) {
+                        uint32_t b = (uint32_t)(((const uint16_t *)row)[x * ci + c] *
+                                                (uint64_t)bins / 65535u);
+                        n[b < (uint32_t)bins ? b : (uint32_t)bins - 1]++;
+                    }
             }
         }
         /* float channel c (r, g, b, a) comes from frame channel src[c]; -1: alpha 1 */
@@ -192,10 +201,15 @@ static int histogram_native(const pf_native_args *a)
                     (double)(y1 - y0) * (double)w;
                 continue;
             }
-            const uint32_t *n = count + (size_t)src[c] * (size_t)codes;
-            for (int k = 0; k < codes; k++)
-                if (n[k])
-                    a->partial[(size_t)histogram_bin((float)k / max, bins) * 4 + (size_t)c] += n[k];
+            const uint32_t *n = count + (size_t)src[c] * (size_t)slots;
+            if (by_bin)
+                for (int k = 0; k < bins; k++)
+                    a->partial[(size_t)k * 4 + (size_t)c] += n[k];
+            else
+                for (int k = 0; k < codes; k++)
+                    if (n[k])
+                        a->partial[(size_t)histogram_bin((float)k / max, bins) * 4 + (size_t)c] +=
+                            n[k];
         }
     }
     if (count != small)
