@@ -4,9 +4,11 @@
  * one would run. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fuse.h"
 #include "pipefuse/png.h"
+#include "pipefuse/bands.h"
 #include "plan.h"
 #include "watchdog.h"
 
@@ -437,6 +439,37 @@ static int print_fusion_groups(const pf_pipeline *p, FILE *f)
     return PF_OK;
 }
 
+/* What the same shapes take in strips (pipefuse/bands.h), where the pipeline can run in
+   them: what `pipefuse run` holds for a large image on the CPU, in strips of 8 output
+   rows (its smallest) and of 64. The message a refusal would write is not kept. */
+static void print_strips(const pf_pipeline *p, FILE *f)
+{
+    static const int rows[2] = {8, 64};
+    char why[512];
+    if (p->plan->strip_rows || pf_pipeline_strips_possible(p, why, sizeof why) != PF_OK)
+        return;
+    pf_pipeline *w = (pf_pipeline *)p; /* pf_plan_memory plans nothing: p is as it was */
+    char saved[PF_ERRMSG_MAX];
+    double mib[2];
+    memcpy(saved, w->errmsg, sizeof saved);
+    int rc = PF_OK;
+    for (int k = 0; k < 2 && rc == PF_OK; k++) {
+        pf_memory m;
+        memset(&m, 0, sizeof m);
+        m.size = sizeof m;
+        w->strip_rows = rows[k];
+        rc = pf_plan_memory(w, p->plan->in_shapes, p->n_inputs, &m);
+        mib[k] = (double)m.host_bytes / (1 << 20);
+    }
+    w->strip_rows = 0;
+    memcpy(w->errmsg, saved, sizeof saved);
+    if (rc == PF_OK)
+        fprintf(f,
+                "in strips (pipefuse run's large images, on the CPU): %.1f MiB of buffers in "
+                "strips of %d output rows, %.1f MiB in strips of %d\n",
+                mib[0], rows[0], mib[1], rows[1]);
+}
+
 int pf_plan_print(const pf_pipeline *p, FILE *f)
 {
     if (!p->plan)
@@ -508,6 +541,7 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
         }
     }
     fprintf(f, "memory: %.1f MiB of buffers\n", (double)p->plan_host_bytes / (1 << 20));
+    print_strips(p, f);
     return ferror(f) ? PF_IO : PF_OK;
 }
 

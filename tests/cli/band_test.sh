@@ -199,6 +199,11 @@ EOF
             same "$W/$p.off" "$W/$p.$rows" "$p, --band-rows $rows"
         done
     done
+    # pipefuse check says what strips hold, where a pipeline can run in them
+    "$PF" check "$W/half.json" --size 4000x3000 >"$W/stdout" 2>"$W/stderr" || fail "check half"
+    says "$W/stdout" "in strips (pipefuse run's large images, on the CPU):" "check half"
+    "$PF" check "$W/hist.json" --size 400x300 >"$W/stdout" 2>"$W/stderr" || fail "check hist"
+    grep -q "in strips" "$W/stdout" && fail "check hist: a reduce stage's pipeline in strips"
     pf run "$W/flipv.json" "$W/in/rgb8.png" -o "$W/flipv.again" --band-rows 8
     says "$W/stderr" "the rows a band reads run up the image" "flipv, --band-rows 8"
     pf run "$W/hist.json" "$W/in/rgb8.png" -o "$W/hist.again" --band-rows 8
