@@ -70,11 +70,12 @@ static const cli_opt run_opts[] = {
     {"--jobs", 0, "N", "files in the engine at once, 1-64 (default: automatic)"},
     {"--max-memory", 0, "SIZE", "memory budget of the files in flight, e.g. 512M or 4G"},
     {"--band-rows", 0, "auto|off|N",
-     "run large images in bands of rows from decode to encode, where every stage allows it "
-     "(point and stencil stages; no resize, table or position-dependent op): auto (the "
-     "default, or PIPEFUSE_BAND_ROWS) bands an image whose whole-frame run would hold over "
-     "64 MB, off never bands, N bands every image taller than a band, N rows a band; the "
-     "output is the same bit for bit (docs/batch.md)"},
+     "run large images in bands of rows from decode to encode, where the stages allow it "
+     "(point and stencil stages; resizes, crops, turns and position-dependent ops in strips "
+     "of output rows on the CPU; no table output, no vertical flip): auto (the default, or "
+     "PIPEFUSE_BAND_ROWS) bands an image whose whole-frame run would hold over 64 MB, off "
+     "never bands, N bands every image taller than a band, N rows a band; the output is "
+     "the same bit for bit (docs/batch.md)"},
     {"--file-timeout", 0, "S",
      "give up on a file S seconds after its decode began (decode, engine, encode and write "
      "all count), restarting its worker (default 600; 0: never)"},
