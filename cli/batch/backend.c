@@ -92,6 +92,52 @@ done:
     return ms;
 }
 
+/* Whether the CPU probe may run the pipeline before any file: every stage of its file is
+   a built-in one (a plugin's stage that crashes or hangs on the probe's frame would stop
+   the worker where no file is there to blame) with CUDA code (else the engine takes the
+   CPU anyway, and says why). 0 with the reason in why. */
+static int probe_allowed(char *why, size_t whyn)
+{
+    char builtin[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr((void *)&pf_engine_create, &info) && info.dli_fname &&
+        realpath(info.dli_fname, builtin)) {
+        char *slash = strrchr(builtin, '/');
+        if (slash)
+            snprintf(slash, sizeof builtin - (size_t)(slash - builtin), "/pipefuse/plugins");
+    }
+    json_error_t je;
+    json_t *root = json_load_file(W.o->pipeline, 0, &je);
+    json_t *stages = root ? json_object_get(root, "stages") : NULL;
+    int ok = stages != NULL && builtin[0];
+    if (!ok)
+        snprintf(why, whyn, "the pipeline's stages could not be listed");
+    const int n_st = pf_engine_stage_count(W.e);
+    for (size_t k = 0; ok && k < json_array_size(stages); k++) {
+        const char *op = json_string_value(json_object_get(json_array_get(stages, k), "op"));
+        for (int s = 0; op && ok && s < n_st; s++) {
+            const char *file = NULL, *plugin = NULL;
+            const pf_stage_desc *d = pf_engine_stage(W.e, s, &file, &plugin);
+            if (!d || strcmp(d->name, op) != 0)
+                continue;
+            char dir[PATH_MAX];
+            char *slash = file && realpath(file, dir) ? strrchr(dir, '/') : NULL;
+            if (slash)
+                *slash = 0;
+            if (!slash || strcmp(dir, builtin) != 0) {
+                snprintf(why, whyn, "op %s comes from plugin %s (%s)", op, plugin ? plugin : "?",
+                         file ? file : "?");
+                ok = 0;
+            } else if (!(d->kind == PF_STAGE_POINT ? d->point_cuda != NULL : d->run_cuda != NULL)) {
+                snprintf(why, whyn, "op %s has no CUDA code", op);
+                ok = 0;
+            }
+        }
+    }
+    json_decref(root);
+    return ok;
+}
+
 /* --backend auto (the default) over a batch: the CPU when the pipeline's work for every
    pixel of the batch (from the inputs' headers) takes the CPU less time than the GPU
    takes to start, decided before CUDA is touched; said once. 1: the CPU; 0: as the
@@ -107,6 +153,15 @@ int auto_backend(void)
     if (!cuda)
         return -1;
     dlclose(cuda);
+    char why[700];
+    if (!probe_allowed(why, sizeof why)) { /* as the engine chooses */
+        if (o->verbose && !o->quiet) {
+            char msg[800];
+            snprintf(msg, sizeof msg, "--backend auto: the engine chooses (%s)", why);
+            notice(0, msg);
+        }
+        return 0;
+    }
     double per_px = cpu_ms_per_pixel(o->batch_pixels);
     if (per_px <= 0)
         return 0;

@@ -156,6 +156,15 @@ static void plan_strips(job *j, int w, int h)
 {
     const unsigned long long budget = W.o->max_memory;
     long long rows = W.o->band_rows;
+    static atomic_int said;
+    if (atomic_load(&W.gpu) && rows > 0 && !W.o->quiet && !atomic_exchange(&said, 1)) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "--band-rows %lld: images run whole: on the GPU this pipeline runs whole "
+                 "frames (it runs in strips, which are the CPU's, not in frames of bands)",
+                 rows);
+        notice(0, msg);
+    }
     if (atomic_load(&W.gpu) || rows == 0)
         return;
     if (rows < 0) {
@@ -193,7 +202,6 @@ static void plan_strips(job *j, int w, int h)
             break;
         rows = rows * 3 / 4 > 8 ? rows * 3 / 4 : 8;
     }
-    static atomic_int said;
     if (!streams && W.o->band_rows > 0 && !W.o->quiet && !atomic_exchange(&said, 1)) {
         char msg[300];
         snprintf(msg, sizeof msg,
