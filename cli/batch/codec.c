@@ -39,7 +39,7 @@ static void free_frame(pf_frame *f)
 static void pin_input(job *j)
 {
     pf_frame *f = &j->in[0], pf;
-    if (!W.pool || !f->data ||
+    if (!W.pool || !f->data || pinned_owns(W.pool, f) ||
         pinned_frame(W.pool, f->width, f->height, f->sample, f->channels, &pf) != PF_OK)
         return;
     size_t row = pf_frame_pixel_bytes(f->sample, f->channels) * (size_t)f->width;
@@ -219,6 +219,40 @@ void reader_error(job *j, const char *err)
     j->status = 1;
 }
 
+/* On the GPU, a whole file decoded straight into a pinned frame, row by row, so its upload
+   is DMA with no copy on the host. 1: done (read, or failed with j->err); 0: read it as
+   usual (an interlaced PNG, a JPEG its EXIF turns, no pinned frame to be had). */
+static int read_pinned(job *j, char *err, size_t errn)
+{
+    cli_rows *r = NULL;
+    pf_frame fmt, pf;
+    int rc = cli_rows_open(j->path, W.o->max_pixels, W.o->max_memory, W.o->strip, &r, &fmt, &j->src,
+                           &j->meta, &j->jmeta, &j->fmt, err, errn);
+    if (rc == PF_UNSUPPORTED)
+        return 0;
+    if (rc != PF_OK) {
+        reader_error(j, err);
+        return 1;
+    }
+    if (pinned_frame(W.pool, fmt.width, fmt.height, fmt.sample, fmt.channels, &pf) != PF_OK) {
+        cli_rows_close(r);
+        pf_png_meta_free(j->meta);
+        pf_jpeg_meta_free(j->jmeta);
+        j->meta = NULL;
+        j->jmeta = NULL;
+        return 0;
+    }
+    rc = cli_rows_read(r, &pf, fmt.height, err, errn);
+    cli_rows_close(r);
+    if (rc != PF_OK) {
+        pinned_release(W.pool, &pf);
+        reader_error(j, err);
+        return 1;
+    }
+    j->in[0] = pf;
+    return 1;
+}
+
 static void decode(job *j)
 {
     tls_job = j->index;
@@ -257,6 +291,8 @@ static void decode(job *j)
         }
         if (rc != PF_OK)
             reader_error(j, err);
+    } else if (W.pool && read_pinned(j, err, sizeof err)) {
+        /* read, or failed with its message */
     } else if (cli_image_read(j->path, W.o->max_pixels, W.o->max_memory, W.o->strip, &j->in[0],
                               &j->src, &j->meta, &j->jmeta, &j->fmt, err, sizeof err) != PF_OK) {
         reader_error(j, err); /* the reader's messages start with the path */
