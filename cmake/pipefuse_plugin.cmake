@@ -161,6 +161,9 @@ function(_pipefuse_add_plugin name)
   endif()
   if(cuda)
     target_compile_definitions(${target} PRIVATE PF_PLUGIN_HAVE_CUDA=1)
+    # No multiply and add contracted into an FMA: a point op compiled by nvcc rounds as
+    # the same op on the CPU does (plugins build as ISO C, which does not contract).
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false>)
     target_link_libraries(${target} PRIVATE CUDA::cudart_static)
   endif()
   # "$<0:>" keeps multi-config generators from adding a per-configuration subdirectory:

@@ -104,7 +104,10 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
     }
     char opt_arch[64];
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d", arch);
-    const char *opts[] = {opt_arch, "--std=c++17", "-default-device"};
+    /* --fmad=false: no multiply and add contracted into an FMA, so an op's float
+       arithmetic rounds as the CPU's does (ISO C, -ffp-contract=off) and the generated
+       kernels give the CPU executor's values. */
+    const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "--fmad=false"};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
 
     /* The key covers everything the cubin depends on. */

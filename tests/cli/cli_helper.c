@@ -10,8 +10,11 @@
  *   cli_helper rows FILE ROWS    reads FILE with pf_png_rows, ROWS at a time, and exits 0
  *                                when rows, format and metadata equal pf_png_read_meta's;
  *                                prints "interlaced" (exit 0) for an interlaced file
+ *   cli_helper near A B STEPS    exit 0 when PNGs A and B are one size and format and no
+ *                                sample differs by more than STEPS of its depth
  */
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,8 +180,63 @@ static int truncate_file(const char *src, const char *dst)
     return fclose(out) != 0;
 }
 
+/* Whether PNGs a and b hold images of one size and format whose samples differ by at
+   most steps (of their own depth): the CPU-against-GPU contract is one step. 0: they
+   do; 1: they do not, the worst sample said. */
+static int near(const char *a, const char *b, int steps)
+{
+    pf_frame f[2];
+    pf_png_info info;
+    char err[1024];
+    const char *path[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        if (pf_png_read(path[i], 0, &f[i], &info, err, sizeof err) != PF_OK) {
+            fprintf(stderr, "%s\n", err);
+            if (i)
+                pf_frame_free(&f[0]);
+            return 1;
+        }
+    int bad = 0;
+    if (f[0].width != f[1].width || f[0].height != f[1].height || f[0].sample != f[1].sample ||
+        f[0].channels != f[1].channels) {
+        fprintf(stderr, "%s is %dx%d, %d channels, %d bits; %s is %dx%d, %d channels, %d bits\n", a,
+                f[0].width, f[0].height, f[0].channels, f[0].sample == PF_U16 ? 16 : 8, b,
+                f[1].width, f[1].height, f[1].channels, f[1].sample == PF_U16 ? 16 : 8);
+        bad = 1;
+    }
+    long worst = 0;
+    int wx = 0, wy = 0, wc = 0;
+    for (int y = 0; !bad && y < f[0].height; y++)
+        for (int x = 0; x < f[0].width * f[0].channels; x++) {
+            long u, v;
+            if (f[0].sample == PF_U16) {
+                u = ((const uint16_t *)((const char *)f[0].data + (size_t)y * f[0].pitch))[x];
+                v = ((const uint16_t *)((const char *)f[1].data + (size_t)y * f[1].pitch))[x];
+            } else {
+                u = ((const uint8_t *)f[0].data)[(size_t)y * f[0].pitch + (size_t)x];
+                v = ((const uint8_t *)f[1].data)[(size_t)y * f[1].pitch + (size_t)x];
+            }
+            if (labs(u - v) > worst) {
+                worst = labs(u - v);
+                wx = x / f[0].channels;
+                wy = y;
+                wc = x % f[0].channels;
+            }
+        }
+    if (!bad && worst > steps) {
+        fprintf(stderr, "%s and %s differ by %ld steps at (%d, %d) channel %d\n", a, b, worst, wx,
+                wy, wc);
+        bad = 1;
+    }
+    pf_frame_free(&f[0]);
+    pf_frame_free(&f[1]);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "near") == 0)
+        return near(argv[2], argv[3], atoi(argv[4]));
     if (argc == 3 && strcmp(argv[1], "pngs") == 0) {
         const char *d = argv[2];
         return make_png(d, "rgb8.png", 64, 48, PF_U8, 3, 1) |
@@ -222,6 +280,6 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "usage: cli_helper pngs DIR | truncate SRC DST | json FILE... | png FILE | image "
-            "FILE W H CHANNELS BITS\n");
+            "FILE W H CHANNELS BITS | near A.png B.png STEPS\n");
     return 2;
 }

@@ -75,17 +75,11 @@ PF_POINT_FN float pf_maxf(float a, float b)
 {
     return a > b ? a : b;
 }
-/* a + (b - a) * t. On the GPU written as the fmaf that contraction makes of it anyway
-   (same value): NVVM of CUDA 13.0 folded the contracted form to a constant NaN in some
-   fused kernels where a == b reached it through inlined ops (the alpha of a blend of
-   two results of one source). */
+/* a + (b - a) * t, rounded step by step on both (the GPU's kernels are compiled without
+   FMA contraction). */
 PF_POINT_FN float pf_lerpf(float a, float b, float t)
 {
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-    return fmaf(b - a, t, a);
-#else
     return a + (b - a) * t;
-#endif
 }
 /* Rec. 709 luma weights (0.2126, 0.7152, 0.0722), the ones pipefuse uses everywhere,
    written as g + 0.2126 (r - g) + 0.0722 (b - g): the same sum (the weights add up to
