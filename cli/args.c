@@ -31,6 +31,9 @@ static const cli_opt global_opts[] = {
     {"--backend", 0, "auto|cpu|cuda",
      "executor for run and check (default: the pipeline's, else auto); cuda without a usable "
      "GPU is refused before any file is read"},
+    {"--precision", 0, "exact|fast",
+     "the GPU's generated kernels for run, check and bench: exact (the CPU's values) or fast "
+     "(FMA and fast maths, within docs/stages.md's bound); default: the pipeline's, else exact"},
     {"--quiet", 'q', NULL, "no progress lines and no notices (errors and warnings still show)"},
     {"--help", 'h', NULL, "this help, then exit"},
     {"--version", 0, NULL, "the version, then exit"},
@@ -601,6 +604,12 @@ static int set_global(const cli_opt *o, const char *v, cli_common *c)
             return PF_EXIT_USAGE;
         }
         c->backend = v;
+    } else if (strcmp(o->lng, "--precision") == 0) {
+        if (strcmp(v, "exact") && strcmp(v, "fast")) {
+            fprintf(stderr, "pipefuse: --precision %s: expected exact or fast\n", v);
+            return PF_EXIT_USAGE;
+        }
+        c->precision = v;
     } else if (strcmp(o->lng, "--quiet") == 0) {
         c->quiet = 1;
     }
@@ -746,12 +755,14 @@ int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
         cli_help(NULL, stderr);
         return PF_EXIT_USAGE;
     }
-    /* run takes the global -q (no progress either) and --backend as its own options,
-       first (before a "--") */
+    /* run takes the global -q (no progress either), --backend and --precision as its own
+       options, first (before a "--") */
     int first = r->argc;
     if (strcmp(cmd->name, "run") == 0 &&
         ((c->quiet && push_arg(r, "--quiet") != 0) ||
-         (c->backend && (push_arg(r, "--backend") != 0 || push_arg(r, c->backend) != 0))))
+         (c->backend && (push_arg(r, "--backend") != 0 || push_arg(r, c->backend) != 0)) ||
+         (c->precision &&
+          (push_arg(r, "--precision") != 0 || push_arg(r, c->precision) != 0))))
         return PF_EXIT_USAGE;
     for (int k = first; k < r->argc; k++) { /* rotate them to the front */
         char *a = r->argv[k];

@@ -22,6 +22,7 @@ typedef struct run_opts {
     const char *pipeline;
     const char *outdir;
     const char *backend;
+    const char *precision; /* --precision, or NULL: the pipeline's */
     const char *dump_kernels;
     const char *max_launch_ms;
     const char *joblog;

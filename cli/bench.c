@@ -475,6 +475,18 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         pf_engine_destroy(e);
         return PF_EXIT_USAGE;
     }
+    if (c->precision && pf_pipeline_set_option(b.p, "precision", c->precision) != PF_OK) {
+        fprintf(stderr, "pipefuse bench: --precision %s: %s\n", c->precision,
+                pf_pipeline_errmsg(b.p));
+        pf_pipeline_destroy(b.p);
+        pf_engine_destroy(e);
+        return PF_EXIT_USAGE;
+    }
+    pf_stats pst;
+    memset(&pst, 0, sizeof pst);
+    pst.size = sizeof pst;
+    const char *precision = pf_pipeline_stats(b.p, &pst) == PF_OK && pst.precision ? pst.precision
+                                                                                 : "exact";
     double copy_bw = copy_bandwidth();
     int cuda = copy_bw > 0;
     char device[256] = "none";
@@ -510,8 +522,9 @@ int cli_bench(int argc, char **argv, const cli_common *c)
                "  \"device\": ",
                size.width, size.height, format, frames);
         json_str(device);
-        printf(",\n  \"copy_gbps\": %.1f,\n  \"bytes_per_frame\": %.0f,\n  \"modes\": [",
-               copy_bw / 1e9, b.bytes);
+        printf(",\n  \"precision\": \"%s\",\n  \"copy_gbps\": %.1f,\n  \"bytes_per_frame\": "
+               "%.0f,\n  \"modes\": [",
+               precision, copy_bw / 1e9, b.bytes);
         int first = 1;
         for (int m = 0; m < N_MODES; m++) {
             bench_result *r = &res[m];
@@ -536,9 +549,10 @@ int cli_bench(int argc, char **argv, const cli_common *c)
         }
         printf("\n  ]\n}\n");
     } else {
-        printf("%s, %dx%d %s, %d frames; device: %s; copy bandwidth %.0f GB/s; a frame must "
-               "move %.1f MB\n",
-               file, size.width, size.height, format, frames, device, copy_bw / 1e9, b.bytes / 1e6);
+        printf("%s, %dx%d %s, %d frames; device: %s; precision %s; copy bandwidth %.0f GB/s; a "
+               "frame must move %.1f MB\n",
+               file, size.width, size.height, format, frames, device, precision, copy_bw / 1e9,
+               b.bytes / 1e6);
         printf("%-19s %8s %10s %10s %10s %11s %9s %6s %6s  %s\n", "mode", "launches", "median ms",
                "p99 ms", "submit us", "frame ms", "GB/s", "copy", "busy", "verdict");
         for (int m = 0; m < N_MODES; m++) {

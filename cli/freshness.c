@@ -151,6 +151,7 @@ int fresh_fingerprint(const run_opts *o, const char *plugins, char fp[33], char 
     h_int(&h, "zlib", o->zlib);
     h_int(&h, "png filter", o->png_filter);
     h_int(&h, "strip", o->strip);
+    h_str(&h, "precision", o->precision ? o->precision : "");
     h_str(&h, "images", cli_image_opts_str()); /* --format, JPEG quality and the rest */
     h_str(&h, "plugins", plugins);
     snprintf(fp, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);

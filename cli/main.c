@@ -271,6 +271,13 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
     }
     if (o->no_fuse)
         pf_pipeline_set_option(p, "fusion", "false");
+    if (c->precision && pf_pipeline_set_option(p, "precision", c->precision) != PF_OK) {
+        fprintf(stderr, "pipefuse check: --precision %s: %s\n", c->precision,
+                pf_pipeline_errmsg(p));
+        pf_pipeline_destroy(p);
+        pf_engine_destroy(e);
+        return PF_EXIT_USAGE;
+    }
     if (c->backend && pf_pipeline_set_option(p, "backend", c->backend) != PF_OK) {
         fprintf(stderr, "pipefuse check: --backend %s: %s\n", c->backend, pf_pipeline_errmsg(p));
         pf_pipeline_destroy(p);

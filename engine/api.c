@@ -1060,6 +1060,7 @@ PF_API int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s)
     full.launches_per_frame = plan ? p->exec->launches(p, p->exec_state) : 0;
     full.streams = plan ? plan->n_streams : 0;
     full.budget_ms = plan ? plan->budget_ms : 0;
+    full.precision = p->opts.precision == PF_PRECISION_FAST ? "fast" : "exact";
     leave(p);
     memcpy(s, &full, size);
     return PF_OK;

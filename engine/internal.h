@@ -210,7 +210,10 @@ typedef struct pf_options {
     int slots;            /* CUDA frames in flight; 0: 3 */
     int profile;          /* time every launch with events (off in the hot path) */
     int clusters;         /* 1: column sums combine through thread-block clusters where possible */
+    int precision;        /* PF_PRECISION_EXACT (default) or PF_PRECISION_FAST */
 } pf_options;
+#define PF_PRECISION_EXACT 0
+#define PF_PRECISION_FAST  1
 
 /* The options table (options.c), shared by the loader and pf_pipeline_set_option.
    pf_option_set takes a JSON value, pf_option_set_text the API's text ("2.5", "true",

@@ -89,8 +89,8 @@ int pf_nvrtc_version(void)
     return pf_nvrtc_available(NULL, 0) ? nv.major * 1000 + nv.minor * 10 : 0;
 }
 
-int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubin, size_t *size,
-                     char **log, int *cache_hit)
+int pf_nvrtc_compile(const char *source, const char *name, int arch, int fast, void **cubin,
+                     size_t *size, char **log, int *cache_hit)
 {
     *cubin = NULL;
     *log = NULL;
@@ -104,10 +104,11 @@ int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubi
     }
     char opt_arch[64];
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d", arch);
-    /* --fmad=false: no multiply and add contracted into an FMA, so an op's float
+    /* Exact: --fmad=false, no multiply and add contracted into an FMA, so an op's float
        arithmetic rounds as the CPU's does (ISO C, -ffp-contract=off) and the generated
-       kernels give the CPU executor's values. */
-    const char *opts[] = {opt_arch, "--std=c++17", "-default-device", "--fmad=false"};
+       kernels give the CPU executor's values. Fast: contraction and the fast maths. */
+    const char *opts[] = {opt_arch, "--std=c++17", "-default-device",
+                          fast ? "--use_fast_math" : "--fmad=false"};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
 
     /* The key covers everything the cubin depends on. */

@@ -10,8 +10,10 @@
    PF_UNSUPPORTED (no NVRTC); *cubin and *log are malloc'd. The disk cache is used
    unless PIPEFUSE_CACHE_DIR is "off". */
 int pf_nvrtc_available(char *why, size_t why_size);
-int pf_nvrtc_compile(const char *source, const char *name, int arch, void **cubin, size_t *size,
-                     char **log, int *cache_hit);
+/* fast: FMA contraction and the fast maths (--use_fast_math); else --fmad=false, so the
+   kernel's float arithmetic rounds as the CPU's does. */
+int pf_nvrtc_compile(const char *source, const char *name, int arch, int fast, void **cubin,
+                     size_t *size, char **log, int *cache_hit);
 int pf_nvrtc_version(void); /* major * 1000 + minor * 10, or 0 */
 
 #endif

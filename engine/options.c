@@ -27,6 +27,7 @@ typedef struct opt_desc {
 } opt_desc;
 
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
+static const char *const precision_names[] = {"exact", "fast", NULL};
 
 #define OPT(name, type, field, min, max, names, replans, doc)                                      \
     {                                                                                              \
@@ -48,6 +49,10 @@ static const opt_desc opts[] = {
     OPT("max_memory", OPT_BYTES, max_memory, 0, 1e18, NULL, 1,
         "bytes of buffers a plan may take; 0: no limit"),
     OPT("profile", OPT_BOOL, profile, 0, 1, NULL, 0, "time every launch with CUDA events"),
+    OPT("precision", OPT_ENUM, precision, 0, 1, precision_names, 1,
+        "exact: the generated kernels give the CPU's values; fast: they may contract "
+        "multiplies and adds into FMA and use the GPU's fast division, square root, exp, "
+        "log and pow (docs/stages.md states the bound)"),
     OPT("clusters", OPT_BOOL, clusters, 0, 1, NULL, 1,
         "a sum by columns adds a stripe's blocks in a thread-block cluster (sm_90 and later)"),
 };

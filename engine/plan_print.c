@@ -483,8 +483,9 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
         return PF_NO_MEMORY;
     fprintf(f,
             "launch units per frame: %d (%d without fusion), GPU kernel launches per frame: %d, "
-            "streams: %d\n",
-            plan->n_units, plan->n_unfused_units, gpu_launches(p, &v), plan->n_streams);
+            "streams: %d, GPU arithmetic: %s\n",
+            plan->n_units, plan->n_unfused_units, gpu_launches(p, &v), plan->n_streams,
+            p->opts.precision == PF_PRECISION_FAST ? "fast (FMA, fast maths)" : "exact");
     if (plan->budget_ms > 0)
         fprintf(f, "watchdog budget: %.1f ms per launch; cost model at %.0f GB/s (%s)\n",
                 plan->budget_ms, plan->bandwidth / 1e9,

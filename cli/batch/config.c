@@ -33,13 +33,13 @@
 static run_opts wo;
 static cli_common wc;
 
-static const char *cfg_keys[] = {"pipeline",      "outdir",      "backend", "dump_kernels",
-                                 "max_launch_ms", "plugin_path", NULL};
+static const char *cfg_keys[] = {"pipeline",      "outdir",      "backend",   "dump_kernels",
+                                 "max_launch_ms", "plugin_path", "precision", NULL};
 
 static const char **cfg_str(run_opts *o, cli_common *c, int k)
 {
-    const char **f[] = {&o->pipeline,     &o->outdir,        &o->backend,
-                        &o->dump_kernels, &o->max_launch_ms, &c->plugin_path};
+    const char **f[] = {&o->pipeline,     &o->outdir,        &o->backend,   &o->dump_kernels,
+                        &o->max_launch_ms, &c->plugin_path, &o->precision};
     return f[k];
 }
 

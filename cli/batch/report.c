@@ -178,6 +178,7 @@ int load_pipeline(pf_engine *e, pf_pipeline **out, char *err, size_t errn)
     }
     const char *backend = W.backend ? W.backend : o->backend;
     if ((backend && pf_pipeline_set_option(p, "backend", backend) != PF_OK) ||
+        (o->precision && pf_pipeline_set_option(p, "precision", o->precision) != PF_OK) ||
         (o->dump_kernels && pf_pipeline_set_option(p, "dump_kernels", o->dump_kernels) != PF_OK) ||
         (o->max_launch_ms &&
          pf_pipeline_set_option(p, "max_launch_ms", o->max_launch_ms) != PF_OK) ||

@@ -178,6 +178,8 @@ int parse_args(int argc, char **argv, run_opts *o)
             o->outdir = argv[++i];
         } else if (strcmp(a, "--backend") == 0 && v) {
             o->backend = argv[++i];
+        } else if (strcmp(a, "--precision") == 0 && v) {
+            o->precision = argv[++i];
         } else if (strcmp(a, "--no-fuse") == 0) {
             o->no_fuse = 1;
         } else if (strcmp(a, "--max-launch-ms") == 0 && v) {

@@ -439,6 +439,10 @@ typedef struct pf_stats {
        frame descriptors, passed by value) after a parameter change or a frame whose
        buffers changed: no capture, no instantiation, no copy to the device. */
     unsigned long long graph_node_updates;
+    /* ---- 0.2: fields below are read only when size covers them ---- */
+    /* The arithmetic of the GPU's generated kernels: "exact" (the CPU's values) or
+       "fast" (the "precision" option). */
+    const char *precision;
 } pf_stats;
 
 int pf_pipeline_stats(const pf_pipeline *p, pf_stats *s);
