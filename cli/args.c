@@ -761,8 +761,7 @@ int cli_parse(int argc, char **argv, cli_common *c, cli_args *r)
     if (strcmp(cmd->name, "run") == 0 &&
         ((c->quiet && push_arg(r, "--quiet") != 0) ||
          (c->backend && (push_arg(r, "--backend") != 0 || push_arg(r, c->backend) != 0)) ||
-         (c->precision &&
-          (push_arg(r, "--precision") != 0 || push_arg(r, c->precision) != 0))))
+         (c->precision && (push_arg(r, "--precision") != 0 || push_arg(r, c->precision) != 0))))
         return PF_EXIT_USAGE;
     for (int k = first; k < r->argc; k++) { /* rotate them to the front */
         char *a = r->argv[k];

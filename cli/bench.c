@@ -485,8 +485,8 @@ int cli_bench(int argc, char **argv, const cli_common *c)
     pf_stats pst;
     memset(&pst, 0, sizeof pst);
     pst.size = sizeof pst;
-    const char *precision = pf_pipeline_stats(b.p, &pst) == PF_OK && pst.precision ? pst.precision
-                                                                                 : "exact";
+    const char *precision =
+        pf_pipeline_stats(b.p, &pst) == PF_OK && pst.precision ? pst.precision : "exact";
     double copy_bw = copy_bandwidth();
     int cuda = copy_bw > 0;
     char device[256] = "none";

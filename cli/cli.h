@@ -18,7 +18,7 @@ enum {
 typedef struct cli_common {
     const char *plugin_path;
     int threads;
-    int quiet;           /* -q: no progress and no notices */
+    int quiet;             /* -q: no progress and no notices */
     const char *backend;   /* --backend auto|cpu|cuda, or NULL */
     const char *precision; /* --precision exact|fast, or NULL (the pipeline's) */
 } cli_common;

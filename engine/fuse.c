@@ -1171,11 +1171,10 @@ static int blame_ops(pf_pipeline *p, int u, const pf_fuse_unit *io, int arch)
             void *cubin = NULL;
             size_t size = 0;
             char *log = NULL;
-            int rc = b.failed
-                         ? PF_NO_MEMORY
-                         : pf_nvrtc_compile(b.s, "pf_op_alone", arch,
-                                            p->opts.precision == PF_PRECISION_FAST, &cubin,
-                                            &size, &log, NULL);
+            int rc = b.failed ? PF_NO_MEMORY
+                              : pf_nvrtc_compile(b.s, "pf_op_alone", arch,
+                                                 p->opts.precision == PF_PRECISION_FAST, &cubin,
+                                                 &size, &log, NULL);
             free(cubin);
             free(b.s);
             if (rc == PF_STAGE && o < PF_ERRMSG_MAX) {
@@ -1246,8 +1245,8 @@ int pf_fuse_build(pf_pipeline *p, int u, const char *f4, const int *in_fmt, cons
        source. */
     const char *body = plain + strcspn(plain, "\n");
     body += *body == '\n';
-    int rc = pf_nvrtc_compile(body, name, arch, p->opts.precision == PF_PRECISION_FAST, cubin,
-                              size, &log, &hit);
+    int rc = pf_nvrtc_compile(body, name, arch, p->opts.precision == PF_PRECISION_FAST, cubin, size,
+                              &log, &hit);
     free(plain);
     if (rc == PF_OK && hit)
         p->stats.kernel_cache_hits++;

@@ -38,7 +38,7 @@ static const char *cfg_keys[] = {"pipeline",      "outdir",      "backend",   "d
 
 static const char **cfg_str(run_opts *o, cli_common *c, int k)
 {
-    const char **f[] = {&o->pipeline,     &o->outdir,        &o->backend,   &o->dump_kernels,
+    const char **f[] = {&o->pipeline,      &o->outdir,      &o->backend,  &o->dump_kernels,
                         &o->max_launch_ms, &c->plugin_path, &o->precision};
     return f[k];
 }
