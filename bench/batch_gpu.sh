@@ -30,8 +30,9 @@
 # memory.used sampled every 0.2 s, less what was used before the step), and the run's
 # per-file averages of decode, engine and encode milliseconds.
 #
-# SETS="small large" and PIPES="light heavy" (environment) run only those sets (big among
-# them: the 48 MP photo) and pipelines.
+# SETS="small large", PIPES="light heavy" and RUNS="cpu auto" (environment) run only those
+# sets (big among them: the 48 MP photo), pipelines and runs (floor, cpu, cuda, auto: the
+# defaults, --backend auto; peers: pyvips and OpenCV).
 # --quick: fewer and smaller files (48 small, 6 of 0.75 MP, 18 mixed to 3 MP, a 3 MP
 # "big" photo): a smoke test of a few minutes on two cores.
 # On the GPU machine (pyvips from the wheels, no internet):
@@ -54,7 +55,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --timeout) STEP_TIMEOUT=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h | --help) sed -n '2,40p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "batch_gpu.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -211,6 +212,8 @@ gpu_mb = "-" if base is None or peak[0] is None else str(peak[0] - base)
 print("%.3f %d %d %s" % (secs, rc, rss, gpu_mb))
 EOF
 
+# want RUN: whether RUNS (environment: floor cpu cuda auto peers; default all) names it
+want() { case " ${RUNS:-floor cpu cuda auto peers} " in *" $1 "*) return 0 ;; esac; return 1; }
 HAS_GPU=0
 "$PF" info 2>/dev/null | grep -q 'compute capability' && HAS_GPU=1
 TSV=$OUT/batch_gpu.tsv
@@ -274,15 +277,18 @@ echo "batch_gpu: $(nproc) cores, --threads $THREADS, cuda device: $([ $HAS_GPU =
 for set in ${SETS:-small large mixed}; do
     [ "$set" = big ] && continue
     FLOOR=
-    step "$set" copy floor 0 "${PFR[@]}" "$P/copy.json" "$WORK/sets/$set" -o "$WORK/out" --backend cpu
+    want floor && step "$set" copy floor 0 "${PFR[@]}" "$P/copy.json" "$WORK/sets/$set" -o "$WORK/out" --backend cpu
     for pipe in ${PIPES:-light demo thumbnail heavy}; do
-        step "$set" "$pipe" cpu 0 "${PFR[@]}" "$P/$pipe.json" "$WORK/sets/$set" -o "$WORK/out" --backend cpu
+        want cpu && step "$set" "$pipe" cpu 0 "${PFR[@]}" "$P/$pipe.json" "$WORK/sets/$set" -o "$WORK/out" --backend cpu
         if [ $HAS_GPU = 1 ]; then
-            step "$set" "$pipe" cuda 1 "${PFR[@]}" "$P/$pipe.json" "$WORK/sets/$set" -o "$WORK/out" --backend cuda
+            want cuda && step "$set" "$pipe" cuda 1 "${PFR[@]}" "$P/$pipe.json" "$WORK/sets/$set" -o "$WORK/out" --backend cuda
         else
-            no_device "$set" "$pipe"
+            want cuda && no_device "$set" "$pipe"
         fi
+        # the defaults: --backend auto's choice, whatever it is
+        want auto && step "$set" "$pipe" auto "$HAS_GPU" "${PFR[@]}" "$P/$pipe.json" "$WORK/sets/$set" -o "$WORK/out"
     done
+    want peers || continue
     for lib in vips cv2; do
         step "$set" light "$lib" 0 python3 "$HERE/bench/batch_gpu_peers.py" "$lib" "$WORK/sets/$set" "$WORK/out" \
             --threads "$THREADS" --zlib 1 --scale 0.5 --a 1.1 --b -4.335 --sigma 1.0

@@ -440,6 +440,11 @@ void process_intact(int index)
     _exit(6);
 }
 
+int engine_count(void)
+{
+    return atomic_load(&engine_jobs);
+}
+
 void engine_leave(const job *j)
 {
     process_intact(j->index);

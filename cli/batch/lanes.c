@@ -36,6 +36,33 @@ static void drop(cached *c)
     memset(c, 0, sizeof *c);
 }
 
+/* A failure that loses the GPU context: the worker cannot go on. */
+static int context_lost(int rc)
+{
+    return rc == PF_CUDA;
+}
+
+/* The context is the process's: other lanes fail too once it is lost. The first lane
+   to see it ends the worker. With its file alone in the engine, that file lost it and is
+   blamed; with other frames in flight (or none of its own: alone is 0) any of them may
+   have, so none is blamed: those that were in the engine run again one at a time in the
+   next worker (reported as "L suspects"), where the one that loses the context alone is
+   named, and the others just run. */
+static void lost_and_exit(job *j, int alone)
+{
+    static atomic_int once;
+    if (atomic_exchange(&once, 1) != 0)
+        for (;;)
+            pause();
+    if (alone) {
+        report_done(j, 1, j->err, " (the GPU context is lost; the worker restarts)");
+        report("L");
+    } else {
+        report("L suspects");
+    }
+    _exit(3);
+}
+
 /* The lane's pipeline planned for primary input shape s: the job's (the other inputs'
    own shapes), or its bands' (banded: every input's), or (banded 2) the job's in strips
    of j->band_rows output rows. Cached, or loaded and planned. */
@@ -95,10 +122,13 @@ static pf_pipeline *pipeline_for(lane *L, job *j, pf_shape s, int banded)
         pf_pipeline_destroy(p);
         return NULL;
     }
-    if ((rows ? pf_pipeline_plan_strips(p, shapes, W.n_in, rows, NULL)
-              : pf_pipeline_plan(p, shapes, W.n_in)) != PF_OK) {
+    int rc = rows ? pf_pipeline_plan_strips(p, shapes, W.n_in, rows, NULL)
+                  : pf_pipeline_plan(p, shapes, W.n_in);
+    if (rc != PF_OK) {
         snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
         pf_pipeline_destroy(p);
+        if (context_lost(rc)) /* lost by a frame before this file's: it runs again */
+            lost_and_exit(j, 0);
         return NULL;
     }
     report("P %d %d", s.width, s.height);
@@ -170,34 +200,16 @@ static int copy_tables(pf_pipeline *p, job *j)
     return 0;
 }
 
-/* A failure that loses the GPU context: the worker cannot go on. */
-static int context_lost(int rc)
-{
-    return rc == PF_CUDA;
-}
-
-/* The context is the process's: other lanes fail too once it is lost. The first lane
-   to see it blames its file and ends the worker; the others' files run again. */
-static void lost_and_exit(job *j)
-{
-    static atomic_int once;
-    if (atomic_exchange(&once, 1) != 0)
-        for (;;)
-            pause();
-    report_done(j, 1, j->err, " (the GPU context is lost; the worker restarts)");
-    report("L");
-    _exit(3);
-}
-
 /* A frame that failed in the engine: its message, and the worker's end when the GPU
    context is lost. */
 static void engine_failed(job *j, pf_pipeline *p, int rc)
 {
     snprintf(j->err, sizeof j->err, "%s", pf_pipeline_errmsg(p));
     j->status = 1;
+    int alone = engine_count() <= 1;
     engine_leave(j);
     if (context_lost(rc))
-        lost_and_exit(j);
+        lost_and_exit(j, alone);
 }
 
 /* Waits for the oldest submitted frame of the lane and hands it to the encoders. */

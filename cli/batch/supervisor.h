@@ -52,7 +52,7 @@ typedef struct worker {
     char buf[65536];
     size_t have;
     int ready, lanes, codecs;
-    int lost;         /* reported a lost GPU context */
+    int lost;         /* reported a lost GPU context: 1 by its file, 2 by one in flight */
     int crash_index;  /* from a C record; -2 none */
     char crash[4000]; /* its text */
     char where[4000]; /* a W record (hang) */

@@ -206,6 +206,7 @@ void ask_threads(void);
 void build_attribution(void);
 void engine_enter(job *j);
 void engine_leave(const job *j);
+int engine_count(void); /* files between engine_enter and engine_leave now */
 void install_handlers(void);
 void process_intact(int index);
 void record_process(int job_fd);

@@ -281,8 +281,8 @@ static int on_line(sup *s, char *line)
             snprintf(w->where, sizeof w->where, "%s", rest);
         }
         return 0;
-    case 'L':
-        w->lost = 1;
+    case 'L': /* "L": the file it failed lost the context; "L suspects": one in flight did */
+        w->lost = strncmp(rest, "suspects", 8) == 0 ? 2 : 1;
         return 0;
     case 'N': { /* each once per run: a restarted worker says them again */
         char *msg = strchr(rest, ' ');
@@ -455,7 +455,7 @@ void worker_died(sup *s, int timed_out)
     }
     /* Everything else it held goes again; with no culprit named, the files that were
        in the engine are suspects and run alone. */
-    int named = culprit >= 0 || w->lost;
+    int named = culprit >= 0 || w->lost == 1;
     for (int i = 0; i < n; i++) {
         if (s->it[i].state != ST_SENT)
             continue;
