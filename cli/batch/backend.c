@@ -32,10 +32,25 @@
    same batch on the CPU when the pipeline itself costs nothing. */
 #define GPU_START_MS 1000.0
 
-/* The CPU's time for one frame of the pipeline at 512x512 RGB8 with every engine
-   thread, in ms per pixel, for a batch of batch_px pixels: the first run (which plans,
-   so it is the slower) decides where it is far from GPU_START_MS either way, else the
-   faster of two more; 0 when it cannot be measured. */
+/* The CPU batch's lanes as set_lanes (worker.c) makes them: files side by side, up to 8,
+   the cores shared among them. */
+static void cpu_lanes(int *lanes, int *threads)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    if (W.o->common->threads > 0 && W.o->common->threads < cores)
+        cores = W.o->common->threads;
+    *lanes = W.o->lanes ? W.o->lanes : (int)(cores < 8 ? cores : 8);
+    *threads = (int)(cores / *lanes > 0 ? cores / *lanes : 1);
+}
+
+/* The CPU batch's time for the pipeline's work, in ms per pixel of the batch: one frame
+   at 512x512 RGB8 timed with a lane's threads, over the lanes that run files side by
+   side (a frame with every thread would count the threads' start and join, which a
+   batch of small files does not pay). The first run (which plans, so it is the slower)
+   decides where it is far from GPU_START_MS either way, else the faster of two more; 0
+   when it cannot be measured. */
 static double cpu_ms_per_pixel(unsigned long long batch_px)
 {
     pf_pipeline *p = NULL;
@@ -45,6 +60,14 @@ static double cpu_ms_per_pixel(unsigned long long batch_px)
     W.backend = NULL;
     if (rc != 0)
         return 0;
+    int lanes, threads;
+    cpu_lanes(&lanes, &threads);
+    char tv[16];
+    snprintf(tv, sizeof tv, "%d", threads);
+    if (pf_pipeline_set_option(p, "threads", tv) != PF_OK) {
+        pf_pipeline_destroy(p);
+        return 0;
+    }
     const int w = 512, h = 512;
     pf_frame in[RUN_MAX_IO], out[RUN_MAX_IO];
     pf_shape s[RUN_MAX_IO];
@@ -77,7 +100,7 @@ static double cpu_ms_per_pixel(unsigned long long batch_px)
         double t0 = now_ms();
         if (pf_pipeline_run(p, in, W.n_in, out, W.n_out) != PF_OK)
             goto done;
-        double t = (now_ms() - t0) / ((double)w * h);
+        double t = (now_ms() - t0) / ((double)w * h) / lanes;
         best = r == 0 || t < best ? t : best;
         double batch_ms = best * (double)batch_px;
         if (r == 0 && (batch_ms < GPU_START_MS / 2 || batch_ms > GPU_START_MS * 4))
