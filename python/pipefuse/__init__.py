@@ -678,8 +678,8 @@ class Pipeline:
 
     def configure(self, **options: Any) -> None:
         """Sets options: backend="auto"|"cpu"|"cuda", fusion, graph, streams, threads,
-        slots, max_launch_ms, profile, dump_kernels. An unknown name is an
-        UnknownNameError (a KeyError)."""
+        slots, max_launch_ms, profile, precision="exact"|"fast", dump_kernels. An unknown
+        name is an UnknownNameError (a KeyError)."""
         for k, v in options.items():
             try:
                 self._c.set_option(k, _option_value(v))

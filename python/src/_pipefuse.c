@@ -1997,7 +1997,7 @@ static PyObject *stats_impl(PipelineObject *self, PyObject *unused, PyObject *kw
         return pipeline_error(self, rc);
     return Py_BuildValue(
         "{s:s,s:K,s:i,s:i,s:i,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
-        "s:d,s:d}",
+        "s:d,s:d,s:s}",
         "backend", s.backend ? s.backend : "none", "frames", s.frames, "launches_per_frame",
         s.launches_per_frame, "units_per_frame", s.units_per_frame, "streams", s.streams,
         "allocations", s.allocations, "allocations_last_frame", s.allocations_last_frame,
@@ -2007,7 +2007,7 @@ static PyObject *stats_impl(PipelineObject *self, PyObject *unused, PyObject *kw
         "graph_launches", s.graph_launches, "device_bytes", s.device_bytes, "pinned_bytes",
         s.pinned_bytes, "host_bytes", s.host_bytes, "timed_launches", s.timed_launches,
         "launches_over_budget", s.launches_over_budget, "max_launch_ms", s.max_launch_ms,
-        "budget_ms", s.budget_ms);
+        "budget_ms", s.budget_ms, "precision", s.precision ? s.precision : "exact");
 }
 
 static PyObject *units_impl(PipelineObject *self, PyObject *unused, PyObject *kw)

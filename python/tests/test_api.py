@@ -120,6 +120,19 @@ def test_options_as_keywords(engine):
         p.configure(no_such_option=1)
 
 
+def test_precision_option(engine):
+    p = engine.load(POINT, backend="cpu")
+    p.run(np.zeros((3, 3), np.uint8))
+    assert p.stats()["precision"] == "exact"  # the default: the CPU's values on the GPU
+    p.configure(precision="fast")
+    p.run(np.zeros((3, 3), np.uint8))
+    assert p.stats()["precision"] == "fast"
+    assert "GPU arithmetic: fast" in p.plan_text()
+    with pytest.raises(pipefuse.Error) as ei:
+        p.configure(precision="sloppy")
+    assert "precision" in str(ei.value)
+
+
 def test_plan_outputs_and_text(engine):
     p = cpu(engine, PIPELINES / "thumbnail.json")
     p.plan((300, 451, 3))
