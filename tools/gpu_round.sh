@@ -19,7 +19,7 @@ for step in "$@"; do
     stamp "suite rc $?"
     grep -E "tests passed|\(Failed\)|\(Timeout\)|Not Run|\(Skipped\)|\*\*\*" "$out/ctest.log" | tail -40 ;;
   rerun)
-    for t in $(sed -n 's/^ *[0-9]* - \([A-Za-z0-9_]*\) (.*/\1/p' "$out/ctest.log"); do
+    for t in $(sed -n 's/^[[:space:]]*[0-9]* - \([A-Za-z0-9_]*\) (\(Failed\|Timeout\|Exception\).*/\1/p' "$out/ctest.log"); do
       ctest --test-dir build-gpu --output-on-failure -R "^$t\$" > "$out/rerun-$t.log" 2>&1
       echo "rerun $t: rc $?"; stamp "rerun $t"
     done ;;
