@@ -63,6 +63,16 @@ static void lost_and_exit(job *j, int alone)
     _exit(3);
 }
 
+/* Whether the lane holds a plan for shape s (whole frames). */
+static int cached_shape(const lane *L, pf_shape s)
+{
+    for (int i = 0; i < PLAN_CACHE; i++)
+        if (L->c[i].p && L->c[i].shape.width == s.width && L->c[i].shape.height == s.height &&
+            L->c[i].banded == 0 && L->c[i].rows == 0)
+            return 1;
+    return 0;
+}
+
 /* The lane's pipeline planned for primary input shape s: the job's (the other inputs'
    own shapes), or its bands' (banded: every input's), or (banded 2) the job's in strips
    of j->band_rows output rows. Cached, or loaded and planned. */
@@ -593,7 +603,13 @@ void *lane_main(void *arg)
             to_encode(j);
             continue;
         }
-        pf_pipeline *p = pipeline_for(L, j, (pf_shape){j->in[0].width, j->in[0].height}, 0);
+        /* A plan to make may drop others to stay within the budgets: none of them may
+           have a frame in flight then (a new shape waits for the frames before it). */
+        pf_shape sh = {j->in[0].width, j->in[0].height};
+        if (n && !cached_shape(L, sh))
+            while (n)
+                retire(fifo, fp, &n);
+        pf_pipeline *p = pipeline_for(L, j, sh, 0);
         if (!p) {
             j->status = 1;
             to_encode(j);
