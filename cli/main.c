@@ -271,25 +271,20 @@ static int cmd_check_run(check_opts *o, const cli_common *c)
     }
     if (o->no_fuse)
         pf_pipeline_set_option(p, "fusion", "false");
-    if (c->precision && pf_pipeline_set_option(p, "precision", c->precision) != PF_OK) {
-        fprintf(stderr, "pipefuse check: --precision %s: %s\n", c->precision,
-                pf_pipeline_errmsg(p));
-        pf_pipeline_destroy(p);
-        pf_engine_destroy(e);
-        return PF_EXIT_USAGE;
-    }
-    if (c->backend && pf_pipeline_set_option(p, "backend", c->backend) != PF_OK) {
-        fprintf(stderr, "pipefuse check: --backend %s: %s\n", c->backend, pf_pipeline_errmsg(p));
-        pf_pipeline_destroy(p);
-        pf_engine_destroy(e);
-        return PF_EXIT_USAGE;
-    }
-    if (o->max_ms && pf_pipeline_set_option(p, "max_launch_ms", o->max_ms) != PF_OK) {
-        fprintf(stderr, "pipefuse check: --max-launch-ms %s: %s\n", o->max_ms,
-                pf_pipeline_errmsg(p));
-        pf_pipeline_destroy(p);
-        pf_engine_destroy(e);
-        return PF_EXIT_USAGE;
+    /* the flags that set an option of the pipeline, each named in its refusal */
+    const struct {
+        const char *flag, *option, *value;
+    } set[] = {{"--precision", "precision", c->precision},
+               {"--backend", "backend", c->backend},
+               {"--max-launch-ms", "max_launch_ms", o->max_ms}};
+    for (size_t k = 0; k < sizeof set / sizeof set[0]; k++) {
+        if (set[k].value && pf_pipeline_set_option(p, set[k].option, set[k].value) != PF_OK) {
+            fprintf(stderr, "pipefuse check: %s %s: %s\n", set[k].flag, set[k].value,
+                    pf_pipeline_errmsg(p));
+            pf_pipeline_destroy(p);
+            pf_engine_destroy(e);
+            return PF_EXIT_USAGE;
+        }
     }
     pf_shape shapes[64];
     int n = pf_pipeline_input_count(p);

@@ -32,21 +32,22 @@
    same batch on the CPU when the pipeline itself costs nothing. */
 #define GPU_START_MS 1000.0
 
-/* The CPU batch's lanes as set_lanes (worker.c) makes them: files side by side, up to 8,
-   the cores shared among them. */
-static void cpu_lanes(int *lanes, int *threads)
+void batch_lanes(int cpu, int *lanes, int *threads, int *cores)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1)
-        cores = 1;
-    if (W.o->common->threads > 0 && W.o->common->threads < cores)
-        cores = W.o->common->threads;
-    *lanes = W.o->lanes ? W.o->lanes : (int)(cores < 8 ? cores : 8);
-    *threads = (int)(cores / *lanes > 0 ? cores / *lanes : 1);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (W.o->common->threads > 0 && W.o->common->threads < n)
+        n = W.o->common->threads;
+    *lanes = W.o->lanes ? W.o->lanes : cpu ? (int)(n < 8 ? n : 8) : 1;
+    if (*lanes > MAX_LANES)
+        *lanes = MAX_LANES;
+    *threads = (int)(n / *lanes > 0 ? n / *lanes : 1);
+    *cores = (int)n;
 }
 
 /* The CPU batch's time for the pipeline's work, in ms per pixel of the batch: one frame
-   at 512x512 RGB8 timed with a lane's threads, over the lanes that run files side by
+   at 512x512 RGB8 timed with a lane's threads (batch_lanes), over the lanes that run files side by
    side (a frame with every thread would count the threads' start and join, which a
    batch of small files does not pay). The first run (which plans, so it is the slower)
    decides where it is far from GPU_START_MS either way, else the faster of two more; 0
@@ -60,8 +61,8 @@ static double cpu_ms_per_pixel(unsigned long long batch_px)
     W.backend = NULL;
     if (rc != 0)
         return 0;
-    int lanes, threads;
-    cpu_lanes(&lanes, &threads);
+    int lanes, threads, cores;
+    batch_lanes(1, &lanes, &threads, &cores);
     char tv[16];
     snprintf(tv, sizeof tv, "%d", threads);
     if (pf_pipeline_set_option(p, "threads", tv) != PF_OK) {

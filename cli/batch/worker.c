@@ -136,20 +136,10 @@ static int setup(char *err, size_t errn)
 /* Lanes, codec threads and the GPU's share of memory for the backend (cpu or not). */
 static void set_lanes(int cpu)
 {
-    const run_opts *o = W.o;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1)
-        cores = 1;
-    if (o->common->threads > 0 && o->common->threads < cores)
-        cores = o->common->threads;
     /* On the GPU one lane, one engine and one plan per shape keep the device's frame
        slots full, tables or not: frames are waited for in order and each frame's
        tables are copied right after its wait (retire), before the next completes. */
-    W.lanes = o->lanes ? o->lanes : cpu ? (int)(cores < 8 ? cores : 8) : 1;
-    if (W.lanes > MAX_LANES)
-        W.lanes = MAX_LANES;
-    W.codecs = (int)cores;
-    W.lane_threads = (int)(cores / W.lanes > 0 ? cores / W.lanes : 1);
+    batch_lanes(cpu, &W.lanes, &W.lane_threads, &W.codecs);
     /* On the GPU: a share of the device's free memory for each lane's plans (the rest
        for other work on the device), and bands only for frames that do not fit it. */
     atomic_store(&W.gpu, !cpu);

@@ -214,6 +214,10 @@ void thread_altstack(void);
 
 /* backend.c */
 int auto_backend(void);
+/* The lanes of a batch on the CPU (cpu) or the GPU: their count (--jobs, else one per
+   core up to 8 on the CPU, one on the GPU), each lane's engine threads, and the cores
+   (the machine's, or fewer by --threads). */
+void batch_lanes(int cpu, int *lanes, int *threads, int *cores);
 
 /* budget.c */
 void plan_job(job *j);
