@@ -17,6 +17,30 @@
 
 #define PF_CPU_BAND_PIXELS 32768 /* pixels per CPU task: a few hundred KB of float4 */
 
+/* A stencil stage with scratch (the separable passes) computes its first pass over its
+   band's rows and the radius r above and below, from the whole input: each band redoes
+   2 r rows, 2.5 times the work in bands of 8 rows at r = 6. Its bands take at least 8 r
+   rows (the halo at most a quarter more), as long as every thread still gets two
+   bands of the frame and a band's scratch stays within 8 MiB. */
+#define PF_CPU_SEP_SCRATCH (8u << 20)
+
+static int cpu_band_rows(const pf_pipeline *p, const pf_unit *u, const pf_node *n0, int width)
+{
+    int rows = PF_CPU_BAND_PIXELS / width;
+    if (rows < 1)
+        rows = 1;
+    if (u->kind != PF_UNIT_STENCIL || !n0->desc->scratch_bytes || !n0->desc->radius)
+        return rows;
+    const int r = n0->desc->radius(n0->params);
+    const int threads = p->eng->threads > 0 ? p->eng->threads : 1;
+    long want = 8L * (r > 0 ? r : 0),
+         fair = ((long)u->shape.height + 2L * threads - 1) / (2L * threads);
+    const long fit = (long)(PF_CPU_SEP_SCRATCH / ((size_t)width * sizeof(pf_float4))) - 2L * r;
+    want = want < fair ? want : fair;
+    want = want < fit ? want : fit;
+    return want > rows ? (int)want : rows;
+}
+
 void pf_plan_free(pf_plan *plan)
 {
     if (!plan)
@@ -582,9 +606,7 @@ static int unit_io(pf_pipeline *p, pf_plan *plan)
         }
         const pf_node *n0 = &p->nodes[u->nodes[0]];
         int width = u->kind == PF_UNIT_REDUCE ? u->shape.width : plan->shapes[u->nodes[0]].width;
-        u->cpu_band_rows = PF_CPU_BAND_PIXELS / width;
-        if (u->cpu_band_rows < 1)
-            u->cpu_band_rows = 1;
+        u->cpu_band_rows = cpu_band_rows(p, u, n0, width);
         u->bands = 1;
         if (u->kind == PF_UNIT_POINT)
             u->scratch = pf_align_up((size_t)u->n_slots * PF_CPU_CHUNK * sizeof(pf_float4));
