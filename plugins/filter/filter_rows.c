@@ -89,6 +89,21 @@ __attribute__((target("avx"))) static void sep_taps_avx(const float *c, const fl
     }
 }
 
+/* norm_chunk's FILTER_NORM_PM two pixels a step: each pixel's colours divided by its own
+   alpha (0 where that is 0), its alpha by wsum, as the SSE2 form below. */
+__attribute__((target("avx"))) static void norm_pm_avx(float *o, size_t n, float wsum)
+{
+    const __m256 lane3 = _mm256_castsi256_ps(_mm256_set_epi32(-1, 0, 0, 0, -1, 0, 0, 0));
+    const __m256 ws = _mm256_set1_ps(wsum), zero = _mm256_setzero_ps();
+    for (size_t i = 0; i < n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(o + i);
+        const __m256 a = _mm256_permute_ps(v, _MM_SHUFFLE(3, 3, 3, 3));
+        const __m256 den = _mm256_or_ps(_mm256_andnot_ps(lane3, a), _mm256_and_ps(lane3, ws));
+        const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(a, zero, _CMP_NEQ_UQ), lane3);
+        _mm256_storeu_ps(o + i, _mm256_and_ps(keep, _mm256_div_ps(v, den)));
+    }
+}
+
 static int filter_has_avx(void)
 {
     static int has = -1; /* a benign race: every thread computes the same answer */
@@ -180,7 +195,10 @@ FILTER_VECTOR_CLONES void filter_sep_row_v(const float *const *rows, float *rest
                 dn[t] = rows[2 * t] + c0;
             }
             sep_taps_avx(rows[0] + c0, up, dn, o + c0, c1 - c0, k);
-            norm_chunk(o + c0, c1 - c0, norm, wsum);
+            if (norm == FILTER_NORM_PM)
+                norm_pm_avx(o + c0, c1 - c0, wsum);
+            else
+                norm_chunk(o + c0, c1 - c0, norm, wsum);
             continue;
         }
 #endif

@@ -509,11 +509,14 @@ static int resize_rows_opaque(const pf_image *in, const int *iys, const double *
         if (wys[j] == 0)
             continue;
         const float *s = (const float *)pf_image_row(in, iys[j]);
-        int all = 1;
-        for (int x = 0; x < in->width; x++)
-            all &= s[4 * x + 3] == 1.0f;
-        if (!all)
-            return 0;
+        for (int x0 = 0; x0 < in->width; x0 += 64) { /* out at the first chunk with one */
+            const int x1 = in->width - x0 > 64 ? x0 + 64 : in->width;
+            int all = 1;
+            for (int x = x0; x < x1; x++)
+                all &= s[4 * x + 3] == 1.0f;
+            if (!all)
+                return 0;
+        }
     }
     return 1;
 }
