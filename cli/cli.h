@@ -125,11 +125,15 @@ typedef enum cli_format {
 /* The format name's extension says; *ext (may be NULL) gets the extension or NULL. */
 cli_format cli_format_of_name(const char *name, const char **ext);
 /* 0 when name (rendered, or a template rendered with a sample stem) suits output, whose
-   own format is out_ext ("png", "csv", "json"): an image's format follows its name where
-   the name says a format written here, a table's name agrees with its format; else -1
-   with why (naming the name, the output and what to write) in err. */
+   own format is out_ext ("png", CLI_EXT_PNG_ONLY, "csv", "json"): an image's format follows
+   its name where the name says a format written here (PNG only for CLI_EXT_PNG_ONLY), a
+   table's name agrees with its format; else -1 with why (naming the name, the output and
+   what to write) in err. */
 int cli_format_check(const char *name, const char *output, const char *out_ext, char *err,
                      size_t errn);
+/* The extension of an image output only PNG holds (images.h, cli_png_only): named .png
+   whatever the input's format and --format; "png" is an image output that follows them. */
+#define CLI_EXT_PNG_ONLY "png!"
 /* Temporary files of runs in OUTDIR start with this (batch/outfile.c); no output may. */
 #define OUT_TMP_PREFIX ".pftmp-"
 /* The records of what made the outputs (freshness.c), in OUTDIR; no output may take it. */

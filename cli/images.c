@@ -112,6 +112,16 @@ const char *cli_image_ext(const char *input)
     return f == CLI_FMT_JPEG && pf_jpeg_available() ? "jpg" : "png";
 }
 
+int cli_png_only(const pf_pipeline *p, int k)
+{
+    pf_output_info oi;
+    if (pf_pipeline_output_info(p, k, &oi) != PF_OK || oi.kind != PF_OUTPUT_IMAGE)
+        return 0;
+    const int form = pf_pipeline_output_png_form(p, k);
+    return oi.bits > 8 || form == PF_PNG_FORM_PALETTE || form == PF_PNG_FORM_GRAY1 ||
+           form == PF_PNG_FORM_GRAY2 || form == PF_PNG_FORM_GRAY4;
+}
+
 cli_format cli_image_out_format(const char *name, cli_format src)
 {
     cli_format f = cli_format_of_name(name, NULL);

@@ -41,6 +41,11 @@ cli_format cli_image_sniff(const char *path);
 /* The extension an image output of input gets in default names: "png" or "jpg". */
 const char *cli_image_ext(const char *input);
 
+/* Whether image output k of p is one only PNG holds: a declared form of 1, 2 or 4 bits
+   of gray or a palette, or samples of more than 8 bits. Such an output's {ext} is png
+   whatever the input and --format (its extension CLI_EXT_PNG_ONLY, cli.h). */
+int cli_png_only(const pf_pipeline *p, int k);
+
 /* The format output name `name` of an input of format src is written in. */
 cli_format cli_image_out_format(const char *name, cli_format src);
 

@@ -76,7 +76,7 @@ static int push_str(char ***v, int *n, char *s)
     return 0;
 }
 
-/* What a folder contributes: *.png, *.jpg and *.jpeg, any case (cli_format_of_name) */
+/* What a folder contributes: *.png and the JPEG names (*.jpg, *.jpeg, *.jpe, *.jfif, *.jif), any case (cli_format_of_name) */
 static int is_image_name(const char *name)
 {
     cli_format f = cli_format_of_name(name, NULL);
@@ -161,7 +161,7 @@ static void list_gate(const char *path)
         nanosleep(&t, NULL);
 }
 
-/* The image files (*.png, *.jpg, *.jpeg) of root/rel (sorted), and with --recursive its
+/* The image files (PNG and JPEG names: cli_format_of_name) of root/rel (sorted), and with --recursive its
    subfolders' (sorted, after the files), never the output folder itself when it lies
    inside, and each folder once (by identity: a link to a folder above would list the
    tree again and again).
@@ -401,7 +401,9 @@ static int read_outputs(pf_pipeline *p, const char *table_format, pipe_outputs *
         po->n_images += po->image[k];
         int json = oi.table_format ? oi.table_format == 2
                                    : table_format && strcmp(table_format, "json") == 0;
-        po->ext[k] = po->image[k] ? "png" : json ? "json" : "csv";
+        po->ext[k] = !po->image[k]        ? (json ? "json" : "csv")
+                     : cli_png_only(p, k) ? CLI_EXT_PNG_ONLY
+                                          : "png";
     }
     po->single_image = po->n_images == 1;
     return 0;
@@ -836,6 +838,12 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         }
         free(name);
     }
+    for (int k = 0; k < po.n && cli_images.format == CLI_FMT_JPEG && !r.quiet; k++)
+        if (po.image[k] && strcmp(po.ext[k], CLI_EXT_PNG_ONLY) == 0)
+            fprintf(stderr,
+                    "pipefuse run: output '%s' is written as PNG, not JPEG (--format jpeg): the "
+                    "pipeline declares it a form only PNG holds\n",
+                    po.name[k]);
     int stdout_k = -1;
     for (int k = 0; k < po.n; k++)
         if (po.image[k] && stdout_k < 0)
@@ -928,7 +936,9 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         if (got != 0)
             goto done;
         if (is_dir && r.n_files == before)
-            fprintf(stderr, "pipefuse run: %s: no .png, .jpg or .jpeg files in this directory%s\n",
+            fprintf(stderr,
+                    "pipefuse run: %s: no PNG or JPEG files (.png, .jpg, .jpeg, .jpe, .jfif, .jif) "
+                    "in this directory%s\n",
                     a, r.recursive ? " or below" : "");
     }
     if (!r.quiet && r.n_looped > 3)

@@ -142,6 +142,8 @@ char *cli_output_name(const char *input, const char *output, const char *ext, in
                                       : "{dir}/{stem}.{output}.{ext}";
     if (strcmp(ext, "png") == 0) /* an image output: png or jpg (images.h) */
         ext = cli_image_ext(input);
+    else if (strcmp(ext, CLI_EXT_PNG_ONLY) == 0)
+        ext = "png";
     char *r = (e || stem)
                   ? render(tmpl, e ? e->dir : "", e ? e->stem : stem, output, ext, err, sizeof err)
                   : NULL;
@@ -174,11 +176,17 @@ static const struct {
     cli_format fmt;
 } known_exts[] = {
     {"png", CLI_FMT_PNG},    {"jpg", CLI_FMT_JPEG},   {"jpeg", CLI_FMT_JPEG},
+    {"jpe", CLI_FMT_JPEG},   {"jfif", CLI_FMT_JPEG},  {"jif", CLI_FMT_JPEG},
     {"csv", CLI_FMT_CSV},    {"json", CLI_FMT_JSON},  {"tif", CLI_FMT_OTHER},
     {"tiff", CLI_FMT_OTHER}, {"webp", CLI_FMT_OTHER}, {"gif", CLI_FMT_OTHER},
     {"bmp", CLI_FMT_OTHER},  {"avif", CLI_FMT_OTHER}, {"heic", CLI_FMT_OTHER},
-    {"jxl", CLI_FMT_OTHER},  {"ppm", CLI_FMT_OTHER},  {"txt", CLI_FMT_OTHER},
-    {"tsv", CLI_FMT_OTHER},
+    {"heif", CLI_FMT_OTHER}, {"jxl", CLI_FMT_OTHER},  {"jp2", CLI_FMT_OTHER},
+    {"j2k", CLI_FMT_OTHER},  {"jpx", CLI_FMT_OTHER},  {"ppm", CLI_FMT_OTHER},
+    {"pgm", CLI_FMT_OTHER},  {"pbm", CLI_FMT_OTHER},  {"pnm", CLI_FMT_OTHER},
+    {"pam", CLI_FMT_OTHER},  {"qoi", CLI_FMT_OTHER},  {"ico", CLI_FMT_OTHER},
+    {"psd", CLI_FMT_OTHER},  {"exr", CLI_FMT_OTHER},  {"hdr", CLI_FMT_OTHER},
+    {"svg", CLI_FMT_OTHER},  {"pdf", CLI_FMT_OTHER},  {"dng", CLI_FMT_OTHER},
+    {"txt", CLI_FMT_OTHER},  {"tsv", CLI_FMT_OTHER},
 };
 
 cli_format cli_format_of_name(const char *name, const char **ext)
@@ -222,13 +230,22 @@ int cli_format_check(const char *name, const char *output, const char *out_ext, 
                      size_t errn)
 {
     const char *ext;
-    cli_format said = cli_format_of_name(name, &ext), is = CLI_FMT_NONE;
+    const int png_only = strcmp(out_ext, CLI_EXT_PNG_ONLY) == 0;
+    cli_format said = cli_format_of_name(name, &ext), is = png_only ? CLI_FMT_PNG : CLI_FMT_NONE;
     for (size_t k = 0; k < sizeof known_exts / sizeof *known_exts; k++)
         if (strcmp(out_ext, known_exts[k].ext) == 0)
             is = known_exts[k].fmt;
     int image = is == CLI_FMT_PNG || is == CLI_FMT_JPEG;
     if (said == CLI_FMT_NONE || said == is)
         return 0;
+    if (png_only && said == CLI_FMT_JPEG) {
+        snprintf(err, errn,
+                 "output name '%s': .%s says JPEG, but output '%s' is an image only PNG holds "
+                 "(the pipeline declares it 1, 2 or 4 bits of gray, a palette, or more than 8 "
+                 "bits a sample); name it .png (or write {ext})",
+                 name, ext, output);
+        return -1;
+    }
     if (image && image_writable(said)) /* an image's format follows its name */
         return 0;
     if (image && (said == CLI_FMT_JPEG || said == CLI_FMT_OTHER))

@@ -94,29 +94,35 @@ static void on_error_exit(j_common_ptr c)
     longjmp(e->jb, 1);
 }
 
-/* Warnings that say the pixels would be wrong fail the read; the rest are ignored (a
-   library does not print). Trace messages (level >= 0) are dropped. */
+/* Every warning of a read fails it, except the few that say nothing of the pixels (an
+   unknown Adobe transform code, a JFIF version, a malformed ICC profile's segments, which
+   read_markers treats as no profile): corrupt entropy-coded data often decodes as
+   valid codes, and the decoder only notices at the end of the scan, as stray bytes
+   before the next marker; the rows before are then already smeared. A library does not
+   print. Trace messages (level >= 0) are dropped. */
 static void on_emit(j_common_ptr c, int level)
 {
     if (level >= 0)
         return;
-    switch (c->err->msg_code) {
-    case JWRN_JPEG_EOF:
-    case JWRN_HIT_MARKER:
-    case JWRN_HUFF_BAD_CODE:
-    case JWRN_ARITH_BAD_CODE:
-    case JWRN_MUST_RESYNC:
-    case JWRN_NOT_SEQUENTIAL: {
-        jerr *e = (jerr *)c->err;
-        char msg[JMSG_LENGTH_MAX];
-        c->err->format_message(c, msg);
-        jfail(e, PF_IMAGE, "%s: corrupt JPEG: %s", e->name,
-              c->err->msg_code == JWRN_JPEG_EOF ? "truncated (premature end of the file)" : msg);
-        longjmp(e->jb, 1);
-    }
-    default:
+    const int code = c->err->msg_code;
+    if (!c->is_decompressor || code == JWRN_ADOBE_XFORM || code == JWRN_JFIF_MAJOR ||
+        code == JWRN_BOGUS_ICC) {
         c->err->num_warnings++;
+        return;
     }
+    jerr *e = (jerr *)c->err;
+    char msg[JMSG_LENGTH_MAX];
+    c->err->format_message(c, msg);
+    if (code == JWRN_JPEG_EOF)
+        jfail(e, PF_IMAGE, "%s: corrupt JPEG: truncated (premature end of the file)", e->name);
+    else if (code == JWRN_EXTRANEOUS_DATA)
+        jfail(e, PF_IMAGE,
+              "%s: corrupt JPEG: %d stray bytes before marker 0x%02x (the compressed data "
+              "does not end where it should: damaged or cut)",
+              e->name, c->err->msg_parm.i[0], c->err->msg_parm.i[1]);
+    else
+        jfail(e, PF_IMAGE, "%s: corrupt JPEG: %s", e->name, msg);
+    longjmp(e->jb, 1);
 }
 
 static void jerr_init(jerr *e, const char *name, char *err, size_t err_size)
@@ -373,7 +379,9 @@ static int dec_header(dec *d)
     in->applied = d->orient > 1;
     unsigned long long px = (unsigned long long)c->image_width * c->image_height;
     if (px > d->o.max_pixels) {
-        jfail(&d->je, PF_TOO_LARGE, "%s: %ux%u is %llu pixels, more than the limit of %llu",
+        jfail(&d->je, PF_TOO_LARGE,
+              "%s: image is %ux%u = %llu pixels, more than the limit of %llu "
+              "(max_pixels, --max-pixels); not decoded",
               d->je.name, c->image_width, c->image_height, px, d->o.max_pixels);
         return PF_TOO_LARGE;
     }

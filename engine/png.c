@@ -267,8 +267,9 @@ static int check_size(reader *r, png_uint_32 w, png_uint_32 h)
     unsigned long long n = (unsigned long long)w * h;
     if (n > r->max_pixels) {
         fail(&r->io, PF_TOO_LARGE,
-             "%s: image is %lux%lu = %llu pixels, more than the limit of %llu", r->io.name,
-             (unsigned long)w, (unsigned long)h, n, r->max_pixels);
+             "%s: image is %lux%lu = %llu pixels, more than the limit of %llu "
+             "(max_pixels, --max-pixels); not decoded",
+             r->io.name, (unsigned long)w, (unsigned long)h, n, r->max_pixels);
         return PF_TOO_LARGE;
     }
     return PF_OK;

@@ -277,7 +277,7 @@ static void decode(job *j)
         j->status = 1;
     } else if (W.o->max_memory && j->est > W.o->max_memory) {
         snprintf(j->err, sizeof j->err,
-                 "its frames need %s (from the PNG header), over --max-memory %s; not decoded",
+                 "its frames need %s (from the file's header), over --max-memory %s; not decoded",
                  size_str(j->est).s, size_str(W.o->max_memory).s);
         j->status = 1;
     } else if (j->band_rows) {

@@ -23,7 +23,10 @@
 /* The extension of output k's own format (its {ext}). */
 const char *out_ext(const sup *s, int k)
 {
-    return s->out_kind[k] == 'i' ? "png" : s->out_json[k] ? "json" : "csv";
+    return s->out_kind[k] == 'i'   ? "png"
+           : s->out_kind[k] == 'p' ? CLI_EXT_PNG_ONLY
+           : s->out_json[k]        ? "json"
+                                   : "csv";
 }
 
 /* The name of output k of input i (inside OUTDIR), malloc'd. */
@@ -32,7 +35,7 @@ char *final_name(const sup *s, int i, int k)
     const char *ext = out_ext(s, k);
     /* names.c: --name templates, folders of --recursive, inputs of the same name */
     return cli_output_name(s->o->inputs[i], s->out_name[k], ext,
-                           s->out_kind[k] == 'i' && s->n_images == 1);
+                           s->out_kind[k] != 't' && s->n_images == 1);
 }
 
 /* Input i where it is (cli_where), computed once. */

@@ -77,8 +77,8 @@ typedef struct sup {
     int solo;   /* a suspect is running alone */
     int logged; /* inputs logged so far, in order */
     int n_ok, n_failed, n_skipped;
-    int n_out; /* the pipeline's outputs */
-    char out_kind[RUN_MAX_IO];
+    int n_out;                 /* the pipeline's outputs */
+    char out_kind[RUN_MAX_IO]; /* i: an image, p: an image only PNG holds, t: a table */
     int out_json[RUN_MAX_IO];
     char *out_name[RUN_MAX_IO];
     int n_images;

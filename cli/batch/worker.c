@@ -257,7 +257,11 @@ void worker_main(const run_opts *o, int job_fd, int rep_fd, int dirfd)
         _exit(2);
     }
     for (int k = 0; k < W.n_out; k++)
-        report("O %c %d %s", W.oi[k].kind == PF_OUTPUT_IMAGE ? 'i' : 't', W.json[k], W.oi[k].name);
+        report("O %c %d %s",
+               W.oi[k].kind != PF_OUTPUT_IMAGE ? 't'
+               : cli_png_only(W.forms, k)      ? 'p'
+                                               : 'i',
+               W.json[k], W.oi[k].name);
     /* ready for files now, with the lanes the backend will likely have (the starter
        says again when it knows) */
     report("R %d %d", W.lanes, W.codecs);

@@ -566,6 +566,6 @@ int start_and_greet(sup *s)
         }
     }
     for (int k = 0; k < s->n_out; k++)
-        s->n_images += s->out_kind[k] == 'i';
+        s->n_images += s->out_kind[k] != 't';
     return 0;
 }

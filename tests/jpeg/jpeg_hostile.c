@@ -113,6 +113,86 @@ static void test_corrupt_huffman(void)
     free(jpg);
 }
 
+/* Damage libjpeg notices only as a warning fails the read, where a lenient reader
+   returns a smeared image:
+   - stray bytes before a marker (the decoder ended early: damaged data, or junk written
+     into the file): before the EOI, and before a restart marker;
+   - scan bytes overwritten (no FF among them, so no marker appears): the decoder drifts
+     and finds the next marker early or late. Huffman codes resynchronise, so some damage
+     decodes without any sign (JPEG has no checksum): of 16 overwrites of each kind some
+     must fail (about half do), and every failure is PF_IMAGE naming the file. */
+static unsigned char *with_junk_before(const unsigned char *jpg, size_t n, size_t at, size_t *out_n)
+{
+    static const unsigned char junk[] = {0x12, 0x34, 0x56, 0x00, 0x7e, 0x01, 0x02, 0x03};
+    unsigned char *p = malloc(n + sizeof junk);
+    CHECK(p != NULL);
+    if (!p)
+        return NULL;
+    memcpy(p, jpg, at);
+    memcpy(p + at, junk, sizeof junk);
+    memcpy(p + at + sizeof junk, jpg + at, n - at);
+    *out_n = n + sizeof junk;
+    return p;
+}
+
+static void test_corrupt_scan(void)
+{
+    char err[512];
+    const jm_opts base = {.w = 96, .h = 64, .space = 3},
+                  rst = {.w = 96, .h = 64, .space = 3, .restart_rows = 1};
+    size_t n, m;
+    unsigned char *jpg = jm_make(&base, &n), *bad = with_junk_before(jpg, n, n - 2, &m);
+    CHECKF(bad && read_mem(bad, m, NULL, err, sizeof err, NULL) == PF_IMAGE &&
+               strstr(err, "hostile.jpg: corrupt JPEG: ") &&
+               strstr(err, "stray bytes before marker 0xd9"),
+           "junk before the EOI: %s", err);
+    free(bad);
+    free(jpg);
+    jpg = jm_make(&rst, &n);
+    long sos = find_marker(jpg, n, 0xDA);
+    size_t r = sos > 0 ? (size_t)sos + 4 : n;
+    while (r + 1 < n && !(jpg[r] == 0xFF && jpg[r + 1] >= 0xD0 && jpg[r + 1] <= 0xD7))
+        r++;
+    CHECK(r + 1 < n);
+    bad = with_junk_before(jpg, n, r, &m);
+    CHECKF(bad && read_mem(bad, m, NULL, err, sizeof err, NULL) == PF_IMAGE &&
+               strstr(err, "stray bytes before marker 0xd"),
+           "junk before a restart marker: %s", err);
+    free(bad);
+    free(jpg);
+
+    const jm_opts kinds[] = {base, {.w = 96, .h = 64, .space = 3, .progressive = 1}, rst};
+    const char *names[] = {"baseline", "progressive", "restart markers"};
+    for (int k = 0; k < 3; k++) {
+        jpg = jm_make(&kinds[k], &n);
+        sos = find_marker(jpg, n, 0xDA);
+        CHECK(sos > 0);
+        const size_t data = (size_t)sos + 2 + ((size_t)jpg[sos + 2] << 8 | jpg[sos + 3]);
+        int failed = 0, tries = 0;
+        for (int len = 3; len <= 60; len *= 2 + (len > 3))
+            for (int at = 1; at <= 4; at++) {
+                bad = malloc(n);
+                CHECK(bad != NULL);
+                if (!bad)
+                    break;
+                memcpy(bad, jpg, n);
+                const size_t from = data + (n - data) * (size_t)at / 6;
+                for (size_t i = from; i < from + (size_t)len && i + 2 < n; i++)
+                    bad[i] = (unsigned char)((i * 37) & 0x7f);
+                int st = read_mem(bad, n, NULL, err, sizeof err, NULL);
+                tries++;
+                if (st != PF_OK) {
+                    failed++;
+                    CHECKF(st == PF_IMAGE && strstr(err, "hostile.jpg: corrupt JPEG"), "%s: %s",
+                           pf_status_name(st), err);
+                }
+                free(bad);
+            }
+        CHECKF(failed > 0, "%s: none of %d damaged scans failed", names[k], tries);
+        free(jpg);
+    }
+}
+
 static void patch_size(unsigned char *jpg, size_t n, unsigned w, unsigned h)
 {
     long sof = find_marker(jpg, n, 0xC0);
@@ -267,6 +347,7 @@ int main(void)
     snprintf(dir, sizeof dir, "%s", pf_test_tmpdir("jpeg_hostile"));
     test_truncated();
     test_corrupt_huffman();
+    test_corrupt_scan();
     test_sizes();
     test_segments();
     test_not_jpeg();
