@@ -937,8 +937,8 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
             goto done;
         if (is_dir && r.n_files == before)
             fprintf(stderr,
-                    "pipefuse run: %s: no PNG or JPEG files (.png, .jpg, .jpeg, .jpe, .jfif, .jif) "
-                    "in this directory%s\n",
+                    "pipefuse run: %s: no .png, .jpg or .jpeg files (nor .jpe, .jfif, .jif) in "
+                    "this directory%s\n",
                     a, r.recursive ? " or below" : "");
     }
     if (!r.quiet && r.n_looped > 3)
