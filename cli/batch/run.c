@@ -372,6 +372,15 @@ static int supervise(sup *s)
                             break;
                     }
                 }
+                /* done, or into the engine, while the threads answered: its clock ran
+                   from its decode and starts again there (a wait for a lane between
+                   them is no fault, and where the answers say other files' threads are
+                   is not where it is) */
+                if (it->state != ST_SENT || now_ms() - (it->entered ? it->t_engine : it->t_begun) <
+                                                o->file_timeout_s * 1e3) {
+                    s->w.where[0] = 0;
+                    continue;
+                }
                 if (!it->entered && !s->w.timing_seen) {
                     /* no thread decodes it: decoded, it waits for a lane, timed from its
                        entry into the engine */

@@ -1413,6 +1413,18 @@ section_codectime() {
             "the hung $step named"
         [ "$(count "$W/$step")" = 0 ] || fail "a hung $step left: $(ls -A "$W/$step")"
     done
+    # a file's clock counts its own decode and its own engine run, not its wait for a
+    # lane: six files of 1 s on two lanes (in strips), the last ones waiting 2 s and more
+    # after their decode, all within --file-timeout 2
+    cat >"$W/slow1.json" <<EOF
+{"pipefuse": 1, "inputs": ["x"], "stages": [
+  {"id": "slow", "op": "faulty_slow", "inputs": ["x"], "params": {"ms": 1000}}],
+ "outputs": {"image": "slow"}}
+EOF
+    many "$W/q" 6
+    pf run "$W/slow1.json" "$W/q" -o "$W/queued" --jobs 2 --file-timeout 2 --backend cpu
+    expect 0 "files queued behind others within --file-timeout"
+    [ "$(grep -c FAILED "$W/stderr")" = 0 ] || fail "queued files failed: $(grep FAILED "$W/stderr")"
 }
 
 # ---- owners: a temporary is removed as stale only when no process holds its lock (a run
