@@ -505,7 +505,7 @@ static int open_append(fresh_db *db, int dirfd)
     for (int tries = 0; tries < 8; tries++) {
         if (db->fd < 0) {
             db->fd = openat(dirfd, FRESH_FILE, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                            0644);
+                            0666);
             if (db->fd < 0)
                 return -1;
         }
@@ -564,7 +564,7 @@ int fresh_compact(int dirfd)
             memset(r, 0, sizeof r);
         snprintf(tmp, sizeof tmp, OUT_TMP_PREFIX "%s-%ld-%02x%02x%02x%02x%02x%02x%02x%02x",
                  out_host_id(), (long)getpid(), r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
-        int out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         FILE *f = out >= 0 ? fdopen(out, "w") : NULL;
         if (out >= 0)
             flock(out, LOCK_EX); /* its owner, as batch/outfile.c's temporaries */
@@ -622,8 +622,13 @@ int fresh_record(fresh_db *db, int dirfd, const char *where, const char *key, co
     while ((w = write(db->fd, line, len)) < 0 && errno == EINTR)
         ;
     int e = w < 0 ? errno : ENOSPC;
-    if (w > 0 && w < (ssize_t)len && write(db->fd, "\n", 1) != 1) /* a cut line: ended */
-        e = ENOSPC;
+    if (w >= 0 && w < (ssize_t)len) { /* short: the rest once more says why (EFBIG, ENOSPC) */
+        ssize_t more = write(db->fd, line + w, len - (size_t)w);
+        e = more < 0 ? errno : ENOSPC;
+        w += more > 0 ? more : 0;
+        if (w > 0 && w < (ssize_t)len && write(db->fd, "\n", 1) != 1) /* a cut line: ended */
+            e = e ? e : ENOSPC;
+    }
     flock(db->fd, LOCK_UN);
     free(line);
     errno = e;

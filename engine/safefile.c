@@ -87,7 +87,7 @@ int pf_safe_open(const char *path, char **tmp_out, FILE **fp, char *err, size_t 
         return PF_IO;
     }
     /* mkstemp creates 0600; give the file the mode any new file would have. */
-    if (fchmod(fd, 0644 & ~current_umask()) != 0) {
+    if (fchmod(fd, 0666 & ~current_umask()) != 0) {
         set_err(err, err_size, "%s: cannot set the mode of %s: %s", path, tmp, strerror(errno));
     } else if (!(*fp = fdopen(fd, "wb"))) {
         set_err(err, err_size, "%s: cannot write: %s", path, strerror(errno));

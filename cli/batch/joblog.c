@@ -466,11 +466,13 @@ int joblog_drop_cut_line(int fd, const char *file)
 }
 
 /* s on the log as one line: control bytes (a newline or tab in a file name, which
-   could pass for a line of its own) as \n, \t, \r or \xHH. */
+   could pass for a line of its own) as \n, \t, \r or \xHH, a backslash doubled. */
 void log_text(const char *s)
 {
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c >= 0x20 && *c != 0x7f)
+        if (*c == '\\') /* doubled, so that "\\n" is not a newline's "\n" */
+            fputs("\\\\", stderr);
+        else if (*c >= 0x20 && *c != 0x7f)
             fputc(*c, stderr);
         else if (*c == '\n' || *c == '\t' || *c == '\r')
             fprintf(stderr, "\\%c", *c == '\n' ? 'n' : *c == '\t' ? 't' : 'r');

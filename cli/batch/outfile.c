@@ -70,7 +70,7 @@ static int create_temp(int dirfd, char *name, char *err, size_t errn)
         }
         rnd[16] = 0;
         snprintf(name, 64, OUT_TMP_PREFIX "%s-%ld-%s", out_host_id(), (long)getpid(), rnd);
-        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd >= 0) {
             /* Its owner: a lock held on its open file description as long as it is open
                (until renamed), which outlives no process and sees through PID

@@ -508,10 +508,10 @@ int cli_run(int argc, char **argv, const cli_common *c)
            into it without an error, and a reader gone would never be said (EPIPE) */
         struct stat pre;
         int fd = stat(o.joblog, &pre) != 0 || S_ISREG(pre.st_mode)
-                     ? open(o.joblog, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644)
+                     ? open(o.joblog, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0666)
                      : -1;
         if (fd < 0) /* a file that can be appended to only (/dev/full, a FIFO) */
-            fd = open(o.joblog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+            fd = open(o.joblog, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0666);
         struct stat st;
         if (fd < 0 || (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
                        joblog_drop_cut_line(fd, o.joblog) != 0)) {

@@ -346,7 +346,7 @@ static void test_write(void)
     struct stat st;
     mode_t um = umask(0);
     umask(um);
-    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0644 & ~um));
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~um));
     /* subsampling, progressive, optimise */
     static const int hs[4] = {2, 2, 1, 1}, vs[4] = {2, 1, 1, 2};
     size_t plain = 0;

@@ -8,7 +8,7 @@
  *   for root too): PF_IO, the temporary removed, the old target untouched;
  * - an existing target is replaced by rename only on success: a hard link to the old
  *   file keeps the old contents, and no temporary remains in the directory;
- * - the new file's mode is 0644 & ~umask.
+ * - the new file's mode is 0666 & ~umask, as open(2) would give it.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, link, dirent, rlimit under -std=c11 */
 #include <dirent.h>
@@ -256,7 +256,7 @@ static void check_modes(const pf_frame *good)
         CHECKF(pf_png_write(path, good, 1, err, sizeof err) == PF_OK, "%s", err);
         struct stat sb;
         CHECK(stat(path, &sb) == 0);
-        mode_t want = 0644 & ~masks[i];
+        mode_t want = 0666 & ~masks[i];
         CHECKF((sb.st_mode & 07777) == want, "umask %03o: mode %03o, expected %03o",
                (unsigned)masks[i], (unsigned)(sb.st_mode & 07777), (unsigned)want);
         remove(path);
