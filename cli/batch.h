@@ -148,6 +148,9 @@ void out_stream_abort(out_stream *s);
 /* Removes temporaries of earlier runs in dirfd: those of this host whose process is
    gone, and any older than an hour. Returns how many were removed. */
 int out_remove_stale(int dirfd);
+/* The same in folder (relative to dirfd; a link there is not followed): 0 where it
+   is not there. */
+int out_remove_stale_in(int dirfd, const char *folder);
 
 /* The host part of temporary names (a hash of the host name, 8 hex digits). */
 const char *out_host_id(void);

@@ -541,6 +541,16 @@ static int is_temp_name(const char *name, long *pid)
     return 1;
 }
 
+int out_remove_stale_in(int dirfd, const char *folder)
+{
+    int fd = openat(dirfd, folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int removed = out_remove_stale(fd);
+    close(fd);
+    return removed;
+}
+
 int out_remove_stale(int dirfd)
 {
     /* a new open of the directory: a dup would share (and leave at the end) its offset */

@@ -38,6 +38,43 @@ char *final_name(const sup *s, int i, int k)
                            s->out_kind[k] != 't' && s->n_images == 1);
 }
 
+/* Removes stale temporaries (out_remove_stale) in OUTDIR and in every folder below it
+   that an output of the batch is named into (-r's {dir}, a --name with '/'), where
+   a killed run leaves them as well. Returns how many were removed. */
+int sweep_temps(const sup *s)
+{
+    int removed = out_remove_stale(s->dirfd), n = 0, cap = 0;
+    char **dirs = NULL;
+    for (int i = 0; i < s->o->n_inputs; i++)
+        for (int k = 0; k < s->n_out; k++) {
+            char *f = final_name(s, i, k), *slash = f ? strrchr(f, '/') : NULL;
+            if (!slash) {
+                free(f);
+                continue;
+            }
+            *slash = 0;
+            if (n == cap) {
+                char **g = realloc(dirs, sizeof *dirs * (size_t)(cap = cap ? 2 * cap : 16));
+                if (!g) {
+                    free(f);
+                    goto sweep; /* out of memory: the folders found so far */
+                }
+                dirs = g;
+            }
+            dirs[n++] = f;
+        }
+sweep:
+    if (n)
+        qsort(dirs, (size_t)n, sizeof *dirs, cmp_str);
+    for (int d = 0; d < n; d++)
+        if (d == 0 || strcmp(dirs[d], dirs[d - 1]) != 0)
+            removed += out_remove_stale_in(s->dirfd, dirs[d]);
+    for (int d = 0; d < n; d++)
+        free(dirs[d]);
+    free(dirs);
+    return removed;
+}
+
 /* Input i where it is (cli_where), computed once. */
 const char *item_where(sup *s, int i)
 {

@@ -20,10 +20,24 @@
 
 #include "supervisor.h"
 
+/* Ctrl-C: once finishes the files in flight, twice abandons them. A second signal
+   within 200 ms of the first is the same request: timeout(1) and kill(1) on a process
+   group signal the run and then its group, which holds the run again. */
 volatile sig_atomic_t interrupted;
+static struct timespec first_interrupt;
 static void on_interrupt(int sig)
 {
     (void)sig;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (interrupted == 1) {
+        const double dt = (double)(t.tv_sec - first_interrupt.tv_sec) +
+                          (double)(t.tv_nsec - first_interrupt.tv_nsec) * 1e-9;
+        if (dt < 0.2)
+            return;
+    }
+    if (!interrupted)
+        first_interrupt = t;
     interrupted++;
 }
 
@@ -280,6 +294,7 @@ static int supervise(sup *s)
     run_opts *o = s->o;
     int n = o->n_inputs;
     int stopping = 0; /* Ctrl-C once: send nothing more, let files in flight finish */
+    int swept = 0;    /* the output folders below OUTDIR, at the first start */
     for (;;) {
         if (interrupted && !stopping) {
             stopping = 1;
@@ -290,9 +305,12 @@ static int supervise(sup *s)
                     s->w.outstanding);
         }
         if (interrupted > 1 && s->w.pid) {
-            kill(s->w.pid, SIGKILL); /* its temporaries are removed below */
+            kill(s->w.pid, SIGKILL); /* its temporaries are removed (worker_died) */
+            const int abandoned = s->w.outstanding;
             worker_died(s, -1);
-            out_remove_stale(s->dirfd);
+            clear_status(s);
+            fprintf(stderr, "pipefuse: interrupted again: abandoned the %d file(s) in flight\n",
+                    abandoned);
             break;
         }
         int work_left = s->n_retry || s->w.outstanding;
@@ -312,6 +330,18 @@ static int supervise(sup *s)
                                0);
                 break;
             }
+        }
+        /* once the outputs' names are known (the worker said its outputs): the folders
+           below OUTDIR they are named into, which a killed run leaves temporaries in too
+           (OUTDIR itself was swept before the start) */
+        if (!swept && s->w.pid && s->n_out) {
+            swept = 1;
+            int removed = sweep_temps(s);
+            if (removed && !o->quiet)
+                fprintf(stderr,
+                        "pipefuse: removed %d temporary file(s) left by an earlier run in "
+                        "folders of %s\n",
+                        removed, o->outdir);
         }
         /* enough files for every codec thread and two per lane; the worker bounds
            their bytes */
@@ -583,7 +613,7 @@ int cli_run(int argc, char **argv, const cli_common *c)
                     joblog_line(&s, i);
             int rc = supervise(&s);
             /* again at the end: a process of an earlier run may have been dying at the start */
-            out_remove_stale(s.dirfd);
+            sweep_temps(&s);
             if (s.fresh && fresh_compact(s.dirfd) < 0 && !o.quiet)
                 fprintf(stderr,
                         "pipefuse run: %s/%s: cannot rewrite it without its old lines: %s\n",

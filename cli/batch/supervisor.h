@@ -152,6 +152,7 @@ void take_shard(run_opts *o);
 void joblog_line(sup *s, int i);
 void clear_status(sup *s);
 char *final_name(const sup *s, int i, int k);
+int sweep_temps(const sup *s);
 void finish(sup *s, int i, int state, const char *msg, const char *kind, double ms);
 const char *item_where(sup *s, int i);
 void log_ready(sup *s);

@@ -473,7 +473,7 @@ void worker_died(sup *s, int timed_out)
     }
     s->w.outstanding = 0;
     s->w.pid = 0;
-    out_remove_stale(s->dirfd); /* what it was writing: its process is gone */
+    sweep_temps(s); /* what it was writing: its process is gone */
 }
 
 static int cmp_int(const void *a, const void *b)

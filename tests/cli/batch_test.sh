@@ -819,6 +819,8 @@ stop_group() {
         --joblog "$W/$dir.tsv" 2>"$W/stderr" &
     pid=$!
     gate_after 1 "$W/$dir"
+    # twice: the run, then its group, as timeout(1) signals (one request, not two)
+    [ "${3:-}" = twice ] && kill -"$sig" $pid
     kill -"$sig" -- -$pid
     gate_open
     wait $pid
@@ -827,6 +829,7 @@ stop_group() {
     says "$W/stderr" "not run (interrupted)" "SIG$sig: the summary says what was not run"
     grep -q restarted "$W/stderr" && fail "SIG$sig: a restart claimed: $(grep restarted "$W/stderr")"
     grep -q FAILED "$W/stderr" && fail "SIG$sig: files failed: $(grep FAILED "$W/stderr")"
+    grep -q abandoned "$W/stderr" && fail "SIG$sig ${3:-}: files abandoned: $(cat "$W/stderr")"
     sed -n '/interrupted: finishing/,$p' "$W/stderr" | grep -q -- ' -> ' ||
         fail "SIG$sig: the files in flight did not finish: $(cat "$W/stderr")"
     no_temps "$W/$dir" "after SIG$sig"
@@ -871,6 +874,7 @@ section_interrupt() {
     # batch runs on.
     stop_group TERM term
     stop_group HUP hup
+    stop_group INT int2 twice
     setsid nohup "$PF" --plugin-path "$PLUG" run "$W/slow.json" "$W/in" -o "$W/nohup" \
         --jobs 2 >/dev/null 2>"$W/stderr" &
     pid=$!
@@ -1457,6 +1461,16 @@ section_owners() {
     pf run "$P/demo.json" "$W/in" -o "$W/out" -q
     expect 0 "a run after the writer ended"
     absent "$W/out/$live"
+    # the folders below OUTDIR that outputs are named into (--name with '/', -r's {dir})
+    # are swept too: a killed run leaves its temporaries there
+    mkdir -p "$W/sub/day"
+    : >"$W/sub/day/$dead"
+    touch -d '2 hours ago' "$W/sub/day/$dead"
+    pf run "$P/demo.json" "$W/in" -o "$W/sub" --name 'day/{stem}.{output}.{ext}'
+    expect 0 "a run into a folder holding a stale temporary"
+    absent "$W/sub/day/$dead"
+    says "$W/stderr" "removed 1 temporary file(s) left by an earlier run in folders of" \
+        "the stale one below OUTDIR removed, said"
     # the worker's own temporaries are locked while they are written: a second run on the
     # same folder never takes them (its sweep runs while the first one writes)
     slow_pipeline 40
