@@ -166,6 +166,9 @@ static void list_gate(const char *path)
    inside, and each folder once (by identity: a link to a folder above would list the
    tree again and again).
    -2 when a signal stopped it (Ctrl-C or SIGTERM while a large tree is listed). */
+/* Folders below an argument that -r lists: each level holds a path on the stack. */
+#define LIST_MAX_DEPTH 256
+
 static int list_dir(run_args *r, const char *root, const char *rel, int depth)
 {
     char path[4096];
@@ -221,7 +224,12 @@ static int list_dir(run_args *r, const char *root, const char *rel, int depth)
         if (S_ISDIR(st.st_mode)) {
             int is_out =
                 r->out_exists && st.st_dev == r->out_st.st_dev && st.st_ino == r->out_st.st_ino;
-            if (r->recursive && !is_out && depth < 64)
+            if (r->recursive && !is_out && depth >= LIST_MAX_DEPTH)
+                fprintf(stderr,
+                        "pipefuse run: %s: more than %d folders below %s: not listed (a "
+                        "deeper tree takes its own run)\n",
+                        full, LIST_MAX_DEPTH, root);
+            else if (r->recursive && !is_out)
                 rc = push_str(&dirs, &nd, strdup(de->d_name));
             free(full);
         } else if (is_image_name(de->d_name)) {

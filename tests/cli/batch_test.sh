@@ -1178,6 +1178,21 @@ section_listing() {
         fi
     done
     cp "$W/gen/rgb8.png" "$W/tree/e/p4.png"
+    # a deep tree: 100 folders down is listed; past 256 a folder is named, not skipped
+    # without a word
+    local deep="$W/deep" i
+    for i in $(seq 258); do deep=$deep/d; done
+    mkdir -p "$deep"
+    cp "$W/gen/rgb8.png" "$deep/last.png"
+    cp "$W/gen/rgb8.png" "$W/deep/top.png"
+    deep=$W/deep
+    for i in $(seq 100); do deep=$deep/d; done
+    cp "$W/gen/rgb8.png" "$deep/mid.png"
+    pf run "$P/demo.json" -r "$W/deep" -o "$W/deep_out" --backend cpu
+    expect 0 "a tree 258 folders deep"
+    [ "$(find "$W/deep_out" -name '*.png' | wc -l)" = 2 ] ||
+        fail "deep tree: $(find "$W/deep_out" -name '*.png' | wc -l) image outputs, expected 2"
+    says "$W/stderr" "more than 256 folders below" "the folder past the depth named"
     # the variable without its file changes nothing: the whole tree runs
     rm -f "$W/listgate"
     PF_TEST_LIST_GATE=$W/listgate pf run "$P/demo.json" -r "$W/tree" -o "$W/free" --backend cpu
