@@ -709,9 +709,9 @@ static const pf_param_desc crop_params[] = {
     PF_FLOAT_PARAM(pf_crop_params, height_pct, 0, 0, 100,
                    "height kept in percent of the input's, when height is 0 (0: unused)"),
     ENUM_ROW(pf_crop_params, outside,
-             "a rectangle reaching outside the input: error, clamp (cut to the room the "
-             "input has at its place, so a thumbnail box larger than its input keeps the "
-             "input) or pad (the output is the whole rectangle, color outside the input)",
+             "a rectangle reaching outside the input: error, clamp (the part of it inside "
+             "the input, so a thumbnail box larger than its input keeps the input) or pad "
+             "(the output is the whole rectangle, color outside the input)",
              crop_outside),
     {"color", "with outside pad: RGBA of the pixels outside the input",
      PF_OFFSET(pf_crop_params, color), PF_PARAM_FLOAT_ARRAY, .min = PF_NO_MIN, .max = PF_NO_MAX,

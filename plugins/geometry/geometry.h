@@ -242,14 +242,23 @@ typedef struct pf_crop_params {
 } pf_crop_params;
 
 /* The top left corner, in the input, of crop's ow x oh output (its planned size) in a
-   w x h input: where the gravity puts a rectangle of that size. The host works the size
-   out (pf_crop_size); kernels take it from the output they write, so they need no
-   decimal arithmetic. */
+   w x h input: where the gravity puts a rectangle of that size, kept inside the input
+   under outside clamp. The host works the size out (pf_crop_size); kernels take it from
+   the output they write, so they need no decimal arithmetic. Under clamp the output is
+   the part of the rectangle asked for that lies inside the input, and this corner is
+   that part's: where it is cut on the left (top), at 0, which the clamp to [0, w - ow]
+   gives, since the gravity puts the smaller output at most at 0 there; where it is cut
+   on the right only, at the asked rectangle's own corner, which the gravity puts the
+   smaller output at or right of, and w - ow is. */
 PF_GEOM_HD void pf_crop_origin(const pf_crop_params *p, int w, int h, int ow, int oh, long long *x,
                                long long *y)
 {
     *x = pf_gravity_x(p->gravity, w, ow, p->x);
     *y = pf_gravity_y(p->gravity, h, oh, p->y);
+    if (p->outside == PF_CROP_CLAMP) {
+        *x = *x < 0 ? 0 : *x > (long long)w - ow ? (long long)w - ow : *x;
+        *y = *y < 0 ? 0 : *y > (long long)h - oh ? (long long)h - oh : *y;
+    }
 }
 
 #ifndef __CUDACC__

@@ -80,19 +80,6 @@ static long long crop_side(int px, float pct, int n, int off, int gravity)
     return gravity == PF_GRAVITY_NONE ? (long long)n - off : n;
 }
 
-/* The room a side of n pixels (axis_x: a width) has for a rectangle placed by gravity g
-   with the inward offset off: the largest size whose placement stays inside, below 1
-   when none does. */
-static long long crop_room(int g, int axis_x, long long n, long long off)
-{
-    const int centred =
-        axis_x ? (g == PF_GRAVITY_CENTER || g == PF_GRAVITY_TOP || g == PF_GRAVITY_BOTTOM)
-               : (g == PF_GRAVITY_CENTER || g == PF_GRAVITY_LEFT || g == PF_GRAVITY_RIGHT);
-    if (centred) /* floor(d / 2) + off in [0, d] for d = n - s: d >= 2 off - 1, or -2 off */
-        return n - (off > 0 ? 2 * off - 1 : -2 * off);
-    return off < 0 ? 0 : n - off; /* at off from the near or the far edge */
-}
-
 int pf_crop_size(const pf_crop_params *p, int w, int h, long long *x, long long *y, long long *cw,
                  long long *ch)
 {
@@ -105,11 +92,12 @@ int pf_crop_size(const pf_crop_params *p, int w, int h, long long *x, long long 
         return *cw >= 1 && *ch >= 1 ? 0 : -1;
     if (p->outside != PF_CROP_CLAMP)
         return -1;
-    const long long rw = crop_room(p->gravity, 1, w, p->x), rh = crop_room(p->gravity, 0, h, p->y);
-    const long long nw = *cw < rw ? *cw : rw, nh = *ch < rh ? *ch : rh;
-    if (nw < 1 || nh < 1)
+    /* the part of the rectangle inside the input */
+    const long long x0 = *x < 0 ? 0 : *x, y0 = *y < 0 ? 0 : *y;
+    const long long x1 = *x + *cw > w ? w : *x + *cw, y1 = *y + *ch > h ? h : *y + *ch;
+    if (x1 - x0 < 1 || y1 - y0 < 1)
         return -1;
-    *cw = nw, *ch = nh;
-    pf_crop_origin(p, w, h, (int)nw, (int)nh, x, y);
+    *cw = x1 - x0, *ch = y1 - y0;
+    pf_crop_origin(p, w, h, (int)*cw, (int)*ch, x, y); /* x0, y0 (pf_crop_origin says why) */
     return 0;
 }

@@ -174,29 +174,24 @@ static void test_crop_outside(pf_rng *r)
     fd_check_image_stage(h_stage("geometry", "crop"), &c, &in, &want, NULL, 0, "crop pad 150x150");
     pf_test_image_free(&want);
 
-    /* Clamp against a reference: the placed rectangle's room at each gravity. */
-    for (int t = 0; t < 300; t++) {
+    /* Clamp against a reference: the part of the rectangle asked for (placed by its
+       gravity at its size) that lies inside the input, at every gravity, with offsets
+       that push it out on either side. */
+    for (int t = 0; t < 600; t++) {
         const int w = pf_rng_range(r, 1, 40), h = pf_rng_range(r, 1, 40);
-        pf_crop_params q = {.x = pf_rng_range(r, -5, 10),
-                            .y = pf_rng_range(r, -5, 10),
+        pf_crop_params q = {.x = pf_rng_range(r, -12, 12),
+                            .y = pf_rng_range(r, -12, 12),
                             .width = pf_rng_range(r, 1, 60),
                             .height = pf_rng_range(r, 1, 60),
                             .gravity = pf_rng_range(r, 0, 9),
                             .outside = PF_CROP_CLAMP};
         s = shape_of("crop", &q, w, h, err, sizeof err);
-        /* the largest size up to the asked one whose placement stays inside */
-        long long bw = 0, bh = 0;
-        for (long long cw = 1; cw <= q.width; cw++) {
-            long long x0 = pf_gravity_x(q.gravity, w, cw, q.x);
-            if (x0 >= 0 && x0 + cw <= w)
-                bw = cw;
-        }
-        for (long long ch = 1; ch <= q.height; ch++) {
-            long long y0 = pf_gravity_y(q.gravity, h, ch, q.y);
-            if (y0 >= 0 && y0 + ch <= h)
-                bh = ch;
-        }
-        if (bw == 0 || bh == 0) {
+        const long long ax = pf_gravity_x(q.gravity, w, q.width, q.x),
+                        ay = pf_gravity_y(q.gravity, h, q.height, q.y);
+        const long long ix = ax < 0 ? 0 : ax, iy = ay < 0 ? 0 : ay;
+        const long long bw = (ax + q.width > w ? w : ax + q.width) - ix,
+                        bh = (ay + q.height > h ? h : ay + q.height) - iy;
+        if (bw < 1 || bh < 1) {
             CHECKF(s.width == 0 && strstr(err, "no part"), "clamp %d,%d %dx%d g%d of %dx%d: \"%s\"",
                    q.x, q.y, q.width, q.height, q.gravity, w, h, err);
             continue;
@@ -207,8 +202,7 @@ static void test_crop_outside(pf_rng *r)
         if (s.width != bw || s.height != bh)
             continue;
         pf_image small = pf_test_image(r, w, h, 0, 1);
-        long long x0 = pf_gravity_x(q.gravity, w, bw, q.x),
-                  y0 = pf_gravity_y(q.gravity, h, bh, q.y);
+        const long long x0 = ix, y0 = iy;
         want = pf_test_image_poisoned((int)bw, (int)bh);
         for (int y = 0; y < bh; y++)
             for (int x = 0; x < bw; x++) {
