@@ -363,7 +363,11 @@ PF_GEOM_HD void pf_rotated_size(double deg, int w, int h, double *ow, double *oh
     double s, c;
     pf_sincos_deg(deg, &s, &c);
     s = fabs(s), c = fabs(c);
-    const int quarter = s > c; /* the output's x runs along the input's y */
+    /* the output's x runs along the input's y: |sin| > |cos|, decided on the angle (exact
+       in double) so that a tie at 45 degrees is one for every sign and half turn, which
+       sin and cos of their own may break by an ulp either way */
+    const double a = fmod(fmod(deg, 180.0) + 180.0, 180.0);
+    const int quarter = a > 45.0 && a < 135.0;
     const double pw = quarter ? h : w, ph = quarter ? w : h;
     /* a box edge within 1e-9 of an integer is that integer (no sliver from rounding) */
     double bw = ceil((double)w * c + (double)h * s - 1e-9);

@@ -100,6 +100,24 @@ static void test_decimal_sizes(pf_rng *r)
 static void test_rotate_parity(pf_rng *r)
 {
     char err[256];
+    /* the tie at 45 degrees: |cos| = |sin|, the width's parity, the same size for every
+       sign and half turn (sin and cos computed apart differ by an ulp there) */
+    const float ties[] = {45, -45, 135, -135, 225, 315, 405, -225};
+    const pf_shape sizes_tie[] = {{31, 20}, {20, 31}, {31, 31}, {8, 3}};
+    for (int si = 0; si < PF_COUNTOF(sizes_tie); si++) {
+        const int w = sizes_tie[si].width, h = sizes_tie[si].height;
+        pf_rotate_params p0 = {.degrees = 45, .expand = 1};
+        const pf_shape s0 = shape_of("rotate", &p0, w, h, err, sizeof err);
+        CHECKF(s0.width % 2 == w % 2 && s0.height % 2 == h % 2,
+               "45 degrees of %dx%d: %dx%d, not the input's parities", w, h, s0.width, s0.height);
+        for (int a = 0; a < PF_COUNTOF(ties); a++) {
+            pf_rotate_params p = {.degrees = ties[a], .expand = 1};
+            const pf_shape s = shape_of("rotate", &p, w, h, err, sizeof err);
+            CHECKF(s.width == s0.width && s.height == s0.height,
+                   "%g degrees of %dx%d: %dx%d, 45: %dx%d", ties[a], w, h, s.width, s.height,
+                   s0.width, s0.height);
+        }
+    }
     const float angles[] = {0.001f, 0.5f,  -1, 3,   10,  30,     44.9f, 45.1f,
                             60,     89.5f, 90, -90, 135, 179.9f, 181,   269.5f};
     const pf_shape sizes[] = {{13, 7}, {100, 80}, {101, 80}, {100, 81}, {1, 1}, {2, 9}, {64, 64}};
