@@ -639,11 +639,19 @@ static const char *const bind_rules[PF_BIND_RULES] = {"percentile", "mean",    "
                                                       "otsu",       "gain_to", "grey_gain"};
 static const char *const bind_channels[] = {"r", "g", "b", "a", "rgb"};
 
+/* A bound parameter's mistakes are its parameter's (PF_PARAM), as the other values of
+   params are, whichever check finds them: a key or a value of the wrong kind too. A cycle
+   and a stage that does not exist are the graph's (PF_PIPELINE). */
+static int as_param(int status)
+{
+    return status == PF_PIPELINE ? PF_PARAM : status;
+}
+
 /* A number at path that is finite (and, with lo <= hi, within them). */
 static int bind_number(loader *L, const char *path, json_t *v, double lo, double hi, double *out)
 {
     if (!json_is_number(v))
-        return wrong_type(L, path, v, "a number");
+        return as_param(wrong_type(L, path, v, "a number"));
     *out = json_number_value(v);
     if (!(*out == *out) || *out > 1e300 || *out < -1e300 || (lo <= hi && (*out < lo || *out > hi)))
         return fail(L, PF_PARAM, path, "%g is outside [%g, %g]", *out, lo, hi);
@@ -670,7 +678,7 @@ static int stage_binding(loader *L, int k, const char *path, const pf_param_desc
         return fail(L, PF_PARAM, path,
                     "%s's params are %zu bytes; a stage with bound parameters has at most %d",
                     d->name, d->params_size, PF_BIND_PARAMS_MAX);
-    int st = check_keys(L, v, path, KEYS(bind_keys), "a bound parameter");
+    int st = as_param(check_keys(L, v, path, KEYS(bind_keys), "a bound parameter"));
     if (st)
         return st;
     if (s->n_bind == PF_MAX_BINDS)
@@ -693,7 +701,8 @@ static int stage_binding(loader *L, int k, const char *path, const pf_param_desc
         return fail(L, PF_PARAM, path,
                     "a bound parameter needs \"from\": the id of a histogram or stats stage");
     if (!json_is_string(from))
-        return wrong_type(L, kpath, from, "the id of a histogram or stats stage (a string)");
+        return as_param(
+            wrong_type(L, kpath, from, "the id of a histogram or stats stage (a string)"));
     const char *name = json_string_value(from);
     if (strcmp(name, s->id) == 0)
         return fail(L, PF_PIPELINE, kpath, "cycle: %s -> %s (a stage cannot read its own result)",
@@ -723,7 +732,7 @@ static int stage_binding(loader *L, int k, const char *path, const pf_param_desc
             if ((st = bind_number(L, kpath, rv, 1e-9, 1e9, &b->arg)))
                 return st;
         } else if (!json_is_true(rv)) {
-            return wrong_type(L, kpath, rv, "true");
+            return as_param(wrong_type(L, kpath, rv, "true"));
         }
         if (r < 0)
             median = 1, b->arg = 50;

@@ -1926,6 +1926,14 @@ static PyObject *plan_impl(PipelineObject *self, PyObject *arg, PyObject *kw)
                          i);
             return NULL;
         }
+        if (nd == 3 && (dims[2] < 1 || dims[2] > 4)) { /* as run() takes frames */
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError,
+                         "shape %zd: %zd channels; frames have 1 (gray), 2 (gray and alpha), 3 "
+                         "(RGB) or 4 (RGBA)",
+                         i, dims[2]);
+            return NULL;
+        }
         shapes[i].height = (int)dims[0];
         shapes[i].width = (int)dims[1];
     }

@@ -149,6 +149,10 @@ def test_plan_outputs_and_text(engine):
     assert "9x7" in p.plan_text()
     with pytest.raises(ValueError):
         p.plan((0, 4))
+    for ch in (0, 5, 7, -3):  # run() takes 1 to 4 channels, and so does plan()
+        with pytest.raises(ValueError, match="channels"):
+            p.plan((8, 8, ch))
+    p.plan((8, 8, 4))
     with pytest.raises(KeyError):
         p.plan({"nope": (4, 4)})
 

@@ -268,9 +268,9 @@ static void test_errors(void)
             "one rule per bound parameter: mean and max");
     refused("{\"from\": \"hist\", \"percentile\": 101}", "", PF_PARAM,
             "stages[2].params.in_low.percentile: 101 is outside [0, 100]");
-    refused("{\"from\": \"hist\", \"mean\": 1}", "", PF_PIPELINE,
+    refused("{\"from\": \"hist\", \"mean\": 1}", "", PF_PARAM,
             "in_low.mean: expected true, got the number 1");
-    refused("{\"from\": \"hist\", \"avg\": true}", "", PF_PIPELINE,
+    refused("{\"from\": \"hist\", \"avg\": true}", "", PF_PARAM,
             "unknown key 'avg' in a bound parameter");
     refused("{\"from\": \"x\", \"mean\": true}", "", PF_PARAM, "'x' is a pipeline input");
     refused("{\"from\": \"hsit\", \"mean\": true}", "", PF_PIPELINE, "did you mean 'hist'?");
