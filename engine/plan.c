@@ -622,9 +622,30 @@ out:
     return rc;
 }
 
+/* The units unit ui reads from besides its inputs' images: the reduce units whose tables
+   its members' bound parameters read. Into out (at most cap; the count returned). */
+static int bound_units(const pf_pipeline *p, const pf_plan *plan, int ui, int *out, int cap)
+{
+    const pf_unit *u = &plan->units[ui];
+    int n = 0;
+    for (int a = 0; a < u->n_nodes; a++) {
+        const pf_node *nd = &p->nodes[u->nodes[a]];
+        for (int k = 0; k < nd->n_bind; k++) {
+            const int pu = plan->unit_of[nd->bind[k].src];
+            int dup = pu < 0 || pu == ui;
+            for (int j = 0; j < n && !dup; j++)
+                dup = out[j] == pu;
+            if (!dup && n < cap)
+                out[n++] = pu;
+        }
+    }
+    return n;
+}
+
 /* Streams: a unit continues the stream of its first producer not yet continued by
    another consumer; otherwise it takes the next stream, round robin. Units reading
-   another stream's results wait on that unit's event. */
+   another stream's results (images, or the tables their bound parameters read) wait on
+   that unit's event. */
 static int colour_streams(pf_pipeline *p, pf_plan *plan)
 {
     int nu = plan->n_units;
@@ -642,6 +663,10 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
             if (pu >= 0 && depth[pu] + 1 > depth[ui])
                 depth[ui] = depth[pu] + 1;
         }
+        int bu[PF_MAX_BINDS * 8];
+        for (int k = 0, nb = bound_units(p, plan, ui, bu, PF_COUNTOF(bu)); k < nb; k++)
+            if (depth[bu[k]] + 1 > depth[ui])
+                depth[ui] = depth[bu[k]] + 1;
         if (depth[ui] > maxdepth)
             maxdepth = depth[ui];
     }
@@ -673,6 +698,15 @@ static int colour_streams(pf_pipeline *p, pf_plan *plan)
             int pu = plan->unit_of[u->inputs[k]];
             if (pu >= 0 && plan->units[pu].stream != u->stream)
                 rc = append(&u->waits, &u->n_waits, pu) ? PF_NO_MEMORY : PF_OK;
+        }
+        int bu[PF_MAX_BINDS * 8];
+        for (int k = 0, nb = bound_units(p, plan, ui, bu, PF_COUNTOF(bu)); k < nb && rc == PF_OK;
+             k++) {
+            int dup = plan->units[bu[k]].stream == u->stream;
+            for (int j = 0; j < u->n_waits && !dup; j++)
+                dup = u->waits[j] == bu[k];
+            if (!dup)
+                rc = append(&u->waits, &u->n_waits, bu[k]) ? PF_NO_MEMORY : PF_OK;
         }
     }
     free(depth);

@@ -106,8 +106,12 @@ static void print_binding(const pf_pipeline *p, const pf_binding *b, char *buf, 
     char arg[32] = "", mod[64] = "";
     if (b->rule == PF_BIND_PERCENTILE || b->rule == PF_BIND_GAIN_TO)
         snprintf(arg, sizeof arg, " %g", b->arg);
-    if (b->scale != 1 || b->offset != 0)
-        snprintf(mod, sizeof mod, " * %g + %g", b->scale, b->offset);
+    int at = 0; /* "* 2 - 0.25": each part only where given, the offset's sign as a sign */
+    if (b->scale != 1)
+        at = snprintf(mod, sizeof mod, " * %g", b->scale);
+    if (b->offset != 0 && at >= 0 && (size_t)at < sizeof mod)
+        snprintf(mod + at, sizeof mod - (size_t)at, " %c %g", b->offset < 0 ? '-' : '+',
+                 b->offset < 0 ? -b->offset : b->offset);
     snprintf(buf, size, "{%s%s of %s %s%s, per frame}", rules[b->rule], arg, p->nodes[b->src].id,
              channels[b->channel], mod);
 }
@@ -502,6 +506,19 @@ int pf_plan_print(const pf_pipeline *p, FILE *f)
         fprintf(f, "]  reads");
         for (int k = 0; k < u->n_inputs; k++)
             fprintf(f, " %s", p->nodes[u->inputs[k]].id);
+        int said[64], n_said = 0; /* the tables bound parameters read, each once */
+        for (int a = 0; a < u->n_nodes; a++) {
+            const pf_node *n = &p->nodes[u->nodes[a]];
+            for (int k = 0; k < n->n_bind; k++) {
+                int src = n->bind[k].src, dup = 0;
+                for (int j = 0; j < n_said && !dup; j++)
+                    dup = said[j] == src;
+                if (dup || n_said == PF_COUNTOF(said))
+                    continue;
+                fprintf(f, "%s%s", n_said ? " " : "  tables ", p->nodes[src].id);
+                said[n_said++] = src;
+            }
+        }
         if (u->n_stores) {
             fprintf(f, "  writes");
             for (int k = 0; k < u->n_stores; k++)
@@ -574,6 +591,9 @@ int pf_plan_print_dot(const pf_pipeline *p, FILE *f)
                     n->desc->name);
         for (int k = 0; k < n->n_in; k++)
             fprintf(f, "  \"%s\" -> \"%s\";\n", p->nodes[n->in[k]].id, n->id);
+        for (int k = 0; k < n->n_bind; k++) /* a table a bound parameter reads */
+            fprintf(f, "  \"%s\" -> \"%s\" [style=dashed, label=\"%s\"];\n",
+                    p->nodes[n->bind[k].src].id, n->id, n->desc->params[n->bind[k].param].name);
     }
     for (int o = 0; o < p->n_outputs; o++)
         fprintf(f, "  \"out:%s\" [label=\"%s\", shape=house];\n  \"%s\" -> \"out:%s\";\n",

@@ -7,6 +7,7 @@
  * values run), a bound stage fused behind the reduce's own producer, and the errors of
  * the loader, of a set() and of the CUDA backend.
  */
+#define _GNU_SOURCE /* open_memstream */
 #include <math.h>
 #include <string.h>
 
@@ -323,12 +324,49 @@ static void test_errors(void)
     pf_pipeline_destroy(p);
 }
 
+/* The plan knows what a bound parameter reads: the stage runs after the table's unit (one
+   stream here, not two branches side by side), the unit line names the table, and the
+   graph has an edge from it. */
+static void test_plan_shows_bindings(void)
+{
+    pf_pipeline *p = NULL;
+    const char *json =
+        "{\"pipefuse\": 1, \"inputs\": [\"x\"], \"stages\": ["
+        "{\"id\": \"hist\", \"op\": \"histogram\", \"inputs\": [\"x\"]},"
+        "{\"id\": \"lv\", \"op\": \"levels\", \"inputs\": [\"x\"], \"params\": "
+        "{\"in_low\": {\"from\": \"hist\", \"percentile\": 1}, \"in_high\": {\"from\": "
+        "\"hist\", \"percentile\": 99}}}], \"outputs\": {\"y\": \"lv\"}}";
+    CHECK(pf_pipeline_load_string(eng, json, "shows.json", &p) == PF_OK);
+    if (!p)
+        return;
+    pf_shape in = {64, 48};
+    CHECK(pf_pipeline_plan(p, &in, 1) == PF_OK);
+    char *text = NULL, *dot = NULL;
+    size_t nt = 0, nd = 0;
+    FILE *f = open_memstream(&text, &nt), *g = open_memstream(&dot, &nd);
+    CHECK(f && g);
+    if (f && g) {
+        CHECK(pf_pipeline_print_plan(p, f) == PF_OK);
+        CHECK(pf_pipeline_print_dot(p, g) == PF_OK);
+        fclose(f), fclose(g);
+        CHECKF(strstr(text, "streams: 1") && strstr(text, "tables hist  writes lv") &&
+                   !strstr(text, "tables hist hist"),
+               "plan:\n%s", text);
+        CHECKF(strstr(dot, "\"hist\" -> \"lv\" [style=dashed, label=\"in_low\"]") &&
+                   strstr(dot, "\"hist\" -> \"lv\" [style=dashed, label=\"in_high\"]"),
+               "dot:\n%s", dot);
+    }
+    free(text), free(dot);
+    pf_pipeline_destroy(p);
+}
+
 int main(void)
 {
     eng = pf_test_engine();
     test_auto_levels();
     test_otsu_and_gains();
     test_errors();
+    test_plan_shows_bindings();
     pf_engine_destroy(eng);
     return pf_test_done("test_bind");
 }
