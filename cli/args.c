@@ -104,11 +104,13 @@ static const cli_opt run_opts[] = {
      "of the output's colour kind, and a JPEG input's EXIF"},
     {"--format", 0, "auto|png|jpeg",
      "the format of image outputs whose name says none (the default names' {ext} follows "
-     "it); auto (the default): the input's format. A name ending .png, .jpg or .jpeg is "
-     "written in that format"},
+     "it; jpg is jpeg); auto (the default): the input's format. A name ending .png, .jpg "
+     "or .jpeg (.jpe, .jfif, .jif) is written in that format; an output the pipeline "
+     "declares gray1/2/4, palette or 16-bit is PNG"},
     {"--quality", 0, "N", "JPEG quality 1-100 (default 85)"},
     {"--subsampling", 0, "420|422|444|440",
-     "JPEG chroma subsampling of colour outputs (default 420; gray has none)"},
+     "JPEG chroma subsampling of colour outputs (default 420; gray has none; 4:2:0 and "
+     "the like are the same)"},
     {"--progressive", 0, NULL, "write progressive JPEGs"},
     {"--optimize", 0, NULL,
      "optimised Huffman tables for JPEG outputs (smaller files, slower; progressive files "

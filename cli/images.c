@@ -24,6 +24,11 @@ cli_image_opts cli_images = {
 int cli_image_option(const char *opt, const char *v, char *err, size_t errn)
 {
     cli_image_opts *o = &cli_images;
+    static const char *const jpeg_only[] = {"--progressive", "--optimize", "--quality",
+                                            "--subsampling"};
+    for (int k = 0; k < 4 && !o->jpeg_option; k++)
+        if (strcmp(opt, jpeg_only[k]) == 0)
+            o->jpeg_option = jpeg_only[k];
     if (strcmp(opt, "--progressive") == 0) {
         o->jpeg.progressive = 1;
     } else if (strcmp(opt, "--optimize") == 0) {

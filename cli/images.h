@@ -21,6 +21,8 @@ typedef struct cli_image_opts {
     cli_format format;       /* CLI_FMT_NONE (auto), CLI_FMT_PNG or CLI_FMT_JPEG */
     pf_jpeg_write_opts jpeg; /* --quality, --subsampling, --progressive, --optimize */
     int keep_orientation;    /* --keep-orientation */
+    const char *jpeg_option; /* the first JPEG-only option given (a notice where no output
+                                can be JPEG); the supervisor's only */
 } cli_image_opts;
 
 /* The batch's settings: set by the command line (cli_image_option) in the supervisor,

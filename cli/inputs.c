@@ -846,6 +846,21 @@ int cli_run_main(int argc, char **argv, const cli_common *c)
         }
         free(name);
     }
+    /* a JPEG option where no image output can be JPEG: --format png, names saying .png,
+       or forms only PNG holds */
+    int can_jpeg = 0;
+    for (int k = 0; k < po.n && cli_images.jpeg_option && !can_jpeg; k++) {
+        if (!po.image[k] || strcmp(po.ext[k], CLI_EXT_PNG_ONLY) == 0)
+            continue;
+        char *name =
+            r.tmpl ? cli_output_name("x.jpg", po.name[k], po.ext[k], po.single_image) : NULL;
+        cli_format f = name ? cli_format_of_name(name, NULL) : CLI_FMT_NONE;
+        can_jpeg = f == CLI_FMT_JPEG || (f != CLI_FMT_PNG && cli_images.format != CLI_FMT_PNG);
+        free(name);
+    }
+    if (cli_images.jpeg_option && !can_jpeg && !r.quiet)
+        fprintf(stderr, "pipefuse run: %s has no effect: no image output of this run is JPEG\n",
+                cli_images.jpeg_option);
     for (int k = 0; k < po.n && cli_images.format == CLI_FMT_JPEG && !r.quiet; k++)
         if (po.image[k] && strcmp(po.ext[k], CLI_EXT_PNG_ONLY) == 0)
             fprintf(stderr,

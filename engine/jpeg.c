@@ -74,7 +74,22 @@ static void on_error_exit(j_common_ptr c)
     char msg[JMSG_LENGTH_MAX];
     c->err->format_message(c, msg);
     int code = c->err->msg_code;
-    if ((code == JERR_OUT_OF_MEMORY || code == JERR_NO_BACKING_STORE) && e->limited)
+    if ((code == JERR_OUT_OF_MEMORY || code == JERR_NO_BACKING_STORE) && e->limited &&
+        c->is_decompressor) {
+        /* a progressive (multi-scan) file holds every coefficient until its last scan */
+        const j_decompress_ptr d = (j_decompress_ptr)c;
+        double coef = 0;
+        for (int i = 0; d->comp_info && i < d->num_components; i++)
+            coef += (double)d->comp_info[i].width_in_blocks *
+                    (double)d->comp_info[i].height_in_blocks * 64 * sizeof(JCOEF);
+        jfail(e, PF_TOO_LARGE,
+              "%s: needs more memory than --max-memory allows: a %ux%u %sJPEG holds all its "
+              "coefficients (%.2f MB) beside libjpeg's working memory, over the limit of "
+              "%.2f MB",
+              e->name, d->image_width, d->image_height,
+              d->progressive_mode ? "progressive " : "multi-scan ", coef / 1e6,
+              (double)c->mem->max_memory_to_use / 1e6);
+    } else if ((code == JERR_OUT_OF_MEMORY || code == JERR_NO_BACKING_STORE) && e->limited)
         jfail(e, PF_TOO_LARGE, "%s: needs more memory than the limit (--max-memory) allows (%s)",
               e->name, msg);
     else if (code == JERR_OUT_OF_MEMORY)
@@ -312,7 +327,12 @@ static int dec_header(dec *d)
     }
     if (!pf_jpeg_sniff(head, got)) {
         const char *other = other_format(head, got);
-        if (other)
+        if (got < 3 && head[0] == 0xFF && (got < 2 || head[1] == 0xD8))
+            jfail(&d->je, PF_IMAGE,
+                  "%s: corrupt JPEG: truncated (%zu bytes: a JPEG's start, "
+                  "then nothing)",
+                  d->je.name, (size_t)got);
+        else if (other)
             jfail(&d->je, PF_IMAGE, "%s: not a JPEG: it is %s", d->je.name, other);
         else
             jfail(&d->je, PF_IMAGE, "%s: not a JPEG (it starts with 0x%02x 0x%02x, not FF D8 FF)",

@@ -106,6 +106,7 @@ static void precheck(sup *s)
     for (int i = 0; i < n; i++) {
         int have_all = 1;
         char msg[8192] = "", outs[8192] = "";
+        const char *kind = "name clash"; /* or "bad name": a name the rules refuse */
         size_t used = 0;
         struct stat ist;
         if (stat(o->inputs[i], &ist) != 0 || !S_ISREG(ist.st_mode) ||
@@ -125,6 +126,7 @@ static void precheck(sup *s)
             if (cli_name_check(f, why, sizeof why) != 0 ||
                 cli_format_check(f, s->out_name[k], out_ext(s, k), why, sizeof why) != 0) {
                 snprintf(msg, sizeof msg, "%s", why);
+                kind = "bad name";
                 free(f);
                 break;
             }
@@ -137,8 +139,10 @@ static void precheck(sup *s)
                              "replaced; give the original run's directory arguments",
                              f, o->claimed_by[c], o->retry_failed);
             if (!msg[0] && strchr(f, '/') &&
-                cli_names_mkdirs(s->dirfd, o->outdir, f, why, sizeof why) != 0)
+                cli_names_mkdirs(s->dirfd, o->outdir, f, why, sizeof why) != 0) {
                 snprintf(msg, sizeof msg, "%s", why);
+                kind = "bad name";
+            }
             if (msg[0]) {
                 free(f);
                 break;
@@ -188,7 +192,7 @@ static void precheck(sup *s)
             n_unrecorded += verdict == FRESH_NO_RECORD;
         }
         if (msg[0]) {
-            finish(s, i, ST_FAILED, msg, "name clash", 0);
+            finish(s, i, ST_FAILED, msg, kind, 0);
         } else if (verdict == FRESH_YES) {
             finish(s, i, ST_SKIPPED, outs, NULL, 0);
         }
@@ -243,15 +247,19 @@ static void summary(sup *s, int was_interrupted)
     if (said && was_interrupted)
         fprintf(stderr, ", %d not run (interrupted)", not_run);
     if (said && o->stdout_dir)
-        fprintf(stderr, "; output to stdout\n");
+        fprintf(stderr, s->n_ok ? "; output to stdout\n" : "; nothing written to stdout\n");
     else if (said)
         fprintf(stderr, "; outputs in %s\n", o->outdir);
     if (s->n_failed) {
-        static const char *const kinds[] = {"failed", "crashed",    "timed out",
-                                            "memory", "name clash", "stdout"};
-        static const char *const words[] = {
-            "failed (bad input or pipeline)", "crashed a worker", "timed out",
-            "over the memory bound",          "clashed by name",  "not written to stdout"};
+        static const char *const kinds[] = {"failed",     "crashed",  "timed out", "memory",
+                                            "name clash", "bad name", "stdout"};
+        static const char *const words[] = {"failed (bad input or pipeline)",
+                                            "crashed a worker",
+                                            "timed out",
+                                            "over the memory bound",
+                                            "clashed by name",
+                                            "named as the rules refuse (format or folder)",
+                                            "not written to stdout"};
         fprintf(stderr, "pipefuse: failures:");
         int first = 1;
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {

@@ -160,17 +160,27 @@ def write_jpeg(path: Union[str, bytes, os.PathLike], image: Any, *, quality: int
                   bool(optimize))
 
 
-def write_png(path: Union[str, bytes, os.PathLike], image: Any, *, level: int = -1) -> None:
+_PNG_FORMS = {"": 0, "auto": 1, "palette": 2, "gray1": 3, "gray2": 4, "gray4": 5}
+
+
+def write_png(path: Union[str, bytes, os.PathLike], image: Any, *, level: int = -1,
+              form: Optional[str] = None) -> None:
     """Writes a uint8 or uint16 image (HxW, HxWx1..4: gray, gray+alpha, RGB, RGBA; any
     layout NumPy describes) as a PNG of that bit depth. level: zlib 0-9, -1 libpng's
-    default. The file is written under a temporary name and renamed: a file at path is
+    default. form: an output's form (OutputInfo.form: "auto", the smallest lossless form;
+    "palette"; "gray1", "gray2", "gray4", each sample rounded half up to the nearest
+    level), so that the file holds what `pipefuse run` writes; None or "": the image's own
+    depth. The file is written under a temporary name and renamed: a file at path is
     always complete, and on failure (IoError) the old one is untouched."""
+    if form not in _PNG_FORMS and form is not None:
+        raise ValueError(f"write_png: form {form!r}; one of " +
+                         ", ".join(repr(f) for f in _PNG_FORMS if f))
     a = image if isinstance(image, np.ndarray) else np.asarray(image)
     if a.dtype.kind not in "u" or a.dtype.itemsize not in (1, 2):
         raise TypeError(f"write_png: the image must be uint8 or uint16, not {a.dtype}")
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
-    _c.write_png(path, a, int(level))
+    _c.write_png(path, a, int(level), _PNG_FORMS[form or ""])
 
 _DTYPES = {8: np.uint8, 16: np.uint16, 32: np.float32}
 _NotReady = getattr(_c, "NotReadyError", ())  # PF_NOT_READY: libraries since 0.2
@@ -219,6 +229,9 @@ class OutputInfo:
     bits: int  # 8, 16, 32 (float), 0: like the first input
     table_format: str  # csv, json or "" (the caller's choice)
     shape: Tuple[int, int]
+    # the PNG form the pipeline declares for an image: "" (its samples as they are), auto,
+    # palette, gray1, gray2 or gray4; run() returns the samples, write_png(form=) applies it
+    form: str = ""
 
 
 class Engine:

@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipefuse/png.h" /* an output's PNG form */
+
 #define MAX_FRAMES 64 /* inputs or outputs per frame; the engine's own limit is lower */
 
 /* Errors: errors.c (raise_status raises a status' class with a message). */
@@ -1980,14 +1982,18 @@ static PyObject *output_info_impl(PipelineObject *self, PyObject *unused, PyObje
             Py_DECREF(list);
             return pipeline_error(self, rc);
         }
-        PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:i,s:i,s:s,s:(ii)}", "name", oi.name, "stage",
-                                    oi.stage ? oi.stage : "", "kind",
+        /* the form it is written in as a PNG: "" (the frame's own), auto, palette, gray1.. */
+        const int form = pf_pipeline_output_png_form(self->p, i);
+        const char *form_name = form > 0 ? pf_png_form_name((pf_png_form)form) : "";
+        PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:i,s:i,s:s,s:(ii),s:s}", "name", oi.name,
+                                    "stage", oi.stage ? oi.stage : "", "kind",
                                     oi.kind == PF_OUTPUT_IMAGE ? "image" : "table", "channels",
                                     oi.channels, "bits", oi.bits, "table_format",
                                     oi.table_format == 1   ? "csv"
                                     : oi.table_format == 2 ? "json"
                                                            : "",
-                                    "shape", oi.shape.height, oi.shape.width);
+                                    "shape", oi.shape.height, oi.shape.width, "form",
+                                    form_name ? form_name : "");
         if (!d || PyList_Append(list, d) != 0)
             Py_CLEAR(list);
         Py_XDECREF(d);

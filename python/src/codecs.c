@@ -70,7 +70,7 @@ PyObject *pf_py_read_png(PyObject *m, PyObject *args)
    given, else as a PNG at zlib level; both without the GIL. Releases view and path_obj
    whatever happens. */
 static PyObject *pack_and_write(PyObject *path_obj, Py_buffer *view, const layout *l, int level,
-                                const pf_jpeg_write_opts *jpeg)
+                                int form, const pf_jpeg_write_opts *jpeg)
 {
     int c = l->ndim == 3 ? (int)l->shape[2] : 1;
     size_t item = l->sample == PF_U8 ? 1 : l->sample == PF_U16 ? 2 : 4;
@@ -88,8 +88,12 @@ static PyObject *pack_and_write(PyObject *path_obj, Py_buffer *view, const layou
     const char *path = PyBytes_AS_STRING(path_obj);
     int rc;
     Py_BEGIN_ALLOW_THREADS pf_staging_pack(l, packed);
+    pf_png_write_options po;
+    pf_png_write_options_init(&po);
+    po.zlib_level = level;
+    po.form = (pf_png_form)form;
     rc = jpeg ? pf_jpeg_write(path, &f, jpeg, NULL, err, sizeof err)
-              : pf_png_write(path, &f, level, err, sizeof err);
+              : pf_png_write_opts(path, &f, &po, err, sizeof err);
     Py_END_ALLOW_THREADS PyMem_RawFree(packed);
     PyBuffer_Release(view);
     Py_DECREF(path_obj);
@@ -98,15 +102,22 @@ static PyObject *pack_and_write(PyObject *path_obj, Py_buffer *view, const layou
     Py_RETURN_NONE;
 }
 
-/* write_png(path, array, level): an 8- or 16-bit image of any layout NumPy describes
-   (copied to packed rows first where the library could not take it). */
+/* write_png(path, array, level[, form]): an 8- or 16-bit image of any layout NumPy
+   describes (copied to packed rows first where the library could not take it), in the
+   PNG form pf_png_form names (0: the frame's own). */
 PyObject *pf_py_write_png(PyObject *m, PyObject *args)
 {
     (void)m;
     PyObject *path_obj, *arr;
-    int level = -1;
-    if (!PyArg_ParseTuple(args, "O&Oi:write_png", PyUnicode_FSConverter, &path_obj, &arr, &level))
+    int level = -1, form = 0;
+    if (!PyArg_ParseTuple(args, "O&Oi|i:write_png", PyUnicode_FSConverter, &path_obj, &arr, &level,
+                          &form))
         return NULL;
+    if (form < 0 || form > PF_PNG_FORM_GRAY4) {
+        Py_DECREF(path_obj);
+        PyErr_Format(PyExc_ValueError, "write_png: form %d", form);
+        return NULL;
+    }
     Py_buffer view;
     layout l;
     if (pf_py_buffer_layout(arr, 0, "image", "write_png", &view, &l) != 0) {
@@ -134,7 +145,7 @@ PyObject *pf_py_write_png(PyObject *m, PyObject *args)
                          l.ndim > 2 ? l.shape[2] : 0);
         return NULL;
     }
-    return pack_and_write(path_obj, &view, &l, level, NULL);
+    return pack_and_write(path_obj, &view, &l, level, form, NULL);
 }
 
 /* ---- JPEG (pipefuse/jpeg.h) ---------------------------------------------------------------- */
@@ -210,5 +221,5 @@ PyObject *pf_py_write_jpeg(PyObject *m, PyObject *args)
                         "and tall");
         return NULL;
     }
-    return pack_and_write(path_obj, &view, &l, 0, &opts);
+    return pack_and_write(path_obj, &view, &l, 0, 0, &opts);
 }

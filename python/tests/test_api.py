@@ -233,3 +233,26 @@ def test_one_thread_at_a_time(engine):
     th.join()
     assert errors and "another thread" in errors[0]
     p.run(x)  # usable again afterwards
+
+
+def test_output_form_and_write_png(engine, tmp_path):
+    # run() gives an output's 8-bit samples; its declared form (gray1 here) is how
+    # `pipefuse run` writes it, which write_png(form=) does the same way
+    spec = {"pipefuse": 1, "inputs": ["src"], "stages": [{"id": "z", "op": "flip"}],
+            "outputs": {"o": {"from": "z", "format": "gray1"}, "p": "z"}}
+    p = engine.load(spec, backend="cpu")
+    forms = {o.name: o.form for o in p.outputs}
+    assert forms == {"o": "gray1", "p": "auto"}
+    row = np.array([[0, 60, 127, 128, 200, 255]], np.uint8)
+    out = p.run(row)["o"]
+    assert out.tolist() == [[255, 200, 128, 127, 60, 0]]
+    path = tmp_path / "page.png"
+    pipefuse.write_png(path, out, form=p.outputs[0].form)
+    assert pipefuse.read_png(path).reshape(1, 6).tolist() == [[255, 255, 255, 0, 0, 0]]
+    with open(path, "rb") as f:
+        head = f.read(26)
+    assert head[24] == 1 and head[25] == 0  # IHDR: 1-bit gray
+    pipefuse.write_png(path, out)  # no form: the samples as they are
+    assert pipefuse.read_png(path).reshape(1, 6).tolist() == out.tolist()
+    with pytest.raises(ValueError, match="form"):
+        pipefuse.write_png(path, out, form="gray3")
