@@ -188,6 +188,10 @@ int fresh_judge(const fresh_db *db, int dirfd, const char *where, const struct s
 /* The folder and stem (cli_output_key) the outputs of the input at where were named from
    by its latest record, while those outputs are still its own; NULL: none. */
 const char *fresh_key_of(const fresh_db *db, const char *where);
+/* fn for each input the records hold (its where and the key its outputs were named from,
+   while they are still its), until fn returns non-zero, which is returned. */
+int fresh_each_key(const fresh_db *db, int (*fn)(void *ctx, const char *where, const char *key),
+                   void *ctx);
 /* Appends the record of an input just committed (as in, named from key, made with fp):
    one line, one write. 0, or -1 with errno (the caller says it once). */
 int fresh_record(fresh_db *db, int dirfd, const char *where, const char *key, const char *fp,

@@ -142,6 +142,10 @@ int cli_format_check(const char *name, const char *output, const char *out_ext, 
    folder's records) where it is in the key's folder: named before the others, who are
    named around it. */
 int cli_names_pin(const char *input, const char *key);
+/* A folder and stem (a record's key, "a/b/x" or "x") that an input not in this batch holds
+   in the output folder's records: no input of the batch is named so. 0, or -1 without
+   memory. Before cli_names_finish; cli_names_free forgets them. */
+int cli_names_reserve(const char *key);
 int cli_names_finish(int quiet);
 void cli_names_free(void);
 /* Creates -o DIR and the folders above it, *made counting those it made; -1 with the

@@ -447,6 +447,21 @@ int fresh_judge(const fresh_db *db, int dirfd, const char *where, const struct s
     return strcmp(rec->fp, fp) == 0 ? FRESH_YES : FRESH_OTHER;
 }
 
+int fresh_each_key(const fresh_db *db, int (*fn)(void *ctx, const char *where, const char *key),
+                   void *ctx)
+{
+    for (int r = 0; db && r < db->n; r++) {
+        const record *rec = &db->r[r];
+        if (!rec->where || !rec->key || map_get(&db->by_where, rec->where) != r ||
+            fresh_key_of(db, rec->where) != rec->key)
+            continue; /* a later record of its input, or names another input took since */
+        int rc = fn(ctx, rec->where, rec->key);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 const char *fresh_key_of(const fresh_db *db, const char *where)
 {
     int r = db ? map_get(&db->by_where, where) : -1;

@@ -623,8 +623,49 @@ static int require_cuda(const cli_common *c)
    wrote outputs keeps the folder and stem they were named from, so that another input of
    the same name added since (an older a/x.png beside b/x.png) never takes b's names and
    passes for it (cli_names_pin). Before each cli_names_finish. */
+/* The keys records give inputs that are not in this batch (their where differs from
+   every input's) and that still exist: reserved, so that a run over a subset never takes
+   another input's names. An input that is gone (a deleted temporary folder, a tree moved
+   elsewhere) leaves its names to whoever comes. */
+typedef struct reserve_ctx {
+    char **wheres; /* this batch's inputs, sorted */
+    int n;
+} reserve_ctx;
+
+static int cmp_where(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int reserve_other(void *ctx, const char *where, const char *key)
+{
+    const reserve_ctx *c = ctx;
+    struct stat st;
+    if ((c->n && bsearch(&where, c->wheres, (size_t)c->n, sizeof *c->wheres, cmp_where)) ||
+        stat(where, &st) != 0)
+        return 0;
+    return cli_names_reserve(key);
+}
+
 static int pin_names(const run_args *r, const fresh_db *db)
 {
+    if (db) {
+        reserve_ctx c = {calloc((size_t)r->n_files + 1, sizeof(char *)), 0};
+        if (!c.wheres)
+            return -1;
+        int rc = 0;
+        for (int i = 0; i < r->n_files && rc == 0; i++)
+            rc = (c.wheres[c.n++] = cli_where(r->files[i].path)) ? 0 : -1;
+        if (rc == 0) {
+            qsort(c.wheres, (size_t)c.n, sizeof *c.wheres, cmp_where);
+            rc = fresh_each_key(db, reserve_other, &c);
+        }
+        for (int i = 0; i < c.n; i++)
+            free(c.wheres[i]);
+        free(c.wheres);
+        if (rc != 0)
+            return -1;
+    }
     for (int i = 0; db && i < r->n_files; i++) {
         char *w = cli_where(r->files[i].path);
         if (!w)

@@ -38,6 +38,8 @@ static struct {
     name_entry *e;    /* sorted by input (once sorted is set) */
     int n;
     int sorted;
+    char **reserved; /* "dir/stem" keys other inputs' records hold (cli_names_reserve) */
+    int n_reserved;
 } names;
 
 static int by_input(const void *a, const void *b)
@@ -488,10 +490,26 @@ int cli_names_pin(const char *input, const char *key)
     return 0;
 }
 
+int cli_names_reserve(const char *key)
+{
+    const char *slash = strrchr(key, '/');
+    char *k = NULL; /* make_key's form: "dir/stem", "/stem" at the top */
+    if (asprintf(&k, "%s%s", slash ? "" : "/", key) < 0)
+        return -1;
+    char **grown = realloc(names.reserved, sizeof *grown * (size_t)(names.n_reserved + 1));
+    if (!grown) {
+        free(k);
+        return -1;
+    }
+    names.reserved = grown;
+    names.reserved[names.n_reserved++] = k;
+    return 0;
+}
+
 int cli_names_finish(int quiet)
 {
     key_set set = {NULL, 64};
-    while (set.cap < 4 * (size_t)names.n)
+    while (set.cap < 4 * ((size_t)names.n + (size_t)names.n_reserved))
         set.cap *= 2;
     if (!(set.slot = calloc(set.cap, sizeof *set.slot)))
         return -1;
@@ -499,8 +517,13 @@ int cli_names_finish(int quiet)
     if (names.n > 0) /* no inputs (a folder without PNGs): e is NULL, not for qsort */
         qsort(names.e, (size_t)names.n, sizeof *names.e, by_input);
     names.sorted = 1;
-    /* the names the records give first, whatever their inputs' order: the others are
-       named around them */
+    /* the names the records give inputs of other runs, then those they give this batch's
+       inputs, whatever their order: the others are named around them (an input not
+       given this time keeps its outputs; a new a/x.png beside its x.png becomes x-2) */
+    for (int i = 0; i < names.n_reserved && rc == 0; i++) {
+        char *k = strdup(names.reserved[i]);
+        rc = !k || key_add(&set, k) < 0 ? -1 : 0;
+    }
     for (int i = 0; i < names.n && rc == 0; i++) {
         name_entry *e = &names.e[i];
         if (!e->pinned || (i > 0 && strcmp(names.e[i - 1].input, e->input) == 0))
@@ -558,6 +581,11 @@ void cli_names_free(void)
     free(names.e);
     names.e = NULL;
     names.n = 0; /* the template stays */
+    for (int i = 0; i < names.n_reserved; i++)
+        free(names.reserved[i]);
+    free(names.reserved);
+    names.reserved = NULL;
+    names.n_reserved = 0;
 }
 
 /* mkdir that takes a folder already there as made: 1 made, 0 there, or -1 with errno

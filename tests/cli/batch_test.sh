@@ -1325,6 +1325,26 @@ section_fresh() {
     cmp -s "$W/b_out.png" "$W/nm/x.png" || fail "b/x.png's output replaced by a/x.png's"
     pf run "$P/thumbnail.json" "$W/a/x.png" "$W/b/x.png" -o "$W/nm" --skip-existing
     [ "$(skips)" = 2 ] || fail "a/x.png and b/x.png again: $(skips) skipped, expected 2"
+    # a run over a subset never takes the names an input outside it holds: c/x.png alone
+    # is x-3, and a and b are still skipped after it, their outputs theirs
+    mkdir -p "$W/c"
+    cp "$W/gen/graya8.png" "$W/c/x.png"
+    cp "$W/nm/x-2.png" "$W/a_out.png"
+    pf run "$P/thumbnail.json" "$W/c/x.png" -o "$W/nm" --skip-existing
+    expect 0 "c/x.png alone"
+    says "$W/stderr" "c/x.png -> x-3.png" "c/x.png named around a's and b's outputs"
+    cmp -s "$W/b_out.png" "$W/nm/x.png" || fail "b/x.png's output replaced by c/x.png's"
+    cmp -s "$W/a_out.png" "$W/nm/x-2.png" || fail "a/x.png's output replaced by c/x.png's"
+    pf run "$P/thumbnail.json" "$W/b/x.png" -o "$W/nm" --skip-existing
+    [ "$(skips)" = 1 ] || fail "b/x.png alone after c: $(skips) skipped, expected 1"
+    # an input that is gone leaves its names: c's folder removed, a new d/x.png alone
+    # takes none of a's and b's but may take c's
+    rm -r "$W/c"
+    mkdir -p "$W/d"
+    cp "$W/gen/graya8.png" "$W/d/x.png"
+    pf run "$P/thumbnail.json" "$W/d/x.png" -o "$W/nm"
+    expect 0 "d/x.png alone after c/ went"
+    says "$W/stderr" "d/x.png -> x-3.png" "d/x.png takes the gone c's name"
 }
 
 # ---- killed: a batch killed (SIGKILL) at random points and resumed with --retry-failed
