@@ -217,6 +217,14 @@ int read_failed(run_opts *o, const char *file)
     }
     free(line);
     fclose(f);
+    if (rc == 0 && lineno == 0 && !o->n_inputs) {
+        /* a run killed before it wrote its header: nothing recorded, nothing to pick */
+        fprintf(stderr,
+                "pipefuse run: --retry-failed %s: the joblog is empty (its run ended before "
+                "it wrote a line); give the inputs, and those never run are run\n",
+                file);
+        rc = -2;
+    }
     if (rc == 0 && n)
         qsort(l, (size_t)n, sizeof *l, cmp_logline);
     for (int k = 0; k < n; k++) {

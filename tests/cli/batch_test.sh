@@ -530,6 +530,15 @@ section_retry() {
     ident_pipeline
     mkdir -p "$W/gen"
     "$HELPER" pngs "$W/gen" || fail "cannot make the input PNGs"
+    # an empty joblog (its run killed before its header): without inputs nothing is known,
+    # said, status 2; with inputs, each never run is run
+    : >"$W/empty.tsv"
+    pf run "$W/ident.json" -o "$W/eout" --retry-failed "$W/empty.tsv"
+    expect 2 "--retry-failed of an empty joblog, no inputs"
+    says "$W/stderr" "the joblog is empty" "the empty joblog said"
+    pf run "$W/ident.json" "$W/gen/rgb8.png" -o "$W/eout" --retry-failed "$W/empty.tsv" -q
+    expect 0 "--retry-failed of an empty joblog with an input"
+    [ -s "$W/eout/rgb8.png" ] || fail "the input beside an empty joblog was not run"
     # -r: rt/a/x.png fails (empty), rt/x.png is done
     mkdir -p "$W/rt/a"
     cp "$W/gen/rgb8.png" "$W/rt/x.png"
