@@ -32,7 +32,9 @@ static int cpu_band_rows(const pf_pipeline *p, const pf_unit *u, const pf_node *
     if (u->kind != PF_UNIT_STENCIL || !n0->desc->scratch_bytes || !n0->desc->radius)
         return rows;
     const int r = n0->desc->radius(n0->params);
-    const int threads = p->eng->threads > 0 ? p->eng->threads : 1;
+    int threads = p->eng->threads > 0 ? p->eng->threads : 1; /* the frame's own, if fewer */
+    if (p->opts.threads > 0 && p->opts.threads < threads)
+        threads = p->opts.threads;
     long want = 8L * (r > 0 ? r : 0),
          fair = ((long)u->shape.height + 2L * threads - 1) / (2L * threads);
     const long fit = (long)(PF_CPU_SEP_SCRATCH / ((size_t)width * sizeof(pf_float4))) - 2L * r;
