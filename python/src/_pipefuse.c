@@ -1985,15 +1985,14 @@ static PyObject *output_info_impl(PipelineObject *self, PyObject *unused, PyObje
         /* the form it is written in as a PNG: "" (the frame's own), auto, palette, gray1.. */
         const int form = pf_pipeline_output_png_form(self->p, i);
         const char *form_name = form > 0 ? pf_png_form_name((pf_png_form)form) : "";
-        PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:i,s:i,s:s,s:(ii),s:s}", "name", oi.name,
-                                    "stage", oi.stage ? oi.stage : "", "kind",
-                                    oi.kind == PF_OUTPUT_IMAGE ? "image" : "table", "channels",
-                                    oi.channels, "bits", oi.bits, "table_format",
-                                    oi.table_format == 1   ? "csv"
-                                    : oi.table_format == 2 ? "json"
-                                                           : "",
-                                    "shape", oi.shape.height, oi.shape.width, "form",
-                                    form_name ? form_name : "");
+        PyObject *d = Py_BuildValue(
+            "{s:s,s:s,s:s,s:i,s:i,s:s,s:(ii),s:s}", "name", oi.name, "stage",
+            oi.stage ? oi.stage : "", "kind", oi.kind == PF_OUTPUT_IMAGE ? "image" : "table",
+            "channels", oi.channels, "bits", oi.bits, "table_format",
+            oi.table_format == 1   ? "csv"
+            : oi.table_format == 2 ? "json"
+                                   : "",
+            "shape", oi.shape.height, oi.shape.width, "form", form_name ? form_name : "");
         if (!d || PyList_Append(list, d) != 0)
             Py_CLEAR(list);
         Py_XDECREF(d);
