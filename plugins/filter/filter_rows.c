@@ -104,12 +104,11 @@ __attribute__((target("avx"))) static void norm_pm_avx(float *o, size_t n, float
     }
 }
 
+/* libgcc fills the CPU's features in before main (a load-time constructor): reading them
+   is a plain load, safe from any thread. */
 static int filter_has_avx(void)
 {
-    static int has = -1; /* a benign race: every thread computes the same answer */
-    if (has < 0)
-        has = __builtin_cpu_supports("avx") ? 1 : 0;
-    return has;
+    return __builtin_cpu_supports("avx");
 }
 #else
 #define FILTER_AVX 0
