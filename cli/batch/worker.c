@@ -112,6 +112,17 @@ static int setup(char *err, size_t errn)
         if (o->band_rows > 0) /* said once per run, whatever the restarts (notice) */
             notice(0, msg);
     }
+    if (W.bandable && o->band_rows > 0 && 2 * W.halo > o->band_rows && !o->quiet) {
+        /* each band decodes and computes its rows and the halo above and below it */
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "--band-rows %d: the pipeline reads %d rows above and below each band, so "
+                 "bands compute %.1f times the rows of the image; --band-rows %d or more keeps "
+                 "it under 1.5",
+                 o->band_rows, W.halo, (double)(o->band_rows + 2 * W.halo) / o->band_rows,
+                 4 * W.halo);
+        notice(1, msg);
+    }
     if (load_pipeline(W.e, &W.forms, err, errn) != 0 ||
         (((W.bandable && o->band_rows < 0) || W.stripable) &&
          load_pipeline(W.e, &W.probe, err, errn) != 0)) {

@@ -197,6 +197,10 @@ EOF
                 ;;
             *) says "$W/stderr" "run in bands of rows" "$p, --band-rows $rows" ;;
             esac
+            # a halo twice the band's rows or more: the rows computed over and over said
+            if [ "$p:$BACKEND:$rows" = stencil:cpu:1 ]; then
+                says "$W/stderr" "times the rows of the image; --band-rows" "$p, --band-rows 1"
+            fi
             same "$W/$p.off" "$W/$p.$rows" "$p, --band-rows $rows"
         done
     done
