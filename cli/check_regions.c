@@ -259,8 +259,14 @@ oom:
     fail(c, NULL, "regions (%s): out of memory for a %dx%d check", set, os.width, os.height);
 out:
     free(s.p);
-    for (int k = 0; k < nk; k++)
+    /* the inputs as they came, whatever the stage did to them: the checks after this one
+       (random params, other stages) see the same images, and a write into them fails
+       there too */
+    for (int k = 0; k < nk; k++) {
+        if (k < n_in && in[k].bytes == copy[k].bytes)
+            memcpy(in[k].im.data, copy[k].im.data, in[k].bytes);
         pc_img_free(&copy[k]);
+    }
     pc_img_free(&whole);
     pc_img_free(&band);
     pc_img_free(&assembled);

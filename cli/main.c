@@ -17,7 +17,7 @@
 
 /* What the process was doing, for the handler; written by the main thread only. */
 static char g_doing[600]; /* empty: not in plugin code, a crash is the usual crash */
-static const int g_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static const int g_sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 static struct sigaction g_saved[sizeof g_sigs / sizeof g_sigs[0]];
 static int g_on;
 
@@ -43,11 +43,26 @@ static void on_crash(int sig)
         return;
     }
     say_err("pipefuse: crashed (");
-    say_err(sig == SIGSEGV  ? "SIGSEGV"
-            : sig == SIGBUS ? "SIGBUS"
-            : sig == SIGFPE ? "SIGFPE"
-                            : "SIGILL");
+    say_err(sig == SIGSEGV   ? "SIGSEGV"
+            : sig == SIGBUS  ? "SIGBUS"
+            : sig == SIGFPE  ? "SIGFPE"
+            : sig == SIGABRT ? "SIGABRT: abort() called"
+                             : "SIGILL");
     say_err(") while ");
+    say_err(g_doing);
+    say_err(": plugin code is the likely cause (a plugin's entry point, or a stage's check, "
+            "radius or shape function); `pipefuse plugin check PLUGIN.so` runs one plugin "
+            "apart and names the stage at fault\n");
+    _exit(PF_EXIT_USAGE);
+}
+
+/* exit() called from plugin code (an entry point that gives up): said, as a crash is,
+   with the usage status instead of whatever the plugin chose. */
+static void on_exit_call(void)
+{
+    if (!g_on || !g_doing[0])
+        return;
+    say_err("pipefuse: exit() called while ");
     say_err(g_doing);
     say_err(": plugin code is the likely cause (a plugin's entry point, or a stage's check, "
             "radius or shape function); `pipefuse plugin check PLUGIN.so` runs one plugin "
@@ -57,6 +72,9 @@ static void on_crash(int sig)
 
 void cli_guard_on(void)
 {
+    static int registered;
+    if (!registered)
+        registered = atexit(on_exit_call) == 0;
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* its own stack, so a plugin that overflows the main thread's is reported too */
     static char alt[1 << 16];
@@ -81,7 +99,7 @@ void cli_guard_off(void)
 
 pf_engine *cli_engine(const cli_common *c)
 {
-    cli_doing("loading plugins (the built-in directory, PIPEFUSE_PLUGIN_PATH%s%s)",
+    cli_doing("loading plugins (the built-in directory%s%s, then PIPEFUSE_PLUGIN_PATH)",
               c->plugin_path ? ", --plugin-path " : "", c->plugin_path ? c->plugin_path : "");
     pf_engine_config cfg;
     pf_engine_config_init(&cfg);

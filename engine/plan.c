@@ -29,18 +29,21 @@ static int cpu_band_rows(const pf_pipeline *p, const pf_unit *u, const pf_node *
     int rows = PF_CPU_BAND_PIXELS / width;
     if (rows < 1)
         rows = 1;
-    if (u->kind != PF_UNIT_STENCIL || !n0->desc->scratch_bytes || !n0->desc->radius)
-        return rows;
-    const int r = n0->desc->radius(n0->params);
-    int threads = p->eng->threads > 0 ? p->eng->threads : 1; /* the frame's own, if fewer */
-    if (p->opts.threads > 0 && p->opts.threads < threads)
-        threads = p->opts.threads;
-    long want = 8L * (r > 0 ? r : 0),
-         fair = ((long)u->shape.height + 2L * threads - 1) / (2L * threads);
-    const long fit = (long)(PF_CPU_SEP_SCRATCH / ((size_t)width * sizeof(pf_float4))) - 2L * r;
-    want = want < fair ? want : fair;
-    want = want < fit ? want : fit;
-    return want > rows ? (int)want : rows;
+    if (u->kind == PF_UNIT_STENCIL && n0->desc->scratch_bytes && n0->desc->radius) {
+        const int r = n0->desc->radius(n0->params);
+        int threads = p->eng->threads > 0 ? p->eng->threads : 1; /* the frame's own, if fewer */
+        if (p->opts.threads > 0 && p->opts.threads < threads)
+            threads = p->opts.threads;
+        long want = 8L * (r > 0 ? r : 0),
+             fair = ((long)u->shape.height + 2L * threads - 1) / (2L * threads);
+        const long fit = (long)(PF_CPU_SEP_SCRATCH / ((size_t)width * sizeof(pf_float4))) - 2L * r;
+        want = want < fair ? want : fair;
+        want = want < fit ? want : fit;
+        rows = want > rows ? (int)want : rows;
+    }
+    /* never more than the unit's rows (its output's; a reduce's input's): a band's
+       scratch_bytes is asked for that many */
+    return u->shape.height > 0 && rows > u->shape.height ? u->shape.height : rows;
 }
 
 void pf_plan_free(pf_plan *plan)

@@ -26,9 +26,18 @@ says_crash() {
 }
 
 run entry_stages "$PF" --plugin-path "$B/crash_entry" stages
-says_crash entry_stages "loading plugins (the built-in directory, PIPEFUSE_PLUGIN_PATH, --plugin-path $B/crash_entry)"
+says_crash entry_stages "loading plugins (the built-in directory, --plugin-path $B/crash_entry, then PIPEFUSE_PLUGIN_PATH)"
 run entry_check "$PF" --plugin-path "$B/crash_entry" check "$W/none.json" --size 8x8
 says_crash entry_check "loading plugins"
+# an entry point that calls abort() or exit(): said the same way, status 2, not the
+# plugin's own status or a bare core dump
+run entry_abort "$PF" --plugin-path "$B/abort_entry" stages
+expect entry_abort 2
+says entry_abort "pipefuse: crashed (SIGABRT: abort() called) while loading plugins"
+run entry_exit "$PF" --plugin-path "$B/exit_entry" stages
+expect entry_exit 2
+says entry_exit "pipefuse: exit() called while loading plugins"
+says entry_exit "pipefuse plugin check PLUGIN.so"
 
 mk() { # mk FILE GAIN
     printf '{"pipefuse": 1, "inputs": ["src"], "stages": [{"id": "g", "op": "sdk_crash_check", "inputs": ["src"], "params": {"gain": %s}}], "outputs": {"out": "g"}}\n' "$2" >"$1"

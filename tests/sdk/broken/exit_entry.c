@@ -1,0 +1,12 @@
+/* tests/sdk/broken/exit_entry.c: a plugin whose entry point calls exit(3), so every
+ * command that loads plugins from its directory meets it. */
+#include <stdlib.h>
+
+#include "pipefuse/plugin.h"
+
+PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host);
+PF_PLUGIN_EXPORT const pf_plugin_desc *pf_plugin_entry(const pf_host_api *host)
+{
+    (void)host;
+    exit(3);
+}
