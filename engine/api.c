@@ -145,8 +145,11 @@ static int load(pf_engine *e, const char *text, const char *source, pf_pipeline 
 PF_API int pf_pipeline_load_string(pf_engine *e, const char *json, const char *name,
                                    pf_pipeline **out)
 {
-    if (!out)
+    if (!out) {
+        if (e)
+            pf_engine_errf(e, "pf_pipeline_load_string: NULL out (where the pipeline goes)");
         return PF_INVALID_ARGUMENT;
+    }
     *out = NULL;
     if (!e || !json) {
         if (e)
@@ -158,8 +161,11 @@ PF_API int pf_pipeline_load_string(pf_engine *e, const char *json, const char *n
 
 PF_API int pf_pipeline_load_file(pf_engine *e, const char *path, pf_pipeline **out)
 {
-    if (!out)
+    if (!out) {
+        if (e)
+            pf_engine_errf(e, "pf_pipeline_load_file: NULL out (where the pipeline goes)");
         return PF_INVALID_ARGUMENT;
+    }
     *out = NULL;
     if (!e || !path) {
         if (e)
@@ -626,11 +632,12 @@ static int prepare(pf_pipeline *p, const pf_frame *inputs, int n_in, pf_frame *o
                 p->n_inputs, inputs ? n_in : 0);
         return PF_INVALID_ARGUMENT;
     }
-    if (n_out < 0) {
+    if (n_out < 0) { /* entries past the outputs' count are not read (pipefuse.h) */
         pf_errf(p->errmsg, "%s: n_out is %d; expected 0 to the %d output(s) of the pipeline",
                 p->source, n_out, p->n_outputs);
         return PF_INVALID_ARGUMENT;
     }
+
     if (p->n_inputs > PF_MAX_FRAMES || p->n_outputs > PF_MAX_FRAMES) {
         pf_errf(p->errmsg, "%s: at most %d inputs and outputs per frame", p->source, PF_MAX_FRAMES);
         return PF_UNSUPPORTED;

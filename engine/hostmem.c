@@ -192,8 +192,11 @@ int pf_frames_overlap(const pf_frame *a, const pf_frame *b)
 PF_API int pf_frame_alloc_host(pf_engine *e, int width, int height, pf_sample sample, int channels,
                                pf_frame *out)
 {
-    if (!out)
+    if (!out) {
+        if (e)
+            pf_engine_errf(e, "pf_frame_alloc_host: NULL out (the frame to fill)");
         return PF_INVALID_ARGUMENT;
+    }
     memset(out, 0, sizeof *out);
     if (!e)
         return PF_INVALID_ARGUMENT;

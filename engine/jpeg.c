@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -942,9 +943,26 @@ static int writer_start(pf_jpeg_writer *w, const pf_jpeg_write_opts *o, const pf
     return PF_OK;
 }
 
+/* opts->size: 0 (the whole struct) or at least through quality, the first option (an
+   older caller's struct ends later, a newer one's is read as far as this one goes). */
+static int write_opts_size_ok(const char *name, const pf_jpeg_write_opts *opts, char *err,
+                              size_t err_size)
+{
+    const size_t least = offsetof(pf_jpeg_write_opts, quality) + sizeof opts->quality;
+    if (!opts || !opts->size || opts->size >= least)
+        return 1;
+    set_err(err, err_size,
+            "%s: pf_jpeg_write_opts.size is %zu, less than any such struct (%zu and more); set "
+            "it to sizeof(pf_jpeg_write_opts)",
+            name, opts->size, least);
+    return 0;
+}
+
 static int writer_new(const char *name, const pf_frame *format, const pf_jpeg_write_opts *opts,
                       pf_jpeg_write_opts *o, pf_jpeg_writer **out, char *err, size_t err_size)
 {
+    if (!write_opts_size_ok(name, opts, err, err_size))
+        return PF_INVALID_ARGUMENT;
     memset(o, 0, sizeof *o);
     if (opts) {
         size_t n = opts->size && opts->size < sizeof *o ? opts->size : sizeof *o;
@@ -1166,6 +1184,8 @@ PF_API int pf_jpeg_write(const char *path, const pf_frame *f, const pf_jpeg_writ
         return PF_INVALID_ARGUMENT;
     }
     pf_jpeg_write_opts o = {0};
+    if (!write_opts_size_ok(path, opts, err, err_size))
+        return PF_INVALID_ARGUMENT;
     if (opts) {
         size_t n = opts->size && opts->size < sizeof o ? opts->size : sizeof o;
         memcpy(&o, opts, n);

@@ -71,6 +71,39 @@ static void run_one(pf_pipeline *p, const jm_opts *o, const char *what)
     free(jpg);
 }
 
+/* The C API's argument checks: an options struct whose size cannot hold its first field
+   is refused (not read as defaults); a NULL out names itself in the engine's message. */
+static void test_arguments(pf_engine *e)
+{
+    pf_frame f;
+    CHECK(pf_frame_alloc(&f, 32, 32, PF_U8, 3) == PF_OK);
+    memset(f.data, 100, f.pitch * 32);
+    void *b = NULL;
+    size_t n = 0;
+    char err[512] = "";
+    pf_jpeg_write_opts q = {3, .quality = 101};
+    CHECKF(pf_jpeg_encode(&f, &q, NULL, &b, &n, err, sizeof err) == PF_INVALID_ARGUMENT &&
+               strstr(err, "pf_jpeg_write_opts.size is 3"),
+           "size 3: %s", err);
+    q.size = 0; /* the whole struct: quality 101 is seen, and refused */
+    CHECKF(pf_jpeg_encode(&f, &q, NULL, &b, &n, err, sizeof err) == PF_INVALID_ARGUMENT &&
+               strstr(err, "101"),
+           "size 0: %s", err);
+    q.size = sizeof q, q.quality = 90;
+    CHECK(pf_jpeg_encode(&f, &q, NULL, &b, &n, err, sizeof err) == PF_OK && n > 0);
+    free(b);
+    pf_frame_free(&f);
+    pf_pipeline *p = NULL;
+    CHECK(pf_pipeline_load_string(e, "{", "earlier", &p) != PF_OK);
+    CHECK(pf_pipeline_load_file(e, PF_SOURCE_DIR "/pipelines/sharpen.json", NULL) ==
+          PF_INVALID_ARGUMENT);
+    CHECKF(strstr(pf_engine_errmsg(e), "NULL out"), "load_file, NULL out: '%s'",
+           pf_engine_errmsg(e));
+    CHECK(pf_frame_alloc_host(e, 8, 8, PF_U8, 4, NULL) == PF_INVALID_ARGUMENT);
+    CHECKF(strstr(pf_engine_errmsg(e), "pf_frame_alloc_host: NULL out"), "alloc_host: '%s'",
+           pf_engine_errmsg(e));
+}
+
 int main(void)
 {
     if (!pf_jpeg_available())
@@ -93,6 +126,7 @@ int main(void)
                        .seed = 3},
             "turned, with a profile");
     pf_pipeline_destroy(p);
+    test_arguments(e);
     pf_engine_destroy(e);
     return pf_test_done("jpeg_api");
 }

@@ -236,7 +236,7 @@ int pf_pipeline_plan(pf_pipeline *p, const pf_shape *inputs, int n_inputs);
 
 /* Runs one frame synchronously on host frames. inputs in input order; outputs in
    output order, entries with NULL data (or n_out, 0 or more, smaller than the count)
-   skip an output; table outputs are read with pf_pipeline_table. Image outputs must
+   skip an output, entries past the count are not read (outputs NULL reads none); table outputs are read with pf_pipeline_table. Image outputs must
    have the planned size. A bad frame is PF_INVALID_ARGUMENT naming the frame and the
    field at fault.
    Memory shared between frames: a host output may overlap an input, or be the input
