@@ -76,7 +76,8 @@ static int push_str(char ***v, int *n, char *s)
     return 0;
 }
 
-/* What a folder contributes: *.png and the JPEG names (*.jpg, *.jpeg, *.jpe, *.jfif, *.jif), any case (cli_format_of_name) */
+/* What a folder contributes: *.png and the JPEG names (*.jpg, *.jpeg, *.jpe, *.jfif,
+   *.jif), any case (cli_format_of_name) */
 static int is_image_name(const char *name)
 {
     cli_format f = cli_format_of_name(name, NULL);
@@ -161,14 +162,15 @@ static void list_gate(const char *path)
         nanosleep(&t, NULL);
 }
 
-/* The image files (PNG and JPEG names: cli_format_of_name) of root/rel (sorted), and with --recursive its
-   subfolders' (sorted, after the files), never the output folder itself when it lies
-   inside, and each folder once (by identity: a link to a folder above would list the
-   tree again and again).
-   -2 when a signal stopped it (Ctrl-C or SIGTERM while a large tree is listed). */
-/* Folders below an argument that -r lists: each level holds a path on the stack. */
 #define LIST_MAX_DEPTH 256
 
+/* The image files (PNG and JPEG names: cli_format_of_name) of root/rel (sorted), and with
+   --recursive its subfolders' (sorted, after the files), never the output folder itself
+   when it lies inside, and each folder once (by identity: a link to a folder above would
+   list the tree again and again).
+   -2 when a signal stopped it (Ctrl-C or SIGTERM while a large tree is listed). Folders
+   more than LIST_MAX_DEPTH below the argument are named, not listed: each level holds a
+   path on the stack. */
 static int list_dir(run_args *r, const char *root, const char *rel, int depth)
 {
     char path[4096];
@@ -619,64 +621,56 @@ static int require_cuda(const cli_common *c)
     return -1;
 }
 
-/* Names stay with their input: an input the output folder's records (freshness.c) say
-   wrote outputs keeps the folder and stem they were named from, so that another input of
-   the same name added since (an older a/x.png beside b/x.png) never takes b's names and
-   passes for it (cli_names_pin). Before each cli_names_finish. */
 /* The keys records give inputs that are not in this batch (their where differs from
-   every input's) and that still exist: reserved, so that a run over a subset never takes
-   another input's names. An input that is gone (a deleted temporary folder, a tree moved
-   elsewhere) leaves its names to whoever comes. */
+   every input's in wheres, sorted) and that still exist: reserved, so that a run over a
+   subset never takes another input's names. An input that is gone (a deleted temporary
+   folder, a tree moved elsewhere) leaves its names to whoever comes. */
 typedef struct reserve_ctx {
-    char **wheres; /* this batch's inputs, sorted */
+    char **wheres;
     int n;
 } reserve_ctx;
-
-static int cmp_where(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static int reserve_other(void *ctx, const char *where, const char *key)
 {
     const reserve_ctx *c = ctx;
     struct stat st;
-    if ((c->n && bsearch(&where, c->wheres, (size_t)c->n, sizeof *c->wheres, cmp_where)) ||
+    if ((c->n && bsearch(&where, c->wheres, (size_t)c->n, sizeof *c->wheres, cmp_str)) ||
         stat(where, &st) != 0)
         return 0;
     return cli_names_reserve(key);
 }
 
+/* Names stay with their input: an input the output folder's records (freshness.c) say
+   wrote outputs keeps the folder and stem they were named from, so that another input of
+   the same name added since (an older a/x.png beside b/x.png) never takes b's names and
+   passes for it (cli_names_pin); and the names of inputs outside the batch are reserved
+   (reserve_other). Before each cli_names_finish. */
 static int pin_names(const run_args *r, const fresh_db *db)
 {
-    if (db) {
-        reserve_ctx c = {calloc((size_t)r->n_files + 1, sizeof(char *)), 0};
-        if (!c.wheres)
-            return -1;
-        int rc = 0;
-        for (int i = 0; i < r->n_files && rc == 0; i++)
-            rc = (c.wheres[c.n++] = cli_where(r->files[i].path)) ? 0 : -1;
-        if (rc == 0) {
-            qsort(c.wheres, (size_t)c.n, sizeof *c.wheres, cmp_where);
-            rc = fresh_each_key(db, reserve_other, &c);
-        }
-        for (int i = 0; i < c.n; i++)
-            free(c.wheres[i]);
-        free(c.wheres);
-        if (rc != 0)
-            return -1;
-    }
-    for (int i = 0; db && i < r->n_files; i++) {
+    if (!db)
+        return 0;
+    reserve_ctx c = {calloc((size_t)r->n_files + 1, sizeof(char *)), 0};
+    if (!c.wheres)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < r->n_files && rc == 0; i++) {
         char *w = cli_where(r->files[i].path);
-        if (!w)
-            return -1;
+        if (!w) {
+            rc = -1;
+            break;
+        }
+        c.wheres[c.n++] = w;
         const char *key = fresh_key_of(db, w);
-        int rc = key ? cli_names_pin(r->files[i].path, key) : 0;
-        free(w);
-        if (rc != 0)
-            return -1;
+        rc = key ? cli_names_pin(r->files[i].path, key) : 0;
     }
-    return 0;
+    if (rc == 0) {
+        qsort(c.wheres, (size_t)c.n, sizeof *c.wheres, cmp_str);
+        rc = fresh_each_key(db, reserve_other, &c);
+    }
+    for (int i = 0; i < c.n; i++)
+        free(c.wheres[i]);
+    free(c.wheres);
+    return rc != 0 ? -1 : 0;
 }
 
 /* The identities of the plugins the pipeline's stages come from (for the fingerprint of
